@@ -1,0 +1,30 @@
+"""queuetheory: the queueing theory of LLM inference.
+
+Closed forms, thresholds, bounds and stability conditions of five scheduling papers, one
+simulator that runs every scheduler on the same model, and a ledger of the papers' claims.
+"""
+
+from . import claims, metrics, policies
+from .engine import Batch, Result, State, simulate
+from .errors import InfeasibleBatchError, QueueTheoryError, UnstableError
+from .timing import BatchLoad, LinearMemoryTime, PiecewiseLinearTime, TimeModel, UnitTime
+from .workload import (
+    ClassInterval,
+    ExactPredictor,
+    RelativeInterval,
+    RequestClass,
+    TimeVarying,
+    Trace,
+    Workload,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "claims", "metrics", "policies",
+    "Batch", "Result", "State", "simulate",
+    "InfeasibleBatchError", "QueueTheoryError", "UnstableError",
+    "BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
+    "RequestClass", "Workload", "Trace", "TimeVarying",
+    "ExactPredictor", "RelativeInterval", "ClassInterval",
+]

@@ -1,0 +1,1 @@
+"""Claims of Li, Dai, Peng (seed 004)."""

@@ -1,0 +1,3 @@
+"""Real workloads and small shipped samples."""
+
+__all__: list[str] = []

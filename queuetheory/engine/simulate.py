@@ -1,0 +1,157 @@
+"""``simulate()``: one engine, one workload, one policy, one time model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import check_positive
+from ..timing import TimeModel
+from ..workload import Trace, Workload
+from .core import Engine
+
+__all__ = ["simulate", "Result"]
+
+
+@dataclass
+class Result:
+    """The records of one run: ``requests``, ``batches`` and ``paths`` DataFrames, ``metrics``."""
+
+    engine: Engine
+    trace: Trace
+    horizon: float
+    end_time: float
+    policy: object
+    time_model: TimeModel
+
+    @property
+    def requests(self) -> pd.DataFrame:
+        """One row per request that arrived: lengths, interval, time stamps, restarts."""
+        t = self.engine.table
+        n = t.n
+        df = pd.DataFrame({f: t.column(f) for f in (
+            "arrival", "prompt", "output", "cls", "lo", "hi", "priority", "prefilled",
+            "decoded", "restarts", "prefill_done", "first_token", "finish", "tbt_max")})
+        admitted = np.zeros(n, dtype=bool)
+        admitted[: self.engine._pending] = True
+        df["admitted"] = admitted
+        df["latency"] = df["finish"] - df["arrival"]
+        df["ttft"] = df["first_token"] - df["arrival"]
+        timed = t.column("tokens_timed")
+        df["tbt_mean"] = np.where(timed > 0, t.column("tbt_sum") / np.maximum(timed, 1), np.nan)
+        df.index.name = "rid"
+        return df
+
+    @property
+    def batches(self) -> pd.DataFrame:
+        """One row per iteration: start, duration, composition, memory after, queue sizes."""
+        return self.engine.log.frame()
+
+    @property
+    def paths(self) -> pd.DataFrame:
+        """Queue length, unfinished tokens and memory at the end of every iteration."""
+        log = self.engine.log
+        return pd.DataFrame({
+            "time": log.column("start") + log.column("duration"),
+            "in_system": log.column("in_system"),
+            "unfinished_tokens": log.column("unfinished_tokens"),
+            "memory": log.column("memory"),
+        })
+
+    @property
+    def metrics(self) -> dict:
+        from ..metrics import summarize
+
+        return summarize(self)
+
+
+def simulate(workload, policy, time_model, *, memory=None, token_budget=None, horizon=None,
+             n_requests=None, seed=0, max_iterations=None, progress=False,
+             emit_first=False) -> Result:
+    """Run ``policy`` on ``workload`` with batch durations from ``time_model``.
+
+    Parameters
+    ----------
+    workload : Workload or Trace
+    policy : a :class:`~queuetheory.policies.Policy`
+    time_model : a :class:`~queuetheory.timing.TimeModel`
+    memory : KV-cache capacity ``M`` in tokens (None: unlimited)
+    token_budget : the engine's per-batch token limit ``b`` (default: the policy's own)
+    horizon : stop starting batches at this time; arrivals are drawn up to it
+    n_requests : number of requests to draw; without a horizon the run drains them all
+    seed : seeds the workload's random draws and the policy's
+    max_iterations : hard cap on the number of batches
+    emit_first : the prefill iteration also emits the first output token (see Engine)
+    """
+    if not isinstance(time_model, TimeModel):
+        raise ValueError(f"time_model={time_model!r}: must be a queuetheory TimeModel")
+    if not hasattr(policy, "schedule"):
+        raise ValueError(f"policy={policy!r}: must be a queuetheory Policy")
+    budget = token_budget if token_budget is not None else getattr(policy, "token_budget", None)
+    if budget is not None:
+        check_positive("token_budget", budget, integer=True)
+    if memory is not None:
+        check_positive("memory", memory, integer=True)
+    if max_iterations is not None:
+        check_positive("max_iterations", max_iterations, integer=True)
+    if isinstance(workload, Trace):
+        trace = workload
+        if horizon is not None:
+            trace = trace.until(horizon)
+        if n_requests is not None:
+            trace = trace.head(n_requests)
+    elif isinstance(workload, Workload):
+        trace = workload.sample(horizon=horizon, n_requests=n_requests, seed=seed)
+    else:
+        raise ValueError(f"workload={workload!r}: must be a Workload or a Trace")
+    if horizon is None and n_requests is None and not isinstance(workload, Trace):
+        raise ValueError("simulate: give horizon or n_requests")
+    if memory is not None and len(trace):
+        peak = trace.prompt + trace.output - int(emit_first)
+        worst = int(np.argmax(peak))
+        if peak[worst] > memory:
+            raise ValueError(
+                f"memory={memory}: smaller than the KV peak {int(peak[worst])} of request "
+                f"{worst} (prompt {int(trace.prompt[worst])} + output {int(trace.output[worst])}); "
+                "it could never finish")
+    n_classes = int(trace.cls.max()) + 1 if len(trace) else 1
+    engine = Engine(policy, time_model, memory=memory, budget=budget, emit_first=emit_first,
+                    n_classes=n_classes, capacity=max(16, len(trace)))
+    engine.load(trace)
+    policy.reset(seed=seed)
+    stop = np.inf if horizon is None else float(horizon)
+    limit = np.inf if max_iterations is None else int(max_iterations)
+    bar = _progress_bar() if progress else None
+    t = 0.0 if not len(trace) else min(0.0, float(trace.arrival[0]))
+    while t < stop and engine.iteration < limit:
+        engine.admit_until(t)
+        if engine.live.size == 0:
+            nxt = engine.next_arrival()
+            if nxt == np.inf:
+                break
+            t = nxt
+            continue
+        out = engine.step(t)
+        if isinstance(out, tuple):
+            t += out[0]
+        else:
+            nxt = engine.next_arrival()
+            wait = nxt if out.until is None else min(out.until, nxt)
+            if wait == np.inf:
+                break           # the policy idles and nothing else will arrive
+            if wait <= t:
+                raise RuntimeError(f"{policy!r} idled but asked to wait until {wait} <= now {t}")
+            t = wait
+        if bar is not None:
+            bar.update(engine.iteration - bar.n)
+    if bar is not None:
+        bar.close()
+    return Result(engine, trace, stop, t, policy, time_model)
+
+
+def _progress_bar():
+    from tqdm.auto import tqdm
+
+    return tqdm(desc="iterations", unit="it")

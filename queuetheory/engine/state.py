@@ -1,0 +1,127 @@
+"""The engine's state as a structure of numpy arrays, and the read-only view policies get."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+__all__ = ["RequestTable", "State"]
+
+_STATIC = ("arrival", "prompt", "output", "cls", "lo", "hi", "priority")
+_INT_DYNAMIC = ("prefilled", "decoded", "restarts", "tokens_timed")
+_FLOAT_DYNAMIC = ("prefill_done", "first_token", "last_token", "finish", "tbt_max", "tbt_sum")
+
+
+class RequestTable:
+    """Every request the engine has seen, one array per field, indexed by request id.
+
+    Grows by doubling so that networks can add requests while they run.
+    """
+
+    def __init__(self, emit_first: bool, capacity: int = 1024):
+        self.emit_first = int(emit_first)
+        self.n = 0
+        self._cap = 0
+        self._grow(max(capacity, 16))
+
+    def _grow(self, cap: int):
+        def widen(name, dtype, fill):
+            new = np.full(cap, fill, dtype=dtype)
+            if self._cap:
+                new[: self.n] = getattr(self, name)[: self.n]
+            setattr(self, name, new)
+
+        for f in _STATIC:
+            widen(f, float if f == "arrival" else np.int64, 0)
+        for f in _INT_DYNAMIC:
+            widen(f, np.int64, 0)
+        for f in _FLOAT_DYNAMIC:
+            widen(f, float, 0.0 if f.startswith("tbt") else np.nan)
+        self._cap = cap
+
+    def append(self, trace) -> np.ndarray:
+        """Add the requests of ``trace`` (a :class:`~queuetheory.workload.Trace`); return their ids."""
+        k = len(trace)
+        if self.n + k > self._cap:
+            self._grow(max(2 * self._cap, self.n + k))
+        ids = np.arange(self.n, self.n + k)
+        for f in _STATIC:
+            getattr(self, f)[ids] = getattr(trace, f)
+        self.n += k
+        return ids
+
+    def kv(self, rid: np.ndarray) -> np.ndarray:
+        """Resident KV tokens: prompt tokens prefilled plus output tokens written back."""
+        return self.prefilled[rid] + np.maximum(self.decoded[rid] - self.emit_first, 0)
+
+    def column(self, name: str) -> np.ndarray:
+        return getattr(self, name)[: self.n]
+
+
+class State:
+    """Read-only view of the requests in the system at a decision epoch.
+
+    Positions ``0 … n-1`` are in arrival order (FCFS order). Array attributes are computed
+    on first use: ``rid``, ``arrival``, ``prompt``, ``output``, ``cls``, ``lo``, ``hi``,
+    ``priority``, ``prefilled``, ``decoded``, ``restarts``, ``kv``, ``remaining_prefill``,
+    ``remaining_output``, ``in_decode``, ``started``. Scalars: ``time``, ``budget``,
+    ``memory``, ``memory_used`` and ``memory_free``.
+    """
+
+    def __init__(self, table: RequestTable, live: np.ndarray, time: float, budget, memory,
+                 outside_kv: int = 0):
+        self._t = table
+        self.rid = live
+        self.n = int(live.size)
+        self.time = float(time)
+        self.budget = budget
+        self.memory = memory
+        self.outside_kv = int(outside_kv)
+
+    def __getattr__(self, name):
+        if name in _STATIC or name in _INT_DYNAMIC:
+            value = getattr(self._t, name)[self.rid]
+            value.flags.writeable = False
+            self.__dict__[name] = value
+            return value
+        raise AttributeError(name)
+
+    @cached_property
+    def kv(self) -> np.ndarray:
+        return self._t.kv(self.rid)
+
+    @cached_property
+    def remaining_prefill(self) -> np.ndarray:
+        return self.prompt - self.prefilled
+
+    @cached_property
+    def remaining_output(self) -> np.ndarray:
+        return self.output - self.decoded
+
+    @cached_property
+    def in_decode(self) -> np.ndarray:
+        """True once the prompt is fully prefilled (``p_i = 0`` in seed 004's notation)."""
+        return self.prefilled >= self.prompt
+
+    @cached_property
+    def started(self) -> np.ndarray:
+        """True for requests holding KV cache (running or paused)."""
+        return self.kv > 0
+
+    @cached_property
+    def memory_used(self) -> int:
+        return int(self.kv.sum()) + self.outside_kv
+
+    @property
+    def memory_free(self) -> float:
+        return np.inf if self.memory is None else self.memory - self.memory_used
+
+    def subset(self, positions: np.ndarray) -> State:
+        """The view restricted to ``positions`` (sorted); memory of the others still counts."""
+        positions = np.sort(np.asarray(positions, dtype=np.int64))
+        rest = self.memory_used - int(self.kv[positions].sum())
+        return State(self._t, self.rid[positions], self.time, self.budget, self.memory, rest)
+
+    def __repr__(self) -> str:
+        return f"State(t={self.time:.6g}, n={self.n}, memory_used={self.memory_used})"

@@ -1,0 +1,45 @@
+"""The project's exceptions and the argument checks that raise them."""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["QueueTheoryError", "InfeasibleBatchError", "UnstableError", "check_positive"]
+
+
+class QueueTheoryError(Exception):
+    """Base class of the project's own errors."""
+
+
+class InfeasibleBatchError(QueueTheoryError):
+    """A policy returned a batch that breaks a feasibility rule; never silently repaired."""
+
+    def __init__(self, policy, iteration: int, rule: str, detail: str):
+        self.policy, self.iteration, self.rule = policy, iteration, rule
+        super().__init__(f"{policy!r} built an infeasible batch at iteration {iteration}: "
+                         f"rule {rule} broken ({detail})")
+
+
+class UnstableError(QueueTheoryError, ValueError):
+    """The offered load is at or above capacity; ``excess`` says by how much."""
+
+    def __init__(self, what: str, load: float, limit: float = 1.0):
+        self.load, self.limit, self.excess = load, limit, load - limit
+        super().__init__(f"unstable: {what} = {load:.6g} >= {limit:.6g} "
+                         f"(exceeds the limit by {load - limit:.6g})")
+
+
+def check_positive(name: str, value, *, allow_zero: bool = False, integer: bool = False):
+    """Raise ``ValueError`` naming ``name`` unless ``value`` is a finite positive number."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r}: must be a number") from None
+    ok = math.isfinite(v) and (v >= 0 if allow_zero else v > 0)
+    if integer and ok:
+        ok = v == int(v)
+    if not ok:
+        rule = ">= 0" if allow_zero else "> 0"
+        kind = "an integer" if integer else "a finite number"
+        raise ValueError(f"{name}={value!r}: must be {kind} {rule}")
+    return value

@@ -1,0 +1,120 @@
+"""Performance metrics of a run and the growth-rate test of stability."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["summarize", "growth_rate", "GrowthRate", "time_average_in_system"]
+
+
+def _span(result) -> float:
+    return max(float(result.end_time), 1e-300)
+
+
+def time_average_in_system(result) -> float:
+    """``L``: the time-average number of requests in the system over ``[0, end]`` (exact)."""
+    req = result.requests
+    T = _span(result)
+    arrive = req["arrival"].to_numpy()
+    leave = np.fmin(req["finish"].fillna(np.inf).to_numpy(), T)
+    return float(np.clip(leave - np.maximum(arrive, 0), 0, None)[arrive <= T].sum() / T)
+
+
+def summarize(result) -> dict:
+    """Throughput, latency, TTFT, TBT, memory, restarts and queue figures of a run."""
+    eng = result.engine
+    req = result.requests
+    T = _span(result)
+    done = req[req["finish"].notna()]
+    lat, ttft = done["latency"].to_numpy(), req["ttft"].dropna().to_numpy()
+    timed = eng.table.column("tokens_timed").sum()
+
+    def pct(a, q):
+        return float(np.percentile(a, q)) if a.size else float("nan")
+
+    return {
+        "time": T,
+        "arrived": int((req["arrival"] <= T).sum()),
+        "completed": int(len(done)),
+        "throughput": float(done["output"].sum() / T),
+        "completion_rate": float(len(done) / T),
+        "decode_rate": float(eng.table.column("decoded").sum() / T),
+        "mean_latency": float(lat.mean()) if lat.size else float("nan"),
+        "p50_latency": pct(lat, 50),
+        "p99_latency": pct(lat, 99),
+        "mean_ttft": float(ttft.mean()) if ttft.size else float("nan"),
+        "p99_ttft": pct(ttft, 99),
+        "mean_tbt": float(eng.table.column("tbt_sum").sum() / timed) if timed else float("nan"),
+        "p99_tbt": eng.tbt.quantile(0.99),
+        "peak_memory": int(eng.peak_memory),
+        "restarts": int(req["restarts"].sum()),
+        "iterations": int(eng.iteration),
+        "mean_in_system": time_average_in_system(result),
+        "in_system_end": int(eng.live.size),
+        "unfinished_tokens_end": int(eng.work),
+    }
+
+
+@dataclass(frozen=True)
+class GrowthRate:
+    """Slope of a queue path over the tail of a run, with a confidence interval.
+
+    ``relative`` is the slope divided by the offered token rate (or arrival rate for
+    ``in_system``). ``verdict``: ``unstable`` if the whole interval lies above ``tolerance``,
+    ``stable`` if it lies below, else ``inconclusive``.
+    """
+
+    quantity: str
+    slope: float
+    ci_low: float
+    ci_high: float
+    offered: float
+    relative: float
+    tolerance: float
+    verdict: str
+    blocks: int
+
+
+def growth_rate(result, quantity: str = "unfinished_tokens", *, tail: float = 0.5,
+                blocks: int = 20, level: float = 0.99, tolerance: float = 0.02) -> GrowthRate:
+    """Fit the growth rate of ``quantity`` (``unfinished_tokens`` or ``in_system``).
+
+    The last ``tail`` fraction of the run is cut into ``blocks`` equal time windows; the
+    window means are regressed on time (batch means tame the autocorrelation of the path),
+    and the slope's ``level`` confidence interval uses Student's t with ``blocks − 2``
+    degrees of freedom. Rates are relative to the offered load, so ``tolerance = 0.02``
+    flags growth faster than 2 % of the arrivals.
+    """
+    if quantity not in ("unfinished_tokens", "in_system"):
+        raise ValueError(f"quantity={quantity!r}: must be 'unfinished_tokens' or 'in_system'")
+    if not 0 < tail <= 1:
+        raise ValueError(f"tail={tail}: must lie in (0, 1]")
+    if blocks < 4:
+        raise ValueError(f"blocks={blocks}: need at least 4")
+    paths = result.paths
+    t = paths["time"].to_numpy()
+    y = paths[quantity].to_numpy().astype(float)
+    T = _span(result)
+    trace = result.trace
+    arrived = trace.arrival <= T
+    if quantity == "unfinished_tokens":
+        offered = float((trace.prompt[arrived] + trace.output[arrived]).sum() / T)
+    else:
+        offered = float(arrived.sum() / T)
+    if t.size < 4 * blocks:
+        raise ValueError(f"growth_rate: only {t.size} iterations; need at least {4 * blocks}")
+    grid = np.linspace(T * (1 - tail), T, 40 * blocks + 1)
+    idx = np.clip(np.searchsorted(t, grid, side="right") - 1, 0, t.size - 1)
+    values = y[idx].reshape(-1)[:-1].reshape(blocks, -1)
+    centers = grid[:-1].reshape(blocks, -1).mean(axis=1)
+    fit = stats.linregress(centers, values.mean(axis=1))
+    half = stats.t.ppf(0.5 + level / 2, blocks - 2) * fit.stderr
+    lo, hi = fit.slope - half, fit.slope + half
+    tol = tolerance * offered
+    verdict = "unstable" if lo > tol else "stable" if hi < tol else "inconclusive"
+    return GrowthRate(quantity, float(fit.slope), float(lo), float(hi), offered,
+                      float(fit.slope / offered) if offered else float("nan"), tol, verdict,
+                      blocks)

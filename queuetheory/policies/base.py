@@ -1,0 +1,154 @@
+"""The one Policy contract, and the vectorised building blocks every scheduler uses.
+
+A policy receives a read-only :class:`~queuetheory.engine.State` and returns a
+:class:`~queuetheory.engine.Batch`; subclasses override ``_schedule`` (and ``_reset``
+when they keep state between iterations). The engine checks every batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine import Batch
+from ..errors import check_positive
+
+__all__ = ["Policy", "ORDERS", "ordered", "take_decodes", "take_prefills", "fit_memory",
+           "admissible"]
+
+_EMPTY = np.empty(0, dtype=np.int64)
+
+ORDERS = ("fcfs", "sjf_prompt", "sjf_decode", "sjf_total")
+
+
+class Policy:
+    """Base class of every scheduler. Public behaviour is defined here once."""
+
+    token_budget: int | None = None
+
+    def reset(self, seed=0) -> None:
+        """Forget everything from an earlier run; called by ``simulate`` before it starts."""
+        self.rng = np.random.default_rng(seed)
+        self._reset()
+
+    def _reset(self) -> None:
+        pass
+
+    def schedule(self, state) -> Batch:
+        if state.n == 0:
+            return Batch()
+        return self._schedule(state)
+
+    def _schedule(self, state) -> Batch:
+        raise NotImplementedError
+
+    def _params(self) -> dict:
+        return {k: v for k, v in vars(self).items() if not k.startswith("_") and k != "rng"}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
+        return f"{type(self).__name__}({args})"
+
+
+def check_order(order: str) -> str:
+    if order not in ORDERS:
+        raise ValueError(f"order={order!r}: must be one of {ORDERS}")
+    return order
+
+
+def check_budget(token_budget) -> int:
+    check_positive("token_budget", token_budget, integer=True)
+    return int(token_budget)
+
+
+def check_max_reqs(max_reqs):
+    if max_reqs is not None:
+        check_positive("max_reqs", max_reqs, integer=True)
+    return max_reqs
+
+
+def ordered(state, positions: np.ndarray, order: str) -> np.ndarray:
+    """``positions`` sorted by the ordering rule (ties by arrival: the sort is stable)."""
+    if order == "fcfs" or positions.size < 2:
+        return positions
+    if order == "sjf_prompt":
+        key = state.remaining_prefill[positions]
+    elif order == "sjf_decode":
+        key = state.remaining_output[positions]
+    else:
+        key = state.remaining_prefill[positions] + state.remaining_output[positions]
+    return positions[np.argsort(key, kind="stable")]
+
+
+def take_decodes(cands: np.ndarray, budget: int, max_reqs=None) -> np.ndarray:
+    """The first candidates that fit: one decode token each (seed 004, rule 2.5c)."""
+    k = min(cands.size, budget, np.inf if max_reqs is None else max_reqs)
+    return cands[: int(k)]
+
+
+def take_prefills(cands: np.ndarray, remaining: np.ndarray, budget: int, max_reqs=None,
+                  chunk: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Fill ``budget`` with prompt tokens of ``cands`` in order.
+
+    ``chunk=True`` splits the last prompt at the budget boundary (Sarathi, Orca);
+    ``chunk=False`` takes whole prompts until the next one does not fit, except that a
+    first prompt longer than the whole budget is chunked (vanilla vLLM, spec §6 item 18).
+    ``remaining`` holds the remaining prompt tokens of ``cands``.
+    """
+    if budget <= 0 or cands.size == 0:
+        return _EMPTY, _EMPTY
+    if max_reqs is not None:
+        cands, remaining = cands[:max_reqs], remaining[:max_reqs]
+    cum = np.cumsum(remaining)
+    k = int(np.searchsorted(cum, budget, side="right"))      # whole prompts that fit
+    sizes = remaining[:k]
+    if k < cands.size and (chunk or k == 0):
+        left = budget - (int(cum[k - 1]) if k else 0)
+        if left > 0:
+            return cands[: k + 1], np.append(sizes, left)
+    return cands[:k], sizes
+
+
+def admissible(state, cands: np.ndarray) -> np.ndarray:
+    """Prefill candidates that memory allows to run: every request already holding KV, and
+    new requests, in order, while their whole prompts fit in the memory left after one
+    decode token for each decoding request and the unfinished prompts of resident ones."""
+    if state.memory is None or cands.size == 0:
+        return cands
+    kv = state.kv
+    promised = int(state.remaining_prefill[(kv > 0) & ~state.in_decode].sum())
+    room = state.memory_free - int(state.in_decode.sum()) - promised
+    new = kv[cands] == 0
+    fits = np.cumsum(np.where(new, state.remaining_prefill[cands], 0)) <= room
+    return cands[~new | fits]
+
+
+def fit_memory(state, prefill, chunk, decode) -> Batch:
+    """Make a batch respect KV memory the way vLLM does.
+
+    Requests already holding KV (running or paused) come first: if their decode tokens and
+    prefill chunks overflow the free memory, the most recently arrived resident requests are
+    evicted (progress lost, recomputed later) and no new request starts. A new request starts
+    only if its whole prompt fits in the memory not yet promised to the unfinished prompts of
+    resident requests, in batch order, stopping at the first that does not fit.
+    """
+    prefill, chunk, decode = (np.asarray(a, dtype=np.int64) for a in (prefill, chunk, decode))
+    kv = state.kv
+    free = state.memory_free
+    resident = kv[prefill] > 0
+    running = decode.size + int(chunk[resident].sum())
+    if running > free:
+        victims = np.flatnonzero(kv > 0)[::-1]
+        added = np.zeros(state.n, dtype=np.int64)
+        added[prefill] = chunk
+        added[decode] += 1
+        saving = np.cumsum(kv[victims] + added[victims])
+        evict = victims[: int(np.searchsorted(saving, running - free, side="left")) + 1]
+        keep = resident & ~np.isin(prefill, evict)
+        return Batch(prefill[keep], chunk[keep], decode[~np.isin(decode, evict)], evict)
+    promised = int(state.remaining_prefill[(kv > 0) & ~state.in_decode].sum())
+    room = free - decode.size - promised
+    new = np.flatnonzero(~resident)
+    admitted = new[np.cumsum(state.remaining_prefill[prefill[new]]) <= room]
+    keep = resident.copy()
+    keep[admitted] = True
+    return Batch(prefill[keep], chunk[keep], decode)

@@ -1,0 +1,205 @@
+"""The classic iteration-level schedulers of seed 004 §3 (spec ``throughput_optimal.md`` §2).
+
+| policy | mixes phases | priority | work-conserving |
+|---|---|---|---|
+| :class:`Sarathi` | yes | decode | yes (strictly) |
+| :class:`Orca` (``chunk=True``) | yes | prefill | yes (strictly) |
+| :class:`VLLMVanilla` | no | prefill | no |
+| :class:`FasterTransformer` | no | decode | no |
+
+Every policy takes an ``order`` (``"fcfs"``, ``"sjf_prompt"``, ``"sjf_decode"``,
+``"sjf_total"``) and an optional batch-size limit ``max_reqs``. With a KV-memory limit they
+trim prefills and preempt the most recent request, as vLLM does (:func:`fit_memory`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine import Batch
+from .base import (
+    Policy,
+    admissible,
+    check_budget,
+    check_max_reqs,
+    check_order,
+    fit_memory,
+    ordered,
+    take_decodes,
+    take_prefills,
+)
+
+__all__ = ["Sarathi", "Orca", "VLLMVanilla", "FasterTransformer", "KFCFS", "StaticPriority"]
+
+
+class _TokenBudgetPolicy(Policy):
+    chunk = True
+
+    def __init__(self, token_budget: int, *, order: str = "fcfs", max_reqs: int | None = None):
+        self.token_budget = check_budget(token_budget)
+        self.order = check_order(order)
+        self.max_reqs = check_max_reqs(max_reqs)
+
+    def _candidates(self, state):
+        dec = ordered(state, np.flatnonzero(state.in_decode), self.order)
+        pre = ordered(state, np.flatnonzero(~state.in_decode), self.order)
+        return admissible(state, pre), dec
+
+    def _prefills(self, state, pre, budget, max_reqs, chunk=None):
+        return take_prefills(pre, state.remaining_prefill[pre], budget, max_reqs,
+                             self.chunk if chunk is None else chunk)
+
+    def _finish(self, state, prefill, chunk, decode) -> Batch:
+        if state.memory is None:
+            return Batch(prefill, chunk, decode)
+        return fit_memory(state, prefill, chunk, decode)
+
+    @staticmethod
+    def _left(max_reqs, used):
+        return None if max_reqs is None else max_reqs - used
+
+
+class Sarathi(_TokenBudgetPolicy):
+    """Sarathi-Serve / vLLM with chunked prefill: decode-first, then chunked prefills up to
+    the token budget (seed 004 L222; spec §2 item 1). Strictly work-conserving."""
+
+    def _schedule(self, state):
+        pre, dec = self._candidates(state)
+        d = take_decodes(dec, self.token_budget, self.max_reqs)
+        p, c = self._prefills(state, pre, self.token_budget - d.size,
+                              self._left(self.max_reqs, d.size))
+        return self._finish(state, p, c, d)
+
+
+class Orca(_TokenBudgetPolicy):
+    """Orca: prefill-first with mixed batches (seed 004 L220). With ``chunk=True`` (default)
+    the last prompt is split at the budget, which makes it strictly work-conserving; with
+    ``chunk=False`` only whole prompts enter and it is not."""
+
+    def __init__(self, token_budget, *, order="fcfs", max_reqs=None, chunk: bool = True):
+        super().__init__(token_budget, order=order, max_reqs=max_reqs)
+        self.chunk = bool(chunk)
+
+    def _schedule(self, state):
+        pre, dec = self._candidates(state)
+        p, c = self._prefills(state, pre, self.token_budget, self.max_reqs)
+        d = take_decodes(dec, self.token_budget - int(c.sum()), self._left(self.max_reqs, p.size))
+        return self._finish(state, p, c, d)
+
+
+class VLLMVanilla(_TokenBudgetPolicy):
+    """Vanilla vLLM: prefill-prioritised, no mixed batches (seed 004 L218, L224).
+
+    A batch is prefill-only (whole prompts in order until the next does not fit; a prompt
+    longer than the budget is chunked) whenever a prompt waits, otherwise decode-only.
+    Not work-conserving."""
+
+    chunk = False
+
+    def _schedule(self, state):
+        pre, dec = self._candidates(state)
+        if pre.size:
+            p, c = self._prefills(state, pre, self.token_budget, self.max_reqs)
+            return self._finish(state, p, c, [])
+        return self._finish(state, [], [], take_decodes(dec, self.token_budget, self.max_reqs))
+
+
+class FasterTransformer(_TokenBudgetPolicy):
+    """FasterTransformer: decode-prioritised, no mixed batches (seed 004 L216, L233).
+
+    ``mode="iteration"`` (default, the paper's description): a decode-only batch whenever a
+    request decodes, else a prefill-only batch (chunked). ``mode="request"``: request-level
+    batching: a cohort of up to ``max_reqs`` waiting requests is prefilled, then decoded until
+    every member finishes, while arrivals wait (spec §2 item 4, ``ft_static``)."""
+
+    def __init__(self, token_budget, *, order="fcfs", max_reqs=None, mode: str = "iteration"):
+        super().__init__(token_budget, order=order, max_reqs=max_reqs)
+        if mode not in ("iteration", "request"):
+            raise ValueError(f"mode={mode!r}: must be 'iteration' or 'request'")
+        if mode == "request" and max_reqs is None:
+            raise ValueError("max_reqs=None: request-level FasterTransformer needs a cohort size")
+        self.mode = mode
+
+    def _reset(self):
+        self._cohort = np.empty(0, dtype=np.int64)
+
+    def _schedule(self, state):
+        if self.mode == "iteration":
+            pre, dec = self._candidates(state)
+            if dec.size:
+                return self._finish(state, [], [], take_decodes(dec, self.token_budget,
+                                                                self.max_reqs))
+            p, c = self._prefills(state, pre, self.token_budget, self.max_reqs)
+            return self._finish(state, p, c, [])
+        members = np.flatnonzero(np.isin(state.rid, self._cohort))
+        if members.size == 0:
+            members = ordered(state, np.arange(state.n), self.order)[: self.max_reqs]
+            self._cohort = state.rid[members]
+        members = np.sort(members)
+        pre = members[~state.in_decode[members]]
+        if pre.size:
+            p, c = self._prefills(state, pre, self.token_budget, None, chunk=True)
+            return self._finish(state, p, c, [])
+        return self._finish(state, [], [], take_decodes(members, self.token_budget))
+
+
+class StaticPriority(_TokenBudgetPolicy):
+    """Work-conserving static priority between classes (seed 004 §4.2 and L316).
+
+    For each class in ``class_order`` (most important first): its decode tokens, then its
+    prefill tokens with the remaining budget. Lower classes fill what is left, so tokens mix
+    only when the higher classes cannot fill a batch. Within a class: ``order``."""
+
+    def __init__(self, token_budget, class_order, *, order="fcfs", max_reqs=None):
+        super().__init__(token_budget, order=order, max_reqs=max_reqs)
+        self.class_order = tuple(int(c) for c in class_order)
+        if len(set(self.class_order)) != len(self.class_order):
+            raise ValueError(f"class_order={class_order!r}: lists a class twice")
+
+    def _schedule(self, state):
+        budget, left = self.token_budget, self.max_reqs
+        ps, cs, ds = [], [], []
+        cls = state.cls
+        for k in self.class_order:
+            mine = cls == k
+            dec = ordered(state, np.flatnonzero(mine & state.in_decode), self.order)
+            pre = admissible(state, ordered(state, np.flatnonzero(mine & ~state.in_decode),
+                                            self.order))
+            d = take_decodes(dec, budget, left)
+            budget -= d.size
+            left = self._left(left, d.size)
+            p, c = self._prefills(state, pre, budget, left)
+            budget -= int(c.sum())
+            left = self._left(left, p.size)
+            ps.append(p), cs.append(c), ds.append(d)
+        unknown = ~np.isin(cls, self.class_order)
+        if unknown.any():
+            raise ValueError(f"class_order={self.class_order}: misses classes "
+                             f"{sorted(set(cls[unknown].tolist()))} present in the system")
+        return self._finish(state, np.concatenate(ps), np.concatenate(cs), np.concatenate(ds))
+
+
+class KFCFS(Policy):
+    """``(K_p, K_d)``-FCFS (seed 004 L174): the inner policy only sees the ``K_p`` oldest
+    requests in prefill and the ``K_d`` oldest in decode. Work-conserving inner policies stay
+    so only when ``K_p, K_d >= b`` (spec §1.5)."""
+
+    def __init__(self, inner: Policy, Kp: int, Kd: int):
+        from ..errors import check_positive
+
+        check_positive("Kp", Kp, integer=True)
+        check_positive("Kd", Kd, integer=True)
+        self.inner, self.Kp, self.Kd = inner, int(Kp), int(Kd)
+        self.token_budget = getattr(inner, "token_budget", None)
+
+    def reset(self, seed=0):
+        super().reset(seed)
+        self.inner.reset(seed)
+
+    def _schedule(self, state):
+        dec = state.in_decode
+        window = np.sort(np.concatenate([np.flatnonzero(~dec)[: self.Kp],
+                                         np.flatnonzero(dec)[: self.Kd]]))
+        sub = state.subset(window)
+        b = self.inner.schedule(sub)
+        return Batch(window[b.prefill], b.chunk, window[b.decode], window[b.evict], b.until)

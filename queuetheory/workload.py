@@ -1,0 +1,407 @@
+"""Request classes, arrival processes, length distributions and traces.
+
+A *request* has an arrival time, a prompt length (prefill tokens), an output length (decode
+tokens), a class index, a priority, and a prediction interval ``[lo, hi]`` for its output
+length (seed 003's model; the default predictor is exact, ``lo = hi = output``).
+
+Lengths are given as a fixed ``int``, a frozen ``scipy.stats`` distribution (samples are
+rounded to the nearest integer and clipped to at least one token), or an array of empirical
+samples (drawn with replacement).  Time is in the unit of the time model used with the
+workload (seconds, milliseconds, rounds or slots); rates are per that unit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import check_positive
+
+__all__ = [
+    "RequestClass",
+    "Workload",
+    "Trace",
+    "TimeVarying",
+    "ExactPredictor",
+    "RelativeInterval",
+    "ClassInterval",
+]
+
+_QUANTILE_GRID = (np.arange(1 << 15) + 0.5) / (1 << 15)
+
+
+def _is_frozen_distribution(obj) -> bool:
+    return hasattr(obj, "rvs") and hasattr(obj, "ppf") and hasattr(obj, "dist")
+
+
+@dataclass(frozen=True, eq=False)
+class Lengths:
+    """A token-length law: fixed, a frozen scipy.stats distribution, or empirical samples."""
+
+    spec: object
+    name: str = "length"
+
+    def __post_init__(self):
+        spec = self.spec
+        if isinstance(spec, bool):
+            raise ValueError(f"{self.name}={spec!r}: a length must be an int, a distribution or samples")
+        if isinstance(spec, int | np.integer):
+            if spec < 1:
+                raise ValueError(f"{self.name}={spec}: a fixed length must be an integer >= 1")
+        elif _is_frozen_distribution(spec):
+            pass
+        else:
+            arr = np.asarray(spec)
+            if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.number):
+                raise ValueError(
+                    f"{self.name}: expected an int, a frozen scipy.stats distribution or a "
+                    f"non-empty 1-d array of samples, got {type(spec).__name__}"
+                )
+            if not np.all(np.isfinite(arr)) or arr.min() < 1:
+                raise ValueError(f"{self.name}: empirical samples must be finite and >= 1")
+            object.__setattr__(self, "spec", np.rint(arr).astype(np.int64))
+
+    @property
+    def fixed(self) -> bool:
+        return isinstance(self.spec, int | np.integer)
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        spec = self.spec
+        if self.fixed:
+            return np.full(n, int(spec), dtype=np.int64)
+        if isinstance(spec, np.ndarray):
+            return spec[rng.integers(0, spec.size, n)]
+        draws = np.asarray(spec.rvs(size=n, random_state=rng), dtype=float)
+        return np.maximum(1, np.rint(draws)).astype(np.int64)
+
+    def _support_grid(self) -> np.ndarray:
+        """Rounded, clipped quantiles on a fine midpoint grid (exact for samples and ints)."""
+        spec = self.spec
+        if self.fixed:
+            return np.array([int(spec)], dtype=np.int64)
+        if isinstance(spec, np.ndarray):
+            return spec
+        return np.maximum(1, np.rint(spec.ppf(_QUANTILE_GRID))).astype(np.int64)
+
+    def moment(self, k: int = 1) -> float:
+        """E[X^k] of the rounded, clipped length (quantile-grid quadrature for distributions)."""
+        return float(np.mean(self._support_grid().astype(float) ** k))
+
+    @property
+    def mean(self) -> float:
+        return self.moment(1)
+
+    @property
+    def max(self) -> int:
+        return int(self._support_grid().max())
+
+
+@dataclass(frozen=True, eq=False)
+class RequestClass:
+    """One class of requests: prompt and output length laws and a Poisson rate.
+
+    Parameters
+    ----------
+    prompt, output : int, frozen ``scipy.stats`` distribution, or array of samples
+        Prefill tokens (seed 000: ``l_j``) and decode tokens (seed 000: ``l'_j``).
+    rate : float
+        Arrival rate ``λ_j`` per time unit (per slot for slotted arrivals).
+    name : str, optional
+    priority : int
+        Larger is more important (paying users of seed 002, static priorities of seed 004 §4).
+    """
+
+    prompt: object
+    output: object
+    rate: float
+    name: str | None = None
+    priority: int = 0
+    _prompt: Lengths = field(init=False, repr=False)
+    _output: Lengths = field(init=False, repr=False)
+
+    def __post_init__(self):
+        check_positive("rate", self.rate, allow_zero=True)
+        object.__setattr__(self, "_prompt", Lengths(self.prompt, "prompt"))
+        object.__setattr__(self, "_output", Lengths(self.output, "output"))
+
+    @classmethod
+    def from_samples(cls, prompt_samples, output_samples, rate, **kwargs) -> RequestClass:
+        """A class whose lengths are drawn jointly from paired empirical samples."""
+        return _PairedClass(prompt_samples, output_samples, rate, **kwargs)
+
+    @property
+    def fixed(self) -> bool:
+        return self._prompt.fixed and self._output.fixed
+
+    @property
+    def mean_prompt(self) -> float:
+        return self._prompt.mean
+
+    @property
+    def mean_output(self) -> float:
+        return self._output.mean
+
+    def output_moment(self, k: int) -> float:
+        return self._output.moment(k)
+
+    @property
+    def max_prompt(self) -> int:
+        return self._prompt.max
+
+    @property
+    def max_output(self) -> int:
+        return self._output.max
+
+    def sample_lengths(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        return self._prompt.sample(rng, n), self._output.sample(rng, n)
+
+
+class _PairedClass(RequestClass):
+    """Empirical (prompt, output) pairs drawn together, keeping their correlation."""
+
+    def sample_lengths(self, rng, n):
+        k = rng.integers(0, self._prompt.spec.size, n)
+        return self._prompt.spec[k], self._output.spec[k]
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A sampled or recorded request sequence, sorted by arrival time."""
+
+    arrival: np.ndarray
+    prompt: np.ndarray
+    output: np.ndarray
+    cls: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    priority: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.arrival.size)
+
+    def head(self, n: int) -> Trace:
+        return Trace(*(getattr(self, f)[:n] for f in self.__dataclass_fields__))
+
+    def until(self, horizon: float) -> Trace:
+        return self.head(int(np.searchsorted(self.arrival, horizon, side="right")))
+
+
+@dataclass(frozen=True)
+class TimeVarying:
+    """Non-homogeneous Poisson arrivals by thinning (seed 000 §7.1, eq. 13).
+
+    ``multiplier(t)`` scales every class rate at time ``t`` (a scalar, or an array with one
+    entry per class); ``peak`` bounds it from above and is checked on every candidate.
+    """
+
+    multiplier: Callable[[np.ndarray], np.ndarray]
+    peak: float
+
+    def __post_init__(self):
+        check_positive("peak", self.peak)
+
+
+class ExactPredictor:
+    """``lo = hi = output``: the scheduler knows every output length."""
+
+    def __call__(self, rng, output, cls):
+        return output.copy(), output.copy()
+
+
+@dataclass(frozen=True)
+class RelativeInterval:
+    """``[floor((1-α)·o), ceil((1+α)·o)]``, clipped to at least 1 (seed 003 §6)."""
+
+    alpha: float
+
+    def __post_init__(self):
+        if not 0 <= self.alpha < 1:
+            raise ValueError(f"alpha={self.alpha}: must satisfy 0 <= alpha < 1")
+
+    def __call__(self, rng, output, cls):
+        lo = np.maximum(1, np.floor((1 - self.alpha) * output)).astype(np.int64)
+        hi = np.ceil((1 + self.alpha) * output).astype(np.int64)
+        return lo, hi
+
+
+@dataclass(frozen=True)
+class ClassInterval:
+    """Every request of class ``j`` gets the interval ``bounds[j] = (lo, hi)``."""
+
+    bounds: tuple[tuple[int, int], ...]
+
+    def __call__(self, rng, output, cls):
+        b = np.asarray(self.bounds, dtype=np.int64)[cls]
+        if np.any(output < b[:, 0]) or np.any(output > b[:, 1]):
+            raise ValueError("ClassInterval: some output lengths fall outside their class interval")
+        return b[:, 0].copy(), b[:, 1].copy()
+
+
+_ARRIVALS = ("poisson", "deterministic", "bernoulli", "poisson-slot")
+
+
+class Workload:
+    """A set of request classes and how they arrive.
+
+    Parameters
+    ----------
+    classes : sequence of RequestClass
+    arrivals : {"poisson", "deterministic", "bernoulli", "poisson-slot"} or TimeVarying
+        ``poisson``: independent Poisson processes; ``deterministic``: class ``j`` arrives
+        at ``1/λ_j, 2/λ_j, …``; ``bernoulli``: at most one class-``j`` arrival per slot with
+        probability ``λ_j``; ``poisson-slot``: ``Poisson(λ_j)`` arrivals at the start of each
+        slot (seed 004's ``a_n``); ``TimeVarying``: Poisson with rate ``λ_j·multiplier(t)``.
+    predictor : callable ``(rng, output, cls) -> (lo, hi)``, default exact
+    slot : float, the slot length for slotted arrivals
+    """
+
+    def __init__(self, classes, arrivals="poisson", predictor=None, slot: float = 1.0):
+        classes = list(classes)
+        if not classes or not all(isinstance(c, RequestClass) for c in classes):
+            raise ValueError("classes: expected a non-empty sequence of RequestClass")
+        if not isinstance(arrivals, TimeVarying) and arrivals not in _ARRIVALS:
+            raise ValueError(f"arrivals={arrivals!r}: must be one of {_ARRIVALS} or a TimeVarying")
+        check_positive("slot", slot)
+        if arrivals == "bernoulli" and any(c.rate * slot > 1 for c in classes):
+            raise ValueError("rate: Bernoulli arrivals need rate * slot <= 1 for every class")
+        self.classes = tuple(classes)
+        self.arrivals = arrivals
+        self.predictor = predictor or ExactPredictor()
+        self.slot = float(slot)
+        self._trace: Trace | None = None
+
+    # ---- summary quantities -------------------------------------------------------------
+    @property
+    def rates(self) -> np.ndarray:
+        return np.array([c.rate for c in self.classes], dtype=float)
+
+    @property
+    def total_rate(self) -> float:
+        return float(self.rates.sum())
+
+    def _weighted(self, values) -> float:
+        r = self.rates
+        return float(np.dot(r, values) / r.sum())
+
+    @property
+    def mean_prompt(self) -> float:
+        return self._weighted([c.mean_prompt for c in self.classes])
+
+    @property
+    def mean_output(self) -> float:
+        return self._weighted([c.mean_output for c in self.classes])
+
+    @property
+    def token_rate(self) -> float:
+        """Offered token load ``Σ_j λ_j (m_p^j + m_d^j)`` per time unit (seed 004, eq. 2.7)."""
+        return float(sum(c.rate * (c.mean_prompt + c.mean_output) for c in self.classes))
+
+    # ---- traces -----------------------------------------------------------------------------
+    @classmethod
+    def from_arrays(cls, arrival, prompt, output, cls_=None, *, lo=None, hi=None, priority=None):
+        """A workload that replays a recorded trace (``cls_`` is the class index per request)."""
+        arrival = np.asarray(arrival, dtype=float)
+        n = arrival.size
+        prompt = np.asarray(prompt, dtype=np.int64)
+        output = np.asarray(output, dtype=np.int64)
+        if prompt.shape != (n,) or output.shape != (n,):
+            raise ValueError("from_arrays: arrival, prompt and output must be 1-d of equal length")
+        if n and (prompt.min() < 1 or output.min() < 1):
+            raise ValueError("from_arrays: prompt and output lengths must be >= 1")
+        if not np.all(np.isfinite(arrival)):
+            raise ValueError("from_arrays: arrival times must be finite")
+        c = np.zeros(n, np.int64) if cls_ is None else np.asarray(cls_, dtype=np.int64)
+        order = np.argsort(arrival, kind="stable")
+        lo = output if lo is None else np.asarray(lo, dtype=np.int64)
+        hi = output if hi is None else np.asarray(hi, dtype=np.int64)
+        pr = np.zeros(n, np.int64) if priority is None else np.asarray(priority, dtype=np.int64)
+        if np.any(lo > output) or np.any(hi < output):
+            raise ValueError("from_arrays: need lo <= output <= hi for every request")
+        k = int(c.max()) + 1 if n else 1
+        span = float(arrival.max() - min(arrival.min(), 0.0)) if n else 1.0
+        classes = []
+        for j in range(k):
+            sel = c == j
+            count = int(sel.sum())
+            rate = count / span if span > 0 else 0.0
+            p = prompt[sel] if count else np.array([1])
+            o = output[sel] if count else np.array([1])
+            classes.append(RequestClass(p, o, rate, name=f"trace-{j}"))
+        wl = cls(classes)
+        wl._trace = Trace(
+            *(a[order] for a in (arrival, prompt, output, c, lo, hi, pr))
+        )
+        return wl
+
+    def sample(self, *, horizon: float | None = None, n_requests: int | None = None,
+               seed=0) -> Trace:
+        """Draw requests arriving in ``[0, horizon]`` and/or the first ``n_requests``."""
+        if horizon is None and n_requests is None:
+            raise ValueError("sample: give horizon or n_requests (or both)")
+        if horizon is not None:
+            check_positive("horizon", horizon)
+        if n_requests is not None and (int(n_requests) != n_requests or n_requests < 0):
+            raise ValueError(f"n_requests={n_requests}: must be a non-negative integer")
+        if self._trace is not None:
+            tr = self._trace
+            if horizon is not None:
+                tr = tr.until(horizon)
+            return tr if n_requests is None else tr.head(int(n_requests))
+        rng = np.random.default_rng(seed)
+        if horizon is None:
+            # enough horizon for n_requests with overwhelming probability, then cut
+            lam = self.total_rate
+            if lam <= 0:
+                raise ValueError("rate: total arrival rate is zero, n_requests can never be reached")
+            span = (n_requests + 10 * np.sqrt(n_requests) + 20) / lam
+            if isinstance(self.arrivals, TimeVarying):
+                span /= max(1e-12, float(np.min(self.arrivals.multiplier(np.array([0.0])))))
+            tr = self._sample_until(rng, span)
+            while len(tr) < n_requests:
+                span *= 2
+                tr = self._sample_until(rng, span)
+            return tr.head(int(n_requests))
+        tr = self._sample_until(rng, horizon)
+        return tr if n_requests is None else tr.head(int(n_requests))
+
+    def _arrival_times(self, rng, j: int, horizon: float) -> np.ndarray:
+        lam = self.classes[j].rate
+        if lam == 0:
+            return np.empty(0)
+        a = self.arrivals
+        if a == "poisson":
+            n = rng.poisson(lam * horizon)
+            return np.sort(rng.uniform(0.0, horizon, n))
+        if a == "deterministic":
+            return np.arange(1, int(np.floor(lam * horizon)) + 1) / lam
+        slots = np.arange(int(np.floor(horizon / self.slot)) + 1) * self.slot
+        if a == "bernoulli":
+            return slots[rng.random(slots.size) < lam * self.slot]
+        if a == "poisson-slot":
+            return np.repeat(slots, rng.poisson(lam * self.slot, slots.size))
+        # TimeVarying: thinning of a Poisson(λ_j · peak) process
+        n = rng.poisson(lam * a.peak * horizon)
+        t = np.sort(rng.uniform(0.0, horizon, n))
+        m = np.broadcast_to(np.asarray(a.multiplier(t), dtype=float).T, (len(self.classes), n))
+        mj = m[j] if m.ndim == 2 else m
+        if np.any(mj > a.peak * (1 + 1e-12)) or np.any(mj < 0):
+            raise ValueError(f"TimeVarying: multiplier leaves [0, peak={a.peak}]")
+        return t[rng.random(n) * a.peak < mj]
+
+    def _sample_until(self, rng, horizon: float) -> Trace:
+        parts = []
+        for j, c in enumerate(self.classes):
+            t = self._arrival_times(rng, j, horizon)
+            p, o = c.sample_lengths(rng, t.size)
+            parts.append((t, p, o, np.full(t.size, j, np.int64), np.full(t.size, c.priority)))
+        arrival, prompt, output, cls, pr = (np.concatenate(x) for x in zip(*parts, strict=True))
+        order = np.argsort(arrival, kind="stable")
+        arrival, prompt, output, cls, pr = (x[order] for x in (arrival, prompt, output, cls, pr))
+        lo, hi = self.predictor(rng, output, cls)
+        return Trace(arrival, prompt, output, cls, np.asarray(lo, np.int64),
+                     np.asarray(hi, np.int64), pr.astype(np.int64))
+
+    def __repr__(self) -> str:
+        return f"Workload({len(self.classes)} classes, arrivals={self.arrivals!r}, λ={self.total_rate:.4g})"
