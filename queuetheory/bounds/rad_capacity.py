@@ -1,0 +1,371 @@
+"""Capacity of LLM inference under the tile model (seed 002, §4 and Appendices B–C).
+
+The per-request optimal effective completion time ``T*^R`` (Eq. 11/12), its mean ``T̄^R``
+and the capacity ``λ* = r / T̄^R`` (Theorems 1–2); the ceiling-free lower bound ``T̄^R_LB``
+that is a valid converse for every schedule (spec ``rad_slai.md`` §3.8, issue I-1); the
+prefill/decode split ``T̄^P + T̄^D``, DistServe's best static split (§3.7), the worst-case
+single-request time ``T^max`` (Eq. 13), Theorem 2's condition on ``n`` and the cycle bounds
+(Eq. 25, Lemma 4); and the exact search over prefill chunkings that tests the paper's claim
+that chunks of ``t*_lcm`` are optimal (Eq. 10 step (c), L515–L523).
+
+Lengths: ``L^P`` prompt tokens and ``L^D`` decode iterations per request (the engine's
+``output`` is ``L^D + 1`` tokens, the first one emitted by the last prefill chunk, see
+:mod:`queuetheory.policies.rad`). Every function takes a :class:`~queuetheory.TiledGPUTime`
+whose tile is the optimal ``t*``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+import sympy as sp
+
+from ..errors import check_positive
+from ..gpu_timing import TiledGPUTime, ceil_div
+
+__all__ = [
+    "ceil_sum", "request_time", "request_time_sym", "rad_capacity", "RadCapacity",
+    "distserve_split", "DistServeSplit", "t_max", "rad_n_min", "cycle_time_bound",
+    "lemma4_bound", "optimal_chunking", "Chunking", "lcm_chunking_counterexample",
+]
+
+VARIANTS = ("paper", "rad", "lb")
+
+
+def ceil_sum(n, t):
+    """``F(n, t) = Σ_{i=1}^{n} ceil(i/t) = t q(q+1)/2 + (q+1)(n − q t)``, ``q = floor(n/t)``."""
+    n = np.asarray(n, dtype=np.int64)
+    q = n // t
+    return t * q * (q + 1) // 2 + (q + 1) * (n - q * t)
+
+
+def _lengths(prompt, decode):
+    p = np.atleast_1d(np.asarray(prompt, dtype=np.int64))
+    d = np.atleast_1d(np.asarray(decode, dtype=np.int64))
+    p, d = np.broadcast_arrays(p, d)
+    if p.size and (p.min() < 1 or d.min() < 1):
+        raise ValueError("prompt, decode: lengths must be >= 1 (L^D >= 1 decode iterations)")
+    return p, d
+
+
+def _decode_attention_sum(tm: TiledGPUTime, a, b):
+    """``N Σ_{i=a+1}^{b} T^{D,SA}(i)`` in closed form with :func:`ceil_sum`."""
+    vr, vc = tm.gpu.gemv_tile
+    w = tm.model.kv_width
+    rows = (w // vc) * (ceil_sum(b, vr) - ceil_sum(a, vr))
+    cols = (w // vr) * (ceil_sum(b, vc) - ceil_sum(a, vc))
+    return tm.model.N * (rows + cols) / tm.gpu.mu_gemv[(vr, vc)]
+
+
+def _rad_prefill(tm: TiledGPUTime, p):
+    """RAD's exact prefill of ``L^P`` tokens in ``t_lcm`` chunks, each alone (linear and
+    prefill-attention terms); equals Eq. 12 when ``t_lcm`` divides ``L^P``."""
+    tl, (tr, tc, tk) = tm.t_lcm, tm.tile
+    d = tm.model.d
+    K = p // tl
+    rest = p - K * tl
+    bracket = d * tl * tl * K * (K + 1) // (tr * tc * tk)
+    bracket = bracket + np.where(rest > 0, tm.prefill_bracket(K * tl + 1, np.maximum(rest, 1)), 0)
+    tiles = K * (tl // tc) + ceil_div(rest, tc)
+    chunks = K + (rest > 0)
+    return tiles * tm.inv_mu_lin, bracket * tm.attn_unit, chunks
+
+
+def request_time(prompt, decode, tm: TiledGPUTime, *, variant: str = "paper",
+                 parts: bool = False):
+    """``T*^R(j)`` of Eq. 12 for arrays of lengths.
+
+    ``variant``: ``"paper"`` — Eq. 12 (needs ``L^P`` a multiple of ``t*_lcm``, Assumption 3);
+    ``"rad"`` — RAD's exact time for any ``L^P`` (last chunk shorter; equals ``"paper"``
+    under Assumption 3); ``"lb"`` — the ceiling-free bound of spec §3.8 (prefill attention
+    ``d L^P (L^P + 1)`` instead of ``d L^P (L^P + t_lcm)``), a lower bound on any schedule.
+    With ``parts=True`` returns a dict of the linear, non-linear, decode-attention and
+    prefill-attention terms (and ``overhead`` for ``c0 > 0``: one per batch in RAD).
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"variant={variant!r}: must be one of {VARIANTS}")
+    p, d = _lengths(prompt, decode)
+    tr, tc, tk = tm.tile
+    tl = tm.t_lcm
+    unit = tm.attn_unit * tm.model.d / (tr * tc * tk)
+    out = {
+        "linear": (p + d) * tm.inv_mu_lin / tc,
+        "nonlinear": (p + d) * tm.gpu.inv_mu_nlin,
+        "decode_attention": _decode_attention_sum(tm, p, p + d),
+    }
+    if variant == "paper":
+        bad = p % tl != 0
+        if bad.any():
+            raise ValueError(f"prompt={int(p[bad][0])}: variant='paper' needs L^P a multiple of "
+                             f"t*_lcm={tl} (Assumption 3); use variant='rad' or round_prompts")
+        out["prefill_attention"] = unit * p * (p + tl)
+    elif variant == "lb":
+        out["prefill_attention"] = unit * p * (p + 1)
+    else:
+        lin, attn, _ = _rad_prefill(tm, p)
+        out["linear"] = lin + d * tm.inv_mu_lin / tc
+        out["prefill_attention"] = attn
+    if tm.gpu.c0 and variant != "lb":
+        chunks = _rad_prefill(tm, p)[2]
+        out["overhead"] = tm.gpu.c0 * (chunks + d / tc)
+    if parts:
+        return out
+    return sum(out.values())
+
+
+def request_time_sym(tm: TiledGPUTime, *, variant: str = "paper"):
+    """Eq. 12 as a sympy expression in the positive integers ``L_P, L_D`` (returns
+    ``(expr, L_P, L_D)``); the decode-attention sum uses ``floor`` through ``F(n, t)``."""
+    if variant not in ("paper", "lb"):
+        raise ValueError(f"variant={variant!r}: the symbolic form is 'paper' or 'lb'")
+    LP, LD = sp.symbols("L_P L_D", positive=True, integer=True)
+    tr, tc, tk = tm.tile
+    vr, vc = tm.gpu.gemv_tile
+    w, N = tm.model.kv_width, tm.model.N
+
+    def F(n, t):
+        q = sp.floor(n / t)
+        return t * q * (q + 1) / 2 + (q + 1) * (n - q * t)
+
+    mu_v = sp.nsimplify(tm.gpu.mu_gemv[(vr, vc)])
+    dec = N / mu_v * (sp.Rational(w, vc) * (F(LP + LD, vr) - F(LP, vr))
+                      + sp.Rational(w, vr) * (F(LP + LD, vc) - F(LP, vc)))
+    shift = tm.t_lcm if variant == "paper" else 1
+    unit = sp.nsimplify(tm.attn_unit) * sp.Rational(tm.model.d, tr * tc * tk)
+    expr = ((LP + LD) * sp.nsimplify(tm.inv_mu_lin) / tc + (LP + LD) * sp.nsimplify(
+        tm.gpu.inv_mu_nlin) + dec + unit * LP * (LP + shift))
+    return expr, LP, LD
+
+
+def round_prompts(prompt, t_lcm: int):
+    """Round prompt lengths up to a multiple of ``t_lcm`` (Assumption 3; decision I-24)."""
+    check_positive("t_lcm", t_lcm, integer=True)
+    return ceil_div(np.asarray(prompt, dtype=np.int64), int(t_lcm)) * int(t_lcm)
+
+
+@dataclass(frozen=True)
+class RadCapacity:
+    """``λ* = r / T̄^R`` and its parts (seconds and requests per second).
+
+    ``lambda_lb = r / T̄^R_LB`` is the valid converse: no schedule of the Eq. 7 model exceeds
+    it (I-1). ``stderr`` is the Monte Carlo standard error of ``T̄^R`` (0 for an exact pmf)."""
+
+    r: int
+    lambda_star: float
+    T_R: float
+    T_R_LB: float
+    lambda_lb: float
+    T_P: float
+    T_D: float
+    parts: dict = field(repr=False)
+    stderr: float
+    lambda_stderr: float
+    method: str
+    variant: str
+
+    def rho(self, lam: float) -> float:
+        """Load ``λ T̄^R / r``."""
+        return lam * self.T_R / self.r
+
+
+def rad_capacity(prompt, decode, time_model: TiledGPUTime, *, r: int = 1, weights=None,
+                 variant: str = "paper") -> RadCapacity:
+    """Capacity ``λ* = r / T̄^R`` (L287) of ``r`` nodes for lengths ``(L^P, L^D)``.
+
+    ``prompt``, ``decode``: paired samples (Monte Carlo, with standard error) or, with
+    ``weights``, the support of an exact joint pmf. ``variant``: ``"paper"`` or ``"rad"``
+    (see :func:`request_time`).
+    """
+    check_positive("r", r, integer=True)
+    if variant == "lb":
+        raise ValueError("variant='lb': T̄^R_LB is always returned as T_R_LB")
+    p, d = _lengths(prompt, decode)
+    if p.size == 0:
+        raise ValueError("prompt: need at least one length")
+    if weights is None:
+        w = np.full(p.size, 1.0 / p.size)
+        method = "monte-carlo"
+    else:
+        w = np.asarray(weights, dtype=float)
+        if w.shape != p.shape or w.min() < 0 or not np.isclose(w.sum(), 1.0):
+            raise ValueError("weights: must be non-negative, one per length pair, summing to 1")
+        method = "exact"
+    parts = request_time(p, d, time_model, variant=variant, parts=True)
+    T = sum(parts.values())
+    T_R = float(w @ T)
+    T_LB = float(w @ request_time(p, d, time_model, variant="lb"))
+    T_P = float(w @ _rad_prefill_total(time_model, p))
+    if method == "exact":
+        stderr = 0.0
+    else:
+        stderr = float(T.std(ddof=1) / np.sqrt(p.size)) if p.size > 1 else float("nan")
+    lam = r / T_R
+    return RadCapacity(r, lam, T_R, T_LB, r / T_LB, T_P, T_R - T_P,
+                       {k: float(w @ v) for k, v in parts.items()}, stderr,
+                       lam * stderr / T_R, method, variant)
+
+
+def _rad_prefill_total(tm, p):
+    """RAD's whole prefill time of each prompt (``T^P_j``, L693, and its general-``L^P`` form)."""
+    lin, attn, chunks = _rad_prefill(tm, np.atleast_1d(p))
+    return lin + attn + p * tm.gpu.inv_mu_nlin + tm.gpu.c0 * chunks
+
+
+@dataclass(frozen=True)
+class DistServeSplit:
+    """Best static split (§3.7): ``r_prefill`` prefill nodes, ``λ_DS = min(r_p/T̄^P,
+    (r − r_p)/T̄^D)``, its share of ``r/T̄^R`` and the fractional optimum ``r T̄^P / T̄^R``."""
+
+    r: int
+    r_prefill: int
+    capacity: float
+    share: float
+    fractional_r_prefill: float
+
+
+def distserve_split(T_P: float, T_D: float, r: int) -> DistServeSplit:
+    """``max_{1≤r_p≤r−1} min(r_p/T̄^P, (r−r_p)/T̄^D)`` by enumeration (exact)."""
+    check_positive("T_P", T_P)
+    check_positive("T_D", T_D)
+    check_positive("r", r, integer=True)
+    if r < 2:
+        raise ValueError(f"r={r}: DistServe needs at least one prefill and one decode node")
+    rp = np.arange(1, r)
+    cap = np.minimum(rp / T_P, (r - rp) / T_D)
+    k = int(np.argmax(cap))
+    return DistServeSplit(r, int(rp[k]), float(cap[k]), float(cap[k] * (T_P + T_D) / r),
+                          r * T_P / (T_P + T_D))
+
+
+def t_max(tm: TiledGPUTime, l_max: int, *, safe: bool = False) -> float:
+    """Eq. 13: ``l (max_t 1/μ_Lin(t) + 1/μ_nLin) + N Σ_{i=1}^{l} T^{D,SA}(i)`` for
+    ``l = l^{P,max} + l^{D,max}``. ``safe=True`` (I-7) also covers prompt tokens prefilled
+    one at a time by Eq. 6 (the larger of the two attention costs per position, for every
+    tile) and the per-batch overhead ``c0``."""
+    check_positive("l_max", l_max, integer=True)
+    l_max = int(l_max)
+    gpu, model = tm.gpu, tm.model
+    tiles = [TiledGPUTime(model, gpu, t, check=False) for t in gpu.mu_gemm
+             if all(getattr(model, n) % t[0] == 0 and getattr(model, n) % t[2] == 0
+                    for n in ("d_x", "d", "d_ff", "d_out"))]
+    lin = max(t.inv_mu_lin for t in tiles)
+    i = np.arange(1, l_max + 1)
+    dec = model.N * tm.decode_attention(i)
+    if not safe:
+        return float(l_max * (lin + gpu.inv_mu_nlin) + dec.sum())
+    pre = np.max([t.prefill_attention(i, 1) for t in tiles], axis=0)
+    return float(l_max * (lin + gpu.inv_mu_nlin + gpu.c0) + np.maximum(dec, pre).sum())
+
+
+def rad_n_min(eps: float, T_R: float, T_max: float, t_col: int) -> float:
+    """Theorem 2 (L311): RAD is stable with ``n > (t*_col − 1) T^max / (ε T̄^R)``."""
+    if not 0 < eps < 1:
+        raise ValueError(f"eps={eps}: must lie in (0, 1)")
+    return (t_col - 1) * T_max / (eps * T_R)
+
+
+def cycle_time_bound(n: int, T_R: float, T_max: float, t_col: int) -> float:
+    """Eq. 25: ``E[T^cycle] ≤ n T̄^R + (t*_col − 1) T^max`` for a backlogged cycle."""
+    return n * T_R + (t_col - 1) * T_max
+
+
+def lemma4_bound(n: int, lam: float, r: int, T_max: float) -> float:
+    """Lemma 4: mean cycle length ``≤ r/λ + n T^max``."""
+    return r / lam + n * T_max
+
+
+# ---- exact search over prefill chunkings (Eq. 10 step (c)) ---------------------------------
+@dataclass(frozen=True)
+class Chunking:
+    """Optimal chunking of one prompt: its cost, the chunk sizes, RAD's ``t_lcm`` chunking
+    cost and their ratio (exact ``Fraction`` for ``objective="attention"``)."""
+
+    prompt: int
+    objective: str
+    cost: object
+    chunks: tuple
+    lcm_cost: object
+    ratio: object
+    tiles: tuple = ()
+
+    @property
+    def lcm_optimal(self) -> bool:
+        return self.ratio >= 1
+
+
+def _chunk_costs(tm_list, S, objective):
+    """Cost of the chunk ending at ``S`` for every start ``S0 = 0..S-1`` (each chunk alone),
+    the minimum over ``tm_list``'s tiles and the argmin tile."""
+    S0 = np.arange(S)
+    c = S - S0
+    rows = []
+    for tm in tm_list:
+        b = tm.prefill_bracket(S0 + 1, c)
+        if objective == "attention":
+            rows.append(b)
+        else:
+            rows.append(b * tm.attn_unit + tm.linear_time(c) + c * tm.gpu.inv_mu_nlin
+                        + tm.gpu.c0)
+    rows = np.array(rows)
+    k = np.argmin(rows, axis=0)
+    return rows[k, S0], k
+
+
+def optimal_chunking(prompt: int, tm: TiledGPUTime, *, objective: str = "attention",
+                     tiles=None) -> Chunking:
+    """Exact dynamic programme over every chunking of a ``prompt``-token prefill, each chunk
+    in its own batch.
+
+    ``objective="attention"``: the integer Eq. 6 bracket summed over chunks (one tile,
+    exact); ``"time"``: the whole Eq. 7 time of the chunks (linear, non-linear, attention,
+    ``c0``), optionally letting each chunk pick any tile of ``tiles`` (Eq. 10 allows a
+    per-batch configuration). Compared with RAD's ``t_lcm`` chunking at the tile ``t*``.
+    """
+    check_positive("prompt", prompt, integer=True)
+    if objective not in ("attention", "time"):
+        raise ValueError(f"objective={objective!r}: must be 'attention' or 'time'")
+    if tiles is not None and objective == "attention":
+        raise ValueError("tiles: per-chunk tiles need objective='time'")
+    L = int(prompt)
+    tms = [tm] if tiles is None else [TiledGPUTime(tm.model, tm.gpu, t, check=False)
+                                      for t in tiles]
+    exact = objective == "attention"
+    best = np.zeros(L + 1, dtype=np.int64 if exact else float)
+    arg = np.zeros(L + 1, dtype=np.int64)
+    tile_of = np.zeros(L + 1, dtype=np.int64)
+    for S in range(1, L + 1):
+        cost, k = _chunk_costs(tms, S, objective)
+        total = best[:S] + cost
+        j = int(np.argmin(total))
+        best[S], arg[S], tile_of[S] = total[j], j, k[j]
+    chunks, used, S = [], [], L
+    while S:
+        chunks.append(S - int(arg[S]))
+        used.append(tms[int(tile_of[S])].tile)
+        S = int(arg[S])
+    tl = tm.t_lcm
+    starts = np.arange(0, L, tl)
+    sizes = np.minimum(tl, L - starts)
+    if exact:
+        lcm_cost = int(tm.prefill_bracket(starts + 1, sizes).sum())
+        cost = int(best[L])
+        ratio = Fraction(cost, lcm_cost)
+    else:
+        lcm_cost = float(_rad_prefill_total(tm, np.array([L]))[0])
+        cost = float(best[L])
+        ratio = cost / lcm_cost
+    return Chunking(L, objective, cost, tuple(chunks[::-1]), lcm_cost, ratio, tuple(used[::-1]))
+
+
+def lcm_chunking_counterexample(tm: TiledGPUTime, k_max: int = 6, *,
+                                objective: str = "attention", tiles=None):
+    """The smallest prompt ``L^P = k t_lcm`` (``k ≤ k_max``, Assumption 3) whose optimal
+    chunking beats RAD's ``t_lcm`` chunks, or ``None`` when ``t_lcm`` chunks are optimal for
+    every such prompt."""
+    for k in range(1, k_max + 1):
+        res = optimal_chunking(k * tm.t_lcm, tm, objective=objective, tiles=tiles)
+        if res.ratio < 1 and (objective == "attention" or res.ratio < 1 - 1e-12):
+            return res
+    return None
