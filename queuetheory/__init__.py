@@ -4,9 +4,10 @@ Closed forms, thresholds, bounds and stability conditions of five scheduling pap
 simulator that runs every scheduler on the same model, and a ledger of the papers' claims.
 """
 
-from . import claims, metrics, policies
+from . import bounds, claims, metrics, policies  # noqa: F401
 from .engine import Batch, Result, State, simulate
 from .errors import InfeasibleBatchError, QueueTheoryError, UnstableError
+from .gpu_timing import GPUModel, ModelDims, TiledGPUTime
 from .timing import BatchLoad, LinearMemoryTime, PiecewiseLinearTime, TimeModel, UnitTime
 from .workload import (
     ClassInterval,
@@ -28,3 +29,4 @@ __all__ = [
     "RequestClass", "Workload", "Trace", "TimeVarying",
     "ExactPredictor", "RelativeInterval", "ClassInterval",
 ]
+__all__ += ["TiledGPUTime", "GPUModel", "ModelDims"]

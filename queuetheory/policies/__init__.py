@@ -7,3 +7,17 @@ __all__ = [
     "Policy", "ORDERS", "ordered", "take_decodes", "take_prefills", "fit_memory",
     "Sarathi", "Orca", "VLLMVanilla", "FasterTransformer", "KFCFS", "StaticPriority",
 ]
+from .rad import (  # noqa: E402
+    RAD,
+    SLAI,
+    CycleScheduler,
+    DecodeOnly,
+    DistServe,
+    PrefillOnly,
+    RequestLevel,
+    simulate_nodes,
+    slo_metrics,
+)
+
+__all__ += ["RAD", "CycleScheduler", "RequestLevel", "SLAI", "DistServe", "PrefillOnly",
+            "DecodeOnly", "simulate_nodes", "slo_metrics"]

@@ -1,0 +1,434 @@
+"""Schedulers of Bari, Hegde and de Veciana (seed 002): RAD (Alg. 1), the cycle scheduler
+(Alg. 2), request-level batching (Alg. 3), DistServe (Alg. 5), SLAI (§6), and uniformly
+random routing over ``r`` nodes. Sarathi-Serve (Alg. 4) is :class:`~queuetheory.policies.
+Sarathi` (``order="sjf_prompt"`` is SPF), or :meth:`SLAI.sarathi` with an active cap.
+
+Conventions (spec ``rad_slai.md`` §4.0): run the engine with ``emit_first=True`` and output
+``L^D + 1``; the last prefill chunk emits the first token (TTFT), every decode iteration one
+more, so a request has ``L^D`` TBT gaps (the stop token counted). Chunk sizes are
+``min(t_lcm, L^P − i + 1)`` (the printed ``L^P − i`` is off by one, I-2); Alg. 3 branches on
+``mode = Decode`` (printed ``Prefill``, I-3); Alg. 4 gives one chunk per request per batch
+(I-4); RAD's busy wait is an idle batch (I-21).
+"""
+
+from __future__ import annotations
+
+from math import lcm
+
+import numpy as np
+import pandas as pd
+
+from ..engine import Batch, Engine, simulate
+from ..errors import check_positive
+from ..workload import Trace, Workload
+from .base import Policy, admissible, check_budget, fit_memory, take_prefills
+
+__all__ = ["RAD", "CycleScheduler", "RequestLevel", "SLAI", "DistServe", "PrefillOnly",
+           "DecodeOnly", "simulate_nodes", "slo_metrics"]
+
+_EMPTY = np.empty(0, dtype=np.int64)
+
+
+def _check_tile(tile):
+    tile = tuple(int(x) for x in tile)
+    if len(tile) != 3 or min(tile) < 1:
+        raise ValueError(f"tile={tile!r}: must be (t_row, t_col, t_red) with entries >= 1")
+    return tile
+
+
+def _check_n(n):
+    if n is not None:
+        check_positive("n", n, integer=True)
+    return n
+
+
+class _TiledPolicy(Policy):
+    """Common parts of RAD and Alg. 2: the optimal tile, ``t_lcm`` chunks, cycle records."""
+
+    def __init__(self, tile, n=None):
+        self.tile = _check_tile(tile)
+        self.n = _check_n(n)
+
+    @property
+    def t_col(self) -> int:
+        return self.tile[1]
+
+    @property
+    def t_lcm(self) -> int:
+        return lcm(*self.tile)
+
+    def _reset(self):
+        self._ric = 0
+        self._cycles = []
+
+    def _continue_prefill(self, state):
+        """The one request whose prefill is under way, or None (prefills are never
+        interleaved with other work in RAD and Alg. 2)."""
+        partial = np.flatnonzero(~state.in_decode & (state.prefilled > 0))
+        if partial.size == 0:
+            return None
+        j = partial[:1]
+        return Batch(j, np.minimum(self.t_lcm, state.remaining_prefill[j]))
+
+    def _start_prefill(self, state, P):
+        if self._ric == 0:
+            self._cycles.append({"start": state.time, "pending": state.n, "rids": []})
+        self._ric += 1
+        self._cycles[-1]["rids"].append(int(state.rid[P[0]]))
+        return Batch(P[:1], np.minimum(self.t_lcm, state.prompt[P[:1]]))
+
+    def _full(self):
+        return self.n is not None and self._ric >= self.n
+
+    def cycles(self, result) -> pd.DataFrame:
+        """One row per cycle of the run: start, pending requests ``X[c]`` at its start,
+        requests started, end (last finish of its requests) and ``Σ T*^R`` is left to
+        :func:`~queuetheory.bounds.rad_capacity.request_time` (``rids`` are given)."""
+        fin = result.engine.table.column("finish")
+        rows = []
+        for c in self._cycles:
+            rids = np.asarray(c["rids"], dtype=np.int64)
+            ends = fin[rids]
+            rows.append({"start": c["start"], "pending": c["pending"], "started": rids.size,
+                         "end": float(np.max(ends)) if np.all(np.isfinite(ends)) else np.nan,
+                         "rids": rids})
+        return pd.DataFrame(rows)
+
+
+class RAD(_TiledPolicy):
+    """Resource-Aware Dynamic scheduler (Alg. 1, L259–L283).
+
+    Pure batches only: either one decode iteration for every decode-phase request (when
+    ``t*_col`` of them decode, nothing waits, or ``n`` requests were started this cycle), or
+    the whole prefill of the oldest waiting request, alone, in ``t_lcm`` chunks. A cycle ends
+    when the decode set empties after a decode batch (line 9); ``strict_cycles=True`` ends it
+    only when ``n`` were started or nothing waits (I-28). ``n=None`` is ``n = ∞``.
+    """
+
+    def __init__(self, tile, n: int | None = None, *, strict_cycles: bool = False):
+        super().__init__(tile, n)
+        self.strict_cycles = bool(strict_cycles)
+
+    def _reset(self):
+        super()._reset()
+        self._last_decode = False
+
+    def _schedule(self, state):
+        batch = self._continue_prefill(state)
+        if batch is not None:
+            return batch
+        D = np.flatnonzero(state.in_decode)
+        P = np.flatnonzero(~state.in_decode)
+        if self._last_decode and D.size == 0 and (
+                not self.strict_cycles or self._full() or P.size == 0):
+            self._ric = 0                                    # line 9: end of cycle
+        self._last_decode = False
+        if D.size >= self.t_col or P.size == 0 or self._full():
+            self._last_decode = True
+            return Batch(decode=D)
+        return self._start_prefill(state, P)
+
+
+class CycleScheduler(_TiledPolicy):
+    """Algorithm 2 (L805–L847): prefill up to ``n`` waiting requests (each alone, ``t_lcm``
+    chunks), then decode them ``t*_col`` at a time (FCFS refill) until all finish; repeat."""
+
+    def _reset(self):
+        super()._reset()
+        self._mode = "prefill"
+
+    def _schedule(self, state):
+        batch = self._continue_prefill(state)
+        if batch is not None:
+            return batch
+        D = np.flatnonzero(state.in_decode)
+        P = np.flatnonzero(~state.in_decode)
+        if self._mode == "prefill":
+            if P.size and not self._full():
+                return self._start_prefill(state, P)
+            self._mode = "decode"
+        if D.size:
+            return Batch(decode=D[: self.t_col])
+        self._mode, self._ric = "prefill", 0
+        return self._start_prefill(state, P)
+
+
+class RequestLevel(Policy):
+    """Request-level batching (Alg. 3, FasterTransformer style, mode test fixed, I-3): up to
+    ``batch_size`` waiting requests are prefilled whole in one batch, then decoded together
+    until all finish; arrivals wait."""
+
+    def __init__(self, batch_size: int):
+        check_positive("batch_size", batch_size, integer=True)
+        self.batch_size = int(batch_size)
+
+    def _schedule(self, state):
+        D = np.flatnonzero(state.in_decode)
+        if D.size:
+            return Batch(decode=D)
+        S = np.flatnonzero(~state.in_decode)[: self.batch_size]
+        return Batch(S, state.remaining_prefill[S])
+
+
+class PrefillOnly(Policy):
+    """A DistServe prefill node (Alg. 5): the oldest prompt alone, in chunks of ``chunk``
+    tokens (None: whole)."""
+
+    def __init__(self, chunk: int | None = None):
+        if chunk is not None:
+            check_positive("chunk", chunk, integer=True)
+        self.chunk = chunk
+
+    def _schedule(self, state):
+        j = np.flatnonzero(~state.in_decode)[:1]
+        c = state.remaining_prefill[j]
+        return Batch(j, c if self.chunk is None else np.minimum(c, self.chunk))
+
+
+class DecodeOnly(Policy):
+    """A DistServe decode node (Alg. 5): one decode iteration for every request (or the
+    oldest ``cap``, e.g. ``t*_col`` for optimal tiling)."""
+
+    def __init__(self, cap: int | None = None):
+        if cap is not None:
+            check_positive("cap", cap, integer=True)
+        self.cap = cap
+
+    def _schedule(self, state):
+        return Batch(decode=np.flatnonzero(state.in_decode)[: self.cap])
+
+
+class SLAI(Policy):
+    """SLO-Aware LLM Inference (§6, L329–L380).
+
+    Each decode-phase request j has a last schedulable time (Eq. 8)
+    ``C_j = e_j + TBT_j − δ t̄_batch`` (``e_j`` its last token's time, ``t̄_batch`` the running
+    mean batch duration). A batch takes (1) critical decodes (``t ≥ C_j``, by ``C_j``) up to
+    ``β`` and the budget, (2) one chunk for every started prefill, (3) new prefills by SPF or
+    FCFS (paying first with ``paying_first``) while fewer than ``α`` requests hold KV and
+    memory admits their whole prompt, (4) non-critical decodes by ``C_j`` into what is left.
+
+    ``tbt``: TBT target per class (default free 0.5 s, paying 0.1 s, L394); ``offset``:
+    ``"fixed"`` (``δ = delta``) or ``"dynamic"`` (``δ = 5`` below 96 % KV-memory use, else 10;
+    L402; without a memory limit use is 0). ``beta=None`` removes the decode limit.
+    """
+
+    def __init__(self, token_budget: int = 512, *, alpha: int = 128, beta: int | None = 128,
+                 delta: float = 10.0, offset: str = "fixed", order: str = "spf",
+                 paying_first: bool = False, tbt=(0.5, 0.1), dynamic=(5.0, 10.0, 0.96)):
+        self.token_budget = check_budget(token_budget)
+        self.alpha = int(check_positive("alpha", alpha, integer=True))
+        self.beta = None if beta is None else int(check_positive("beta", beta, integer=True))
+        self.delta = float(check_positive("delta", delta, allow_zero=True))
+        if offset not in ("fixed", "dynamic"):
+            raise ValueError(f"offset={offset!r}: must be 'fixed' or 'dynamic'")
+        if order not in ("spf", "fcfs"):
+            raise ValueError(f"order={order!r}: must be 'spf' or 'fcfs'")
+        self.offset, self.order, self.paying_first = offset, order, bool(paying_first)
+        self.tbt = np.asarray(tbt, dtype=float).reshape(-1)
+        if self.tbt.size == 0 or self.tbt.min() < 0:
+            raise ValueError(f"tbt={tbt!r}: one non-negative target per class")
+        self.dynamic = tuple(float(x) for x in dynamic)
+
+    @classmethod
+    def sarathi(cls, token_budget: int = 512, *, alpha: int = 128, order: str = "fcfs"):
+        """Sarathi-Serve (Alg. 4) with an active cap (I-19): every decode critical, no β."""
+        return cls(token_budget, alpha=alpha, beta=None, delta=0.0, order=order, tbt=(0.0,))
+
+    def _reset(self):
+        self._e = np.full(1024, np.nan)
+        self._mean, self._count = 0.0, 0
+        self._prev_time, self._prev_rids = None, _EMPTY
+
+    def _observe(self, state):
+        """Book the previous batch: its duration (when the engine called at its end) and
+        the token times ``e_j`` of its members."""
+        rid = state.rid
+        if rid.size and rid.max() >= self._e.size:
+            self._e = np.concatenate([self._e, np.full(max(self._e.size, rid.max() + 1),
+                                                       np.nan)])
+        if self._prev_time is not None and (state.arrival <= self._prev_time).any():
+            d = state.time - self._prev_time
+            self._count += 1
+            self._mean += (d - self._mean) / self._count
+            self._e[np.intersect1d(self._prev_rids, rid)] = state.time
+
+    def _schedule(self, state):
+        self._observe(state)
+        budget = self.token_budget
+        beta = budget if self.beta is None else min(self.beta, budget)
+        delta = self.delta
+        if self.offset == "dynamic":
+            use = 0.0 if state.memory is None else state.memory_used / state.memory
+            delta = self.dynamic[0] if use < self.dynamic[2] else self.dynamic[1]
+        dec = np.flatnonzero(state.in_decode)
+        e = self._e[state.rid[dec]]
+        e = np.where(np.isnan(e), state.time, e)
+        target = self.tbt[np.minimum(state.cls[dec], self.tbt.size - 1)]
+        C = e + target - delta * self._mean
+        by_c = dec[np.argsort(C, kind="stable")]
+        crit = state.time >= np.sort(C, kind="stable")
+        d1 = by_c[crit][:beta]
+        tau = d1.size
+        started = state.started & ~state.in_decode
+        p1, c1 = take_prefills(np.flatnonzero(started), state.remaining_prefill[started],
+                               budget - tau)
+        tau += int(c1.sum())
+        waiting = np.flatnonzero(~state.started)
+        if self.order == "spf":
+            keys = (state.prompt[waiting],)
+        else:
+            keys = ()
+        if self.paying_first:
+            keys = keys + (-state.priority[waiting],)
+        if keys:
+            waiting = waiting[np.lexsort(keys)]          # stable: ties by arrival
+        room = self.alpha - int(state.started.sum())
+        waiting = admissible(state, waiting[: max(room, 0)])
+        p2, c2 = take_prefills(waiting, state.remaining_prefill[waiting], budget - tau)
+        tau += int(c2.sum())
+        d2 = by_c[~crit][: max(0, min(budget - tau, beta - d1.size))]
+        prefill, chunk = np.concatenate([p1, p2]), np.concatenate([c1, c2])
+        decode = np.concatenate([d1, d2])
+        batch = Batch(prefill, chunk, decode)
+        if state.memory is not None:
+            batch = fit_memory(state, batch.prefill, batch.chunk, batch.decode)
+        self._prev_time = state.time
+        self._prev_rids = state.rid[np.concatenate([batch.decode, batch.prefill])] \
+            if not batch.empty else _EMPTY
+        return batch
+
+
+# ---- several nodes ---------------------------------------------------------------------------
+def _split(trace: Trace, node: np.ndarray, k: int):
+    fields = trace.__dataclass_fields__
+    return [Trace(*(getattr(trace, f)[node == j] for f in fields)) for j in range(k)]
+
+
+def _trace(workload, horizon, n_requests, seed) -> Trace:
+    if isinstance(workload, Trace):
+        return workload
+    if not isinstance(workload, Workload):
+        raise ValueError(f"workload={workload!r}: must be a Workload or a Trace")
+    return workload.sample(horizon=horizon, n_requests=n_requests, seed=seed)
+
+
+def simulate_nodes(workload, make_policy, time_model, r: int, *, horizon=None, n_requests=None,
+                   seed=0, **kwargs) -> list:
+    """Uniformly random resource planner (L233): each request goes to one of ``r`` nodes
+    uniformly at random; the nodes run ``make_policy()`` independently. Returns one
+    :class:`~queuetheory.engine.Result` per node (``emit_first=True`` by default)."""
+    check_positive("r", r, integer=True)
+    trace = _trace(workload, horizon, n_requests, seed)
+    node = np.random.default_rng([seed, 2]).integers(0, r, len(trace))
+    kwargs.setdefault("emit_first", True)
+    return [simulate(sub, make_policy(), time_model, horizon=horizon, seed=seed + j, **kwargs)
+            for j, sub in enumerate(_split(trace, node, r))]
+
+
+class DistServe:
+    """Disaggregated serving (Alg. 5, L927–L958): ``r_prefill`` prefill nodes, ``r_decode``
+    decode nodes, KV transfer free (L235). Arrivals go uniformly at random to a prefill node
+    (oldest prompt alone, ``chunk`` tokens at a time); a finished prompt emits its first
+    token and moves uniformly at random to a decode node, which decodes all (or the oldest
+    ``decode_cap``) of its requests each batch."""
+
+    def __init__(self, r_prefill: int, r_decode: int, *, chunk: int | None = None,
+                 decode_cap: int | None = None):
+        check_positive("r_prefill", r_prefill, integer=True)
+        check_positive("r_decode", r_decode, integer=True)
+        self.r_prefill, self.r_decode = int(r_prefill), int(r_decode)
+        self.chunk, self.decode_cap = chunk, decode_cap
+
+    def __repr__(self):
+        return (f"DistServe(r_prefill={self.r_prefill}, r_decode={self.r_decode}, "
+                f"chunk={self.chunk}, decode_cap={self.decode_cap})")
+
+    def run(self, workload, time_model, *, horizon: float, seed=0) -> pd.DataFrame:
+        """Simulate up to ``horizon``; one row per request with ``ttft`` and ``finish``
+        (``finish`` NaN if not done). ``DataFrame.attrs`` holds the completion rate."""
+        check_positive("horizon", horizon)
+        trace = _trace(workload, horizon, None, seed)
+        rng = np.random.default_rng([seed, 5])
+        n = len(trace)
+        first = np.full(n, np.nan)
+        node = rng.integers(0, self.r_prefill, n)
+        for j in range(self.r_prefill):
+            idx = np.flatnonzero(node == j)
+            sub = Trace(trace.arrival[idx], trace.prompt[idx], np.ones(idx.size, np.int64),
+                        trace.cls[idx], np.ones(idx.size, np.int64),
+                        np.ones(idx.size, np.int64), trace.priority[idx])
+            res = simulate(sub, PrefillOnly(self.chunk), time_model, horizon=horizon,
+                           emit_first=True, seed=seed)
+            first[idx] = res.engine.table.column("finish")
+        finish = np.full(n, np.nan)
+        moved = np.flatnonzero(np.isfinite(first))
+        dnode = rng.integers(0, self.r_decode, moved.size)
+        for j in range(self.r_decode):
+            idx = moved[dnode == j]
+            idx = idx[np.argsort(first[idx], kind="stable")]
+            finish[idx] = self._decode_node(trace, idx, first[idx], time_model, horizon)
+        df = pd.DataFrame({"arrival": trace.arrival, "prompt": trace.prompt,
+                           "output": trace.output, "cls": trace.cls,
+                           "ttft": first - trace.arrival, "finish": finish})
+        df.attrs["completion_rate"] = float(np.isfinite(finish).sum() / horizon)
+        return df
+
+    def _decode_node(self, trace, idx, ready, time_model, horizon):
+        """Drive one decode engine: requests arrive with their KV (prompt prefilled, first
+        token out) at ``ready``."""
+        eng = Engine(DecodeOnly(self.decode_cap), time_model, emit_first=True,
+                     capacity=max(16, idx.size))
+        eng.policy.reset(0)
+        tab = eng.table
+        rid = np.empty(idx.size, dtype=np.int64)
+        k, t = 0, 0.0
+        while t < horizon:
+            stop = int(np.searchsorted(ready, t, side="right"))
+            if stop > k:
+                sel = idx[k:stop]
+                sub = Trace(ready[k:stop], trace.prompt[sel], trace.output[sel], trace.cls[sel],
+                            trace.lo[sel], trace.hi[sel], trace.priority[sel])
+                ids = eng.add(sub)
+                tab.prefilled[ids] = tab.prompt[ids]
+                tab.decoded[ids] = 1
+                tab.first_token[ids] = tab.last_token[ids] = tab.prefill_done[ids] = ready[k:stop]
+                eng.work -= int(tab.prompt[ids].sum()) + ids.size
+                rid[k:stop] = ids
+                k = stop
+            if eng.live.size == 0:
+                if k == idx.size:
+                    break
+                t = float(ready[k])
+                continue
+            t += eng.step(t)[0]
+        out = np.full(idx.size, np.nan)
+        out[:k] = tab.finish[rid[:k]]
+        return np.where(out <= horizon, out, np.nan)
+
+
+# ---- SLO metrics ---------------------------------------------------------------------------------
+def slo_metrics(result, tbt=(0.5, 0.1)) -> pd.DataFrame:
+    """Per class: requests, median and mean TTFT, P99 TBT (token level, engine histogram),
+    the share of requests whose largest gap missed the class TBT target, and the share of
+    token gaps above it (from the histogram, exact to its 1.2 % bins)."""
+    req = result.requests
+    hist = result.engine.tbt
+    tbt = np.asarray(tbt, dtype=float).reshape(-1)
+    rows = []
+    for k in range(hist.counts.shape[0]):
+        mine = req[req["cls"] == k]
+        target = float(tbt[min(k, tbt.size - 1)])
+        counts = hist.counts[k]
+        lower = 10.0 ** (hist.LOW + np.arange(counts.size) / hist.PER_DECADE)
+        timed = mine[mine["tbt_max"] > 0]
+        rows.append({
+            "cls": k, "requests": len(mine), "tbt_target": target,
+            "median_ttft": float(mine["ttft"].median()),
+            "mean_ttft": float(mine["ttft"].mean()),
+            "p99_tbt": hist.quantile(0.99, k),
+            "request_miss": float((timed["tbt_max"] > target).mean()) if len(timed) else np.nan,
+            "token_miss": float(counts[lower >= target].sum() / counts.sum())
+            if counts.sum() else np.nan,
+        })
+    return pd.DataFrame(rows).set_index("cls")
