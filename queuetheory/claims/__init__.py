@@ -4,6 +4,7 @@
 """
 
 from . import li2025  # noqa: F401  (registers the claims)
+from . import bari2025  # noqa: F401  (registers the claims)
 from .base import VERDICTS, Claim, Outcome, all, claim, get, papers
 
 __all__ = ["Claim", "Outcome", "VERDICTS", "all", "get", "claim", "papers"]

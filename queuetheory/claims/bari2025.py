@@ -1,0 +1,483 @@
+"""Claims of Bari, Hegde and de Veciana (seed 002; spec ``rad_slai.md``).
+
+Every number comes from the illustrative parameter set of spec §9 (a Mistral-7B-like model
+on a 142-SM GPU at 150 TFLOP/s with tile t* = (128, 256, 32)) — a toolkit assumption, NOT
+from the paper, which gives no μ values. The theory simulations use a small exact pmf
+(prompts 256/512/1024/2048, decodes uniform on 1..128; also illustrative) so that runs stay
+short; the SLAI studies use the Table 1 workload with a per-batch overhead ``c0 = 5 ms`` and
+a 200 000-token KV pool (calibration choices, spec §6.7, §9).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import sympy as sp
+
+from ..bounds.rad_capacity import (
+    distserve_split,
+    lcm_chunking_counterexample,
+    optimal_chunking,
+    rad_capacity,
+    request_time,
+    request_time_sym,
+    t_max,
+)
+from ..engine import simulate
+from ..gpu_timing import GPUModel, ModelDims, TiledGPUTime
+from ..metrics import growth_rate
+from ..policies import Sarathi
+from ..policies.rad import RAD, SLAI, CycleScheduler, DistServe, simulate_nodes, slo_metrics
+from ..timing import BatchLoad
+from ..workload import RequestClass, Workload
+from ..workload_rad import table1_decode_std_bound, table1_workload
+from .base import Outcome, claim
+
+PROMPTS = (256, 512, 1024, 2048)
+MAX_DECODE = 128
+
+
+@cache
+def _tm(tile=(128, 256, 32), c0=0.0):
+    eff = {tuple(tile): 1.0}
+    return TiledGPUTime(ModelDims.mistral_like(), GPUModel.from_efficiency(efficiency=eff,
+                                                                           c0=c0))
+
+
+def _pmf():
+    p, d = np.meshgrid(np.array(PROMPTS), np.arange(1, MAX_DECODE + 1), indexing="ij")
+    return p.ravel(), d.ravel(), np.full(p.size, 1.0 / p.size)
+
+
+@cache
+def _capacity():
+    p, d, w = _pmf()
+    return rad_capacity(p, d, _tm(), weights=w)
+
+
+def _workload(rate):
+    p, d, _ = _pmf()
+    return Workload([RequestClass.from_samples(p, d + 1, rate)])
+
+
+def _tail(res, frac=0.5):
+    """Completions per second and optimal work ``Σ T*^R`` per second over the run's tail."""
+    req = res.requests
+    T = float(res.end_time)
+    lo = T * (1 - frac)
+    done = req[(req["finish"] > lo) & (req["finish"] <= T)]
+    work = request_time(done["prompt"].to_numpy(), done["output"].to_numpy() - 1, _tm(),
+                        variant="rad")
+    span = T - lo
+    return len(done) / span, float(np.sum(work)) / span
+
+
+def _run(policy, rho, n_requests, seed=1):
+    cap = _capacity()
+    tr = _workload(rho * cap.lambda_star).sample(n_requests=n_requests, seed=seed)
+    return simulate(tr, policy, _tm(), horizon=float(tr.arrival[-1]), emit_first=True,
+                    seed=seed)
+
+
+# ---- the batch-time model ----------------------------------------------------------------------
+@claim("bari2025.eq7_staircase",
+       statement="The batch time (Eq. 7) is a staircase in the token count: its linear part "
+                 "jumps by 1/μ_Lin at every multiple of t*_col and is flat in between "
+                 "(L225), while each decode adds GeMV attention that grows with context.",
+       expected="confirmed")
+def _staircase(quick: bool) -> Outcome:
+    tm = _tm()
+    tc = tm.tile[1]
+    tokens = np.arange(1, 4 * tc + 1)
+    lin = np.array([tm.components(BatchLoad.of_tokens(decodes=int(b), context=0))["linear"]
+                    for b in tokens])
+    jumps = np.flatnonzero(np.diff(lin) > 0) + 1          # index of the first token after a jump
+    at = [int(x) for x in tokens[jumps] - 1]
+    steps_ok = at == [tc, 2 * tc, 3 * tc]
+    heights = np.diff(lin)[jumps - 1]
+    height_ok = bool(np.allclose(heights, tm.inv_mu_lin, rtol=1e-12))
+    dec = [tm.duration(BatchLoad.of_tokens(prefill=512 - k, decodes=k, context=512))
+           for k in (0, 32, 64, 128)]
+    grows = bool(np.all(np.diff(dec) > 0))
+    ok = steps_ok and height_ok and grows
+    return Outcome("confirmed" if ok else "refuted",
+                   f"linear term steps at {at} tokens by "
+                   f"{heights[0] * 1e3:.3f} ms; 512-token batch with 0/32/64/128 decodes at "
+                   f"position 513: {', '.join(f'{x * 1e3:.2f}' for x in dec)} ms (Fig. 5c shape)",
+                   {"steps": at, "fig5c_s": dec})
+
+
+@claim("bari2025.eq12_closed_form",
+       statement="T*^R (Eq. 12) equals the sum of RAD's batch times for one request's prefill in "
+                 "t*_lcm chunks plus t*_col-wide decode batches, in closed form with ceilings "
+                 "(sympy) and numerically; the Monte Carlo mean of T*^R converges to the exact "
+                 "T̄^R (Proposition 2).",
+       expected="confirmed")
+def _closed_form(quick: bool) -> Outcome:
+    tm = _tm()
+    tl = tm.t_lcm
+    worst = 0.0
+    for L in (tl, 2 * tl, 6 * tl):
+        starts = np.arange(0, L, tl)
+        batches = sum(tm.batch_time(chunks=[(s + 1, tl)]) for s in starts)
+        closed = request_time(L, 1, tm, variant="paper", parts=True)
+        prefill = (L * tm.inv_mu_lin / tm.tile[1] + L * tm.gpu.inv_mu_nlin
+                   + closed["prefill_attention"][0])
+        worst = max(worst, abs(batches - prefill) / prefill)
+    expr, LP, LD = request_time_sym(tm)
+    pairs = [(256, 1), (512, 77), (2048, 415), (4096, 1000)]
+    sym_err = max(abs(float(expr.subs({LP: a, LD: b})) - request_time(a, b, tm)[0])
+                  / request_time(a, b, tm)[0] for a, b in pairs)
+    bracket = int(tm.prefill_bracket(np.arange(8) * tl + 1, tl).sum())
+    closed_bracket = sp.Rational(tm.model.d * 2048 * (2048 + tl),
+                                 tm.tile[0] * tm.tile[1] * tm.tile[2])
+    exact = _capacity()
+    p, d, _ = _pmf()
+    rng = np.random.default_rng(7)
+    k = rng.integers(0, p.size, 20_000 if quick else 400_000)
+    mc = rad_capacity(p[k], d[k], tm)
+    z = (mc.T_R - exact.T_R) / mc.stderr
+    ok = worst < 1e-12 and sym_err < 1e-12 and bracket == closed_bracket and abs(z) < 4
+    return Outcome("confirmed" if ok else "refuted",
+                   f"RAD prefill batches vs closed form: rel. err {worst:.1e}; sympy vs numpy "
+                   f"{sym_err:.1e}; Eq. 6 bracket over 8 chunks {bracket} = {closed_bracket}; "
+                   f"T̄^R exact {exact.T_R:.6f} s vs MC {mc.T_R:.6f} ± {mc.stderr:.1e} (z={z:.2f})",
+                   {"T_R": exact.T_R, "T_R_mc": mc.T_R, "z": z, "lambda_star": exact.lambda_star})
+
+
+@claim("bari2025.lcm_chunking_optimal",
+       statement="Prefilling in chunks of t*_lcm = LCM(t*_row, t*_col, t*_red) minimises the "
+                 "prefill time (Eq. 10 step (c), L515–L523), so T*^R of Eq. 12 lower-bounds "
+                 "every schedule (Proposition 1).",
+       expected="refuted")
+def _lcm_chunking(quick: bool) -> Outcome:
+    tiles = [(128, 256, 32), (128, 128, 32), (64, 256, 64), (256, 128, 32), (256, 64, 32),
+             (128, 64, 64)]
+    k_max = 4 if quick else 6
+    found = {}
+    for t in tiles:
+        res = lcm_chunking_counterexample(_tm(t), k_max)
+        found[t] = None if res is None else (res.prompt, res.ratio, res.chunks)
+    optimal = [t for t, v in found.items() if v is None]
+    broken = {t: v for t, v in found.items() if v is not None}
+    t_bad = (256, 128, 32)
+    full = optimal_chunking(6 * lcm_of(t_bad), _tm(t_bad))
+    total = optimal_chunking(lcm_of(t_bad) * (2 if quick else 6), _tm(t_bad), objective="time")
+    verdict = "refuted" if broken else "confirmed"
+    first = broken.get(t_bad)
+    return Outcome(verdict,
+                   f"t_lcm chunks optimal for {optimal}; beaten for {sorted(broken)}; "
+                   f"t*={t_bad}: smallest L^P={first[0] if first else '-'} "
+                   f"(ratio {float(first[1]) if first else 1:.4f}); L^P=6·t_lcm attention "
+                   f"{full.cost} vs {full.lcm_cost} (ratio {float(full.ratio):.4f}), whole "
+                   f"prefill time ratio {total.ratio:.6f}",
+                   {"broken": {str(t): (v[0], str(v[1])) for t, v in broken.items()},
+                    "ratio_6": full.ratio, "time_ratio": total.ratio},
+                   note="Chunks of t*_col (not t*_lcm) are cheaper whenever t*_lcm > t*_col: "
+                        "the paper's T*^R is then not a lower bound. The ceiling-free "
+                        "T*^R_LB (spec §3.8) is one for every chunking and tile.")
+
+
+def lcm_of(t):
+    return _tm(t).t_lcm
+
+
+# ---- Proposition 1, Theorem 1, Lemma 1 -----------------------------------------------------------
+def _random_schedule(rng, tm_choices, prompts, decodes):
+    """A random feasible batch sequence completing every request: random chunk sizes,
+    random mixing of prefill chunks and decodes, a random tile per batch."""
+    k = prompts.size
+    pre = np.zeros(k, dtype=np.int64)
+    dec = np.zeros(k, dtype=np.int64)
+    total = 0.0
+    while np.any(dec < decodes):
+        prefill = np.flatnonzero(pre < prompts)
+        decode = np.flatnonzero((pre >= prompts) & (dec < decodes))
+        take_p = prefill[rng.random(prefill.size) < 0.5]
+        take_d = decode[rng.random(decode.size) < 0.7]
+        if take_p.size + take_d.size == 0:
+            if prefill.size:
+                take_p = prefill[:1]
+            else:
+                take_d = decode[:1]
+        rem = prompts[take_p] - pre[take_p]
+        chunk = np.minimum(rem, rng.integers(1, 2 * 256 + 1, take_p.size))
+        tm = tm_choices[rng.integers(len(tm_choices))]
+        total += tm.duration(BatchLoad(chunk, pre[take_p], prompts[take_d] + dec[take_d]))
+        pre[take_p] += chunk
+        dec[take_d] += 1
+    return total
+
+
+@claim("bari2025.proposition1",
+       statement="Any batches that complete requests R_1..R_k take at least Σ_j T*^R(j) "
+                 "(Proposition 1, Eq. 9–10).",
+       expected="qualified")
+def _proposition1(quick: bool) -> Outcome:
+    rng = np.random.default_rng(11)
+    tm = _tm()
+    eff = {(128, 256, 32): 1.0, (128, 128, 32): 0.95, (64, 64, 32): 0.9}
+    gpu = GPUModel.from_efficiency(efficiency=eff)
+    mixed = [TiledGPUTime(tm.model, gpu, t, check=False) for t in eff]
+    n = 30 if quick else 300
+    worst_paper, worst_lb, worst_mixed = np.inf, np.inf, np.inf
+    for _ in range(n):
+        k = int(rng.integers(1, 5))
+        prompts = rng.choice(np.array(PROMPTS[:3]), k)
+        decodes = rng.integers(1, 9, k)
+        paper = request_time(prompts, decodes, tm).sum()
+        lb = request_time(prompts, decodes, tm, variant="lb").sum()
+        t1 = _random_schedule(rng, [tm], prompts, decodes)
+        t2 = _random_schedule(rng, mixed, prompts, decodes)
+        worst_paper = min(worst_paper, t1 / paper)
+        worst_lb = min(worst_lb, t1 / lb, t2 / lb)
+        worst_mixed = min(worst_mixed, t2 / paper)
+    bad = lcm_chunking_counterexample(_tm((256, 128, 32)), 2)
+    per_tile = optimal_chunking(2048, TiledGPUTime(tm.model, gpu), objective="time",
+                                tiles=list(eff))
+    ok_lb = worst_lb >= 1 - 1e-12 and worst_paper >= 1 - 1e-12
+    paper_fails = bad is not None or per_tile.ratio < 1
+    verdict = ("qualified" if ok_lb and paper_fails else "confirmed" if ok_lb else "refuted")
+    return Outcome(verdict,
+                   f"{n} random schedules: min Σ T_B / Σ T*^R_LB = {worst_lb:.4f}; with t* "
+                   f"only, min Σ T_B / Σ T*^R = {worst_paper:.4f}; with per-batch tiles "
+                   f"{worst_mixed:.4f}; exact search: t*=(256,128,32) L^P={bad.prompt if bad else '-'}"
+                   f" ratio {float(bad.ratio) if bad else 1:.4f}; per-chunk tiles at L^P=2048 "
+                   f"ratio {per_tile.ratio:.6f}",
+                   {"min_lb": worst_lb, "min_paper": worst_paper, "per_tile": per_tile.ratio},
+                   note="Holds with the ceiling-free T*^R_LB (spec §3.8) for every schedule; "
+                        "with the paper's T*^R only when every batch uses t* and t*_lcm = "
+                        "t*_col.")
+
+
+@claim("bari2025.theorem1",
+       statement="If λ T̄^R > r, every planner and scheduler is unstable: Q(t)/t stays above "
+                 "α = (λT̄^R/r − 1)/T^max (Theorem 1, Lemma 1).",
+       expected="qualified")
+def _theorem1(quick: bool) -> Outcome:
+    cap = _capacity()
+    tm = _tm()
+    rho = 1.15 * cap.T_R / cap.T_R_LB
+    n = 1500 if quick else 6000
+    T_max = t_max(tm, max(PROMPTS) + MAX_DECODE, safe=True)
+    rows = {}
+    lemma1 = True
+    for name, pol in (("RAD", RAD(tm.tile)), ("Sarathi", Sarathi(512)),
+                      ("Sarathi-SPF", Sarathi(512, order="sjf_prompt"))):
+        res = _run(pol, rho, n)
+        g = growth_rate(res, "in_system")
+        req = res.requests
+        lb = request_time(req["prompt"].to_numpy(), req["output"].to_numpy() - 1, tm,
+                          variant="lb")
+        b = res.batches
+        t = b["start"].to_numpy()
+        cum = np.concatenate([[0.0], np.cumsum(lb)])
+        arrived = cum[np.searchsorted(req["arrival"].to_numpy(), t, side="right")]
+        lemma1 &= bool(np.all(b["in_system"].to_numpy() >= (arrived - t) / T_max - 1e-9))
+        rows[name] = (g.verdict, g.relative)
+    all_unstable = all(v[0] == "unstable" for v in rows.values())
+    gap = lcm_chunking_counterexample(_tm((256, 128, 32)), 2) is not None
+    verdict = "qualified" if all_unstable and lemma1 and gap else (
+        "confirmed" if all_unstable and lemma1 else "refuted")
+    return Outcome(verdict,
+                   f"λ = 1.15 r/T̄^R_LB ({rho:.3f} λ*): "
+                   + ", ".join(f"{k} {v[0]} (growth {v[1]:.3f}/arrival)" for k, v in rows.items())
+                   + f"; Lemma 1 with T̄^R_LB held at every batch: {lemma1}",
+                   {"rows": rows, "lambda_star": cap.lambda_star, "lambda_lb": cap.lambda_lb},
+                   note="Valid with T̄^R_LB (λ > r/T̄^R_LB ⇒ unstable); with the paper's T̄^R "
+                        "the proof's step (c) fails when t*_lcm > t*_col (see "
+                        "bari2025.lcm_chunking_optimal). Proof also needs Assumption 3 and "
+                        "bounded lengths (I-6).")
+
+
+# ---- Theorem 2, Lemmas 3-4, design principles ----------------------------------------------------
+@claim("bari2025.theorem2",
+       statement="Uniformly random routing with RAD on every node is stable whenever "
+                 "λ T̄^R ≤ r(1 − ε) (n large enough), so λ* = r/T̄^R is the capacity.",
+       expected="confirmed")
+def _theorem2(quick: bool) -> Outcome:
+    cap = _capacity()
+    tm = _tm()
+    n = 1500 if quick else 6000
+    r = 2
+    wl = _workload(0.85 * r * cap.lambda_star)
+    tr = wl.sample(n_requests=2 * n, seed=3)
+    nodes = simulate_nodes(tr, lambda: RAD(tm.tile), tm, r, horizon=float(tr.arrival[-1]),
+                           seed=3)
+    stable = [growth_rate(res, "in_system").verdict for res in nodes]
+    over = _run(RAD(tm.tile), 1.1, n)
+    rate, work = _tail(over)
+    g = growth_rate(over, "in_system")
+    ok = all(v != "unstable" for v in stable) and g.verdict == "unstable" and work > 0.95
+    return Outcome("confirmed" if ok else "refuted",
+                   f"r=2, ρ=0.85: node verdicts {stable}; r=1, ρ=1.1: {g.verdict}, tail "
+                   f"completion rate {rate:.3f}/s (λ*={cap.lambda_star:.3f}), optimal work "
+                   f"done per second {work:.3f} (1 = λ* reached)",
+                   {"stable": stable, "work": work, "rate": rate},
+                   note="n = ∞ in simulation; Theorem 2's sufficient n is far larger "
+                        "(see rad_n_min), I-25.")
+
+
+@claim("bari2025.lemma3_cycle_bounds",
+       statement="A RAD cycle started with ≥ n pending requests lasts between Σ T*^R of its "
+                 "requests and that plus (t*_col − 1) T^max (Eq. 23–25); mean cycle length "
+                 "≤ r/λ + n T^max (Lemma 4).",
+       expected="confirmed")
+def _lemma3(quick: bool) -> Outcome:
+    tm = _tm()
+    n_cyc = 64
+    pol = RAD(tm.tile, n=n_cyc)
+    res = _run(pol, 1.2, 1200 if quick else 5000)
+    cyc = pol.cycles(res).dropna(subset=["end"])
+    back = cyc[cyc["pending"] >= n_cyc]
+    req = res.requests
+    T_max = t_max(tm, max(PROMPTS) + MAX_DECODE)
+    lo_ok = hi_ok = True
+    excess = []
+    for _, c in back.iterrows():
+        rid = c["rids"]
+        opt = request_time(req["prompt"].to_numpy()[rid], req["output"].to_numpy()[rid] - 1,
+                           tm).sum()
+        length = c["end"] - c["start"]
+        lo_ok &= bool(length >= opt * (1 - 1e-9))
+        hi_ok &= bool(length <= opt + (tm.tile[1] - 1) * T_max)
+        excess.append(length - opt)
+    lam = 1.2 * _capacity().lambda_star
+    lemma4 = float((cyc["end"] - cyc["start"]).mean()) <= 1 / lam + n_cyc * T_max
+    ok = len(back) >= 3 and lo_ok and hi_ok and lemma4
+    return Outcome("confirmed" if ok else "refuted",
+                   f"{len(back)} backlogged cycles (n={n_cyc}): excess over Σ T*^R "
+                   f"{np.min(excess):.3f}…{np.max(excess):.3f} s vs allowance "
+                   f"{(tm.tile[1] - 1) * T_max:.0f} s; Lemma 4 holds: {lemma4}",
+                   {"excess": excess, "cycles": len(back)})
+
+
+@claim("bari2025.design_principles",
+       statement="Optimal tiling plus dynamic allocation matter: capacity(RAD) ≈ "
+                 "capacity(Alg. 2) ≥ capacity(Sarathi-Serve) and ≥ capacity(DistServe, best "
+                 "static split) (§5).",
+       expected="confirmed")
+def _design(quick: bool) -> Outcome:
+    tm = _tm()
+    cap = _capacity()
+    n = 1200 if quick else 5000
+    work = {}
+    for name, pol in (("RAD", RAD(tm.tile)), ("Alg2", CycleScheduler(tm.tile, n=256)),
+                      ("Sarathi", Sarathi(512))):
+        work[name] = _tail(_run(pol, 1.2, n))[1]
+    split = distserve_split(cap.T_P, cap.T_D, 2)
+    tr = _workload(1.2 * 2 * cap.lambda_star).sample(n_requests=n, seed=1)
+    ds = DistServe(split.r_prefill, 2 - split.r_prefill, chunk=tm.t_lcm).run(
+        tr, tm, horizon=float(tr.arrival[-1]), seed=1)
+    ds_rate = ds.attrs["completion_rate"] / (2 * cap.lambda_star)
+    ok = (abs(work["RAD"] - work["Alg2"]) < 0.05 and work["RAD"] >= work["Sarathi"] - 0.01
+          and work["RAD"] > split.share)
+    return Outcome("confirmed" if ok else "refuted",
+                   "optimal work per second at ρ=1.2 (1 = λ*): "
+                   + ", ".join(f"{k} {v:.3f}" for k, v in work.items())
+                   + f"; DistServe best static split r=2 (r_p={split.r_prefill}): "
+                   f"{split.share:.3f} of 2λ* (simulated completions {ds_rate:.3f})",
+                   {"work": work, "distserve_share": split.share, "distserve_sim": ds_rate})
+
+
+@claim("bari2025.table1_decode_std",
+       statement="Table 1: decode lengths with median 415, P90 834 and std 101.",
+       expected="refuted")
+def _table1(quick: bool) -> Outcome:
+    b = table1_decode_std_bound(415, 834, 101)
+    return Outcome("confirmed" if b.possible else "refuted",
+                   f"mean ≤ {b.max_mean}, so P(L^D ≥ 834) ≤ {b.tail_bound_at_reported_std:.4f} "
+                   f"< 0.10 by Cantelli: no law has these three figures",
+                   {"tail_bound": b.tail_bound_at_reported_std},
+                   note="The lognormal fitted to median and P90 has std ≈ 283 (I-12).")
+
+
+# ---- SLAI (qualitative, calibrated model) --------------------------------------------------------
+MEMORY = 200_000
+
+
+def _slai_run(policy, rate, horizon, p_paying=0.05, seed=1):
+    tm = _tm(c0=0.005)
+    res = simulate(table1_workload(rate, p_paying=p_paying), policy, tm, horizon=horizon,
+                   emit_first=True, seed=seed, memory=MEMORY)
+    return res, slo_metrics(res)
+
+
+def _variants():
+    return {"Sarathi (FCFS)": SLAI.sarathi(512, order="fcfs"),
+            "Sarathi (SPF)": SLAI.sarathi(512, order="spf"),
+            "SLAI (SPF, fixed)": SLAI(512, order="spf"),
+            "SLAI (SPF, dynamic)": SLAI(512, order="spf", offset="dynamic")}
+
+
+@claim("bari2025.slai_ttft",
+       statement="At high load the median TTFT orders SLAI (SPF, dynamic) < SLAI (SPF, fixed) "
+                 "< Sarathi (SPF) < Sarathi (FCFS); paper: 1.5 s → 0.7 s (−53 %).",
+       expected="confirmed")
+def _slai_ttft(quick: bool) -> Outcome:
+    horizon = 150 if quick else 1200
+    med = {}
+    for name, pol in _variants().items():
+        res, _ = _slai_run(pol, 2.4, horizon)
+        med[name] = float(res.requests["ttft"].median())
+    v = list(med.values())
+    ok = all(a > b for a, b in zip(v, v[1:], strict=False))
+    cut = 1 - med["SLAI (SPF, dynamic)"] / med["Sarathi (FCFS)"]
+    return Outcome("confirmed" if ok else "refuted",
+                   "median TTFT at 2.4 req/s: " + ", ".join(f"{k} {x:.2f} s" for k, x in
+                                                            med.items())
+                   + f"; reduction {100 * cut:.0f} % (paper 53 % on a real GPU)",
+                   {"median_ttft": med, "reduction": cut},
+                   note="Calibrated Eq. 7 model (c0 = 5 ms, spec §9 parameters, not the paper's "
+                        "GPU); the ordering, not the number, is the claim.")
+
+
+@claim("bari2025.slai_free_tbt",
+       statement="SLAI's free-tier P99 TBT is non-monotone in load (rise, drop, rise) while "
+                 "Sarathi's rises monotonically (L416–L418).",
+       expected="confirmed")
+def _slai_tbt(quick: bool) -> Outcome:
+    horizon = 100 if quick else 800
+    rates = (0.4, 1.8, 2.6, 3.4)
+    slai, sar = [], []
+    for rate in rates:
+        slai.append(float(_slai_run(SLAI(512, order="spf"), rate, horizon)[1]["p99_tbt"][0]))
+        if not quick or rate in (rates[0], rates[-1]):
+            sar.append(float(_slai_run(SLAI.sarathi(512), rate, horizon)[1]["p99_tbt"][0]))
+    d = np.sign(np.diff(slai))
+    nonmono = bool(np.any(d > 0) and np.any(d < 0))
+    sar_up = bool(np.all(np.diff(sar) > 0))
+    ok = nonmono and sar_up
+    return Outcome("confirmed" if ok else "refuted",
+                   "free P99 TBT, SLAI (SPF, fixed): "
+                   + ", ".join(f"{r}: {x:.3f} s" for r, x in zip(rates, slai, strict=True))
+                   + "; Sarathi: " + ", ".join(f"{x:.3f}" for x in sar),
+                   {"rates": rates, "slai": slai, "sarathi": sar})
+
+
+@claim("bari2025.slai_paying_share",
+       statement="SLAI's gain over Sarathi-Serve (FCFS) shrinks as the paying share grows "
+                 "5 % → 50 % → 95 % (paper: capacity +26 %, +22 %, +9 %), because fewer "
+                 "decodes can be deferred.",
+       expected="confirmed")
+def _slai_share(quick: bool) -> Outcome:
+    horizon = 100 if quick else 800
+    shares = (0.05, 0.5, 0.95)
+    gain = []
+    for p in shares:
+        sar = _slai_run(SLAI.sarathi(512), 2.4, horizon, p_paying=p)[0]
+        sl = _slai_run(SLAI(512, order="spf", offset="dynamic", paying_first=True), 2.4,
+                       horizon, p_paying=p)[0]
+        gain.append(1 - float(sl.requests["ttft"].median()) / float(
+            sar.requests["ttft"].median()))
+    ok = gain[0] > gain[1] > gain[2]
+    return Outcome("confirmed" if ok else "refuted",
+                   "median-TTFT reduction at 2.4 req/s for 5/50/95 % paying: "
+                   + ", ".join(f"{100 * g:.0f} %" for g in gain)
+                   + " (paper capacity gains 26/22/9 %, TTFT cuts 53/51/62 %)",
+                   {"gain": gain},
+                   note="Measured as median-TTFT reduction at one high load, not as the "
+                        "capacity at median TTFT ≤ 0.5 s (a rate search per share, quick=False "
+                        "territory).")
+
