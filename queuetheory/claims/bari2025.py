@@ -443,8 +443,8 @@ def _slai_ttft(quick: bool) -> Outcome:
                  "Sarathi's rises monotonically (L416–L418).",
        expected="confirmed")
 def _slai_tbt(quick: bool) -> Outcome:
-    horizon = 100 if quick else 800
-    rates = (0.4, 1.8, 2.6, 3.4)
+    horizon = 60 if quick else 800
+    rates = (0.4, 1.8, 3.0) if quick else (0.4, 1.0, 1.8, 2.6, 3.4, 4.2)
     slai, sar = [], []
     for rate in rates:
         slai.append(float(_slai_run(SLAI(512, order="spf"), rate, horizon)[1]["p99_tbt"][0]))

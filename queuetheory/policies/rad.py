@@ -251,7 +251,7 @@ class SLAI(Policy):
             d = state.time - self._prev_time
             self._count += 1
             self._mean += (d - self._mean) / self._count
-            self._e[np.intersect1d(self._prev_rids, rid)] = state.time
+            self._e[self._prev_rids] = state.time
 
     def _schedule(self, state):
         self._observe(state)
