@@ -246,8 +246,9 @@ def _proposition1(quick: bool) -> Outcome:
     return Outcome(verdict,
                    f"{n} random schedules: min Σ T_B / Σ T*^R_LB = {worst_lb:.4f}; with t* "
                    f"only, min Σ T_B / Σ T*^R = {worst_paper:.4f}; with per-batch tiles "
-                   f"{worst_mixed:.4f}; exact search: t*=(256,128,32) L^P={bad.prompt if bad else '-'}"
-                   f" ratio {float(bad.ratio) if bad else 1:.4f}; per-chunk tiles at L^P=2048 "
+                   f"{worst_mixed:.4f}; exact search: t*=(256,128,32) "
+                   f"L^P={bad.prompt if bad else '-'} ratio "
+                   f"{float(bad.ratio) if bad else 1:.4f}; per-chunk tiles at L^P=2048 "
                    f"ratio {per_tile.ratio:.6f}",
                    {"min_lb": worst_lb, "min_paper": worst_paper, "per_tile": per_tile.ratio},
                    note="Holds with the ceiling-free T*^R_LB (spec §3.8) for every schedule; "
