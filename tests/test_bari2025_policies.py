@@ -149,3 +149,25 @@ def test_table1_length_model_fits_median_and_p90():
 def test_table1_decode_std_is_impossible_but_a_larger_one_is_not():
     assert not table1_decode_std_bound(415, 834, 101).possible
     assert table1_decode_std_bound(415, 834, 283).possible
+
+
+@pytest.mark.parametrize("strict, sizes", [(False, [64, 10]), (True, [74])])
+def test_rad_cycle_reset_when_all_active_finish_together(strict, sizes):
+    """I-28: the printed line 9 ends a cycle when all t*_col decodes finish in one batch,
+    even though fewer than n were started and requests wait; strict_cycles does not."""
+    tm = qt.TiledGPUTime(qt.ModelDims.mistral_like(),
+                         qt.GPUModel.from_efficiency(efficiency={(64, 64, 32): 1.0}))
+    wl = qt.Workload.from_arrays(np.zeros(74), np.full(74, 64), np.full(74, 4))
+    pol = RAD(tm.tile, n=100, strict_cycles=strict)
+    res = qt.simulate(wl, pol, tm, n_requests=74, emit_first=True)
+    assert res.metrics["completed"] == 74
+    assert pol.cycles(res)["started"].tolist() == sizes
+
+
+def test_distserve_decode_cap_limits_decode_batches():
+    tr = _trace(60, 20.0)
+    full = DistServe(1, 1).run(tr, TM, horizon=400.0)
+    capped = DistServe(1, 1, decode_cap=4).run(tr, TM, horizon=400.0)
+    assert full["finish"].notna().all() and capped["finish"].notna().all()
+    assert np.array_equal(full["ttft"].to_numpy(), capped["ttft"].to_numpy())
+    assert capped["finish"].max() > full["finish"].max()
