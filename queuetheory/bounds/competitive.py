@@ -56,7 +56,8 @@ def amin_matrices(u, ell=1, s=0, *, exact=False):
         for a, i in enumerate(ks):
             for b, j in enumerate(ks):
                 m = min(i, j)
-                P[a, b] = i / (s + j) * ((s + ell) * (s + 2 * j - ell) + (m - ell) * (2 * j - m - ell))
+                q = (s + ell) * (s + 2 * j - ell) + (m - ell) * (2 * j - m - ell)
+                P[a, b] = i / (s + j) * q
                 B[a, b] = m * (s + m)
         return (P + P.T) / 2, B
     k = np.arange(ell, u + 1, dtype=float)
