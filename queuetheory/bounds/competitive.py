@@ -166,20 +166,20 @@ def amin_ratio(u, ell=1, s=0, *, method="auto") -> AminRatio:
     return AminRatio(value, v / v.sum(), one_signed, np.arange(ell, u + 1), method)
 
 
-def simplex_max(u, ell=1, s=0, *, starts=8, seed=0) -> float:
-    """``max xᵀAx/xᵀBx`` over histograms (``x ≥ 0``) by multi-start SLSQP — the competitive
-    ratio when the top eigenvector is not one-signed (spec §3.5). Small ``u`` only."""
-    A, B = amin_matrices(u, ell, s)
+def simplex_max(A, B, *, starts=8, seed=0) -> float:
+    """``max xᵀAx/xᵀBx`` over histograms (``x ≥ 0``, ``B ≻ 0``) by multi-start SLSQP — the
+    competitive ratio when the top eigenvector is not one-signed (spec §3.5). Small sizes."""
+    A, B = np.asarray(A, dtype=float), np.asarray(B, dtype=float)
     n = A.shape[0]
     rng = np.random.default_rng(seed)
-    best = -np.inf
     cons = ({"type": "eq", "fun": lambda x: x.sum() - 1},)
-    for _ in range(starts):
-        x0 = rng.dirichlet(np.ones(n))
+    starts_x = [np.full(n, 1 / n)] + [rng.dirichlet(np.ones(n)) for _ in range(starts - 1)]
+    best = -np.inf
+    for x0 in starts_x:
         res = scipy.optimize.minimize(lambda x: -(x @ A @ x) / (x @ B @ x), x0, method="SLSQP",
                                       bounds=[(0, 1)] * n, constraints=cons)
-        best = max(best, -res.fun)
-    return float(best)
+        best = max(best, -float(res.fun))
+    return best
 
 
 def b_inverse(u, ell=1, s=0, *, exact=False):

@@ -17,14 +17,17 @@ Every formula here is checked against the matrix evaluation of Lemma 4.6 in the 
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 import sympy as sp
 
-from .competitive import rayleigh
+from .competitive import rayleigh, simplex_max
 
 __all__ = [
     "amax_upper_bound", "thm34_claimed", "thm34_construction", "thm34_construction_sup",
-    "amax_two_point", "arandom_two_point", "arandom_two_point_sup", "amin_two_point",
-    "amin_two_point_sup", "aell_two_point", "aell_two_point_sup", "two_point_threshold",
+    "amax_two_point", "amax_fluid_ratio", "amax_worst_case",
+    "arandom_fluid_ratio", "arandom_worst_case", "arandom_two_point", "arandom_two_point_sup",
+    "amin_two_point", "amin_two_point_sup", "aell_two_point", "aell_two_point_sup",
+    "two_point_threshold",
     "geometric_ratio", "geometric_limit", "lg_ratio", "lg_ratio_closed", "lg_limit",
 ]
 
@@ -68,6 +71,56 @@ def amax_two_point(alpha, r):
     a = _alpha(alpha)
     r = np.asarray(r, dtype=float)
     return (r + 1) * (r * a + 1) / (a**2 * r**2 + 2 * a**2 * r + 1)
+
+
+def _amax_pencil(u, ell, s):
+    k = np.arange(ell, u + 1, dtype=float)
+    m = np.minimum(k[:, None], k[None, :])
+    A = (s + u) * (k[:, None] + k[None, :]) / 2       # xᵀAx = (s+u)(Σ k x_k)(Σ x_k)
+    return A, m * (s + m)
+
+
+def amax_fluid_ratio(x, ell=1, s=0):
+    """Fluid ``E TEL(A_max)/TEL(H-SF)`` for a histogram ``x`` on ``ℓ..u`` (u = ℓ+len(x)−1):
+    ``M/(s+u)`` slots each serve a random share in sequence, so
+    ``E TEL = n²(s+u)E[o]/(2M)``, against H-SF's ``n² xᵀBx/(2M)`` (spec §1.5)."""
+    x = np.asarray(x, dtype=float)
+    A, B = _amax_pencil(ell + x.size - 1, ell, s)
+    return float(x @ A @ x / (x @ B @ x))
+
+
+def _arandom_pencil(u, ell, s):
+    k = np.arange(ell, u + 1, dtype=float)
+    w = k * (s + k)
+    m = np.minimum(k[:, None], k[None, :])
+    return (w[:, None] + w[None, :]) / 2, m * (s + m)   # xᵀAx = (Σ x_k)(Σ w_k x_k)
+
+
+def arandom_fluid_ratio(x, ell=1, s=0):
+    """Fluid ``E TEL(A_random)/TEL(H-SF)`` for a histogram ``x`` on ``ℓ..u``: a random order
+    packs memory×time ``w_k = k(s+k)`` per job, so ``E TEL = n²(Σ x)(Σ w x)/(2M)`` (L742)."""
+    x = np.asarray(x, dtype=float)
+    A, B = _arandom_pencil(ell + x.size - 1, ell, s)
+    return float(x @ A @ x / (x @ B @ x))
+
+
+def _worst(A, B):
+    w, V = scipy.linalg.eigh(A, B)
+    v = V[:, -1] * np.sign(V[:, -1].sum())
+    if np.all(v >= -1e-9 * np.abs(v).max()):
+        return float(w[-1]), v / v.sum()
+    return simplex_max(A, B), None
+
+
+def amax_worst_case(u, ell=1, s=0):
+    """``(sup_x ratio, worst histogram)`` of :func:`amax_fluid_ratio` over histograms on
+    ``ℓ..u``: the top generalized eigenpair when it is one-signed, else SLSQP (histogram None)."""
+    return _worst(*_amax_pencil(u, ell, s))
+
+
+def arandom_worst_case(u, ell=1, s=0):
+    """As :func:`amax_worst_case` for :func:`arandom_fluid_ratio`."""
+    return _worst(*_arandom_pencil(u, ell, s))
 
 
 def arandom_two_point(r, ell, u, s=0):
