@@ -30,7 +30,7 @@ __all__ = [
     "amin_matvec", "simplex_max",
 ]
 
-_DENSE_MAX = 400
+_DENSE_MAX = 100
 
 
 def _check(u, ell, s):

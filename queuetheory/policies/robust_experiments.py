@@ -24,8 +24,8 @@ from ..engine import simulate
 from ..timing import UnitTime
 from ..workload import RelativeInterval, Trace
 
-__all__ = ["paper_trace", "run_rounds", "tel", "FixedInterval", "BucketInterval", "lmsys_like",
-           "latency_experiment"]
+__all__ = ["paper_trace", "run_rounds", "tel", "input_sequence", "corresponding_order",
+           "is_delayed", "FixedInterval", "BucketInterval", "lmsys_like", "latency_experiment"]
 
 
 def paper_trace(output, prompt=1, lo=None, hi=None) -> Trace:
@@ -56,6 +56,45 @@ def tel(result) -> float:
     if np.isnan(lat).any():
         raise ValueError("result: some requests did not finish; TEL is undefined")
     return float(lat.sum())
+
+
+def input_sequence(result) -> list[set[int]]:
+    """The input queue ``I = (I_0, …, I_T)`` of a run (L88): ``I_t`` holds the jobs (1-based, in
+    trace order) whose last start is round ``t``; a job's last start is ``finish − output``."""
+    req = result.requests
+    start = (req["finish"] - req["output"]).to_numpy()
+    if np.isnan(start).any():
+        raise ValueError("result: some requests did not finish")
+    start = np.rint(start).astype(int)
+    seq = [set() for _ in range(int(start.max()) + 1)]
+    for job, p in enumerate(start, 1):
+        seq[p].add(job)
+    return seq
+
+
+def _index(seq):
+    return {job: t for t, jobs in enumerate(seq) for job in jobs}
+
+
+def corresponding_order(seq1, seq2) -> bool:
+    """Definition 8.1: ``(i − j)(i' − j') ≥ 0`` for every pair of jobs, where ``i, j`` are their
+    indices in ``seq1`` and ``i', j'`` in ``seq2``."""
+    a, b = _index(seq1), _index(seq2)
+    if a.keys() != b.keys():
+        raise ValueError("seq1, seq2: must schedule the same jobs")
+    jobs = sorted(a)
+    x = np.array([a[j] for j in jobs])
+    y = np.array([b[j] for j in jobs])
+    return bool(np.all(np.subtract.outer(x, x) * np.subtract.outer(y, y) >= 0))
+
+
+def is_delayed(seq1, seq2) -> bool:
+    """Definition 8.1: ``seq2`` is delayed relative to ``seq1`` (``seq1 ≤ seq2``): every job's
+    index in ``seq1`` is at most its index in ``seq2``."""
+    a, b = _index(seq1), _index(seq2)
+    if a.keys() != b.keys():
+        raise ValueError("seq1, seq2: must schedule the same jobs")
+    return all(a[j] <= b[j] for j in a)
 
 
 @dataclass(frozen=True)
