@@ -56,11 +56,13 @@ class _RoundPolicy(Policy):
         order = waiting[self._order(state, waiting)]
         est = self._estimate(state)
         a = state.decoded
-        ran = running
-        est_run = np.maximum(est[ran], a[ran] + 1)          # spec §5 #5
-        peak = FuturePeak(state.memory, 0, state.kv[ran] + 1, est_run - a[ran] - 1)
-        ok = peak.admit(state.prompt[order], est[order] - 1, on_fail=self.on_fail)
-        admit = order[ok]
+        now = int(state.kv[running].sum()) + running.size      # memory after this round
+        if order.size == 0 or now + int(state.prompt[order[0]]) > state.memory:
+            admit = order[:0]                                  # the first candidate cannot fit
+        else:
+            est_run = np.maximum(est[running], a[running] + 1)          # spec §5 #5
+            peak = FuturePeak(state.memory, 0, state.kv[running] + 1, est_run - a[running] - 1)
+            admit = order[peak.admit(state.prompt[order], est[order] - 1, on_fail=self.on_fail)]
         if admit.size == 0 and running.size == 0 and waiting.size:
             j = order[0]
             raise QueueTheoryError(
