@@ -5,7 +5,7 @@ import pytest
 
 import queuetheory as qt
 from queuetheory.errors import QueueTheoryError
-from queuetheory.policies import AEll, AdaptiveRobust, AMax, AMin, ARandom, HSF
+from queuetheory.policies import HSF, AdaptiveRobust, AEll, AMax, AMin, ARandom
 from queuetheory.policies.robust_experiments import (
     BucketInterval,
     FixedInterval,
