@@ -10,7 +10,7 @@ EXPECTED = {
     "theorem8_6_part1": "refuted", "theorem8_6_part2": "confirmed", "theorem5_1": "confirmed",
     "theorem5_2": "confirmed", "alpha_star": "confirmed", "geometric": "confirmed",
     "theorem5_3": "confirmed", "experiment1": "qualified", "experiment2": "confirmed",
-    "experiment3": "qualified",
+    "experiment3": "qualified", "lemma8_8": "confirmed", "theorem4_2": "qualified",
 }
 
 
