@@ -11,6 +11,7 @@ EXPECTED = {
     "theorem5_2": "confirmed", "alpha_star": "confirmed", "geometric": "confirmed",
     "theorem5_3": "confirmed", "experiment1": "qualified", "experiment2": "confirmed",
     "experiment3": "qualified", "lemma8_8": "confirmed", "theorem4_2": "qualified",
+    "lemma4_6_rounds": "refuted",
 }
 
 
