@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import queuetheory as qt
 from queuetheory.errors import QueueTheoryError
@@ -157,3 +159,17 @@ def test_bad_inputs_raise():
         paper_trace([3], 1, 4, 10)
     with pytest.raises(ValueError, match="lo="):
         FixedInterval(5, 2)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(1, 25), memory=st.integers(40, 120),
+       policy=st.sampled_from(ALL))
+def test_random_instances_feasible_and_complete(seed, n, memory, policy):
+    rng = np.random.default_rng(seed)
+    o = rng.integers(1, 15, n)
+    lo = np.maximum(1, o - rng.integers(0, 10, n))
+    hi = o + rng.integers(0, 10, n)
+    tr = paper_trace(o, rng.integers(0, 6, n), lo, hi)
+    res = run_rounds(policy, tr, memory, seed=seed, max_iterations=50_000)
+    assert res.requests["finish"].notna().all()
+    assert tel(res) >= o.sum()
