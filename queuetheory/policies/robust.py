@@ -87,7 +87,9 @@ class _RoundPolicy(Policy):
 
 class HSF(_RoundPolicy):
     """Hindsight shortest-first (Alg. 3): knows every ``o_i``; admits the shortest waiting jobs
-    while eq. (3) holds with the true lengths; never evicts. The benchmark of Def. 3.1."""
+    while eq. (3) holds with the true lengths; never evicts. The benchmark of Def. 3.1. With
+    equal prompts the longest feasible shortest-first prefix is Alg. 3's largest feasible set
+    (spec §2.1); with unequal prompts it is the same greedy rule, not a knapsack optimum."""
 
     def _estimate(self, state):
         return state.output
