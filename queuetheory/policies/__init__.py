@@ -21,3 +21,13 @@ from .rad import (  # noqa: E402
 
 __all__ += ["RAD", "CycleScheduler", "RequestLevel", "SLAI", "DistServe", "PrefillOnly",
             "DecodeOnly", "simulate_nodes", "slo_metrics"]
+from .robust import HSF, AdaptiveRobust, AEll, AMax, AMin, ARandom  # noqa: E402
+from .robust_experiments import (  # noqa: E402
+    BucketInterval,
+    FixedInterval,
+    paper_trace,
+    run_rounds,
+)
+
+__all__ += ["HSF", "AMax", "ARandom", "AMin", "AEll", "AdaptiveRobust",
+            "BucketInterval", "FixedInterval", "paper_trace", "run_rounds"]
