@@ -171,3 +171,14 @@ def test_distserve_decode_cap_limits_decode_batches():
     assert full["finish"].notna().all() and capped["finish"].notna().all()
     assert np.array_equal(full["ttft"].to_numpy(), capped["ttft"].to_numpy())
     assert capped["finish"].max() > full["finish"].max()
+
+
+def test_slo_capacity_stops_at_the_first_rate_that_misses():
+    tmc = qt.TiledGPUTime(qt.ModelDims.mistral_like(), qt.GPUModel.from_efficiency(c0=0.005))
+    rate, table = qt.policies.slo_capacity(lambda: SLAI.sarathi(512), table1_workload, tmc,
+                                           [0.5, 6.0, 1.0], horizon=30, memory=200_000)
+    assert table["rate"].tolist() == [0.5, 1.0, 6.0]
+    assert rate == 1.0 and not table["ok"].iloc[-1]
+    none, _ = qt.policies.slo_capacity(lambda: SLAI.sarathi(512), table1_workload, tmc, [1.0],
+                                       horizon=30, ttft=1e-6, memory=200_000)
+    assert none is None

@@ -16,11 +16,12 @@ from .rad import (  # noqa: E402
     PrefillOnly,
     RequestLevel,
     simulate_nodes,
+    slo_capacity,
     slo_metrics,
 )
 
 __all__ += ["RAD", "CycleScheduler", "RequestLevel", "SLAI", "DistServe", "PrefillOnly",
-            "DecodeOnly", "simulate_nodes", "slo_metrics"]
+            "DecodeOnly", "simulate_nodes", "slo_metrics", "slo_capacity"]
 from .robust import HSF, AdaptiveRobust, AEll, AMax, AMin, ARandom  # noqa: E402
 from .robust_experiments import (  # noqa: E402
     BucketInterval,

@@ -24,7 +24,7 @@ from ..workload import Trace, Workload
 from .base import Policy, admissible, check_budget, fit_memory, take_prefills
 
 __all__ = ["RAD", "CycleScheduler", "RequestLevel", "SLAI", "DistServe", "PrefillOnly",
-           "DecodeOnly", "simulate_nodes", "slo_metrics"]
+           "DecodeOnly", "simulate_nodes", "slo_metrics", "slo_capacity"]
 
 _EMPTY = np.empty(0, dtype=np.int64)
 
@@ -432,3 +432,28 @@ def slo_metrics(result, tbt=(0.5, 0.1)) -> pd.DataFrame:
             if counts.sum() else np.nan,
         })
     return pd.DataFrame(rows).set_index("cls")
+
+
+def slo_capacity(make_policy, make_workload, time_model, rates, *, horizon: float,
+                 ttft: float = 0.5, tbt=(0.5, 0.1), seed=0, **kwargs):
+    """The largest rate of ``rates`` (tried in increasing order until one fails) at which the
+    median TTFT is at most ``ttft`` and every class's P99 TBT meets its target (the paper's
+    capacity figure, L420). ``make_workload(rate)`` builds the workload; ``kwargs`` go to
+    :func:`~queuetheory.engine.simulate` (``emit_first=True`` by default). Returns
+    ``(rate or None, table)`` with one row per rate tried."""
+    check_positive("horizon", horizon)
+    kwargs.setdefault("emit_first", True)
+    tbt = np.asarray(tbt, dtype=float).reshape(-1)
+    best, rows = None, []
+    for rate in sorted(rates):
+        res = simulate(make_workload(rate), make_policy(), time_model, horizon=horizon,
+                       seed=seed, **kwargs)
+        m = slo_metrics(res, tbt)
+        med = float(res.requests["ttft"].median())
+        tbt_ok = bool(np.all(m["p99_tbt"].fillna(0).to_numpy() <= m["tbt_target"].to_numpy()))
+        ok = med <= ttft and tbt_ok
+        rows.append({"rate": rate, "median_ttft": med, "tbt_ok": tbt_ok, "ok": ok})
+        if not ok:
+            break
+        best = rate
+    return best, pd.DataFrame(rows)
