@@ -276,9 +276,5 @@ class TiledGPUTime(TimeModel):
         ch = np.asarray(chunks, dtype=np.int64).reshape(-1, 2)
         return self.duration(BatchLoad(ch[:, 1], ch[:, 0] - 1, pos - 1))
 
-    def token_time(self, b):
-        """A batch of ``b`` decode-free prompt tokens in one chunk from position 1."""
-        return self.duration(BatchLoad.of_tokens(prefill=int(b)))
-
     def __repr__(self):
         return f"TiledGPUTime(tile={self.tile}, s={self.gpu.s}, N={self.model.N})"
