@@ -546,16 +546,20 @@ def _slai_share_capacity(shares):
 @claim("bari2025.slai_paying_priority",
        statement="SLAI (SPF with priority, dynamic offset) gives paying users a lower mean TTFT "
                  "than free users, with a small gain (Appendix F.2, L966).",
-       expected="confirmed")
+       expected="qualified")
 def _slai_priority(quick: bool) -> Outcome:
     horizon = 100 if quick else 800
     res, s = _slai_run(SLAI(512, order="spf", offset="dynamic", paying_first=True), 2.4,
                        horizon)
     base, s0 = _slai_run(SLAI(512, order="spf", offset="dynamic"), 2.4, horizon)
     paying, free = float(s.loc[1, "mean_ttft"]), float(s.loc[0, "mean_ttft"])
-    ok = paying < free
-    return Outcome("confirmed" if ok else "refuted",
+    gain = 1 - paying / float(s0.loc[1, "mean_ttft"])
+    verdict = "refuted" if paying >= free else "confirmed" if gain < 0.25 else "qualified"
+    return Outcome(verdict,
                    f"mean TTFT with paying priority: paying {paying:.2f} s, free {free:.2f} s "
                    f"(without priority: paying {float(s0.loc[1, 'mean_ttft']):.2f} s, free "
                    f"{float(s0.loc[0, 'mean_ttft']):.2f} s) at 2.4 req/s, 5 % paying",
-                   {"paying": paying, "free": free})
+                   {"paying": paying, "free": free, "paying_gain": gain},
+                   note=f"Paying users do get the lower mean TTFT, but in the calibrated model "
+                        f"priority cuts it by {100 * gain:.0f} % at this load, not the paper's "
+                        "'small' gain; the direction holds, the size does not carry over.")
