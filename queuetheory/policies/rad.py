@@ -241,13 +241,13 @@ class SLAI(Policy):
         self._prev_time, self._prev_rids = None, _EMPTY
 
     def _observe(self, state):
-        """Book the previous batch: its duration (when the engine called at its end) and
-        the token times ``e_j`` of its members."""
+        """Book the previous (non-empty) batch: its duration — the engine calls again at its
+        end unless the system emptied — and the token times ``e_j`` of its members."""
         rid = state.rid
         if rid.size and rid.max() >= self._e.size:
             self._e = np.concatenate([self._e, np.full(max(self._e.size, rid.max() + 1),
                                                        np.nan)])
-        if self._prev_time is not None and (state.arrival <= self._prev_time).any():
+        if self._prev_rids.size and (state.arrival <= self._prev_time).any():
             d = state.time - self._prev_time
             self._count += 1
             self._mean += (d - self._mean) / self._count
