@@ -68,7 +68,7 @@ class MaxRate:
 
 
 def max_rate(time_model, b, *, warn: bool = True) -> MaxRate:
-    """The best token rate over loads ``1 … b`` (spec §6 item 26); warns when it is not ``b/t_b``."""
+    """The best token rate over loads ``1 … b`` (spec §6 item 26); warns if not ``b/t_b``."""
     _check_model(time_model)
     b = _budget(b)
     loads = np.arange(1, b + 1)
@@ -90,7 +90,8 @@ def _means(workload) -> tuple[float, float]:
     try:
         mp, md = workload
     except (TypeError, ValueError):
-        raise ValueError(f"workload={workload!r}: must be a Workload or a pair (m_p, m_d)") from None
+        raise ValueError(f"workload={workload!r}: must be a Workload or a pair (m_p, m_d)"
+                         ) from None
     check_positive("m_p", mp)
     check_positive("m_d", md)
     return float(mp), float(md)

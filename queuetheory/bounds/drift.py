@@ -326,7 +326,7 @@ def one_step_drift(policy, state, lyapunov, workload, *, time_model=None, method
                  service, arrivals, load)
 
 
-# ---- the certificate ------------------------------------------------------------------------------
+# ---- the certificate ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DriftCertificate:
     """Worst drift of App. B's function over states with ``f(x) ≥ B`` (test of B.1).

@@ -37,7 +37,7 @@ def dtmc_state(prefill_left, decode_left, *, time: float = 0.0) -> State:
     if p.size and p.min() < 0:
         raise ValueError(f"prefill_left={p.tolist()}: must be >= 0")
     if d.size and d.min() < 1:
-        raise ValueError(f"decode_left={d.tolist()}: a request in the system owes >= 1 decode token")
+        raise ValueError(f"decode_left={d.tolist()}: every request owes >= 1 decode token")
     n = p.size
     prompt = np.maximum(p, 1)
     zeros = np.zeros(n, dtype=np.int64)
