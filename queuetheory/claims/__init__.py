@@ -7,3 +7,4 @@ from . import li2025  # noqa: F401  (registers the claims)
 from .base import VERDICTS, Claim, Outcome, all, claim, get, papers
 
 __all__ = ["Claim", "Outcome", "VERDICTS", "all", "get", "claim", "papers"]
+from . import li2025_theory  # noqa: F401,E402  (seed 004 theory claims)

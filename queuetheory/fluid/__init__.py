@@ -10,6 +10,7 @@ from .engine import (  # noqa: E402  (seed 004)
     engine_workload,
     fluid_convergence,
     fluid_path,
+    fluid_phases,
     printed_c19_workload,
     scaled_run,
     workload_identity_residual,
@@ -17,5 +18,6 @@ from .engine import (  # noqa: E402  (seed 004)
 
 __all__ += [
     "engine_workload", "printed_c19_workload", "workload_identity_residual", "drain_rate",
-    "drain_time", "FluidPath", "fluid_path", "ScaledRun", "scaled_run", "fluid_convergence",
+    "drain_time", "FluidPath", "fluid_phases", "fluid_path", "ScaledRun", "scaled_run",
+    "fluid_convergence",
 ]

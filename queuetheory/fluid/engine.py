@@ -29,8 +29,8 @@ from ..errors import UnstableError, check_positive
 from ..workload import RequestClass, Workload
 
 __all__ = ["engine_workload", "printed_c19_workload", "workload_identity_residual",
-           "drain_rate", "drain_time", "FluidPath", "fluid_path", "ScaledRun", "scaled_run",
-           "fluid_convergence"]
+           "drain_rate", "drain_time", "FluidPath", "fluid_phases", "fluid_path", "ScaledRun",
+           "scaled_run", "fluid_convergence"]
 
 FLUID_POLICIES = ("sarathi", "orca")
 
@@ -110,8 +110,11 @@ class FluidPath:
     empty_at: float
 
 
-def _phases(policy, zp0, zd0, lam, mp, md, mu):
-    """Piecewise-linear phases ``(duration, ż_p, ż_d)`` of the spec §3.4 paths."""
+def fluid_phases(policy, zp0, zd0, lam, mp, md, mu):
+    """Piecewise-linear phases ``(duration, ż_p, ż_d)`` of the spec §3.4 paths, ``μ = b/t_b``.
+
+    Plain arithmetic, so exact with ``fractions.Fraction`` inputs; the last phase may last
+    ``math.inf`` (a path that never empties)."""
     phases = []
     if policy == "sarathi":          # decode priority: decoders take the whole budget
         if zd0 > 0:
@@ -151,7 +154,7 @@ def fluid_path(policy, zp0, zd0, lam, mp, md, b, t_b, t) -> FluidPath:
     zp = np.full(t.shape, float(zp0))
     zd = np.full(t.shape, float(zd0))
     start, breaks = 0.0, []
-    for duration, rp, rd in _phases(policy, float(zp0), float(zd0), float(lam), float(mp),
+    for duration, rp, rd in fluid_phases(policy, float(zp0), float(zd0), float(lam), float(mp),
                                     float(md), mu):
         inside = np.clip(t - start, 0.0, duration)
         zp += rp * inside
