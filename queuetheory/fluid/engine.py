@@ -122,7 +122,7 @@ def fluid_phases(policy, zp0, zd0, lam, mp, md, mu):
             zp0 += lam * phases[-1][0]
         rate = lam - mu / (mp + md)  # prefill and decode share μ as m_p : m_d
         if zp0 > 0 or rate > 0:
-            phases.append((zp0 / -rate if rate < 0 else math.inf, rate, 0.0))
+            phases.append((zp0 / -rate if rate < 0 else math.inf, rate, 0))
     else:                            # orca: prefill priority
         rate = lam - mu / mp
         if zp0 > 0 and rate < 0:
@@ -132,7 +132,7 @@ def fluid_phases(policy, zp0, zd0, lam, mp, md, mu):
             return [(math.inf, rate, mu / mp)]
         rate_d = lam - (mu - lam * mp) / md
         if zd0 > 0 or rate_d > 0:
-            phases.append((zd0 / -rate_d if rate_d < 0 else math.inf, 0.0, rate_d))
+            phases.append((zd0 / -rate_d if rate_d < 0 else math.inf, 0, rate_d))
     return phases
 
 
