@@ -28,3 +28,7 @@ __all__ = [
     "RequestClass", "Workload", "Trace", "TimeVarying",
     "ExactPredictor", "RelativeInterval", "ClassInterval",
 ]
+
+from . import bounds, fluid  # noqa: E402  (subpackages of plain functions, seed 004 and others)
+
+__all__ += ["bounds", "fluid"]
