@@ -338,8 +338,9 @@ class Workload:
 
     def sample(self, *, horizon: float | None = None, n_requests: int | None = None,
                seed=0) -> Trace:
-        """Draw requests arriving in ``[0, horizon]`` and/or the first ``n_requests``."""
-        if horizon is None and n_requests is None:
+        """Draw requests arriving in ``[0, horizon]`` and/or the first ``n_requests`` (a
+        recorded trace is replayed whole when neither is given)."""
+        if horizon is None and n_requests is None and self._trace is None:
             raise ValueError("sample: give horizon or n_requests (or both)")
         if horizon is not None:
             check_positive("horizon", horizon)

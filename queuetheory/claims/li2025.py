@@ -15,6 +15,7 @@ from scipy import optimize, stats
 from .. import policies
 from ..engine import simulate
 from ..metrics import growth_rate
+from ..plotting import plot_paths
 from ..timing import PiecewiseLinearTime, UnitTime
 from ..workload import RequestClass, Workload
 from .base import Outcome, claim
@@ -73,18 +74,7 @@ def _theorem1a(quick: bool) -> Outcome:
         f"{worst[1][1]:+.4f} ({worst[0]})",
         data={k: {"verdict": v[0], "relative_slope": v[1]} for k, v in rows.items()},
         note="Llama-3-70B fit scaled by s = 0.8, b = 512, Poisson sizes with means (129, 112).",
-        plot=lambda ax: _plot_paths(ax, paths))
-
-
-def _plot_paths(ax, paths, predicted=None):
-    for name, p in paths.items():
-        ax.plot(p["time"] / 1000, p["unfinished_tokens"], lw=0.7, label=name)
-    if predicted is not None:
-        T = max(p["time"].iloc[-1] for p in paths.values())
-        ax.plot([0, T / 1000], [0, predicted * T], "k--", lw=1, label="λ(m_p+m_d) − b/t_b")
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("unfinished tokens |X|")
-    ax.legend(fontsize=7)
+        plot=lambda ax: plot_paths(paths, ax, time_scale=1000, time_label="time (s)"))
 
 
 @claim("li2025.theorem1b",
@@ -115,7 +105,8 @@ def _theorem1b(quick: bool) -> Outcome:
         "confirmed" if ok else "refuted",
         f"Sarathi at ρ=1.2: slope {s['slope']:.4f} tok/ms vs λ(m_p+m_d) − b/t_b = "
         f"{s['predicted']:.4f}; all {len(rows)} runs unstable",
-        data=rows, plot=lambda ax: _plot_paths(ax, paths, predicted))
+        data=rows, plot=lambda ax: plot_paths(paths, ax, predicted_slope=predicted, time_scale=1000,
+                                               time_label="time (s)"))
 
 
 def vllm_unit_time_threshold(budget: int, mean_output: float) -> float:
