@@ -57,7 +57,21 @@ def _capacity_law(quick: bool) -> Outcome:
         data={"b_min": b_min, "smallest_integer": searched, "runs": rows,
               "llama3_70b_tokens_per_s": llama["capacity"].to_dict()},
         note="t_b = 4 + 0.05·max(0, b − 16) time units, λ = 0.5, sizes 1 + Poisson(7); "
-             "growth judged by qt.metrics.growth_rate.")
+             "growth judged by qt.metrics.growth_rate.",
+        plot=lambda ax: _plot_capacity(ax, tm, wl.token_rate, b_min, rows))
+
+
+def _plot_capacity(ax, tm, load, b_min, rows):
+    b = np.arange(1, int(2 * b_min))
+    ax.plot(b, [capacity.token_capacity(tm, int(k)) for k in b], label="b / t_b")
+    ax.axhline(load, color="k", ls="--", lw=1, label="λ(m_p+m_d)")
+    ax.axvline(b_min, color="grey", ls=":", label=f"b_min = {b_min:.1f}")
+    for k, r in rows.items():
+        ax.plot(k, capacity.token_capacity(tm, k), "o",
+                color="tab:green" if r["verdict"] == "stable" else "tab:red")
+    ax.set_xlabel("token budget b")
+    ax.set_ylabel("tokens per time unit")
+    ax.legend(fontsize=7)
 
 
 @claim("li2025.max_rate_premise",
@@ -312,7 +326,21 @@ def _proposition2(quick: bool) -> Outcome:
         + f"; drain-time ratio at N={max(scales)}: {s[max(scales)]['drain_ratio']:.3f}",
         data={"phase_slopes": exact, "convergence": tables},
         note="Unit-time batches, b = 32, λ = 1, sizes 1 + Bin(18, ½) (means 10), δ = 12; "
-             "N requests in prefill at time 0.")
+             "N requests in prefill at time 0.",
+        plot=lambda ax: _plot_fluid(ax, policies.Sarathi(b), wl, b, lam, mp, md))
+
+
+def _plot_fluid(ax, policy, wl, b, lam, mp, md):
+    T = fluid.drain_time(fluid.engine_workload(1, 0, mp, md), lam, mp, md, b, 1.0)
+    t = np.linspace(0, 1.5 * T, 200)
+    for N in (10, 100, 1000):
+        run = fluid.scaled_run(policy, wl, UnitTime(), N, t)
+        ax.plot(t, run.f, lw=0.8, label=f"f̂, N = {N}")
+    ax.plot(t, fluid.fluid_path("sarathi", 1, 0, lam, mp, md, b, 1.0, t).f, "k--",
+            label="fluid max(0, f(0) − δt)")
+    ax.set_xlabel("scaled time")
+    ax.set_ylabel("workload f = (m_p+m_d)Z_p + m_d Z_d")
+    ax.legend(fontsize=7)
 
 
 # ---- token budget trade-off ----------------------------------------------------------------------
@@ -350,4 +378,15 @@ def _budget_tradeoff(quick: bool) -> Outcome:
              "512-vs-1024 optimum of Fig. 9 needs App. A's attention terms, which the paper gives "
              "no coefficients for. Reproduced: a budget below b_min is overloaded (TTFT ~8× "
              "larger); above it TTFT falls slightly and TBT does not fall, but barely grows: "
-             "at ρ ≈ 0.7 batches are rarely full, so t_b's growth with b seldom shows.")
+             "at ρ ≈ 0.7 batches are rarely full, so t_b's growth with b seldom shows.",
+        plot=lambda ax: _plot_tradeoff(ax, rows))
+
+
+def _plot_tradeoff(ax, rows):
+    b = list(rows)
+    ax.plot(b, [rows[k]["ttft"] / 1000 for k in b], "o-", label="mean TTFT (s)")
+    ax.plot(b, [rows[k]["p50_e2e"] / 1000 for k in b], "s-", label="median E2E (s)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("token budget b")
+    ax.legend(fontsize=7)
