@@ -7,4 +7,8 @@ from . import li2025  # noqa: F401  (registers the claims)
 from .base import VERDICTS, Claim, Outcome, all, claim, get, papers
 
 __all__ = ["Claim", "Outcome", "VERDICTS", "all", "get", "claim", "papers"]
-from . import li2025_theory  # noqa: F401,E402  (seed 004 theory claims)
+
+from . import (
+    chen2025,  # noqa: E402, F401  (registers the claims)
+    li2025_theory,  # noqa: F401,E402  (seed 004 theory claims)
+)
