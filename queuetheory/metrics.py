@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["summarize", "growth_rate", "GrowthRate", "time_average_in_system"]
+__all__ = ["summarize", "growth_rate", "path_growth_rate", "GrowthRate", "time_average_in_system"]
 
 
 def _span(result) -> float:
@@ -90,13 +90,7 @@ def growth_rate(result, quantity: str = "unfinished_tokens", *, tail: float = 0.
     """
     if quantity not in ("unfinished_tokens", "in_system"):
         raise ValueError(f"quantity={quantity!r}: must be 'unfinished_tokens' or 'in_system'")
-    if not 0 < tail <= 1:
-        raise ValueError(f"tail={tail}: must lie in (0, 1]")
-    if blocks < 4:
-        raise ValueError(f"blocks={blocks}: need at least 4")
     paths = result.paths
-    t = paths["time"].to_numpy()
-    y = paths[quantity].to_numpy().astype(float)
     T = _span(result)
     trace = result.trace
     arrived = trace.arrival <= T
@@ -104,8 +98,31 @@ def growth_rate(result, quantity: str = "unfinished_tokens", *, tail: float = 0.
         offered = float((trace.prompt[arrived] + trace.output[arrived]).sum() / T)
     else:
         offered = float(arrived.sum() / T)
+    return path_growth_rate(paths["time"].to_numpy(), paths[quantity].to_numpy(), end=T,
+                            offered=offered, quantity=quantity, tail=tail, blocks=blocks,
+                            level=level, tolerance=tolerance)
+
+
+def path_growth_rate(time, values, *, end: float, offered: float, quantity: str = "path",
+                     tail: float = 0.5, blocks: int = 20, level: float = 0.99,
+                     tolerance: float = 0.02) -> GrowthRate:
+    """The block-means slope test of :func:`growth_rate` on a plain step-function path.
+
+    ``values[i]`` holds from ``time[i]`` (sorted) until the next time; ``end`` is the end of
+    the run and ``offered`` the rate (per time unit) that the slope is measured against.
+    Networks of engines use it on their total-request and total-token paths.
+    """
+    if not 0 < tail <= 1:
+        raise ValueError(f"tail={tail}: must lie in (0, 1]")
+    if blocks < 4:
+        raise ValueError(f"blocks={blocks}: need at least 4")
+    t = np.asarray(time, dtype=float)
+    y = np.asarray(values, dtype=float)
+    if t.shape != y.shape or t.ndim != 1:
+        raise ValueError("path_growth_rate: time and values must be 1-d of equal length")
     if t.size < 4 * blocks:
         raise ValueError(f"growth_rate: only {t.size} iterations; need at least {4 * blocks}")
+    T = max(float(end), 1e-300)
     grid = np.linspace(T * (1 - tail), T, 40 * blocks + 1)
     idx = np.clip(np.searchsorted(t, grid, side="right") - 1, 0, t.size - 1)
     values = y[idx].reshape(-1)[:-1].reshape(blocks, -1)
