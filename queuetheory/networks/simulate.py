@@ -72,6 +72,8 @@ class _Run:
         self.lengths = {k: _Lengths(net.nodes[k]["lengths"], r)
                         for k, r in zip(self.where, len_rngs, strict=True)}
         self.rng = np.random.default_rng(s_route)
+        self.mean_tokens = {k: net.nodes[k]["lengths"].mean_prompt
+                            + net.nodes[k]["lengths"].mean_output for k in self.where}
         self.job_of = [np.empty(0, np.int64) for _ in self.engines]
         self._arrivals(s_arr)
         self.join_count = {v: np.zeros(self.n_jobs, np.int16) for v in net.nodes_of("join")}
@@ -156,8 +158,7 @@ class _Run:
                 if step is not None:
                     score[pick[i]] += 1
                 else:
-                    lengths = self.net.nodes[targets[pick[i]]]["lengths"]
-                    score[pick[i]] += lengths.mean_prompt + lengths.mean_output
+                    score[pick[i]] += self.mean_tokens[targets[pick[i]]]
         for k in range(K):
             self.enter(targets[k], jobs[pick == k], t)
 
