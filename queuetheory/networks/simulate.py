@@ -242,6 +242,7 @@ class NetworkResult:
     horizon: float
     tokens_in: int
     local: dict
+    job_of: dict
 
     def growth_rate(self, quantity: str = "tokens", **kwargs):
         """Block-means slope of ``tokens`` or ``requests`` (see
@@ -283,6 +284,21 @@ class NetworkResult:
         return pd.DataFrame({"arrived": g.size(), "completed": g["finish"].count(),
                              "mean_sojourn": g["sojourn"].mean(),
                              "p99_sojourn": g["sojourn"].quantile(0.99)})
+
+    @property
+    def visits(self) -> pd.DataFrame:
+        """One row per visit of a request (or fork task) to a class: agent, class, request,
+        lengths, entry (``arrival``), ``first_token`` and ``finish`` times."""
+        frames = []
+        for a, eng in self.engines.items():
+            t = eng.table
+            local = np.asarray(self.local[a], dtype=object)
+            frames.append(pd.DataFrame({
+                "agent": a, "class": local[t.column("cls")], "request": self.job_of[a][: t.n],
+                "prompt": t.column("prompt"), "output": t.column("output"),
+                "arrival": t.column("arrival"), "first_token": t.column("first_token"),
+                "finish": t.column("finish")}))
+        return pd.concat(frames, ignore_index=True)
 
     @property
     def per_class(self) -> pd.DataFrame:
@@ -331,4 +347,5 @@ def simulate(net, *, horizon: float, seed=0) -> NetworkResult:
     reqs["sojourn"] = reqs["finish"] - reqs["arrival"]
     reqs.index.name = "request"
     return NetworkResult(net, dict(zip(names, run.engines, strict=True)), paths, reqs,
-                         float(horizon), run.tokens_in, dict(zip(names, run.local, strict=True)))
+                         float(horizon), run.tokens_in, dict(zip(names, run.local, strict=True)),
+                         dict(zip(names, run.job_of, strict=True)))
