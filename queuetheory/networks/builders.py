@@ -8,11 +8,13 @@ Rates follow from the target load ``rho`` through each agent's capacity ``b / t_
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from scipy import stats
 
 from ..errors import check_positive
 from ..timing import UnitTime
-from .graph import ROUTERS, AgentNetwork
+from .graph import ROUTERS, AgentNetwork, mean_tokens
 
 __all__ = ["parallel", "two_type_engine", "fork_join", "rybko_stolyar", "length_law"]
 
@@ -21,11 +23,17 @@ LONG = (512, 32)          # the long tasks
 FORK_JOIN = ((128, 32), (256, 64), (64, 128), (512, 32))   # spec §4.3 (the paper gives none)
 
 
+@lru_cache(maxsize=256)
+def _poisson(mean):
+    return stats.poisson(mean)
+
+
 def length_law(mean, lengths: str = "poisson"):
-    """A length law with the given mean: ``poisson`` (frozen scipy) or ``fixed`` (int)."""
+    """A length law with the given mean: ``poisson`` (frozen scipy; the same object for the
+    same mean, so its quadrature mean is computed once) or ``fixed`` (int)."""
     if lengths == "poisson":
         check_positive("mean length", mean)
-        return stats.poisson(mean)
+        return _poisson(float(mean))
     if lengths == "fixed":
         check_positive("mean length", mean, integer=True)
         return int(mean)
@@ -150,5 +158,4 @@ def rybko_stolyar(priority: str = "up", rho: float = 0.9, *, short=SHORT, long=L
 
 
 def _mean_tokens(net, k) -> float:
-    lengths = net.nodes[k]["lengths"]
-    return lengths.mean_prompt + lengths.mean_output
+    return sum(mean_tokens(net.nodes[k]["lengths"]))

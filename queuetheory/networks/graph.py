@@ -20,13 +20,30 @@ import networkx as nx
 from ..errors import check_positive
 from ..policies import Policy, Sarathi, StaticPriority
 from ..timing import TimeModel
-from ..workload import RequestClass
+from ..workload import Lengths, RequestClass
 
-__all__ = ["AgentNetwork", "Agent", "ROUTERS", "KINDS"]
+__all__ = ["AgentNetwork", "Agent", "ROUTERS", "KINDS", "mean_tokens"]
 
 KINDS = ("source", "class", "router", "fork", "join", "sink")
 ROUTERS = ("random", "round_robin", "least_requests", "least_tokens")
 SINK = "sink"
+_LAW_MEANS: dict = {}
+
+
+def _law_mean(spec) -> float:
+    """Mean of a length law as :class:`RequestClass` computes it (rounded, clipped to ≥ 1),
+    remembered per distribution object: the quantile-grid quadrature is slow."""
+    if not hasattr(spec, "ppf"):
+        return Lengths(spec).mean
+    hit = _LAW_MEANS.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        hit = _LAW_MEANS[id(spec)] = (spec, Lengths(spec).mean)
+    return hit[1]
+
+
+def mean_tokens(lengths: RequestClass) -> tuple:
+    """``(m_p, m_d)`` of a class's length laws."""
+    return _law_mean(lengths.prompt), _law_mean(lengths.output)
 
 
 @dataclass(frozen=True)

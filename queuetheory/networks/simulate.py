@@ -22,6 +22,7 @@ from ..engine import Engine
 from ..errors import check_positive
 from ..metrics import path_growth_rate
 from ..workload import RequestClass, Trace, Workload
+from .graph import mean_tokens
 from .traffic import agent_loads
 
 __all__ = ["simulate", "NetworkResult"]
@@ -72,8 +73,7 @@ class _Run:
         self.lengths = {k: _Lengths(net.nodes[k]["lengths"], r)
                         for k, r in zip(self.where, len_rngs, strict=True)}
         self.rng = np.random.default_rng(s_route)
-        self.mean_tokens = {k: net.nodes[k]["lengths"].mean_prompt
-                            + net.nodes[k]["lengths"].mean_output for k in self.where}
+        self.mean_tokens = {k: sum(mean_tokens(net.nodes[k]["lengths"])) for k in self.where}
         self.job_of = [np.empty(0, np.int64) for _ in self.engines]
         self._arrivals(s_arr)
         self.join_count = {v: np.zeros(self.n_jobs, np.int16) for v in net.nodes_of("join")}

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import networkx as nx
 import pandas as pd
 
+from .graph import mean_tokens
+
 __all__ = ["class_rates", "traffic", "agent_loads", "virtual_station_loads",
            "stability_report", "StabilityReport", "virtual_pairs"]
 
@@ -54,10 +56,10 @@ def traffic(net) -> pd.DataFrame:
     for k in net.nodes_of("class"):
         d = net.nodes[k]
         a = net.agents[d["agent"]]
-        lengths = d["lengths"]
-        w = lengths.mean_prompt + lengths.mean_output
+        mp, md = mean_tokens(d["lengths"])
+        w = mp + md
         rows.append({"class": k, "agent": d["agent"], "rate": rate[k],
-                     "mean_prompt": lengths.mean_prompt, "mean_output": lengths.mean_output,
+                     "mean_prompt": mp, "mean_output": md,
                      "token_rate": rate[k] * w, "load": rate[k] * w / a.capacity})
     return pd.DataFrame(rows).set_index("class")
 
