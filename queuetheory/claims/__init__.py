@@ -10,3 +10,5 @@ from . import (
 from .base import VERDICTS, Claim, Outcome, all, claim, get, papers
 
 __all__ = ["Claim", "Outcome", "VERDICTS", "all", "get", "claim", "papers"]
+
+from . import chen2025  # noqa: E402, F401  (registers the claims)
