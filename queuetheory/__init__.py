@@ -4,7 +4,7 @@ Closed forms, thresholds, bounds and stability conditions of five scheduling pap
 simulator that runs every scheduler on the same model, and a ledger of the papers' claims.
 """
 
-from . import bounds, claims, fluid, metrics, plotting, policies
+from . import bounds, claims, fluid, metrics, networks, plotting, policies
 from .engine import Batch, Result, State, simulate
 from .errors import InfeasibleBatchError, QueueTheoryError, UnstableError
 from .timing import BatchLoad, LinearMemoryTime, PiecewiseLinearTime, TimeModel, UnitTime
@@ -27,4 +27,5 @@ __all__ = [
     "BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
     "RequestClass", "Workload", "Trace", "TimeVarying",
     "ExactPredictor", "RelativeInterval", "ClassInterval",
+    "networks",
 ]
