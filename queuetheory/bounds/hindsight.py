@@ -92,8 +92,7 @@ def schedule_memory(starts, prompt, d, horizon=None) -> np.ndarray:
 def _program(a, s, d, memory, relax: bool):
     """Build the B.1 program as cvxpy data; returns (problem, x, (rows, cols) of x)."""
     n = a.size
-    upper_starts = mcsf_schedule(a, s, d, memory, convention="ip")   # d already converted
-    upper = int((upper_starts + d - a).sum())
+    upper = _heuristic_upper(a, s, d, memory)
     last = a + upper - (d.sum() - d) - d                  # latest useful start of each request
     rows = np.concatenate([np.full(int(last[i] - a[i] + 1), i) for i in range(n)])
     cols = np.concatenate([np.arange(a[i], last[i] + 1) for i in range(n)])
@@ -113,6 +112,14 @@ def _program(a, s, d, memory, relax: bool):
     else:
         cons += _symmetry(a, s, d, rows, cols, x)
     return cp.Problem(cp.Minimize(cost @ x), cons), x, rows, cols, horizon, upper
+
+
+def _heuristic_upper(a, s, d, memory) -> int:
+    """TEL of the best of a few feasible MC-SF variants (capped admissions stagger starts)."""
+    # ``d`` is passed as the output under "ip", where durations equal outputs
+    best = min(int((mcsf_schedule(a, s, d, memory, max_starts=q, order=order) + d - a).sum())
+               for q in (None, 1, 2, 3) for order in ("output", "arrival"))
+    return best
 
 
 def _symmetry(a, s, d, rows, cols, x) -> list:
