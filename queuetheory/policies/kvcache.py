@@ -174,10 +174,11 @@ class AlphaProtection(Policy):
     ``beta`` (α-protection β-clearing B2). If one clearing pass leaves the memory over
     ``M``, the round is a stall: nothing is processed (spec decision D8).
 
-    ``loop_at`` is the time a loop was detected (spec D7: two consecutive full clearings of
-    the same running set while every request present at the first is still waiting), else
-    ``None``; ``clearings`` counts
-    clearing passes.
+    Loops (spec D7, "infinite loop" of L430): the run is declared looping when the same
+    running set is fully cleared twice with no completion in between, or when nothing
+    completes for ``10 × (longest output in the system)`` rounds. From then on the policy
+    idles, so ``simulate`` returns with the looping requests unfinished; ``loop_at`` is the
+    time of detection (``None`` if none) and ``clearings`` counts clearing passes.
     """
 
     def __init__(self, alpha: float, beta: float | None = None):
@@ -191,10 +192,14 @@ class AlphaProtection(Policy):
         self.loop_at = None
         self.clearings = 0
         self._last_clear = None
+        self._live = np.empty(0, dtype=np.int64)
+        self._done_at = None
 
     def _schedule(self, state) -> Batch:
         if state.memory is None:
             raise ValueError("AlphaProtection needs a memory capacity M (simulate(memory=...))")
+        if self._watch(state):
+            return Batch(until=np.inf)
         run = np.flatnonzero(state.started)
         need = int((state.kv[run] + 1).sum())
         evict = run[:0]
@@ -202,7 +207,7 @@ class AlphaProtection(Policy):
             self.clearings += 1
             if self.beta is None:
                 evict = run
-                self._check_loop(state, run)
+                self._check_repeat(state, run)
             else:
                 evict = run[self.rng.random(run.size) < self.beta]
             run = np.setdiff1d(run, evict)
@@ -215,11 +220,17 @@ class AlphaProtection(Policy):
         new = wait[: int(np.argmin(fits)) if not fits.all() else wait.size]
         return Batch(prefill=new, chunk=state.prompt[new], decode=run, evict=evict)
 
-    def _check_loop(self, state, run) -> None:
-        # a repeat: the same running set is cleared again and every request that was in the
-        # system at the previous clearing is still there (none finished in between)
-        live, cleared = frozenset(state.rid.tolist()), frozenset(state.rid[run].tolist())
-        last = self._last_clear
-        if last is not None and last[1] == cleared and last[0] <= live and self.loop_at is None:
+    def _watch(self, state) -> bool:
+        """Track completions; True once a loop has been declared."""
+        if self._done_at is None or np.setdiff1d(self._live, state.rid).size:
+            self._done_at = state.time
+        self._live = state.rid
+        if self.loop_at is None and state.time - self._done_at > 10 * int(state.output.max()):
             self.loop_at = state.time
-        self._last_clear = (live, cleared)
+        return self.loop_at is not None
+
+    def _check_repeat(self, state, run) -> None:
+        cleared = frozenset(state.rid[run].tolist())
+        if self._last_clear == (cleared, self._done_at):
+            self.loop_at = state.time
+        self._last_clear = (cleared, self._done_at)
