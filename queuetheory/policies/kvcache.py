@@ -214,7 +214,9 @@ class AlphaProtection(Policy):
             need = int((state.kv[run] + 1).sum())
             if need > state.memory:
                 return Batch(evict=evict, until=state.time + 1)
-        wait = np.flatnonzero(~state.started | np.isin(np.arange(state.n), evict))
+        waiting = ~state.started
+        waiting[evict] = True
+        wait = np.flatnonzero(waiting)
         room = (1 - self.alpha) * state.memory - need
         fits = np.cumsum(state.prompt[wait]) <= room
         new = wait[: int(np.argmin(fits)) if not fits.all() else wait.size]
@@ -222,9 +224,15 @@ class AlphaProtection(Policy):
 
     def _watch(self, state) -> bool:
         """Track completions; True once a loop has been declared."""
-        if self._done_at is None or np.setdiff1d(self._live, state.rid).size:
+        # ids enter in increasing order and leave only by finishing, so some request
+        # finished iff fewer are live than were before plus those that arrived since
+        rid = state.rid
+        prev = self._live
+        arrived = rid.size - int(np.searchsorted(rid, prev[-1], side="right")) if prev.size \
+            else rid.size
+        if self._done_at is None or prev.size + arrived > rid.size:
             self._done_at = state.time
-        self._live = state.rid
+        self._live = rid
         if self.loop_at is None and state.time - self._done_at > 10 * int(state.output.max()):
             self.loop_at = state.time
         return self.loop_at is not None
