@@ -5,6 +5,7 @@ simulator that runs every scheduler on the same model, and a ledger of the paper
 """
 
 from . import claims, metrics, policies
+from . import fluid  # noqa: F401  (qt.fluid: seed 000 fluid model)
 from .engine import Batch, Result, State, simulate
 from .errors import InfeasibleBatchError, QueueTheoryError, UnstableError
 from .timing import BatchLoad, LinearMemoryTime, PiecewiseLinearTime, TimeModel, UnitTime

@@ -7,3 +7,7 @@ __all__ = [
     "Policy", "ORDERS", "ordered", "take_decodes", "take_prefills", "fit_memory",
     "Sarathi", "Orca", "VLLMVanilla", "FasterTransformer", "KFCFS", "StaticPriority",
 ]
+
+from .wait import WAIT, FCFSRestart, NestedWAIT  # noqa: E402
+
+__all__ += ["WAIT", "NestedWAIT", "FCFSRestart"]
