@@ -3,7 +3,7 @@
 ``qt.claims.all()`` lists them, ``qt.claims.get("li2025.theorem1a").check()`` runs one.
 """
 
-from . import li2025  # noqa: F401  (registers the claims)
+from . import ao2025, li2025  # noqa: F401  (registers the claims)
 from .base import VERDICTS, Claim, Outcome, all, claim, get, papers
 
 __all__ = ["Claim", "Outcome", "VERDICTS", "all", "get", "claim", "papers"]
