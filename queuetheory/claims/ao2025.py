@@ -393,7 +393,7 @@ def _prop5(quick: bool) -> Outcome:
                           f"{', '.join(f'{x:.3f}' for x in f['gap'])};"
                           f" Nested WAIT n=(2,1) gated gap "
                           f"{', '.join(f'{x:.3f}' for x in nw['gap'])} at T = {list(nT)} "
-                          f"(paused entry prompts fill C and block segment 1: deadlock)",
+                          f"(the next full batch never fits beside the paused caches: deadlock)",
                    data={"fcfs": f["gap"].tolist(), "nested": nw["gap"].tolist()},
                    note="Only the type-unaware policies implemented here are checked (FCFS "
                         "with restarts; Nested WAIT with the only thresholds whose full batch "
@@ -800,3 +800,68 @@ def _kingman(quick: bool) -> Outcome:
         ok &= mx.mean() <= bound + 4 * se
         rows.append(f"{name}: {mx.mean():.3f} ≤ {bound:.3f}")
     return Outcome(_verdict(ok), figure="; ".join(rows))
+
+
+# ---- §6 experiments under model (1) ---------------------------------------------------------
+
+LOW_DEMAND = ((10, 10, 1.0), (10, 20, 1.0))                       # §6.1, L461 (relative rates)
+HIGH_DEMAND = ((20, 100, 6.0), (20, 200, 4.0), (20, 300, 2.0))    # §6.1, L462
+
+
+def demand(spec, qps: float) -> list[RequestClass]:
+    """Classes ``(l, l', relative rate)`` scaled to a total arrival rate ``qps``."""
+    total = sum(r for _, _, r in spec)
+    return [RequestClass(l, lp, qps * r / total) for l, lp, r in spec]
+
+
+def scheduler_sweep(spec, rates, *, d0: float, d1: float, batch_limit: int, memory: int,
+                    horizon: float, seed: int = 0, policies=None) -> list[dict]:
+    """Throughput and latency of WAIT (fluid-proportional thresholds filling ``batch_limit``)
+    and vLLM-/Sarathi-style schedulers capped at the same batch size, under
+    ``LinearMemoryTime(d0, d1)`` with KV capacity ``memory`` (Figs. 7-8 on model (1))."""
+    rel = demand(spec, 1.0)
+    n = fluid.wait_thresholds(rel, d0, d1, batch_limit=batch_limit)
+    from ..policies.classic import Sarathi, VLLMVanilla
+
+    make = policies or {
+        "WAIT": lambda classes: WAIT(n, classes),
+        "vLLM": lambda classes: VLLMVanilla(4096, max_reqs=batch_limit),
+        "Sarathi": lambda classes: Sarathi(512, max_reqs=batch_limit),
+    }
+    rows = []
+    for qps in rates:
+        classes = demand(spec, qps)
+        for name, build in make.items():
+            res = simulate(Workload(classes), build(classes), LinearMemoryTime(d0, d1),
+                           memory=memory, horizon=horizon, seed=seed)
+            m = res.metrics
+            rows.append({"qps": qps, "policy": name, "throughput": m["throughput"],
+                         "latency": m["mean_latency"], "ttft": m["mean_ttft"],
+                         "restarts": m["restarts"], "peak_memory": m["peak_memory"]})
+    return rows
+
+
+@claim("ao2025.scheduler_comparison",
+       statement="§6.1 (Figs. 7-8): under the same batch size limit, WAIT's throughput surpasses "
+                 "vLLM's and Sarathi's at all tested arrival rates, with acceptable latency.",
+       expected="qualified")
+def _scheduler_comparison(quick: bool) -> Outcome:
+    rates = (60.0, 180.0) if quick else (20.0, 60.0, 100.0, 140.0, 180.0, 220.0)
+    rows = scheduler_sweep(LOW_DEMAND, rates, d0=0.01, d1=2e-5, batch_limit=64, memory=8192,
+                           horizon=30.0 if quick else 200.0)
+    thr = {(r["qps"], r["policy"]): r["throughput"] for r in rows}
+    over_v = [thr[q, "WAIT"] / thr[q, "vLLM"] for q in rates]
+    over_s = [thr[q, "WAIT"] / thr[q, "Sarathi"] for q in rates]
+    beats_all = all(v > 1.01 for v in over_v) and all(s > 1.01 for s in over_s)
+    qualified = over_v[-1] > 1.02 and abs(over_s[-1] - 1) < 0.02
+    verdict = "confirmed" if beats_all else "qualified" if qualified else "refuted"
+    return Outcome(verdict,
+                   figure="WAIT/vLLM throughput " + ", ".join(f"{x:.3f}" for x in over_v)
+                          + "; WAIT/Sarathi " + ", ".join(f"{x:.3f}" for x in over_s)
+                          + f" at QPS {list(rates)} (low demand, B = 64, C = 8192)",
+                   data={"rows": rows},
+                   note="Model (1) with d0 = 0.01, d1 = 2e-5 stands in for Vidur (A100 timings "
+                        "are not in the paper). Saturated, WAIT beats the vLLM-style scheduler "
+                        "but only matches the Sarathi-style one at the same batch limit; below "
+                        "saturation every scheduler carries the offered load and WAIT's stalled "
+                        "cohorts cost it a little in a finite horizon.")
