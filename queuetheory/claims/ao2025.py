@@ -814,13 +814,18 @@ def demand(spec, qps: float) -> list[RequestClass]:
     return [RequestClass(l, lp, qps * r / total) for l, lp, r in spec]
 
 
-def scheduler_sweep(spec, rates, *, d0: float, d1: float, batch_limit: int, memory: int,
-                    horizon: float, seed: int = 0, policies=None) -> list[dict]:
+def scheduler_sweep(spec, rates, *, d0: float, d1: float, batch_limit: int,
+                    memory: int | None = None, horizon: float, seed: int = 0,
+                    policies=None) -> list[dict]:
     """Throughput and latency of WAIT (fluid-proportional thresholds filling ``batch_limit``)
     and vLLM-/Sarathi-style schedulers capped at the same batch size, under
-    ``LinearMemoryTime(d0, d1)`` with KV capacity ``memory`` (Figs. 7-8 on model (1))."""
+    ``LinearMemoryTime(d0, d1)`` with KV capacity ``memory`` (Figs. 7-8 on model (1)).
+    ``memory=None`` gives every scheduler WAIT's own need ``M^π``: the memory-bound regime
+    ``C ≈ M*`` the paper studies, where the others must evict."""
     rel = demand(spec, 1.0)
     n = fluid.wait_thresholds(rel, d0, d1, batch_limit=batch_limit)
+    if memory is None:
+        memory = int(math.ceil(fluid.wait_memory(n, rel)))
     from ..policies.classic import Sarathi, VLLMVanilla
 
     make = policies or {
@@ -847,21 +852,61 @@ def scheduler_sweep(spec, rates, *, d0: float, d1: float, batch_limit: int, memo
        expected="qualified")
 def _scheduler_comparison(quick: bool) -> Outcome:
     rates = (60.0, 180.0) if quick else (20.0, 60.0, 100.0, 140.0, 180.0, 220.0)
-    rows = scheduler_sweep(LOW_DEMAND, rates, d0=0.01, d1=2e-5, batch_limit=64, memory=8192,
+    rows = scheduler_sweep(LOW_DEMAND, rates, d0=0.01, d1=2e-5, batch_limit=64,
                            horizon=30.0 if quick else 200.0)
     thr = {(r["qps"], r["policy"]): r["throughput"] for r in rows}
-    over_v = [thr[q, "WAIT"] / thr[q, "vLLM"] for q in rates]
-    over_s = [thr[q, "WAIT"] / thr[q, "Sarathi"] for q in rates]
-    beats_all = all(v > 1.01 for v in over_v) and all(s > 1.01 for s in over_s)
-    qualified = over_v[-1] > 1.02 and abs(over_s[-1] - 1) < 0.02
-    verdict = "confirmed" if beats_all else "qualified" if qualified else "refuted"
+    over_v = np.array([thr[q, "WAIT"] / thr[q, "vLLM"] for q in rates])
+    over_s = np.array([thr[q, "WAIT"] / thr[q, "Sarathi"] for q in rates])
+    beats_all = bool(np.all(over_v > 1.01) and np.all(over_s > 1.01))
+    saturated = over_v[-1] > 1.02 and over_s[-1] > 1.02
+    close = bool(np.all(np.minimum(over_v, over_s) > 0.95))
+    verdict = "confirmed" if beats_all else "qualified" if saturated and close else "refuted"
+    memory = rows[0]["peak_memory"]
     return Outcome(verdict,
                    figure="WAIT/vLLM throughput " + ", ".join(f"{x:.3f}" for x in over_v)
                           + "; WAIT/Sarathi " + ", ".join(f"{x:.3f}" for x in over_s)
-                          + f" at QPS {list(rates)} (low demand, B = 64, C = 8192)",
+                          + f" at QPS {list(rates)} (low demand, B = 64, C = M^π = {memory}); "
+                          + "restarts " + ", ".join(f"{r['policy']} {r['restarts']}"
+                                                    for r in rows if r["qps"] == rates[-1]),
                    data={"rows": rows},
-                   note="Model (1) with d0 = 0.01, d1 = 2e-5 stands in for Vidur (A100 timings "
-                        "are not in the paper). Saturated, WAIT beats the vLLM-style scheduler "
-                        "but only matches the Sarathi-style one at the same batch limit; below "
-                        "saturation every scheduler carries the offered load and WAIT's stalled "
-                        "cohorts cost it a little in a finite horizon.")
+                   note="Holds under load: with C = WAIT's M^π (the C ≈ M* regime of the "
+                        "paper) the vLLM- and Sarathi-style schedulers evict and restart and "
+                        "WAIT's throughput is higher once the rate saturates them; below "
+                        "saturation every scheduler carries the offered load, WAIT a few per "
+                        "cent less in a finite horizon (its cohorts stall until a full cohort "
+                        "arrives). Model (1) with d0 = 0.01, d1 = 2e-5 stands in for Vidur.")
+
+
+@claim("ao2025.nested_comparison",
+       statement="§6.2 (Figs. 11-13): Nested WAIT shows improved throughput and latency over vLLM "
+                 "and Sarathi (m = 4: l = 10, l' = 20, 40, 80, 160, rates 20:40:80:160).",
+       expected="not-reproducible")
+def _nested_comparison(quick: bool) -> Outcome:
+    from ..policies.classic import Sarathi, VLLMVanilla
+
+    lengths, rel = [20, 40, 80, 160], np.array([20, 40, 80, 160.0])
+    qps, d0, d1, T = 35.0, 0.01, 2e-6, (30.0 if quick else 300.0)
+    seg = fluid.segments(10, lengths, qps * rel / rel.sum())
+    n = fluid.nested_thresholds(seg, d0, d1, margin=0.05)
+    B = int(np.dot(n, seg.widths))
+    C = int(math.ceil(fluid.nested_memory_bound(n, seg, delta=0.01, horizon=T, d0=d0).total))
+    classes = [RequestClass(10, o, float(r)) for o, r in zip(lengths, seg.rates, strict=True)]
+    out = {}
+    for name, pol in (("Nested WAIT", NestedWAIT(lengths, n, overflow="gate")),
+                      ("vLLM", VLLMVanilla(4096, max_reqs=B)),
+                      ("Sarathi", Sarathi(512, max_reqs=B))):
+        m = simulate(Workload(classes), pol, LinearMemoryTime(d0, d1), memory=C, horizon=T,
+                     seed=0).metrics
+        out[name] = (m["throughput"], m["mean_latency"], m["restarts"])
+    nw = out["Nested WAIT"]
+    wins = all(nw[0] > v[0] and nw[1] < v[1] for k, v in out.items() if k != "Nested WAIT")
+    return Outcome("confirmed" if wins else "not-reproducible",
+                   figure=f"QPS {qps:g}, n = {n.tolist()}, B = {B}, C = bound (12) = {C}: "
+                          + "; ".join(f"{k} throughput {v[0]:.0f}, latency {v[1]:.2f} s, "
+                                      f"restarts {v[2]}" for k, v in out.items()),
+                   data={k: list(v) for k, v in out.items()},
+                   note="Under model (1), the only timing the paper specifies, Nested WAIT at "
+                        "fluid-guided strict thresholds and the memory of (12) is beaten by the "
+                        "work-conserving schedulers, which need no eviction at that memory. The "
+                        "paper's Vidur A100 runs (timings, B, C, horizon unstated) cannot be "
+                        "re-run here.")
