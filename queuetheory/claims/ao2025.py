@@ -323,6 +323,30 @@ def _prop3(quick: bool) -> Outcome:
                         "only thresholds with M^π ≤ 9 meeting (9) are n = (1,1) (critical).")
 
 
+@claim("ao2025.lemma6",
+       statement="Lemma 6 and the Kingman bound of L919: under strict (9) WAIT's type-j stage-0 "
+                 "queue is dominated by W̃^{t+ΔT} = max{2n_j, W̃^t + X_j − n_j}, X_j ~ "
+                 "Poisson(λ_jΔT_[1..m]), so E[W_j] ≤ 2n_j + λ_jΔT/(2(n_j − λ_jΔT)).",
+       expected="confirmed")
+def _lemma6(quick: bool) -> Outcome:
+    n = np.array([2, 2])
+    Ts, mean, se, _ = _chain_slope((2, 2), quick)
+    l, lo, lam = class_arrays(PROP4)
+    dT = fluid.wait_condition(n, PROP4, D0, D1).iteration_time
+    kingman = 2 * n + lam * dT / (2 * (n - lam * dT))
+    rng = np.random.default_rng(6)
+    steps, paths = int(Ts[-1] / dT), 2000
+    W = np.tile(2 * n, (paths, 1)).astype(float)
+    for _ in range(steps):
+        W = np.maximum(2 * n, W + rng.poisson(lam * dT, size=(paths, 2)) - n)
+    lindley = float(W.mean(axis=0) @ (l + lo))
+    bound = float(kingman @ (l + lo))
+    ok = mean[-1] <= lindley + 4 * se[-1] and lindley <= bound
+    return Outcome(_verdict(ok), figure=f"n=(2,2), T={Ts[-1]}: WAIT queued tokens {mean[-1]:.1f} ± "
+                   f"{se[-1]:.1f} ≤ coupled Lindley {lindley:.1f} ≤ Kingman {bound:.1f}",
+                   data={"wait": float(mean[-1]), "lindley": lindley, "kingman": bound})
+
+
 def prop4_overflow_probability(classes=PROP4, capacity: int = 9, horizon: int = 4,
                                reach: int = 6):
     """Prop. 4's overflow chance (A.3), computed: start from the fluid equilibrium batch

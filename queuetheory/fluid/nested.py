@@ -116,15 +116,22 @@ def nested_memory(n, seg: Segments, *, form: str = "exact") -> float:
 
     ``form="exact"``: ``Σ_i n_i Σ_{k∈S_i} (l + k)``. ``form="paper"``: eq. (11),
     ``Σ_j n_j (l + L'_j/2) Δl'_j`` with ``L'_j = Σ_{k≤j} l'_k`` (not the memory of the
-    stated segments: it drops stage 0 and uses cumulative lengths).
+    stated segments: it drops stage 0 and uses cumulative lengths). ``form="L560"``: the
+    §7.2 formula ``Σ_i n_i (l + iΔ_i/2) Δ_i`` for ``L`` segments of ``Δ_i`` stages; for
+    equal segments the mean stage of segment ``i`` is ``(i − 1/2)Δ + 1/2``, not ``iΔ/2``,
+    and stage 0 is dropped, so it underestimates by ``n_1 l + Σ_i n_i Δ((i−1)Δ + 1)/2``.
     """
     n = check_thresholds(n, len(seg), integer=False)
+    width = np.diff(seg.bounds, prepend=0)
     if form == "exact":
         return float(np.dot(n, seg.stage_memory))
     if form == "paper":
         cum = np.cumsum(seg.bounds)
-        return float(np.dot(n, (seg.prompt + cum / 2) * np.diff(seg.bounds, prepend=0)))
-    raise ValueError(f"form={form!r}: must be 'exact' or 'paper'")
+        return float(np.dot(n, (seg.prompt + cum / 2) * width))
+    if form == "L560":
+        i = np.arange(1, len(seg) + 1)
+        return float(np.dot(n, (seg.prompt + i * width / 2) * width))
+    raise ValueError(f"form={form!r}: must be 'exact', 'paper' or 'L560'")
 
 
 @dataclass(frozen=True)
