@@ -789,20 +789,20 @@ def _lemma5(quick: bool) -> Outcome:
 def _lemma79(quick: bool) -> Outcome:
     rng = np.random.default_rng(7)
     ok = True
-    paths, S = (2000, 200) if quick else (20000, 1000)
+    paths, S = (2000, 200) if quick else (5000, 1000)
     for n_prev, n_k, p_star in ((10, 6, 0.5), (20, 9, 0.4), (5, 4, 0.7)):
-        p = rng.uniform(0.5 * p_star, p_star, size=(paths, S))       # time-varying p(s) ≤ p*
-        U = rng.random((paths, S, n_prev))
-        Y = (U < p[..., None]).sum(axis=2)            # Bin(n_prev, p(s))
-        Ystar = (U < p_star).sum(axis=2)              # coupled Bin(n_prev, p*) ≥ Y
         W = np.zeros(paths, dtype=np.int64)
         Wt = np.full(paths, n_k)
         Wstar = np.full(paths, n_k)
-        for s in range(S):
-            x = W + Y[:, s]
+        for _ in range(S):
+            p = rng.uniform(0.5 * p_star, p_star, size=(paths, 1))   # time-varying p(s) ≤ p*
+            U = rng.random((paths, n_prev))
+            Y = (U < p).sum(axis=1)                   # Bin(n_prev, p(s))
+            Ystar = (U < p_star).sum(axis=1)          # coupled Bin(n_prev, p*) ≥ Y
+            x = W + Y
             W = x - n_k * (x >= n_k)
-            Wt = np.maximum(n_k, Wt + Y[:, s] - n_k)
-            Wstar = np.maximum(n_k, Wstar + Ystar[:, s] - n_k)
+            Wt = np.maximum(n_k, Wt + Y - n_k)
+            Wstar = np.maximum(n_k, Wstar + Ystar - n_k)
             ok &= bool(np.all(Wt >= W) and np.all(Wstar >= Wt))
     return Outcome(_verdict(ok), figure=f"pathwise on coupled Binomial draws ({paths} paths × "
                    f"{S} steps, 3 instances): W ≤ W̃ ≤ W̃(p*): {ok}")
@@ -817,9 +817,14 @@ def _kingman(quick: bool) -> Outcome:
     paths, S = (4000, 2000) if quick else (20000, 10000)
     rows, ok = [], True
     for name, draw, mu, var in (
-            ("Poisson(1.8) − 2", lambda: rng.poisson(1.8, (paths, S)) - 2, 0.2, 1.8),
-            ("Bin(10,.5) − 6", lambda: rng.binomial(10, 0.5, (paths, S)) - 6, 1.0, 2.5)):
-        mx = np.maximum(np.cumsum(draw(), axis=1).max(axis=1), 0)
+            ("Poisson(1.8) − 2", lambda k: rng.poisson(1.8, (paths, k)) - 2, 0.2, 1.8),
+            ("Bin(10,.5) − 6", lambda k: rng.binomial(10, 0.5, (paths, k)) - 6, 1.0, 2.5)):
+        level = np.zeros(paths, dtype=np.int64)
+        mx = np.zeros(paths, dtype=np.int64)
+        for _ in range(S // 500):                    # blocks of 500 steps keep memory small
+            walk = level[:, None] + np.cumsum(draw(500), axis=1)
+            mx = np.maximum(mx, walk.max(axis=1))
+            level = walk[:, -1]
         se = mx.std(ddof=1) / math.sqrt(paths)
         bound = var / (2 * mu)
         ok &= mx.mean() <= bound + 4 * se
