@@ -7,3 +7,5 @@ from . import ao2025, li2025  # noqa: F401  (registers the claims)
 from .base import VERDICTS, Claim, Outcome, all, claim, get, papers
 
 __all__ = ["Claim", "Outcome", "VERDICTS", "all", "get", "claim", "papers"]
+
+from . import chen2025  # noqa: E402, F401  (registers the claims)
