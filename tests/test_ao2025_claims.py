@@ -13,7 +13,8 @@ def test_ao2025_ledger_covers_the_spec():
     ids = {c.id for c in CLAIMS}
     for name in ("fluid_equilibrium", "proposition1", "proposition2", "proposition3",
                  "proposition4", "proposition5", "theorem1", "theorem2", "theorem3",
-                 "theorem4", "lemma1", "lemma4", "lemma8", "memory_decomposition"):
+                 "theorem4", "theorem1_per_type", "lemma1", "lemma4", "lemma6", "lemma8",
+                 "memory_decomposition", "scheduler_comparison", "nested_comparison"):
         assert f"ao2025.{name}" in ids
 
 
