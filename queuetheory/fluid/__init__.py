@@ -3,6 +3,26 @@ token-budget engine's fluid model (seed 004)."""
 
 __all__: list[str] = []
 
+from .engine import (  # noqa: E402  (seed 004)
+    FluidPath,
+    ScaledRun,
+    drain_rate,
+    drain_time,
+    engine_workload,
+    fluid_convergence,
+    fluid_path,
+    fluid_phases,
+    printed_c19_workload,
+    scaled_run,
+    workload_identity_residual,
+)
+
+__all__ += [
+    "engine_workload", "printed_c19_workload", "workload_identity_residual", "drain_rate",
+    "drain_time", "FluidPath", "fluid_phases", "fluid_path", "ScaledRun", "scaled_run",
+    "fluid_convergence",
+]
+
 from .equilibrium import Equilibrium, equilibrium, equilibrium_symbolic, memory_work  # noqa: E402
 from .nested import (  # noqa: E402
     MemoryBound,
