@@ -4,7 +4,7 @@ Closed forms, thresholds, bounds and stability conditions of five scheduling pap
 simulator that runs every scheduler on the same model, and a ledger of the papers' claims.
 """
 
-from . import bounds, claims, metrics, plotting, policies
+from . import bounds, claims, fluid, metrics, networks, plotting, policies
 from .engine import Batch, Result, State, simulate
 from .errors import InfeasibleBatchError, QueueTheoryError, UnstableError
 from .timing import BatchLoad, LinearMemoryTime, PiecewiseLinearTime, TimeModel, UnitTime
@@ -21,7 +21,7 @@ from .workload import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "bounds", "claims", "metrics", "plotting", "policies",
+    "bounds", "claims", "fluid", "metrics", "networks", "plotting", "policies",
     "Batch", "Result", "State", "simulate",
     "InfeasibleBatchError", "QueueTheoryError", "UnstableError",
     "BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
