@@ -82,3 +82,15 @@ def test_theorem6_4_printed_distribution_does_not_defeat_start_immediately():
     for c in (2, 4):
         r = theorem64_ratio(1024, 1 / 8, c)
         assert r.immediate < c and r.best < c         # no contradiction with ratio c
+
+
+def test_kv_token_limit_formula_is_exact_and_not_16492():
+    from fractions import Fraction
+
+    from queuetheory.policies.kvcache import kv_token_limit
+    assert kv_token_limit(70e9, 80, 8192, 2, 2, 80e9) == Fraction(20_000_000_000, 2_621_440)
+    assert kv_token_limit(70 * 2**30, 80, 8192, 2, 2, 80 * 2**30) == 8192
+    with pytest.raises(ValueError, match="gpu_bytes"):
+        kv_token_limit(70e9, 80, 8192, 2, 1, 80e9)
+    with pytest.raises(ValueError, match="layers"):
+        kv_token_limit(70e9, 0, 8192, 2, 2, 80e9)

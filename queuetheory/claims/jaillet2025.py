@@ -19,7 +19,7 @@ from ..bounds.adversarial import (
     theorem64_ratio,
 )
 from ..bounds.hindsight import hindsight_brute_force, hindsight_optimum
-from ..policies.kvcache import mcsf_schedule
+from ..policies.kvcache import kv_token_limit, mcsf_schedule
 from ..policies.memory_check import FuturePeak
 from .base import Outcome, claim
 
@@ -384,3 +384,21 @@ def _section7_alpha_loop(quick: bool) -> Outcome:
              "threshold is not a constant of the algorithm: it depends on the batch-time model, "
              "the length sample and the length of the stream (0.25 with 300 requests, 0.3 with "
              "2000 here; the paper's 0.21/0.24 come from Vidur times on 10,000 LMSYS requests).")
+
+
+@claim("jaillet2025.kv_token_limit",
+       statement="Section 7 (L403–L416): Llama2-70B on two A100 80 GB GPUs leaves room for "
+                 "M = 16,492 KV tokens (2,621,440 bytes per token).",
+       expected="refuted")
+def _kv_token_limit(quick: bool) -> Outcome:
+    per_token = 2 * 80 * 8192 * 2
+    gb = kv_token_limit(70e9, 80, 8192, 2, 2, 80e9)
+    gib = kv_token_limit(70 * 2**30, 80, 8192, 2, 2, 80 * 2**30)     # everything in GiB
+    ok = per_token == 2_621_440 and 16492 in (int(gb), int(gib))
+    return Outcome(
+        "confirmed" if ok else "refuted",
+        f"KV bytes per token {per_token:,} (as stated); (160 − 140) GB / per token = "
+        f"{float(gb):,.2f} tokens (all in GiB: {float(gib):,.0f}); stated 16,492",
+        {"per_token": per_token, "tokens_gb": float(gb), "tokens_gib": float(gib)},
+        note="16,492 tokens × 2,621,440 B = 43.2 GB, more than the 20 GB left by the model. "
+             f"The Section 7 claims use M = {PAPER_M} as stated (spec D2) scaled to {MODEL_M}.")

@@ -33,6 +33,8 @@ completion included) holds. With all arrivals at 0 it is Algorithm 1 (L161–L16
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 
 from ..engine import Batch
@@ -40,7 +42,8 @@ from ..errors import check_positive
 from .base import Policy
 from .memory_check import FuturePeak
 
-__all__ = ["CONVENTIONS", "durations", "mcsf_schedule", "MCSF", "FCFS", "AlphaProtection"]
+__all__ = ["CONVENTIONS", "durations", "mcsf_schedule", "MCSF", "FCFS", "AlphaProtection",
+           "kv_token_limit"]
 
 CONVENTIONS = {"ip": True, "eq1": False}
 """Timing convention name → the engine's ``emit_first`` (see the module docstring)."""
@@ -58,6 +61,25 @@ def durations(output, convention: str = "ip") -> np.ndarray:
     """Rounds ``d_i`` a request occupies: ``o_i`` (``"ip"``) or ``o_i + 1`` (``"eq1"``)."""
     emit_first = CONVENTIONS[check_convention(convention)]
     return np.asarray(output, dtype=np.int64) + (0 if emit_first else 1)
+
+
+def kv_token_limit(params: float, layers: int, hidden: int, dtype_bytes: int, n_gpus: int,
+                   gpu_bytes: float) -> Fraction:
+    """Seed 001's KV capacity formula (L403–L416): ``(total memory − model size) / KV bytes
+    per token`` with model size ``P·D`` and ``2·L·H·D`` bytes per token, exact.
+
+    For Llama2-70B on two A100s (``P = 70e9, L = 80, H = 8192, D = 2``, 80 GB each) it gives
+    7,629.39 tokens (8,192 if memory and model are both counted in GiB), not the 16,492 the
+    paper states.
+    """
+    for name, v in (("params", params), ("layers", layers), ("hidden", hidden),
+                    ("dtype_bytes", dtype_bytes), ("n_gpus", n_gpus), ("gpu_bytes", gpu_bytes)):
+        check_positive(name, v)
+    free = Fraction(n_gpus) * Fraction(gpu_bytes) - Fraction(params) * dtype_bytes
+    if free <= 0:
+        raise ValueError(f"gpu_bytes={gpu_bytes!r}: {n_gpus} GPUs cannot hold the model "
+                         f"({params} parameters × {dtype_bytes} bytes)")
+    return free / (2 * layers * hidden * dtype_bytes)
 
 
 def _check_on_fail(on_fail: str) -> str:
