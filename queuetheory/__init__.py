@@ -22,12 +22,11 @@ from .workload import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "bounds", "claims", "fluid", "metrics", "plotting", "policies",
+    "bounds", "claims", "fluid", "metrics", "networks", "plotting", "policies",
     "Batch", "Result", "State", "simulate",
     "InfeasibleBatchError", "QueueTheoryError", "UnstableError",
     "BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
     "RequestClass", "Workload", "Trace", "TimeVarying",
     "ExactPredictor", "RelativeInterval", "ClassInterval",
-    "networks",
 ]
 __all__ += ["TiledGPUTime", "GPUModel", "ModelDims"]

@@ -87,6 +87,11 @@ class State:
             return value
         raise AttributeError(name)
 
+    @property
+    def emit_first(self) -> bool:
+        """Whether the engine's prefill iteration also emits the first output token."""
+        return bool(self._t.emit_first)
+
     @cached_property
     def kv(self) -> np.ndarray:
         return self._t.kv(self.rid)

@@ -2,6 +2,7 @@
 
 from .base import ORDERS, Policy, fit_memory, ordered, take_decodes, take_prefills
 from .classic import KFCFS, FasterTransformer, Orca, Sarathi, StaticPriority, VLLMVanilla
+from .kvcache import FCFS, MCSF, AlphaProtection
 
 __all__ = [
     "Policy", "ORDERS", "ordered", "take_decodes", "take_prefills", "fit_memory",
@@ -32,3 +33,9 @@ from .robust_experiments import (  # noqa: E402
 
 __all__ += ["HSF", "AMax", "ARandom", "AMin", "AEll", "AdaptiveRobust",
             "BucketInterval", "FixedInterval", "paper_trace", "run_rounds"]
+
+from .wait import WAIT, FCFSRestart, NestedWAIT  # noqa: E402
+
+__all__ += ["WAIT", "NestedWAIT", "FCFSRestart"]
+
+__all__ += ["MCSF", "FCFS", "AlphaProtection"]
