@@ -7,7 +7,14 @@ simulator that runs every scheduler on the same model, and a ledger of the paper
 from . import claims, metrics, policies
 from .engine import Batch, Result, State, simulate
 from .errors import InfeasibleBatchError, QueueTheoryError, UnstableError
-from .timing import BatchLoad, LinearMemoryTime, PiecewiseLinearTime, TimeModel, UnitTime
+from .timing import (
+    AffineTokenTime,
+    BatchLoad,
+    LinearMemoryTime,
+    PiecewiseLinearTime,
+    TimeModel,
+    UnitTime,
+)
 from .workload import (
     ClassInterval,
     ExactPredictor,
@@ -25,6 +32,7 @@ __all__ = [
     "Batch", "Result", "State", "simulate",
     "InfeasibleBatchError", "QueueTheoryError", "UnstableError",
     "BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
+    "AffineTokenTime",
     "RequestClass", "Workload", "Trace", "TimeVarying",
     "ExactPredictor", "RelativeInterval", "ClassInterval",
 ]

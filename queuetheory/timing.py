@@ -15,7 +15,8 @@ import numpy as np
 
 from .errors import check_positive
 
-__all__ = ["BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime"]
+__all__ = ["BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
+           "AffineTokenTime"]
 
 
 @dataclass(frozen=True)
@@ -127,3 +128,26 @@ class UnitTime(TimeModel):
 
     def token_time(self, b):
         return self._round(1.0)
+
+
+class AffineTokenTime(TimeModel):
+    """``τ = c + per_prefill · Σ δ^p + per_decode · Σ δ^d``: separate per-token costs.
+
+    A fixed cost ``c`` per iteration plus a cost for each prefill token and each decode token
+    of the batch (issue 9's anchor: ``c = 16.1`` ms, ``per_prefill = 57.8`` µs,
+    ``per_decode = 39.5`` µs). It depends on the counts only, so a stretch of identical
+    decode-only iterations has the closed-form duration ``k · (c + per_decode · d)``.
+    """
+
+    def __init__(self, c: float, per_prefill: float, per_decode: float,
+                 slot: float | None = None):
+        super().__init__(slot)
+        self.c = check_positive("c", c)
+        self.per_prefill = check_positive("per_prefill", per_prefill, allow_zero=True)
+        self.per_decode = check_positive("per_decode", per_decode, allow_zero=True)
+
+    def _raw(self, load):
+        return self._raw_counts(int(load.chunk.sum()), int(load.decode_context.size))
+
+    def _raw_counts(self, prefill_tokens, decodes):
+        return self.c + self.per_prefill * prefill_tokens + self.per_decode * decodes
