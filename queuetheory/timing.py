@@ -74,6 +74,18 @@ class TimeModel:
         """Duration of a batch whose token load is ``b`` (models that depend on ``b'`` only)."""
         raise TypeError(f"{type(self).__name__} does not depend on the token load alone")
 
+    def repeat_decode(self, context: np.ndarray, k: int) -> np.ndarray | None:
+        """Durations of ``k`` successive decode-only batches of the same members, whose KV
+        contexts are ``context`` before the first and grow by one token per batch: the
+        engine's fast path. Must equal ``duration`` of each batch exactly (same floating
+        point operations). ``None`` (the default) means no closed form: step one by one."""
+        return None
+
+    def _round_many(self, t: np.ndarray) -> np.ndarray:
+        if self.slot is None:
+            return t
+        return np.maximum(1, np.ceil(t / self.slot - 1e-12)) * self.slot
+
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if v is not None)
         return f"{type(self).__name__}({params})"
@@ -93,6 +105,11 @@ class LinearMemoryTime(TimeModel):
 
     def _raw(self, load):
         return self.d0 + self.d1 * load.kv_tokens
+
+    def repeat_decode(self, context, k):
+        # kv_tokens of batch j (0-based): Σ (context + 1) + j·d, exact integers
+        kv = int((context + 1).sum()) + np.arange(k, dtype=np.int64) * context.size
+        return self._round_many(self.d0 + self.d1 * kv)
 
 
 class PiecewiseLinearTime(TimeModel):
@@ -117,6 +134,9 @@ class PiecewiseLinearTime(TimeModel):
     def token_time(self, b):
         return self._round(self._raw_tokens(b))
 
+    def repeat_decode(self, context, k):
+        return np.full(k, self.token_time(int(context.size)))
+
 
 class UnitTime(TimeModel):
     """Every batch, full or partial, takes one round (seeds 001, 003; seed 004 App. B, §4.4)."""
@@ -128,6 +148,9 @@ class UnitTime(TimeModel):
 
     def token_time(self, b):
         return self._round(1.0)
+
+    def repeat_decode(self, context, k):
+        return np.full(k, self._round(1.0))
 
 
 class AffineTokenTime(TimeModel):
@@ -151,3 +174,6 @@ class AffineTokenTime(TimeModel):
 
     def _raw_counts(self, prefill_tokens, decodes):
         return self.c + self.per_prefill * prefill_tokens + self.per_decode * decodes
+
+    def repeat_decode(self, context, k):
+        return np.full(k, self._round(self._raw_counts(0, int(context.size))))

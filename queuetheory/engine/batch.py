@@ -14,8 +14,9 @@ _EMPTY = np.empty(0, dtype=np.int64)
 
 
 def _ints(x) -> np.ndarray:
-    a = np.asarray(x, dtype=np.int64).reshape(-1)
-    return a
+    if type(x) is np.ndarray and x.dtype == np.int64 and x.ndim == 1:
+        return x
+    return np.asarray(x, dtype=np.int64).reshape(-1)
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,8 @@ class Batch:
         return np.concatenate([self.prefill, self.decode])
 
 
-def _unique(a: np.ndarray) -> bool:
-    return a.size < 2 or np.unique(a).size == a.size
+def _increasing(a: np.ndarray) -> bool:
+    return a.size < 2 or bool((a[1:] > a[:-1]).all())
 
 
 def check_batch(state, batch: Batch, *, policy, iteration: int, budget, memory,
@@ -65,33 +66,49 @@ def check_batch(state, batch: Batch, *, policy, iteration: int, budget, memory,
     n = state.n
     for name in ("prefill", "decode", "evict"):
         a = getattr(batch, name)
-        if a.size and (a.min() < 0 or a.max() >= n):
+        if not a.size:
+            continue
+        increasing = _increasing(a)        # the common case: no sort needed
+        lo, hi = (a[0], a[-1]) if increasing else (a.min(), a.max())
+        if lo < 0 or hi >= n:
             fail("index", f"{name} positions must lie in [0, {n})")
-        if not _unique(a):
+        if not increasing and np.unique(a).size != a.size:
             fail("index", f"{name} lists a request twice")
-    if batch.chunk.shape != batch.prefill.shape:
+    pre, chunk, d = batch.prefill, batch.chunk, batch.decode
+    if chunk.shape != pre.shape:
         fail("2.5b", "chunk must give one size per prefill request")
-    prefilled = state.prefilled.copy()
-    decoded = state.decoded.copy()
     if batch.evict.size:
         if np.any(state.kv[batch.evict] == 0):
             fail("evict", "evicted a request that holds no KV cache")
+        prefilled = state.prefilled.copy()
+        decoded = state.decoded.copy()
         prefilled[batch.evict] = 0
         decoded[batch.evict] = 0
-    if np.intersect1d(batch.prefill, batch.decode).size:
-        fail("2.5a", "a request is in both the prefill and the decode part")
-    rem = state.prompt[batch.prefill] - prefilled[batch.prefill]
-    if np.any(batch.chunk < 1) or np.any(batch.chunk > rem):
-        fail("2.5b", "a prefill chunk is < 1 or larger than the remaining prompt")
-    d = batch.decode
-    if np.any(prefilled[d] < state.prompt[d]):
-        fail("2.5a", "a decode token for a request whose prefill is unfinished")
-    if np.any(decoded[d] >= state.output[d]):
-        fail("2.5c", "a decode token for a request that has all its output")
-    if budget is not None and batch.token_load > budget:
-        fail("2.5d", f"token load {batch.token_load} exceeds the budget {budget}")
-    kv = prefilled + np.maximum(decoded - emit_first, 0)
-    used = int(kv.sum()) + state.outside_kv + int(batch.chunk.sum()) + int(d.size)
+        kv_total = int((prefilled + np.maximum(decoded - emit_first, 0)).sum())
+        in_decode = prefilled >= state.prompt
+    else:
+        prefilled, decoded = state.prefilled, state.decoded
+        kv_total = state.memory_used - state.outside_kv
+        in_decode = state.in_decode
+    if pre.size and d.size:
+        mark = np.zeros(n, dtype=bool)
+        mark[pre] = True
+        if mark[d].any():
+            fail("2.5a", "a request is in both the prefill and the decode part")
+    chunk_sum = 0
+    if pre.size:
+        rem = state.prompt[pre] - prefilled[pre]
+        if chunk.min() < 1 or (chunk > rem).any():
+            fail("2.5b", "a prefill chunk is < 1 or larger than the remaining prompt")
+        chunk_sum = int(chunk.sum())
+    if d.size:
+        if not in_decode[d].all():
+            fail("2.5a", "a decode token for a request whose prefill is unfinished")
+        if (decoded[d] >= state.output[d]).any():
+            fail("2.5c", "a decode token for a request that has all its output")
+    if budget is not None and chunk_sum + d.size > budget:
+        fail("2.5d", f"token load {chunk_sum + d.size} exceeds the budget {budget}")
+    used = kv_total + state.outside_kv + chunk_sum + int(d.size)
     if memory is not None and used > memory:
         fail("memory", f"KV memory after the batch {used} exceeds M = {memory}")
     return used

@@ -26,6 +26,21 @@ class ColumnLog:
             self._cols[k][i] = v
         self.n += 1
 
+    def extend(self, *columns):
+        """Append ``k`` rows at once: each value an array of length ``k`` or a scalar."""
+        k = max(np.size(c) for c in columns)
+        need = self.n + k
+        cap = len(self._cols[self._names[0]])
+        if need > cap:
+            cap = max(2 * cap, need)
+            for name, a in self._cols.items():
+                wider = np.empty(cap, dtype=a.dtype)
+                wider[: self.n] = a[: self.n]
+                self._cols[name] = wider
+        for name, c in zip(self._names, columns, strict=True):
+            self._cols[name][self.n: need] = c
+        self.n = need
+
     def column(self, name: str) -> np.ndarray:
         return self._cols[name][: self.n]
 
@@ -43,14 +58,41 @@ class TBTHistogram:
     PER_DECADE = 200
     LOW = -12
 
+    FLUSH = 1 << 16
+
     def __init__(self, n_classes: int):
         self.width = 24 * self.PER_DECADE
-        self.counts = np.zeros((max(1, n_classes), self.width), dtype=np.int64)
+        self._counts = np.zeros((max(1, n_classes), self.width), dtype=np.int64)
+        self._cls: list[np.ndarray] = []
+        self._gaps: list[np.ndarray] = []
+        self._held = 0
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Counts per class and bin (gaps added one iteration at a time are binned in bulk)."""
+        if self._held:
+            cls, gaps = np.concatenate(self._cls), np.concatenate(self._gaps)
+            self._cls, self._gaps, self._held = [], [], 0
+            np.add.at(self._counts, (cls, self._bins(gaps)), 1)
+        return self._counts
 
     def add(self, cls: np.ndarray, gaps: np.ndarray):
+        self._cls.append(cls)
+        self._gaps.append(gaps)
+        self._held += gaps.size
+        if self._held >= self.FLUSH:
+            self.counts  # noqa: B018  (bins what is held)
+
+    def add_repeated(self, cls: np.ndarray, gaps: np.ndarray):
+        """As ``add`` for every gap in ``gaps`` and every request of class ``cls``."""
+        k = self._bins(gaps)
+        per_class = np.bincount(cls, minlength=self._counts.shape[0])
+        for c in np.flatnonzero(per_class):
+            np.add.at(self._counts[c], k, per_class[c])
+
+    def _bins(self, gaps):
         k = np.floor((np.log10(np.maximum(gaps, 1e-300)) - self.LOW) * self.PER_DECADE)
-        k = np.clip(k, 0, self.width - 1).astype(np.int64)
-        np.add.at(self.counts, (cls, k), 1)
+        return np.clip(k, 0, self.width - 1).astype(np.int64)
 
     def quantile(self, q: float, cls: int | None = None) -> float:
         c = self.counts.sum(axis=0) if cls is None else self.counts[cls]

@@ -41,6 +41,19 @@ class Policy:
     def _schedule(self, state) -> Batch:
         raise NotImplementedError
 
+    def steady(self, state, batch) -> bool:
+        """May the engine repeat ``batch`` without asking again? (the engine's fast path)
+
+        ``True`` promises: while nothing arrives, no request finishes, and only the decode
+        members of ``batch`` (a decode-only batch) gain one output token per iteration — time
+        advancing and KV memory growing by one token per member, as long as it stays within
+        ``M`` — ``schedule`` would return this same batch at every iteration, and calling it
+        would change no state of the policy. The engine then runs the stretch in closed form,
+        checking it analytically. The default, ``False``, decides every iteration one by one:
+        override only where the promise is proved.
+        """
+        return False
+
     def _params(self) -> dict:
         return {k: v for k, v in vars(self).items() if not k.startswith("_") and k != "rng"}
 
