@@ -18,12 +18,13 @@ def anchor(n_requests: int = 10_000, fast_path: bool = True, seed: int = 0) -> d
     wl = qt.Workload([qt.RequestClass(prompt=512, output=256, rate=4.0)])
     tm = qt.AffineTokenTime(c=16.1e-3, per_prefill=57.8e-6, per_decode=39.5e-6)
     pol = qt.policies.Sarathi(token_budget=512)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     res = qt.simulate(wl, pol, tm, n_requests=n_requests, seed=seed, fast_path=fast_path)
     m = res.metrics
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {
-        "requests": n_requests, "wall_s": wall, "requests_per_s": n_requests / wall,
+        "requests": n_requests, "wall_s": wall, "cpu_s": cpu,
+        "requests_per_s": n_requests / wall,
         "iterations": m["iterations"], "iterations_per_s": m["iterations"] / wall,
         "completed": m["completed"], "mean_latency_s": m["mean_latency"],
         "peak_rss_MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,

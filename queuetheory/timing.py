@@ -74,6 +74,11 @@ class TimeModel:
         """Duration of a batch whose token load is ``b`` (models that depend on ``b'`` only)."""
         raise TypeError(f"{type(self).__name__} does not depend on the token load alone")
 
+    def full_batch_time(self, prefill_tokens: float, decode_tokens: float, budget: int) -> float:
+        """Time to serve these tokens in full batches of ``budget`` tokens: the saturated
+        engine's rate, whose inverse gives the capacity ``b / t_b`` of seed 004 (eq. 2.7)."""
+        return self.token_time(budget) * (prefill_tokens + decode_tokens) / budget
+
     def repeat_decode(self, context: np.ndarray, k: int) -> np.ndarray | None:
         """Durations of ``k`` successive decode-only batches of the same members, whose KV
         contexts are ``context`` before the first and grow by one token per batch: the
@@ -177,3 +182,9 @@ class AffineTokenTime(TimeModel):
 
     def repeat_decode(self, context, k):
         return np.full(k, self._round(self._raw_counts(0, int(context.size))))
+
+    def full_batch_time(self, prefill_tokens, decode_tokens, budget):
+        if self.slot is not None:
+            raise TypeError("full_batch_time: a slotted AffineTokenTime depends on the mix")
+        return (self.c * (prefill_tokens + decode_tokens) / budget
+                + self.per_prefill * prefill_tokens + self.per_decode * decode_tokens)

@@ -128,3 +128,15 @@ def test_repeat_decode_matches_duration_batch_by_batch():
         empty = np.empty(0, np.int64)
         one = [tm.duration(qt.BatchLoad(empty, empty, context + j)) for j in range(7)]
         np.testing.assert_array_equal(rep, np.array(one))
+
+
+@pytest.mark.parametrize("emit_first", [False, True])
+def test_engine_running_kv_total_equals_recomputed_kv(emit_first):
+    wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(300), rate=3.0)])
+    res = qt.simulate(wl, Sarathi(512), ANCHOR_TIME, horizon=30.0, memory=6000,
+                      emit_first=emit_first)
+    eng = res.engine
+    assert res.metrics["restarts"] > 0
+    assert eng.kv_total == int(eng.table.kv(eng.live).sum())
+    memory = res.batches["memory"].to_numpy()
+    assert memory.max() == res.metrics["peak_memory"] <= 6000

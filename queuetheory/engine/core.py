@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..timing import BatchLoad
-from .batch import Batch, check_batch
+from .batch import Batch, _total, check_batch
 from .log import ColumnLog, TBTHistogram
 from .state import RequestTable, State
 
@@ -42,6 +42,7 @@ class Engine:
         self.iteration = 0
         self.work = 0          # unprocessed tokens of the requests in the system, |X(n)|
         self.peak_memory = 0
+        self.kv_total = 0      # resident KV tokens of the requests in the system
         self.log = ColumnLog(_BATCH_COLUMNS)
         self.tbt = TBTHistogram(n_classes)
         self._pending = 0      # first table row not yet admitted (pre-loaded traces)
@@ -75,7 +76,8 @@ class Engine:
 
     # ---- one iteration ----------------------------------------------------------------------
     def state(self, t: float) -> State:
-        return State(self.table, self.live, t, self.budget, self.memory)
+        return State(self.table, self.live, t, self.budget, self.memory,
+                     kv_total=self.kv_total)
 
     def step(self, t: float):
         """Run one batch starting at ``t``. Returns ``(duration, finished_ids)`` or the
@@ -111,11 +113,9 @@ class Engine:
             return batch
         tab = self.table
         pre, dec = state.rid[batch.prefill], state.rid[batch.decode]
-        chunk_sum = int(batch.chunk.sum())
-        if batch.evict.size:
-            load = BatchLoad(batch.chunk, tab.prefilled[pre], tab.kv(dec))
-        else:       # the state's arrays are current: reuse them
-            load = BatchLoad(batch.chunk, state.prefilled[batch.prefill], state.kv[batch.decode])
+        chunk_sum = _total(batch.chunk)
+        context = tab.kv(dec)
+        load = BatchLoad(batch.chunk, tab.prefilled[pre], context)
         duration = float(self.time_model.duration(load))
         if not duration > 0:
             raise ValueError(f"{self.time_model!r} returned a non-positive duration {duration}")
@@ -131,6 +131,8 @@ class Engine:
                 emitted = np.concatenate([dec, done_prefill])
                 self.work -= done_prefill.size
         tab.decoded[dec] += 1
+        self.kv_total += chunk_sum + (dec.size if not tab.emit_first
+                                      else np.count_nonzero(tab.decoded[dec] > 1))
         self._stamp_tokens(emitted, end)
         self.work -= chunk_sum + dec.size
 
@@ -151,6 +153,7 @@ class Engine:
         finished = emitted[tab.decoded[emitted] >= tab.output[emitted]]
         if finished.size:
             finished = np.sort(finished)
+            self.kv_total -= int(tab.kv(finished).sum())
             tab.finish[finished] = end
             self.live = self.live[np.isnan(tab.finish[self.live])]
         return finished
@@ -180,6 +183,7 @@ class Engine:
         if not durations.min() > 0:
             raise ValueError(f"{self.time_model!r} returned a non-positive duration")
         tab.decoded[dec] += k
+        self.kv_total += k * d
         gaps = ends[1:] - ends[:-1]
         tab.tbt_max[dec] = np.maximum(tab.tbt_max[dec], gaps.max())
         sums = np.empty((d, k + 1))
@@ -201,7 +205,7 @@ class Engine:
     def _stamp_tokens(self, rid, end):
         tab = self.table
         first = np.isnan(tab.first_token[rid])
-        if first.any():
+        if np.count_nonzero(first):
             tab.first_token[rid[first]] = end
             gap_ids = rid[~first]
         else:
@@ -216,6 +220,7 @@ class Engine:
 
     def _evict(self, rid):
         tab = self.table
+        self.kv_total -= int(tab.kv(rid).sum())
         self.work += int(tab.prefilled[rid].sum() + tab.decoded[rid].sum())
         tab.prefilled[rid] = 0
         tab.decoded[rid] = 0

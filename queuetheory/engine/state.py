@@ -70,7 +70,7 @@ class State:
     """
 
     def __init__(self, table: RequestTable, live: np.ndarray, time: float, budget, memory,
-                 outside_kv: int = 0):
+                 outside_kv: int = 0, kv_total: int | None = None):
         self._t = table
         self.rid = live
         self.n = int(live.size)
@@ -78,11 +78,13 @@ class State:
         self.budget = budget
         self.memory = memory
         self.outside_kv = int(outside_kv)
+        if kv_total is not None:     # the engine keeps the sum of resident KV up to date
+            self.__dict__["memory_used"] = int(kv_total) + self.outside_kv
 
     def __getattr__(self, name):
         if name in _STATIC or name in _INT_DYNAMIC:
             value = getattr(self._t, name)[self.rid]
-            value.flags.writeable = False
+            value.setflags(write=False)
             self.__dict__[name] = value
             return value
         raise AttributeError(name)

@@ -111,13 +111,13 @@ def take_prefills(cands: np.ndarray, remaining: np.ndarray, budget: int, max_req
         return _EMPTY, _EMPTY
     if max_reqs is not None:
         cands, remaining = cands[:max_reqs], remaining[:max_reqs]
-    cum = np.cumsum(remaining)
-    k = int(np.searchsorted(cum, budget, side="right"))      # whole prompts that fit
+    cum = remaining.cumsum()
+    k = int(cum.searchsorted(budget, side="right"))          # whole prompts that fit
     sizes = remaining[:k]
     if k < cands.size and (chunk or k == 0):
         left = budget - (int(cum[k - 1]) if k else 0)
         if left > 0:
-            return cands[: k + 1], np.append(sizes, left)
+            return cands[: k + 1], np.concatenate((sizes, [left]))
     return cands[:k], sizes
 
 

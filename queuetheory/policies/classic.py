@@ -41,8 +41,9 @@ class _TokenBudgetPolicy(Policy):
         self.max_reqs = check_max_reqs(max_reqs)
 
     def _candidates(self, state):
-        dec = ordered(state, np.flatnonzero(state.in_decode), self.order)
-        pre = ordered(state, np.flatnonzero(~state.in_decode), self.order)
+        in_decode = state.in_decode
+        dec = ordered(state, in_decode.nonzero()[0], self.order)
+        pre = ordered(state, (~in_decode).nonzero()[0], self.order)
         return admissible(state, pre), dec
 
     def _prefills(self, state, pre, budget, max_reqs, chunk=None):
@@ -65,7 +66,7 @@ class _TokenBudgetPolicy(Policy):
     def _no_prefill_candidate(self, state) -> bool:
         """No prefill can start now or over a decode-only stretch: memory left only shrinks,
         so a new request that :func:`admissible` turns away stays turned away."""
-        return not admissible(state, np.flatnonzero(~state.in_decode)).size
+        return not admissible(state, (~state.in_decode).nonzero()[0]).size
 
     def steady(self, state, batch):
         """A decode-only batch repeats while its members only decode: the ordered decode
