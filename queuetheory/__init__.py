@@ -4,7 +4,7 @@ Closed forms, thresholds, bounds and stability conditions of five scheduling pap
 simulator that runs every scheduler on the same model, and a ledger of the papers' claims.
 """
 
-from . import claims, metrics, policies
+from . import claims, data, metrics, policies
 from .engine import Batch, Result, State, simulate
 from .errors import InfeasibleBatchError, QueueTheoryError, UnstableError
 from .timing import (
@@ -28,7 +28,7 @@ from .workload import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "claims", "metrics", "policies",
+    "claims", "data", "metrics", "policies",
     "Batch", "Result", "State", "simulate",
     "InfeasibleBatchError", "QueueTheoryError", "UnstableError",
     "BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
