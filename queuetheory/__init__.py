@@ -7,6 +7,7 @@ simulator that runs every scheduler on the same model, and a ledger of the paper
 from . import claims, data, metrics, policies
 from .engine import Batch, Result, State, simulate
 from .errors import InfeasibleBatchError, QueueTheoryError, UnstableError
+from .sweep import sweep
 from .timing import (
     AffineTokenTime,
     BatchLoad,
@@ -32,7 +33,7 @@ __all__ = [
     "Batch", "Result", "State", "simulate",
     "InfeasibleBatchError", "QueueTheoryError", "UnstableError",
     "BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
-    "AffineTokenTime",
+    "AffineTokenTime", "sweep",
     "RequestClass", "Workload", "Trace", "TimeVarying",
     "ExactPredictor", "RelativeInterval", "ClassInterval",
 ]
