@@ -4,7 +4,7 @@ Closed forms, thresholds, bounds and stability conditions of five scheduling pap
 simulator that runs every scheduler on the same model, and a ledger of the papers' claims.
 """
 
-from . import claims, data, metrics, policies
+from . import claims, data, metrics, plotting, policies
 from .engine import Batch, Result, State, simulate
 from .errors import InfeasibleBatchError, QueueTheoryError, UnstableError
 from .sweep import sweep
@@ -29,7 +29,7 @@ from .workload import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "claims", "data", "metrics", "policies",
+    "claims", "data", "metrics", "plotting", "policies",
     "Batch", "Result", "State", "simulate",
     "InfeasibleBatchError", "QueueTheoryError", "UnstableError",
     "BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",

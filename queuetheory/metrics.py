@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["summarize", "growth_rate", "GrowthRate", "time_average_in_system"]
+__all__ = ["summarize", "growth_rate", "drift_interval", "GrowthRate", "time_average_in_system"]
 
 
 def _span(result) -> float:
@@ -60,7 +60,7 @@ def summarize(result) -> dict:
 
 @dataclass(frozen=True)
 class GrowthRate:
-    """Slope of a queue path over the tail of a run, with a confidence interval.
+    """Long-run drift of a queue path with a confidence interval (batch means).
 
     ``relative`` is the slope divided by the offered token rate (or arrival rate for
     ``in_system``). ``verdict``: ``unstable`` if the whole interval lies above ``tolerance``,
@@ -78,25 +78,40 @@ class GrowthRate:
     blocks: int
 
 
-def growth_rate(result, quantity: str = "unfinished_tokens", *, tail: float = 0.5,
-                blocks: int = 20, level: float = 0.99, tolerance: float = 0.02) -> GrowthRate:
-    """Fit the growth rate of ``quantity`` (``unfinished_tokens`` or ``in_system``).
+def drift_interval(t: np.ndarray, y: np.ndarray, start: float, end: float, *, blocks: int = 10,
+                   level: float = 0.99) -> tuple[float, float, float]:
+    """Drift of the step path ``y(t)`` over ``[start, end]`` and its confidence interval.
 
-    The last ``tail`` fraction of the run is cut into ``blocks`` equal time windows; the
-    window means are regressed on time (batch means tame the autocorrelation of the path),
-    and the slope's ``level`` confidence interval uses Student's t with ``blocks − 2``
-    degrees of freedom. Rates are relative to the offered load, so ``tolerance = 0.02``
-    flags growth faster than 2 % of the arrivals.
+    The window is cut into ``blocks`` equal pieces; the increments of the path over the
+    pieces are nearly independent both for a stable (stationary) path and for an unstable
+    one (a random walk with drift), so their mean estimates the drift and their spread, with
+    Student's t on ``blocks − 1`` degrees of freedom, its uncertainty.
     """
+    if blocks < 3:
+        raise ValueError(f"blocks={blocks}: need at least 3")
+    edges = np.linspace(start, end, blocks + 1)
+    idx = np.clip(np.searchsorted(t, edges, side="right") - 1, 0, t.size - 1)
+    rates = np.diff(y[idx]) / np.diff(edges)
+    mean = float(rates.mean())
+    half = float(stats.t.ppf(0.5 + level / 2, blocks - 1) * rates.std(ddof=1) / np.sqrt(blocks))
+    return mean, mean - half, mean + half
+
+
+def growth_rate(result, quantity: str = "unfinished_tokens", *, tail: float = 0.5,
+                blocks: int = 10, level: float = 0.99, tolerance: float = 0.03) -> GrowthRate:
+    """Fit the growth rate of ``quantity`` (``unfinished_tokens`` or ``in_system``) over the
+    last ``tail`` of the run (see :func:`drift_interval`). Rates are relative to the offered
+    load, so ``tolerance = 0.03`` calls a path unstable when, with confidence ``level``, it
+    grows faster than 3 % of the arrivals, and stable when it surely grows slower."""
     if quantity not in ("unfinished_tokens", "in_system"):
         raise ValueError(f"quantity={quantity!r}: must be 'unfinished_tokens' or 'in_system'")
     if not 0 < tail <= 1:
         raise ValueError(f"tail={tail}: must lie in (0, 1]")
-    if blocks < 4:
-        raise ValueError(f"blocks={blocks}: need at least 4")
     paths = result.paths
     t = paths["time"].to_numpy()
     y = paths[quantity].to_numpy().astype(float)
+    if t.size < 4 * blocks:
+        raise ValueError(f"growth_rate: only {t.size} iterations; need at least {4 * blocks}")
     T = _span(result)
     trace = result.trace
     arrived = trace.arrival <= T
@@ -104,17 +119,8 @@ def growth_rate(result, quantity: str = "unfinished_tokens", *, tail: float = 0.
         offered = float((trace.prompt[arrived] + trace.output[arrived]).sum() / T)
     else:
         offered = float(arrived.sum() / T)
-    if t.size < 4 * blocks:
-        raise ValueError(f"growth_rate: only {t.size} iterations; need at least {4 * blocks}")
-    grid = np.linspace(T * (1 - tail), T, 40 * blocks + 1)
-    idx = np.clip(np.searchsorted(t, grid, side="right") - 1, 0, t.size - 1)
-    values = y[idx].reshape(-1)[:-1].reshape(blocks, -1)
-    centers = grid[:-1].reshape(blocks, -1).mean(axis=1)
-    fit = stats.linregress(centers, values.mean(axis=1))
-    half = stats.t.ppf(0.5 + level / 2, blocks - 2) * fit.stderr
-    lo, hi = fit.slope - half, fit.slope + half
+    slope, lo, hi = drift_interval(t, y, T * (1 - tail), T, blocks=blocks, level=level)
     tol = tolerance * offered
     verdict = "unstable" if lo > tol else "stable" if hi < tol else "inconclusive"
-    return GrowthRate(quantity, float(fit.slope), float(lo), float(hi), offered,
-                      float(fit.slope / offered) if offered else float("nan"), tol, verdict,
-                      blocks)
+    return GrowthRate(quantity, slope, lo, hi, offered,
+                      slope / offered if offered else float("nan"), tol, verdict, blocks)

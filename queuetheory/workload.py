@@ -46,7 +46,8 @@ class Lengths:
     def __post_init__(self):
         spec = self.spec
         if isinstance(spec, bool):
-            raise ValueError(f"{self.name}={spec!r}: a length must be an int, a distribution or samples")
+            raise ValueError(f"{self.name}={spec!r}: a length must be an int, a distribution "
+                             "or samples")
         if isinstance(spec, int | np.integer):
             if spec < 1:
                 raise ValueError(f"{self.name}={spec}: a fixed length must be an integer >= 1")
@@ -376,8 +377,9 @@ class Workload:
 
     def sample(self, *, horizon: float | None = None, n_requests: int | None = None,
                seed=0) -> Trace:
-        """Draw requests arriving in ``[0, horizon]`` and/or the first ``n_requests``."""
-        if horizon is None and n_requests is None:
+        """Draw requests arriving in ``[0, horizon]`` and/or the first ``n_requests`` (a
+        recorded trace is replayed whole when neither is given)."""
+        if horizon is None and n_requests is None and self._trace is None:
             raise ValueError("sample: give horizon or n_requests (or both)")
         if horizon is not None:
             check_positive("horizon", horizon)
@@ -393,7 +395,7 @@ class Workload:
             # enough horizon for n_requests with overwhelming probability, then cut
             lam = self.total_rate
             if lam <= 0:
-                raise ValueError("rate: total arrival rate is zero, n_requests can never be reached")
+                raise ValueError("rate: the total arrival rate is 0; n_requests is never reached")
             span = (n_requests + 10 * np.sqrt(n_requests) + 20) / lam
             if isinstance(self.arrivals, TimeVarying):
                 span /= max(1e-12, float(np.min(self.arrivals.multiplier(np.array([0.0])))))
@@ -443,4 +445,5 @@ class Workload:
                      np.asarray(hi, np.int64), pr.astype(np.int64))
 
     def __repr__(self) -> str:
-        return f"Workload({len(self.classes)} classes, arrivals={self.arrivals!r}, λ={self.total_rate:.4g})"
+        return (f"Workload({len(self.classes)} classes, arrivals={self.arrivals!r}, "
+                f"λ={self.total_rate:.4g})")

@@ -19,7 +19,8 @@ VERDICTS = ("confirmed", "refuted", "qualified", "not-reproducible")
 
 PAPERS = {
     "ao2025": "Ao, Luo, Simchi-Levi, Wang — Fluid-guided online scheduling with memory constraints",
-    "jaillet2025": "Jaillet, Jiang, Podimata, Zhou — Online scheduling for LLM inference with KV cache constraints",
+    "jaillet2025": "Jaillet, Jiang, Podimata, Zhou — Online scheduling for LLM inference "
+                   "with KV cache constraints",
     "bari2025": "Bari, Hegde, de Veciana — Optimal scheduling algorithms for LLM inference",
     "chen2025": "Chen, Ye, Zhou — Adaptively robust LLM inference under prediction uncertainty",
     "li2025": "Li, Dai, Peng — Throughput-optimal scheduling for LLM inference and AI agents",
@@ -35,6 +36,8 @@ class Outcome:
     data: dict = field(default_factory=dict)
     note: str = ""
     seconds: float = float("nan")
+    plot: Callable | None = field(default=None, repr=False)
+    """Optional ``plot(ax)`` drawing what was measured on a matplotlib Axes."""
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:

@@ -1,1 +1,173 @@
-"""Claims of Li, Dai, Peng (seed 004)."""
+"""Claims of Li, Dai, Peng (seed 004): Theorem 1 and the instability of non-work-conserving
+schedulers (spec ``throughput_optimal.md`` §7 items 1–4).
+
+Time model: the paper's only fitted coefficients (Llama-3-70B, L116: ``c = 45.5`` ms,
+``a = 0.30`` ms/token, ``b0 = 64``) scaled by ``s`` (spec §5.6), since with ``s = 1`` the
+Fig. 1 workload (14.3 qps, prompts 129, outputs 112) exceeds ``1/a`` and no policy could be
+stable. Loads are ``ρ = λ(m_p + m_d) t_b / b``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import optimize, stats
+
+from .. import policies
+from ..engine import simulate
+from ..metrics import growth_rate
+from ..plotting import plot_paths
+from ..timing import PiecewiseLinearTime, UnitTime
+from ..workload import RequestClass, Workload
+from .base import Outcome, claim
+
+BUDGET = 512
+
+
+def llama_time(s: float = 1.0) -> PiecewiseLinearTime:
+    """Seed 004's Llama-3-70B fit (ms), time scaled by ``s``."""
+    return PiecewiseLinearTime(c=45.5 * s, a=0.30 * s, b0=64)
+
+
+def _workload_at(rho, time_model, budget, prompt, output, poisson_sizes=True):
+    """Poisson arrivals whose token load is ``rho`` times the full-batch rate ``b/t_b``."""
+    capacity = budget / time_model.token_time(budget)
+    mp = prompt if not poisson_sizes else stats.poisson(prompt - 1, loc=1)
+    md = output if not poisson_sizes else stats.poisson(output - 1, loc=1)
+    rate = rho * capacity / (prompt + output)
+    return Workload([RequestClass(mp, md, rate)]), capacity
+
+
+def _run(policy, rho, s, horizon, prompt=129, output=112, seed=0):
+    tm = llama_time(s)
+    wl, capacity = _workload_at(rho, tm, BUDGET, prompt, output)
+    res = simulate(wl, policy, tm, horizon=horizon, seed=seed)
+    return res, growth_rate(res), wl.token_rate - capacity
+
+
+def _classic(order="fcfs"):
+    return {
+        f"Sarathi-{order}": policies.Sarathi(BUDGET, order=order),
+        f"Orca-{order}": policies.Orca(BUDGET, order=order),
+    }
+
+
+@claim("li2025.theorem1a",
+       statement="""Theorem 1(a): if λ(m_p+m_d) < b/t_b, every work-conserving (K_p,K_d)-FCFS
+       policy is positive recurrent — Sarathi-Serve and Orca (FCFS and SJF) are stable at every
+       load below capacity.""",
+       expected="confirmed")
+def _theorem1a(quick: bool) -> Outcome:
+    horizon = 1.5e6 if quick else 6e6
+    rhos = (0.9,) if quick else (0.5, 0.8, 0.9, 0.95)
+    rows, paths = {}, {}
+    for rho in rhos:
+        for order in ("fcfs",) if quick else ("fcfs", "sjf_prompt"):
+            for name, pol in _classic(order).items():
+                res, g, _ = _run(pol, rho, 0.8, horizon)
+                rows[f"{name}@{rho}"] = (g.verdict, g.relative, g.ci_low, g.ci_high)
+                paths[f"{name}@{rho}"] = res.paths
+    bad = {k: v for k, v in rows.items() if v[0] != "stable"}
+    worst = max(rows.items(), key=lambda kv: kv[1][1])
+    return Outcome(
+        "confirmed" if not bad else "refuted",
+        f"{len(rows) - len(bad)}/{len(rows)} runs stable; largest relative growth "
+        f"{worst[1][1]:+.4f} ({worst[0]})",
+        data={k: {"verdict": v[0], "relative_slope": v[1]} for k, v in rows.items()},
+        note="Llama-3-70B fit scaled by s = 0.8, b = 512, Poisson sizes with means (129, 112).",
+        plot=lambda ax: plot_paths(paths, ax, time_scale=1000, time_label="time (s)"))
+
+
+@claim("li2025.theorem1b",
+       statement="""Theorem 1(b): if λ(m_p+m_d) > b/t_b, |X(n)| → ∞ under every policy, and the
+       unfinished work of a work-conserving policy grows at rate λ(m_p+m_d) − b/t_b.""",
+       expected="confirmed")
+def _theorem1b(quick: bool) -> Outcome:
+    horizon = 6e5 if quick else 3e6
+    pols = {"Sarathi": policies.Sarathi(BUDGET), "Orca": policies.Orca(BUDGET),
+            "VLLMVanilla": policies.VLLMVanilla(BUDGET),
+            "FasterTransformer": policies.FasterTransformer(BUDGET)}
+    rows, ok, paths = {}, True, {}
+    for rho in (1.2,) if quick else (1.05, 1.2):
+        for name, pol in pols.items():
+            res, g, excess = _run(pol, rho, 0.8, horizon)
+            if rho == 1.2:
+                paths[name], predicted = res.paths, excess
+            work_conserving = name in ("Sarathi", "Orca")
+            if work_conserving:   # the predicted rate lies in the slope's confidence interval
+                holds = g.ci_low <= excess <= g.ci_high or abs(g.slope / excess - 1) < 0.02
+            else:                 # at least the predicted rate
+                holds = g.ci_high >= excess
+            ok &= holds and g.verdict == "unstable"
+            rows[f"{name}@{rho}"] = {"slope": g.slope, "predicted": excess,
+                                     "ci": (g.ci_low, g.ci_high), "holds": holds}
+    s = rows[f"Sarathi@{1.2}"]
+    return Outcome(
+        "confirmed" if ok else "refuted",
+        f"Sarathi at ρ=1.2: slope {s['slope']:.4f} tok/ms vs λ(m_p+m_d) − b/t_b = "
+        f"{s['predicted']:.4f}; all {len(rows)} runs unstable",
+        data=rows, plot=lambda ax: plot_paths(paths, ax, predicted_slope=predicted, time_scale=1000,
+                                               time_label="time (s)"))
+
+
+def vllm_unit_time_threshold(budget: int, mean_output: float) -> float:
+    """Arrival rate ``λ*`` solving ``λ m_d = e^{−λ} b`` (spec §2: vanilla vLLM in the
+    unit-time model decodes only in slots after a slot without arrivals)."""
+    return optimize.brentq(lambda lam: lam * mean_output - np.exp(-lam) * budget, 1e-9, 50.0)
+
+
+@claim("li2025.vllm_unstable",
+       statement="""Vanilla vLLM (prefill-prioritised, no mixed batches) is not work-conserving
+       and becomes unstable at a load below capacity where Sarathi-Serve is stable.""",
+       expected="confirmed")
+def _vllm_unstable(quick: bool) -> Outcome:
+    # (1) unit-time model, b = 768, Poisson sizes (32, 32): heuristic threshold λ*
+    b, md = 768, 32
+    lam_star = vllm_unit_time_threshold(b, md)
+    lam = 2.6
+    sizes = stats.poisson(31, loc=1)
+    wl = Workload([RequestClass(sizes, sizes, lam)], arrivals="poisson-slot")
+    slots = 8000 if quick else 40000
+    verdicts = {}
+    for name, pol in (("VLLMVanilla", policies.VLLMVanilla(b)), ("Sarathi", policies.Sarathi(b))):
+        res = simulate(wl, pol, UnitTime(), horizon=slots, seed=1)
+        verdicts[f"unit:{name}"] = growth_rate(res).verdict
+    rho_unit = lam * 64 / b
+    # (2) piecewise-linear model, short requests at high rate (spec §5.6 stress test)
+    tm = llama_time(0.6)
+    wl2 = Workload([RequestClass(stats.poisson(19, loc=1), stats.poisson(49, loc=1), 0.05)])
+    rho_pl = wl2.token_rate / (BUDGET / tm.token_time(BUDGET))
+    for name, pol in (("VLLMVanilla", policies.VLLMVanilla(BUDGET)),
+                      ("Sarathi", policies.Sarathi(BUDGET))):
+        res = simulate(wl2, pol, tm, horizon=6e5 if quick else 1.8e6, seed=2)
+        verdicts[f"pl:{name}"] = growth_rate(res).verdict
+    ok = (verdicts["unit:VLLMVanilla"] == "unstable" and verdicts["unit:Sarathi"] == "stable"
+          and verdicts["pl:VLLMVanilla"] == "unstable" and verdicts["pl:Sarathi"] == "stable")
+    return Outcome(
+        "confirmed" if ok else "refuted",
+        f"unit time ρ={rho_unit:.3f} (λ={lam} > λ*={lam_star:.3f}): vLLM "
+        f"{verdicts['unit:VLLMVanilla']}, Sarathi {verdicts['unit:Sarathi']}; piecewise-linear "
+        f"ρ={rho_pl:.3f}: vLLM {verdicts['pl:VLLMVanilla']}, Sarathi {verdicts['pl:Sarathi']}",
+        data={"verdicts": verdicts, "lambda_star": lam_star, "rho_unit": rho_unit,
+              "rho_piecewise": rho_pl})
+
+
+@claim("li2025.fastertransformer_unstable",
+       statement="""FasterTransformer (decode-prioritised, no mixed batches) is not
+       work-conserving and becomes unstable at a moderate load where Sarathi-Serve is stable.""",
+       expected="confirmed")
+def _ft_unstable(quick: bool) -> Outcome:
+    horizon = 3e5 if quick else 9e5
+    rho = 0.727
+    verdicts, completed = {}, {}
+    for name, pol in (("FasterTransformer", policies.FasterTransformer(BUDGET)),
+                      ("Sarathi", policies.Sarathi(BUDGET))):
+        res, g, _ = _run(pol, rho, 0.6, horizon)
+        verdicts[name] = g.verdict
+        completed[name] = res.metrics["completed"]
+    ok = verdicts["FasterTransformer"] == "unstable" and verdicts["Sarathi"] == "stable"
+    return Outcome(
+        "confirmed" if ok else "refuted",
+        f"ρ={rho}: FasterTransformer {verdicts['FasterTransformer']} "
+        f"({completed['FasterTransformer']} completed), Sarathi {verdicts['Sarathi']} "
+        f"({completed['Sarathi']} completed)",
+        data={"verdicts": verdicts, "completed": completed})

@@ -108,8 +108,6 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
         trace = workload.sample(horizon=horizon, n_requests=n_requests, seed=seed)
     else:
         raise ValueError(f"workload={workload!r}: must be a Workload or a Trace")
-    if horizon is None and n_requests is None and not isinstance(workload, Trace):
-        raise ValueError("simulate: give horizon or n_requests")
     if memory is not None and len(trace):
         peak = trace.prompt + trace.output - int(emit_first)
         worst = int(np.argmax(peak))

@@ -41,7 +41,7 @@ class RequestTable:
         self._cap = cap
 
     def append(self, trace) -> np.ndarray:
-        """Add the requests of ``trace`` (a :class:`~queuetheory.workload.Trace`); return their ids."""
+        """Add the requests of a :class:`~queuetheory.workload.Trace`; return their ids."""
         k = len(trace)
         if self.n + k > self._cap:
             self._grow(max(2 * self._cap, self.n + k))

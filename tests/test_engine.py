@@ -1,0 +1,162 @@
+"""The stepper: conservation, Little's law, determinism, feasibility checks."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import classic_policies
+from scipy import stats
+
+import queuetheory as qt
+from queuetheory.engine import Batch, Engine
+from queuetheory.workload import Trace
+
+
+def two_class_workload(rate=0.004):
+    return qt.Workload([
+        qt.RequestClass(stats.poisson(60, loc=1), stats.geom(1 / 40), rate, name="a"),
+        qt.RequestClass(stats.poisson(200, loc=1), stats.poisson(20, loc=1), rate / 2,
+                        name="b", priority=1),
+    ])
+
+
+@pytest.mark.parametrize("policy", classic_policies(), ids=repr)
+@pytest.mark.parametrize("memory", [None, 4000])
+def test_token_conservation(policy, memory, llama):
+    """Every token served is either progress of a request or progress later lost to eviction,
+    and the engine's unfinished-work counter equals what the requests still need."""
+    res = qt.simulate(two_class_workload(), policy, llama, horizon=1.5e5, memory=memory, seed=3)
+    eng, req = res.engine, res.requests
+    served = int(res.batches["token_load"].sum())
+    progress = int(req["prefilled"].sum() + req["decoded"].sum())
+    assert served >= progress
+    if req["restarts"].sum() == 0:
+        assert served == progress
+    done = req["finish"].notna()
+    assert (req.loc[done, "decoded"] == req.loc[done, "output"]).all()
+    assert (req.loc[done, "prefilled"] == req.loc[done, "prompt"]).all()
+    admitted = req[req["admitted"]]
+    remaining = (admitted["prompt"] - admitted["prefilled"] + admitted["output"]
+                 - admitted["decoded"]).sum()
+    assert eng.work == remaining
+    if memory is not None:
+        assert res.batches["memory"].max() <= memory
+
+
+@pytest.mark.parametrize("policy", classic_policies(), ids=repr)
+def test_littles_law(policy, llama):
+    """L = λW: the time-average number in system equals the arrival rate times the mean
+    sojourn, within four standard errors over independent seeds."""
+    wl = qt.Workload([qt.RequestClass(stats.poisson(80, loc=1), stats.geom(1 / 30), 0.003)])
+    if isinstance(policy, qt.policies.FasterTransformer):
+        wl = qt.Workload([qt.RequestClass(stats.poisson(80, loc=1), stats.geom(1 / 30), 0.0005)])
+    if isinstance(policy, qt.policies.StaticPriority):
+        policy = qt.policies.StaticPriority(256, [0])
+    gaps = []
+    for seed in range(5):
+        res = qt.simulate(wl, policy, llama, horizon=1.2e5, seed=seed)
+        m = res.metrics
+        lam_w = wl.total_rate * m["mean_latency"]
+        gaps.append(m["mean_in_system"] - lam_w)
+    gaps = np.array(gaps)
+    se = gaps.std(ddof=1) / np.sqrt(gaps.size)
+    assert abs(gaps.mean()) <= 4 * se + 1e-9
+
+
+def test_same_seed_same_result(llama):
+    a = qt.simulate(two_class_workload(), qt.policies.Sarathi(256), llama, horizon=1e5, seed=7)
+    b = qt.simulate(two_class_workload(), qt.policies.Sarathi(256), llama, horizon=1e5, seed=7)
+    c = qt.simulate(two_class_workload(), qt.policies.Sarathi(256), llama, horizon=1e5, seed=8)
+    pd.testing.assert_frame_equal(a.requests, b.requests)
+    pd.testing.assert_frame_equal(a.batches, b.batches)
+    assert not a.requests["arrival"].equals(c.requests["arrival"])
+
+
+def test_sarathi_is_decode_first_and_fills_the_budget(llama):
+    trace = Trace(np.zeros(3), np.array([300, 10, 500]), np.array([3, 2, 4]),
+                  np.zeros(3, int), np.array([3, 2, 4]), np.array([3, 2, 4]), np.zeros(3, int))
+    res = qt.simulate(trace, qt.policies.Sarathi(256), llama)
+    b = res.batches
+    assert b["token_load"].iloc[0] == 256                  # chunked prefill fills b
+    assert (b["token_load"] <= 256).all()
+    assert res.metrics["completed"] == 3
+    # batch 2 finishes prompt 0 (44 left) and prompt 1 (10), then chunks prompt 2 (202)
+    assert b["prefill_requests"].iloc[1] == 3 and b["token_load"].iloc[1] == 256
+    req = res.requests
+    assert req.loc[0, "prefill_done"] == req.loc[1, "prefill_done"] < req.loc[2, "prefill_done"]
+
+
+class _Greedy(qt.policies.Policy):
+    """A broken policy: decodes requests whose prefill is unfinished."""
+
+    def _schedule(self, state):
+        return Batch(decode=np.arange(state.n))
+
+
+class _Hog(qt.policies.Policy):
+    """A broken policy: prefills everything at once, ignoring memory."""
+
+    def _schedule(self, state):
+        pre = np.flatnonzero(~state.in_decode)
+        return Batch(pre, state.remaining_prefill[pre], np.flatnonzero(state.in_decode))
+
+
+def test_infeasible_batches_are_caught(llama):
+    wl = qt.Workload([qt.RequestClass(50, 5, 0.01)])
+    with pytest.raises(qt.InfeasibleBatchError, match="2.5a"):
+        qt.simulate(wl, _Greedy(), llama, horizon=1e4)
+    with pytest.raises(qt.InfeasibleBatchError, match="memory"):
+        qt.simulate(wl, _Hog(), llama, horizon=1e5, memory=120)
+    with pytest.raises(qt.InfeasibleBatchError, match="2.5d"):
+        qt.simulate(wl, _Hog(), llama, horizon=1e5, token_budget=60)
+
+
+def test_eviction_restarts_and_recomputes(llama):
+    """A tight memory forces vLLM-style preemption; evicted work is done again."""
+    wl = qt.Workload([qt.RequestClass(100, stats.geom(1 / 60), 0.02)])
+    res = qt.simulate(wl, qt.policies.Sarathi(512), llama, horizon=2e5, memory=1500, seed=1)
+    req = res.requests
+    assert req["restarts"].sum() > 0
+    assert res.batches["memory"].max() <= 1500
+    assert res.batches["token_load"].sum() > (req["prefilled"] + req["decoded"]).sum()
+
+
+def test_engine_can_be_driven_directly():
+    """Networks drive Engine with add() and step(): requests enter while it runs."""
+    eng = Engine(qt.policies.Sarathi(16), qt.UnitTime())
+    one = Trace(np.zeros(1), np.array([20]), np.array([3]), np.zeros(1, int), np.array([3]),
+                np.array([3]), np.zeros(1, int))
+    eng.add(one)
+    t, finished = 0.0, []
+    while eng.live.size:
+        dur, fin = eng.step(t)
+        t += dur
+        finished += fin.tolist()
+        if t == 1:
+            eng.add(one)
+    assert finished == [0, 1]
+    assert eng.table.finish[0] == 5          # two prefill rounds, three decode rounds
+    assert eng.work == 0
+
+
+def test_emit_first_convention():
+    """With emit_first the prefill iteration emits token 1 (seed 001's rounds)."""
+    trace = Trace(np.zeros(1), np.array([5]), np.array([4]), np.zeros(1, int), np.array([4]),
+                  np.array([4]), np.zeros(1, int))
+    res = qt.simulate(trace, qt.policies.Sarathi(64), qt.UnitTime(), emit_first=True)
+    r = res.requests.iloc[0]
+    assert r["finish"] == 4 and r["first_token"] == 1
+    # memory in rounds 0..3: s + (t - p) = 5, 6, 7, 8
+    assert res.batches["memory"].tolist() == [5, 6, 7, 8]
+
+
+def test_policy_idles_until_next_arrival():
+    class Lazy(qt.policies.Policy):
+        def _schedule(self, state):
+            if state.n < 2:
+                return Batch()
+            return qt.policies.Sarathi(100).schedule(state)
+
+    wl = qt.Workload.from_arrays([0.0, 10.0], [4, 4], [2, 2])
+    res = qt.simulate(wl, Lazy(), qt.UnitTime())
+    assert res.batches["start"].iloc[0] == 10.0
+    assert res.metrics["completed"] == 2
