@@ -153,7 +153,7 @@ class Comparison:
             return stats.t.ppf(0.5 + self.level / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size)
 
         g = self.runs.groupby(["scheduler", "load"], sort=False)[list(METRICS)]
-        out = g.mean().join(g.agg(half), rsuffix="_ci")
+        out = g.mean().join(g.agg(half).add_suffix("_ci"))
         cols = [c for m in METRICS for c in (m, f"{m}_ci")]
         out = out[cols]
         out.insert(0, "needs", [self.needs[s] for s, _ in out.index])

@@ -101,12 +101,13 @@ def test_from_lengths_sets_rate_by_load_and_draws_pairs():
                                  time_model=qt.LinearMemoryTime(1.0, 0.1))
 
 
-@pytest.mark.parametrize("load, verdict", [(0.7, "stable"), (1.3, "unstable")])
-def test_full_batch_capacity_separates_stable_from_unstable_sarathi(load, verdict):
+@pytest.mark.parametrize("load, horizon, verdict", [(0.7, 600.0, "stable"),
+                                                    (1.3, 120.0, "unstable")])
+def test_full_batch_capacity_separates_stable_from_unstable_sarathi(load, horizon, verdict):
     """``load = λ · full_batch_time`` is seed 004's capacity condition for Sarathi."""
     prompt, output = qt.data.sharegpt_lengths()
     keep = prompt + output <= 2048         # bounded lengths: a short run settles quickly
     wl = qt.Workload.from_lengths(prompt[keep], output[keep], load=load,
                                   time_model=ANCHOR_TIME, token_budget=512)
-    res = qt.simulate(wl, qt.policies.Sarathi(512), ANCHOR_TIME, horizon=120.0, seed=2)
+    res = qt.simulate(wl, qt.policies.Sarathi(512), ANCHOR_TIME, horizon=horizon, seed=2)
     assert qt.metrics.growth_rate(res).verdict == verdict
