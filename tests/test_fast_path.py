@@ -140,3 +140,32 @@ def test_engine_running_kv_total_equals_recomputed_kv(emit_first):
     assert eng.kv_total == int(eng.table.kv(eng.live).sum())
     memory = res.batches["memory"].to_numpy()
     assert memory.max() == res.metrics["peak_memory"] <= 6000
+
+
+def test_quick_batch_check_accepts_only_what_the_complete_check_accepts():
+    from queuetheory.engine.batch import Batch, _check_every_rule, _feasible_used
+    from queuetheory.errors import InfeasibleBatchError
+
+    wl = qt.Workload([qt.RequestClass(_lognormal(60), _lognormal(40), rate=40.0)])
+    res = qt.simulate(wl, Sarathi(512), ANCHOR_TIME, n_requests=400, max_iterations=150)
+    state = res.engine.state(1.0)
+    rng = np.random.default_rng(7)
+    accepted = refused = 0
+    for _ in range(3000):
+        pre = rng.choice(state.n + 2, rng.integers(0, 4), replace=bool(rng.random() < 0.1)) - 1
+        dec = rng.choice(state.n + 2, rng.integers(0, state.n), replace=False) - 1
+        if rng.random() < 0.7:
+            pre, dec = np.sort(pre), np.sort(dec)
+        chunk = rng.integers(0, 80, pre.size)
+        batch = Batch(pre, chunk, dec)
+        budget, memory = rng.choice([None, 512, 200]), rng.choice([None, 20000, 10**6])
+        quick = _feasible_used(state, batch, budget, memory)
+        try:
+            full = _check_every_rule(state, batch, policy=None, iteration=0, budget=budget,
+                                     memory=memory, emit_first=False)
+        except InfeasibleBatchError:
+            full = None
+        assert quick is None or quick == full
+        accepted += quick is not None
+        refused += full is None
+    assert accepted > 100 and refused > 100

@@ -62,10 +62,57 @@ def _total(a: np.ndarray) -> int:
     return int(a[0]) if a.size == 1 else int(a.sum()) if a.size else 0
 
 
+def _positions_ok(a: np.ndarray, n: int) -> bool:
+    return not a.size or (_increasing(a) and a[0] >= 0 and a[-1] < n)
+
+
+def _feasible_used(state, batch: Batch, budget, memory) -> int | None:
+    """The memory after a feasible batch without evictions, or None when in doubt.
+
+    Sound but incomplete: it accepts only batches :func:`check_batch` accepts (sorted unique
+    positions; a chunk ``1 <= c <= remaining`` puts a prefill member outside the decode part,
+    so the two parts cannot overlap), in a few array operations.
+    """
+    pre, chunk, d = batch.prefill, batch.chunk, batch.decode
+    n = state.n
+    if batch.evict.size or chunk.shape != pre.shape:
+        return None
+    if not (_positions_ok(pre, n) and _positions_ok(d, n)):
+        return None
+    chunk_sum = 0
+    if pre.size == 1:
+        chunk_sum = int(chunk[0])
+        if not 1 <= chunk_sum <= int(state.prompt[pre[0]]) - int(state.prefilled[pre[0]]):
+            return None
+    elif pre.size:
+        rem = state.prompt[pre] - state.prefilled[pre]
+        if np.count_nonzero(chunk < 1) or np.count_nonzero(chunk > rem):
+            return None
+        chunk_sum = int(chunk.sum())
+    if d.size and (np.count_nonzero(state.in_decode[d]) != d.size
+                   or np.count_nonzero(state.decoded[d] >= state.output[d])):
+        return None
+    if budget is not None and chunk_sum + d.size > budget:
+        return None
+    used = state.memory_used + chunk_sum + int(d.size)
+    if memory is not None and used > memory:
+        return None
+    return used
+
+
 def check_batch(state, batch: Batch, *, policy, iteration: int, budget, memory,
                 emit_first: bool) -> int:
     """Check seed 004's rules (2.5a–d), the token budget and KV memory; return the memory
     of all resident requests after the batch. Raise :class:`InfeasibleBatchError` otherwise."""
+    used = _feasible_used(state, batch, budget, memory)
+    if used is not None:
+        return used
+    return _check_every_rule(state, batch, policy=policy, iteration=iteration, budget=budget,
+                             memory=memory, emit_first=emit_first)
+
+
+def _check_every_rule(state, batch, *, policy, iteration, budget, memory, emit_first) -> int:
+    """The complete check, rule by rule, naming the first rule broken."""
 
     def fail(rule, detail):
         raise InfeasibleBatchError(policy, iteration, rule, detail)
