@@ -176,7 +176,7 @@ class Engine:
         if durations is None:
             return t
         ends = np.cumsum(np.concatenate([[t], durations]))   # sequential, as t += τ
-        k = min(k, int(np.searchsorted(ends[:k], until, side="left")))
+        k = min(k, int(ends[:k].searchsorted(until, side="left")))
         if k < 1:
             return t
         ends, durations = ends[: k + 1], durations[:k]
@@ -196,7 +196,7 @@ class Engine:
         steps = np.arange(1, k + 1)
         memory = used + steps * d
         work = self.work - steps * d
-        self.log.extend(ends[:-1], durations, 0, 0, d, d, 0, memory, n_live, work)
+        self.log.extend(k, ends[:-1], durations, 0, 0, d, d, 0, memory, n_live, work)
         self.work = int(work[-1])
         self.peak_memory = max(self.peak_memory, int(memory[-1]))
         self.iteration += k

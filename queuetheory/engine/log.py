@@ -26,9 +26,8 @@ class ColumnLog:
             self._cols[k][i] = v
         self.n += 1
 
-    def extend(self, *columns):
+    def extend(self, k: int, *columns):
         """Append ``k`` rows at once: each value an array of length ``k`` or a scalar."""
-        k = max(np.size(c) for c in columns)
         need = self.n + k
         cap = len(self._cols[self._names[0]])
         if need > cap:
@@ -85,10 +84,8 @@ class TBTHistogram:
 
     def add_repeated(self, cls: np.ndarray, gaps: np.ndarray):
         """As ``add`` for every gap in ``gaps`` and every request of class ``cls``."""
-        k = self._bins(gaps)
-        per_class = np.bincount(cls, minlength=self._counts.shape[0])
-        for c in np.flatnonzero(per_class):
-            np.add.at(self._counts[c], k, per_class[c])
+        shape = (gaps.size, cls.size)
+        self.add(np.broadcast_to(cls, shape).ravel(), np.broadcast_to(gaps[:, None], shape).ravel())
 
     def _bins(self, gaps):
         k = np.floor((np.log10(np.maximum(gaps, 1e-300)) - self.LOW) * self.PER_DECADE)
