@@ -62,30 +62,41 @@ class TBTHistogram:
     def __init__(self, n_classes: int):
         self.width = 24 * self.PER_DECADE
         self._counts = np.zeros((max(1, n_classes), self.width), dtype=np.int64)
-        self._cls: list[np.ndarray] = []
-        self._gaps: list[np.ndarray] = []
-        self._held = 0
+        self._held: list[tuple] = []       # (classes, gaps, weights), binned in bulk
+        self._size = 0
 
     @property
     def counts(self) -> np.ndarray:
-        """Counts per class and bin (gaps added one iteration at a time are binned in bulk)."""
+        """Counts per class and bin (what ``add`` holds is binned in bulk, here)."""
         if self._held:
-            cls, gaps = np.concatenate(self._cls), np.concatenate(self._gaps)
-            self._cls, self._gaps, self._held = [], [], 0
-            np.add.at(self._counts, (cls, self._bins(gaps)), 1)
+            cls, gaps, weights = (np.concatenate(x) for x in zip(*self._held, strict=True))
+            self._held, self._size = [], 0
+            flat = cls * self.width + self._bins(gaps)
+            binned = np.bincount(flat, weights=weights, minlength=self._counts.size)
+            self._counts += np.rint(binned).astype(np.int64).reshape(self._counts.shape)
         return self._counts
 
-    def add(self, cls: np.ndarray, gaps: np.ndarray):
-        self._cls.append(cls)
-        self._gaps.append(gaps)
-        self._held += gaps.size
-        if self._held >= self.FLUSH:
+    def _hold(self, cls, gaps, weights):
+        self._held.append((cls, gaps, weights))
+        self._size += gaps.size
+        if self._size >= self.FLUSH:
             self.counts  # noqa: B018  (bins what is held)
+
+    def add(self, cls: np.ndarray, gaps: np.ndarray):
+        """One gap per request of class ``cls``."""
+        if gaps.size > 4 and not np.count_nonzero(gaps != gaps[0]):
+            self.add_repeated(cls, gaps[:1])        # the common case: one gap for all
+        else:
+            self._hold(cls, gaps, np.ones(gaps.size))
 
     def add_repeated(self, cls: np.ndarray, gaps: np.ndarray):
         """As ``add`` for every gap in ``gaps`` and every request of class ``cls``."""
-        shape = (gaps.size, cls.size)
-        self.add(np.broadcast_to(cls, shape).ravel(), np.broadcast_to(gaps[:, None], shape).ravel())
+        per_class = np.bincount(cls)
+        present = per_class.nonzero()[0]
+        shape = (gaps.size, present.size)
+        self._hold(np.broadcast_to(present, shape).ravel(),
+                   np.broadcast_to(gaps[:, None], shape).ravel(),
+                   np.broadcast_to(per_class[present].astype(float), shape).ravel())
 
     def _bins(self, gaps):
         k = np.floor((np.log10(np.maximum(gaps, 1e-300)) - self.LOW) * self.PER_DECADE)
