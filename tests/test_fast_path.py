@@ -169,3 +169,29 @@ def test_quick_batch_check_accepts_only_what_the_complete_check_accepts():
         accepted += quick is not None
         refused += full is None
     assert accepted > 100 and refused > 100
+
+
+@pytest.mark.parametrize("n_classes", [1, 3])
+def test_tbt_histogram_shared_gaps_count_like_one_by_one(n_classes):
+    from queuetheory.engine.log import TBTHistogram
+
+    rng = np.random.default_rng(n_classes)
+    held, reference = TBTHistogram(n_classes), TBTHistogram(n_classes)
+
+    def one_by_one(cls, gaps):
+        np.add.at(reference._counts, (cls, reference._bins(gaps)), 1)
+
+    for _ in range(2000):
+        n = int(rng.integers(1, 60))
+        cls = rng.integers(0, n_classes, n)
+        gaps = rng.lognormal(-3, 1, n)
+        gaps[: int(rng.integers(0, n + 1))] = rng.lognormal(-3, 1)   # a shared gap
+        held.add(cls, gaps)
+        one_by_one(cls, gaps)
+        if rng.random() < 0.2:
+            repeats = rng.lognormal(-3, 1, int(rng.integers(1, 6)))
+            held.add_repeated(cls, repeats)
+            for g in repeats:
+                one_by_one(cls, np.full(n, g))
+    np.testing.assert_array_equal(held.counts, reference._counts)
+    assert held.quantile(0.99) == reference.quantile(0.99)

@@ -83,14 +83,28 @@ class TBTHistogram:
             self.counts  # noqa: B018  (bins what is held)
 
     def add(self, cls: np.ndarray, gaps: np.ndarray):
-        """One gap per request of class ``cls``."""
-        if gaps.size > 4 and not np.count_nonzero(gaps != gaps[0]):
-            self.add_repeated(cls, gaps[:1])        # the common case: one gap for all
-        else:
-            self._hold(cls, gaps, np.ones(gaps.size))
+        """One gap per request of class ``cls``. Most requests of a batch share one gap (they
+        all emitted in the previous batch too): those are held as one weighted entry."""
+        n = gaps.size
+        if n > 8:
+            other = gaps != gaps[0]
+            m = np.count_nonzero(other)
+            if 2 * m < n:
+                self._hold_shared(cls if not m else cls[~other], gaps[:1], n - m)
+                if m:
+                    self._hold(cls[other], gaps[other], np.ones(m))
+                return
+        self._hold(cls, gaps, np.ones(n))
 
     def add_repeated(self, cls: np.ndarray, gaps: np.ndarray):
         """As ``add`` for every gap in ``gaps`` and every request of class ``cls``."""
+        self._hold_shared(cls, gaps, cls.size)
+
+    def _hold_shared(self, cls, gaps, n):
+        """Each gap of ``gaps`` once for each of the ``n`` requests of classes ``cls``."""
+        if self._counts.shape[0] == 1:
+            self._hold(np.zeros(gaps.size, np.int64), gaps, np.full(gaps.size, float(n)))
+            return
         per_class = np.bincount(cls)
         present = per_class.nonzero()[0]
         shape = (gaps.size, present.size)
