@@ -4,7 +4,7 @@ Closed forms, thresholds, bounds and stability conditions of five scheduling pap
 simulator that runs every scheduler on the same model, and a ledger of the papers' claims.
 """
 
-from . import claims, data, metrics, plotting, policies
+from . import bounds, claims, data, fluid, metrics, networks, plotting, policies
 from .engine import Batch, Result, State, simulate
 from .errors import InfeasibleBatchError, QueueTheoryError, UnstableError
 from .sweep import sweep
@@ -29,11 +29,12 @@ from .workload import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "claims", "data", "metrics", "plotting", "policies",
+    "bounds", "claims", "data", "fluid", "metrics", "plotting", "policies",
     "Batch", "Result", "State", "simulate",
     "InfeasibleBatchError", "QueueTheoryError", "UnstableError",
     "BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
     "AffineTokenTime", "sweep",
     "RequestClass", "Workload", "Trace", "TimeVarying",
     "ExactPredictor", "RelativeInterval", "ClassInterval",
+    "networks",
 ]

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-__all__ = ["summarize", "growth_rate", "drift_interval", "GrowthRate", "time_average_in_system"]
+__all__ = ["summarize", "growth_rate", "path_growth_rate", "drift_interval", "GrowthRate",
+           "time_average_in_system"]
 
 
 def _span(result) -> float:
@@ -105,13 +106,7 @@ def growth_rate(result, quantity: str = "unfinished_tokens", *, tail: float = 0.
     grows faster than 3 % of the arrivals, and stable when it surely grows slower."""
     if quantity not in ("unfinished_tokens", "in_system"):
         raise ValueError(f"quantity={quantity!r}: must be 'unfinished_tokens' or 'in_system'")
-    if not 0 < tail <= 1:
-        raise ValueError(f"tail={tail}: must lie in (0, 1]")
     paths = result.paths
-    t = paths["time"].to_numpy()
-    y = paths[quantity].to_numpy().astype(float)
-    if t.size < 4 * blocks:
-        raise ValueError(f"growth_rate: only {t.size} iterations; need at least {4 * blocks}")
     T = _span(result)
     trace = result.trace
     arrived = trace.arrival <= T
@@ -119,6 +114,26 @@ def growth_rate(result, quantity: str = "unfinished_tokens", *, tail: float = 0.
         offered = float((trace.prompt[arrived] + trace.output[arrived]).sum() / T)
     else:
         offered = float(arrived.sum() / T)
+    return path_growth_rate(paths["time"].to_numpy(), paths[quantity].to_numpy(), end=T,
+                            offered=offered, quantity=quantity, tail=tail, blocks=blocks,
+                            level=level, tolerance=tolerance)
+
+
+def path_growth_rate(time, values, *, end: float, offered: float, quantity: str = "path",
+                     tail: float = 0.5, blocks: int = 10, level: float = 0.99,
+                     tolerance: float = 0.03) -> GrowthRate:
+    """The test of :func:`growth_rate` on a plain step path: ``values[i]`` holds from
+    ``time[i]`` (sorted) until the next time, ``end`` closes the run and ``offered`` is the
+    rate the drift is compared with. Networks of engines use it on their total paths."""
+    if not 0 < tail <= 1:
+        raise ValueError(f"tail={tail}: must lie in (0, 1]")
+    t = np.asarray(time, dtype=float)
+    y = np.asarray(values, dtype=float)
+    if t.shape != y.shape or t.ndim != 1:
+        raise ValueError("path_growth_rate: time and values must be 1-d of equal length")
+    if t.size < 4 * blocks:
+        raise ValueError(f"growth_rate: only {t.size} iterations; need at least {4 * blocks}")
+    T = max(float(end), 1e-300)
     slope, lo, hi = drift_interval(t, y, T * (1 - tail), T, blocks=blocks, level=level)
     tol = tolerance * offered
     verdict = "unstable" if lo > tol else "stable" if hi < tol else "inconclusive"

@@ -1,3 +1,56 @@
 """Capacities, competitive ratios, Lyapunov drift, hindsight optima and adversarial instances."""
 
+from . import competitive_closed_forms
+from .competitive import (
+    AminRatio,
+    amin_matrices,
+    amin_ratio,
+    b_inverse,
+    fit_log_curve,
+    lemma46_ratio,
+    rayleigh,
+    trace_identity,
+)
+from .competitive_closed_forms import two_point_threshold
+
 __all__: list[str] = []
+__all__ += ["amin_matrices", "amin_ratio", "AminRatio", "rayleigh", "lemma46_ratio", "b_inverse",
+            "trace_identity", "fit_log_curve", "two_point_threshold", "competitive_closed_forms"]
+from .capacity import (  # noqa: E402  (seed 004)
+    LLAMA3_70B,
+    MaxRate,
+    capacity_table,
+    llama3_70b_table,
+    max_rate,
+    max_stable_rate,
+    min_token_budget,
+    smallest_stable_budget,
+    token_capacity,
+)
+from .drift import (  # noqa: E402  (seed 004)
+    Drift,
+    DriftCertificate,
+    LinearLyapunov,
+    QuadraticLyapunov,
+    appendix_b_constant,
+    certificate_states,
+    drift_certificate,
+    length_pmf,
+    one_step_drift,
+)
+from .work_conserving import (  # noqa: E402  (seed 004)
+    WorkConservation,
+    available_tokens,
+    dtmc_state,
+    is_work_conserving,
+    work_conservation_witness,
+)
+
+__all__ += [
+    "token_capacity", "max_rate", "MaxRate", "max_stable_rate", "min_token_budget",
+    "smallest_stable_budget", "capacity_table", "LLAMA3_70B", "llama3_70b_table",
+    "LinearLyapunov", "QuadraticLyapunov", "appendix_b_constant", "length_pmf", "Drift",
+    "one_step_drift", "DriftCertificate", "drift_certificate", "certificate_states",
+    "dtmc_state", "available_tokens", "is_work_conserving", "WorkConservation",
+    "work_conservation_witness",
+]

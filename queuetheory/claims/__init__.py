@@ -1,9 +1,15 @@
 """The ledger: every claim of the five papers as a runnable check with a verdict.
 
 ``qt.claims.all()`` lists them, ``qt.claims.get("li2025.theorem1a").check()`` runs one.
+Each paper module registers its claims when imported.
 """
 
-from . import li2025  # noqa: F401  (registers the claims)
+from . import (  # noqa: F401
+    chen2025,
+    li2025,
+    li2025_networks,
+    li2025_theory,
+)
 from .base import VERDICTS, Claim, Outcome, all, claim, get, papers
 
 __all__ = ["Claim", "Outcome", "VERDICTS", "all", "get", "claim", "papers"]

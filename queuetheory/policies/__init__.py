@@ -7,3 +7,13 @@ __all__ = [
     "Policy", "ORDERS", "ordered", "take_decodes", "take_prefills", "fit_memory",
     "Sarathi", "Orca", "VLLMVanilla", "FasterTransformer", "KFCFS", "StaticPriority",
 ]
+from .robust import HSF, AdaptiveRobust, AEll, AMax, AMin, ARandom  # noqa: E402
+from .robust_experiments import (  # noqa: E402
+    BucketInterval,
+    FixedInterval,
+    paper_trace,
+    run_rounds,
+)
+
+__all__ += ["HSF", "AMax", "ARandom", "AMin", "AEll", "AdaptiveRobust",
+            "BucketInterval", "FixedInterval", "paper_trace", "run_rounds"]

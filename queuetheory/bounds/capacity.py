@@ -1,0 +1,176 @@
+"""Token capacity of one LLM engine and the load condition of Theorem 1 (seed 004 §2, eq. 2.3, 2.7).
+
+A full batch of ``b`` tokens takes ``t_b`` time units, so an engine processes at most
+``b/t_b`` tokens per unit (L194). A workload with ``λ`` requests per unit and mean sizes
+``(m_p, m_d)`` is stable under every work-conserving policy iff ``λ(m_p + m_d) < b/t_b``
+(Theorem 1, eq. 2.7/2.8). Under the piecewise-linear law (2.3)
+``t_b = c + a·max(0, b − b0)`` the smallest stable budget has the closed form (spec §1.3)::
+
+    b_min = Λc                           if Λc ≤ b0
+    b_min = Λ(c − a·b0) / (1 − aΛ)       otherwise (needs aΛ < 1),      Λ = λ(m_p + m_d).
+
+``b/t_b`` is the *maximal* rate only if no smaller load is faster (``max_rate``): true iff
+``c ≥ a·b0`` for (2.3), and to be checked numerically once durations are rounded to slots.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import UnstableError, check_positive
+from ..timing import PiecewiseLinearTime, TimeModel, UnitTime
+from ..workload import Workload
+
+__all__ = ["token_capacity", "max_rate", "MaxRate", "max_stable_rate", "min_token_budget",
+           "smallest_stable_budget", "capacity_table", "LLAMA3_70B", "llama3_70b_table"]
+
+#: The only fit the paper reports (L116): Llama-3-70B on 2×A100-80GB, NVLink, tensor parallel.
+#: Time unit: milliseconds (c = 45.5 ms, a = 0.30 ms/token, b0 = 64 tokens).
+LLAMA3_70B = PiecewiseLinearTime(c=45.5, a=0.30, b0=64)
+
+
+def _check_model(time_model) -> TimeModel:
+    if not isinstance(time_model, TimeModel):
+        raise ValueError(f"time_model={time_model!r}: must be a queuetheory TimeModel")
+    return time_model
+
+
+def _budget(b) -> int:
+    check_positive("b", b, integer=True)
+    return int(b)
+
+
+def token_capacity(time_model, b) -> float:
+    """``b / t_b``: tokens per time unit of back-to-back full batches (seed 004 L194)."""
+    _check_model(time_model)
+    b = _budget(b)
+    return b / float(time_model.token_time(b))
+
+
+@dataclass(frozen=True)
+class MaxRate:
+    """``max_{1≤b'≤b} b'/t_{b'}`` and where it is attained; ``at_budget`` iff it is at ``b' = b``
+    (Theorem 1(b)'s premise that ``b/t_b`` is the maximal processing rate, L194)."""
+
+    b: int
+    full_rate: float
+    rate: float
+    argmax: int
+
+    @property
+    def at_budget(self) -> bool:
+        return self.rate <= self.full_rate * (1 + 1e-12)
+
+
+def max_rate(time_model, b, *, warn: bool = True) -> MaxRate:
+    """The best token rate over loads ``1 … b`` (spec §6 item 26); warns if not ``b/t_b``."""
+    _check_model(time_model)
+    b = _budget(b)
+    loads = np.arange(1, b + 1)
+    times = np.array([float(time_model.token_time(int(k))) for k in loads])
+    rates = loads / times
+    best = int(np.argmax(rates))
+    out = MaxRate(b, float(rates[-1]), float(rates[best]), int(loads[best]))
+    if warn and not out.at_budget:
+        warnings.warn(f"{time_model!r}: the best token rate {out.rate:.6g} is at load "
+                      f"{out.argmax} < b = {b}, above the full-batch rate {out.full_rate:.6g}; "
+                      "Theorem 1(b)'s capacity b/t_b is not the maximal rate here",
+                      stacklevel=2)
+    return out
+
+
+def _means(workload) -> tuple[float, float]:
+    if isinstance(workload, Workload):
+        return workload.mean_prompt, workload.mean_output
+    try:
+        mp, md = workload
+    except (TypeError, ValueError):
+        raise ValueError(f"workload={workload!r}: must be a Workload or a pair (m_p, m_d)"
+                         ) from None
+    check_positive("m_p", mp)
+    check_positive("m_d", md)
+    return float(mp), float(md)
+
+
+def max_stable_rate(workload, time_model, b) -> float:
+    """Largest arrival rate ``λ`` (requests per time unit) with ``λ(m_p + m_d) < b/t_b``.
+
+    ``workload`` is a :class:`~queuetheory.workload.Workload` (its class mix is kept) or the
+    pair of mean sizes ``(m_p, m_d)``. Stability needs a rate strictly below the value returned.
+    """
+    mp, md = _means(workload)
+    return token_capacity(time_model, b) / (mp + md)
+
+
+def min_token_budget(lam, mp, md, time_model) -> float:
+    """The budget threshold ``b_min``: every budget ``b > b_min`` gives ``λ(m_p+m_d) < b/t_b``.
+
+    Closed form for :class:`~queuetheory.timing.PiecewiseLinearTime` without slot rounding
+    (spec §1.3; if ``c < a·b0`` the stable budgets form a bounded interval above it) and for
+    :class:`~queuetheory.timing.UnitTime` (``b_min = Λ``). Raises :class:`UnstableError` when no
+    budget is stable (``aΛ ≥ 1``, or ``Λ ≥ b0/c`` when ``c < a·b0``). For other models use
+    :func:`smallest_stable_budget`.
+    """
+    check_positive("lam", lam)
+    check_positive("mp", mp)
+    check_positive("md", md)
+    load = float(lam) * (float(mp) + float(md))
+    _check_model(time_model)
+    if isinstance(time_model, UnitTime) and time_model.slot is None:
+        return load
+    if not isinstance(time_model, PiecewiseLinearTime) or time_model.slot is not None:
+        raise ValueError(f"time_model={time_model!r}: the closed form needs PiecewiseLinearTime "
+                         "or UnitTime without slot rounding; use smallest_stable_budget")
+    c, a, b0 = time_model.c, time_model.a, time_model.b0
+    if load * c <= b0:
+        return load * c
+    if c < a * b0:
+        raise UnstableError("λ(m_p+m_d) against the best rate b0/c", load, b0 / c)
+    if a * load >= 1:
+        raise UnstableError("a·λ(m_p+m_d) (no budget reaches the limit rate 1/a)", a * load, 1.0)
+    return load * (c - a * b0) / (1 - a * load)
+
+
+def smallest_stable_budget(lam, mp, md, time_model, *, b_max: int = 1 << 16) -> int:
+    """The smallest integer ``b ≤ b_max`` with ``λ(m_p+m_d) < b/t_b``, by search (any model)."""
+    check_positive("lam", lam)
+    load = float(lam) * (float(check_positive("mp", mp)) + float(check_positive("md", md)))
+    _check_model(time_model)
+    b = np.arange(1, int(b_max) + 1)
+    rates = b / np.array([float(time_model.token_time(int(k))) for k in b])
+    ok = np.flatnonzero(rates > load)
+    if ok.size == 0:
+        raise UnstableError(f"λ(m_p+m_d) against the best rate for b ≤ {b_max}", load,
+                            float(rates.max()))
+    return int(b[ok[0]])
+
+
+def capacity_table(time_model, budgets, *, per: float = 1.0) -> pd.DataFrame:
+    """``t_b``, ``b/t_b`` and the best rate ``max_{b'≤b} b'/t_{b'}`` for each budget.
+
+    Rates are multiplied by ``per`` (``per=1000`` turns tokens/ms into tokens/s).
+    """
+    rows = []
+    for b in budgets:
+        m = max_rate(time_model, b, warn=False)
+        rows.append({"b": int(b), "t_b": float(time_model.token_time(int(b))),
+                     "capacity": m.full_rate * per, "max_rate": m.rate * per,
+                     "max_rate_at": m.argmax, "at_budget": m.at_budget})
+    return pd.DataFrame(rows).set_index("b")
+
+
+def llama3_70b_table(budgets=(64, 128, 256, 512, 768, 1024, 2048)) -> pd.DataFrame:
+    """Capacity against budget for the paper's Llama-3-70B fit (L116), in tokens per second.
+
+    The limit as ``b → ∞`` is ``1/a`` = 3333.3 tokens/s (row ``inf``) because ``c > a·b0``.
+    """
+    table = capacity_table(LLAMA3_70B, budgets, per=1000.0)
+    limit = pd.DataFrame([{"t_b": math.inf, "capacity": 1000.0 / LLAMA3_70B.a,
+                           "max_rate": 1000.0 / LLAMA3_70B.a, "max_rate_at": -1,
+                           "at_budget": True}], index=pd.Index([math.inf], name="b"))
+    return pd.concat([table, limit])

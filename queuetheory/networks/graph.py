@@ -1,0 +1,266 @@
+"""``AgentNetwork``: a networkx ``DiGraph`` of request classes routed through LLM agents.
+
+Seed 004 §4 (spec ``throughput_optimal.md`` §4). The graph is a *class graph*: a node is a
+*class* (one visit of a request type to one agent, with its own prompt/output length laws),
+a ``source`` (external Poisson arrivals), a ``router`` (load balancer), a ``fork`` (one task
+per branch), a ``join`` (waits for every branch of its fork) or the ``sink``. An edge
+``u → v`` means "on completion at ``u`` go to ``v``". The agents (LLM engines: time model,
+token budget, scheduler or static class priority) live in ``net.agents``.
+
+Lengths are drawn afresh at every visit, independently of earlier visits (spec §4).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import networkx as nx
+
+from ..errors import check_positive
+from ..policies import Policy, Sarathi, StaticPriority
+from ..timing import TimeModel
+from ..workload import Lengths, RequestClass
+
+__all__ = ["AgentNetwork", "Agent", "ROUTERS", "KINDS", "mean_tokens"]
+
+KINDS = ("source", "class", "router", "fork", "join", "sink")
+ROUTERS = ("random", "round_robin", "least_requests", "least_tokens")
+SINK = "sink"
+_LAW_MEANS: dict = {}
+
+
+def _law_mean(spec) -> float:
+    """Mean of a length law as :class:`RequestClass` computes it (rounded, clipped to ≥ 1),
+    remembered per distribution object: the quantile-grid quadrature is slow."""
+    if not hasattr(spec, "ppf"):
+        return Lengths(spec).mean
+    hit = _LAW_MEANS.get(id(spec))
+    if hit is None or hit[0] is not spec:
+        hit = _LAW_MEANS[id(spec)] = (spec, Lengths(spec).mean)
+    return hit[1]
+
+
+def mean_tokens(lengths: RequestClass) -> tuple:
+    """``(m_p, m_d)`` of a class's length laws."""
+    return _law_mean(lengths.prompt), _law_mean(lengths.output)
+
+
+@dataclass(frozen=True)
+class Agent:
+    """One LLM engine of the network.
+
+    ``policy`` is any :class:`~queuetheory.policies.Policy` (copied for every run);
+    ``priority`` lists the agent's classes, most important first, and gives the
+    work-conserving :class:`~queuetheory.policies.StaticPriority` (seed 004 L316).
+    With neither, the agent runs type-blind FCFS :class:`~queuetheory.policies.Sarathi`.
+    """
+
+    name: str
+    time_model: TimeModel
+    token_budget: int
+    policy: Policy | None = None
+    priority: tuple | None = None
+
+    def make_policy(self, classes: list) -> Policy:
+        """A fresh policy for one run; ``classes`` are the agent's class names in local order."""
+        if self.policy is not None:
+            return copy.deepcopy(self.policy)
+        if self.priority is not None:
+            return StaticPriority(self.token_budget, [classes.index(c) for c in self.priority])
+        return Sarathi(self.token_budget)
+
+    @property
+    def batch_time(self) -> float:
+        """``t_b``: the duration of a full batch of ``b`` tokens."""
+        return float(self.time_model.token_time(self.token_budget))
+
+    @property
+    def capacity(self) -> float:
+        """``b / t_b``: the token rate of full batches (seed 004, eq. 2.7)."""
+        return self.token_budget / self.batch_time
+
+
+class AgentNetwork(nx.DiGraph):
+    """A network of LLM agents: a class graph plus the agents that serve the classes.
+
+    Build it with :meth:`add_agent`, :meth:`add_source`, :meth:`add_class`,
+    :meth:`add_route`, :meth:`add_router`, :meth:`add_fork` and :meth:`add_join`, or with
+    the builders :func:`parallel`, :func:`two_type_engine`, :func:`fork_join` and
+    :func:`rybko_stolyar`. ``slot`` (optional) puts decisions on a slot grid: an arrival in
+    ``(n−1, n]`` slots is admitted at slot ``n`` (seed 004's ``a_n``).
+    """
+
+    def __init__(self, incoming_graph_data=None, *, slot: float | None = None,
+                 arrivals: str = "poisson", **attr):
+        super().__init__(incoming_graph_data, **attr)
+        self.graph.setdefault("agents", {})
+        self.graph.setdefault("slot", slot)
+        self.graph.setdefault("arrivals", arrivals)
+        if SINK not in self:
+            self.add_node(SINK, kind="sink")
+
+    # ---- description ------------------------------------------------------------------------
+    @property
+    def agents(self) -> dict:
+        return self.graph["agents"]
+
+    @property
+    def slot(self):
+        return self.graph["slot"]
+
+    def nodes_of(self, kind: str) -> list:
+        return [v for v, k in self.nodes(data="kind") if k == kind]
+
+    def classes_at(self, agent: str) -> list:
+        """The class names served by ``agent``, in the order they were added."""
+        return [v for v, d in self.nodes(data=True)
+                if d.get("kind") == "class" and d["agent"] == agent]
+
+    def agent_graph(self) -> nx.DiGraph:
+        """Agents as nodes; an edge ``i → j`` when a class at ``i`` feeds a class at ``j``."""
+        g = nx.DiGraph()
+        g.add_nodes_from(self.agents)
+        for k in self.nodes_of("class"):
+            for nxt in self.next_classes(k):
+                i, j = self.nodes[k]["agent"], self.nodes[nxt]["agent"]
+                g.add_edge(i, j, classes=g.get_edge_data(i, j, {}).get("classes", ()) + (k,))
+        return g
+
+    def next_classes(self, node) -> list:
+        """The classes reached from ``node`` through routers, forks and joins."""
+        out = []
+        for v in self.successors(node):
+            kind = self.nodes[v].get("kind")
+            out.extend([v] if kind == "class" else [] if kind == "sink" else self.next_classes(v))
+        return out
+
+    # ---- building -----------------------------------------------------------------------------
+    def add_agent(self, name, time_model: TimeModel, token_budget: int, *, policy=None,
+                  priority=None) -> Agent:
+        """Add an LLM engine (see :class:`Agent`)."""
+        if name in self.agents:
+            raise ValueError(f"agent={name!r}: already in the network")
+        agent = Agent(name, time_model, token_budget, policy,
+                      None if priority is None else tuple(priority))
+        self._check_agent(agent)
+        self.agents[name] = agent
+        return agent
+
+    def add_source(self, name, rate: float, to) -> None:
+        """External Poisson arrivals at ``rate`` per time unit, entering node ``to``."""
+        self.add_node(name, kind="source", rate=rate)
+        self.add_edge(name, to)
+
+    def add_class(self, name, agent, prompt, output, to=SINK) -> None:
+        """A visit to ``agent`` with its own prompt/output length laws (int, frozen
+        ``scipy.stats`` distribution or samples, as in :class:`~queuetheory.RequestClass`)."""
+        self.add_node(name, kind="class", agent=agent,
+                      lengths=RequestClass(prompt, output, rate=0.0, name=str(name)))
+        self.add_edge(name, to)
+
+    def add_route(self, name, rate: float, stages, to=SINK) -> list:
+        """A request type visiting ``stages = [(agent, prompt, output), ...]`` in order.
+
+        Its classes are named ``f"{name}{k}"`` for stage ``k = 1, 2, …``; returns them."""
+        names = [f"{name}{k}" for k in range(1, len(stages) + 1)]
+        for k, (agent, prompt, output) in enumerate(stages):
+            self.add_class(names[k], agent, prompt, output,
+                           to=names[k + 1] if k + 1 < len(stages) else to)
+        self.add_source(f"src:{name}", rate, names[0])
+        return names
+
+    def add_router(self, name, to, router: str = "random") -> None:
+        """A load balancer sending each request to one of the classes ``to`` (seed 004 §4.1)."""
+        self.add_node(name, kind="router", router=router)
+        self.add_edges_from((name, v) for v in to)
+
+    def add_fork(self, name, to) -> None:
+        """Each request becomes one task on every branch ``to`` (seed 004 §4.3)."""
+        self.add_node(name, kind="fork")
+        self.add_edges_from((name, v) for v in to)
+
+    def add_join(self, name, fork, to=SINK) -> None:
+        """Releases a request once all the branches of ``fork`` have finished it."""
+        self.add_node(name, kind="join", fork=fork)
+        self.add_edge(name, to)
+
+    # ---- validation ---------------------------------------------------------------------------
+    def _check_agent(self, a: Agent) -> None:
+        if not isinstance(a.time_model, TimeModel):
+            raise ValueError(f"agent {a.name!r}: time_model={a.time_model!r} must be a TimeModel")
+        check_positive(f"agent {a.name!r}: token_budget", a.token_budget, integer=True)
+        if a.policy is not None and a.priority is not None:
+            raise ValueError(f"agent {a.name!r}: give a policy or a priority order, not both")
+        if a.policy is not None:
+            if not isinstance(a.policy, Policy):
+                raise ValueError(f"agent {a.name!r}: policy={a.policy!r} must be a Policy")
+            own = getattr(a.policy, "token_budget", None)
+            if own is not None and own > a.token_budget:
+                raise ValueError(f"agent {a.name!r}: the policy's token_budget={own} exceeds "
+                                 f"the agent's token_budget={a.token_budget}")
+
+    def validate(self) -> AgentNetwork:
+        """Check the description; raise ``ValueError`` naming the node and the rule broken."""
+        for v, d in self.nodes(data=True):
+            kind = d.get("kind")
+            if kind not in KINDS:
+                raise ValueError(f"node {v!r}: referenced by an edge but never added "
+                                 f"(kind={kind!r}, must be one of {KINDS})")
+            out, inn = self.out_degree(v), self.in_degree(v)
+            if kind == "sink" and out:
+                raise ValueError(f"node {v!r}: the sink has no successors")
+            if kind in ("class", "source", "join") and out != 1:
+                raise ValueError(f"node {v!r}: a {kind} needs exactly one successor, has {out}")
+            if kind == "source":
+                check_positive(f"source {v!r}: rate", d["rate"])
+                if inn:
+                    raise ValueError(f"node {v!r}: a source has no predecessors")
+            if kind == "class" and d["agent"] not in self.agents:
+                raise ValueError(f"class {v!r}: agent={d['agent']!r} is not in the network "
+                                 f"(agents: {sorted(self.agents)})")
+            if kind == "router":
+                if d.get("router") not in ROUTERS:
+                    raise ValueError(f"router {v!r}: router={d.get('router')!r} must be one of "
+                                     f"{ROUTERS}")
+                if out < 1 or any(self.nodes[w].get("kind") != "class"
+                                  for w in self.successors(v)):
+                    raise ValueError(f"router {v!r}: needs one or more class successors")
+            if kind == "fork" and out < 2:
+                raise ValueError(f"fork {v!r}: needs at least two branches, has {out}")
+            if kind == "join":
+                self._check_join(v, d)
+        if not nx.is_directed_acyclic_graph(self):
+            cycle = nx.find_cycle(self)
+            raise ValueError(f"routes must not loop: cycle {cycle}")
+        sources = self.nodes_of("source")
+        if not sources:
+            raise ValueError("the network has no source: add one with add_source or add_route")
+        reached = set().union(*(nx.descendants(self, s) for s in sources))
+        for k in self.nodes_of("class"):
+            if k not in reached:
+                raise ValueError(f"class {k!r}: no source reaches it, so its rate is 0 "
+                                 "(every class needs a positive rate)")
+            if not nx.has_path(self, k, SINK):
+                raise ValueError(f"class {k!r}: its route never reaches the sink")
+        for name, a in self.agents.items():
+            self._check_agent(a)
+            mine = self.classes_at(name)
+            if not mine:
+                raise ValueError(f"agent {name!r}: serves no class")
+            if a.priority is not None and sorted(map(str, a.priority)) != sorted(map(str, mine)):
+                raise ValueError(f"agent {name!r}: priority={list(a.priority)} must list "
+                                 f"exactly its classes {mine}")
+        return self
+
+    def _check_join(self, v, d) -> None:
+        fork = d.get("fork")
+        if fork not in self or self.nodes[fork].get("kind") != "fork":
+            raise ValueError(f"join {v!r}: fork={fork!r} is not a fork node")
+        branches = list(self.successors(fork))
+        if self.in_degree(v) != len(branches):
+            raise ValueError(f"join {v!r}: has {self.in_degree(v)} inputs but fork {fork!r} "
+                             f"has {len(branches)} branches")
+        for b in branches:
+            if not nx.has_path(self, b, v):
+                raise ValueError(f"join {v!r}: branch {b!r} of fork {fork!r} never reaches it")

@@ -1,0 +1,255 @@
+"""Schedulers of seed 003 (Chen, Ye, Zhou): H-SF, A_max, A_random, A_min (Alg. 2 and 5), A_ℓ
+(Alg. 6) and the A_min/A_ℓ switch, for outputs known only to lie in ``[lo, hi]``.
+
+Round model. The paper's step ``t`` (§1.2 of the spec) admits jobs, then every active job
+produces one token; a job started at ``p`` holds ``s + (t − p + 1)`` tokens after step ``t``
+(eq. 1 counts the token just produced) and finishes at ``L = p + o``. The engine with
+``UnitTime()`` and ``emit_first=True`` runs a job started in round ``p`` with prompt ``P`` for
+rounds ``p … p+o−1`` holding ``P + (t − p)`` tokens, finishing at time ``p + o``. So **a paper
+instance with prompt ``s`` is the engine instance with prompt ``s + 1``** (the KV of the token
+being produced); :func:`~queuetheory.policies.robust_experiments.paper_trace` applies it. With
+it Example 3.2 (TEL 5 vs 9) and Example 8.2 (TEL 12) come out exactly. Every request prefills
+its whole prompt in its first round.
+
+Memory look-ahead (eq. 3) is :class:`~queuetheory.policies.memory_check.FuturePeak` in round
+units relative to now: a running job with ``a`` tokens and assumed length ``ô`` holds
+``kv + 1`` after this round and runs ``ô − a`` more rounds; a new one holds ``P`` and runs
+``ô``. Decisions of the spec (§5) are referenced by number in the code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine import Batch
+from ..errors import QueueTheoryError
+from .base import Policy
+from .memory_check import FuturePeak
+
+__all__ = ["HSF", "AMax", "ARandom", "AMin", "AEll", "AdaptiveRobust"]
+
+
+class _RoundPolicy(Policy):
+    """Shared loop: evict (hook), then admit waiting jobs in the hook's order while the
+    future-peak check with the hook's length estimates passes; running jobs always decode."""
+
+    on_fail = "break"
+
+    def _reset(self):
+        self._rank = np.empty(0)           # one uniform key per request id (a permutation σ)
+
+    def _ranks(self, rid):
+        if rid.size and rid.max() >= self._rank.size:
+            extra = int(rid.max()) + 1 - self._rank.size
+            self._rank = np.concatenate([self._rank, self.rng.random(extra)])
+        return self._rank[rid]
+
+    def _schedule(self, state):
+        if state.memory is None:
+            raise ValueError(f"memory=None: {type(self).__name__} needs a KV capacity M")
+        self._see(state)
+        running = np.flatnonzero(state.started)
+        evict = self._evict(state, running)
+        running = np.setdiff1d(running, evict)
+        waiting = np.flatnonzero(~state.started)
+        waiting = np.union1d(waiting, evict)
+        order = waiting[self._order(state, waiting)]
+        est = self._estimate(state)
+        a = state.decoded
+        now = int(state.kv[running].sum()) + running.size      # memory after this round
+        if order.size == 0 or now + int(state.prompt[order[0]]) > state.memory:
+            admit = order[:0]                                  # the first candidate cannot fit
+        else:
+            est_run = np.maximum(est[running], a[running] + 1)          # spec §5 #5
+            peak = FuturePeak(state.memory, 0, state.kv[running] + 1, est_run - a[running] - 1)
+            admit = order[peak.admit(state.prompt[order], est[order] - 1, on_fail=self.on_fail)]
+        if admit.size == 0 and running.size == 0 and waiting.size:
+            j = order[0]
+            raise QueueTheoryError(
+                f"{type(self).__name__} cannot start request {int(state.rid[j])}: its prompt "
+                f"{int(state.prompt[j])} plus assumed length {int(est[j])} exceeds "
+                f"memory={state.memory}")
+        return Batch(admit, state.prompt[admit], running, evict)
+
+    # hooks -------------------------------------------------------------------------------
+    def _see(self, state):
+        """Record per-request state for requests seen for the first time."""
+
+    def _evict(self, state, running):
+        return np.empty(0, dtype=np.int64)
+
+    def _estimate(self, state):
+        raise NotImplementedError
+
+    def _order(self, state, waiting):
+        raise NotImplementedError
+
+
+class HSF(_RoundPolicy):
+    """Hindsight shortest-first (Alg. 3): knows every ``o_i``; admits the shortest waiting jobs
+    while eq. (3) holds with the true lengths; never evicts. The benchmark of Def. 3.1. With
+    equal prompts the longest feasible shortest-first prefix is Alg. 3's largest feasible set
+    (spec §2.1); with unequal prompts it is the same greedy rule, not a knapsack optimum."""
+
+    def _estimate(self, state):
+        return state.output
+
+    def _order(self, state, waiting):
+        return np.lexsort((self.rng.random(waiting.size), state.output[waiting]))
+
+
+class ARandom(_RoundPolicy):
+    """A_random (Alg. 4, analysis only): true lengths, one random permutation drawn at the
+    start, admission in that order stopping at the first job that does not fit (spec §5 #9)."""
+
+    def _estimate(self, state):
+        return state.output
+
+    def _order(self, state, waiting):
+        return np.argsort(self._ranks(state.rid[waiting]))
+
+
+class AMax(_RoundPolicy):
+    """A_max (Alg. 1): assumes every job runs to its upper bound ``hi``; never overflows.
+
+    order : ``"sorted"`` admits by (``hi`` ascending, random permutation), the largest feasible
+        set (spec §2.2); ``"random"`` follows the permutation only. Equal ``hi`` (the paper's
+        single interval): both are Alg. 1.
+    """
+
+    def __init__(self, order="sorted"):
+        if order not in ("sorted", "random"):
+            raise ValueError(f"order={order!r}: must be 'sorted' or 'random'")
+        self.order = order
+
+    def _estimate(self, state):
+        return state.hi
+
+    def _order(self, state, waiting):
+        rank = self._ranks(state.rid[waiting])
+        if self.order == "random":
+            return np.argsort(rank)
+        return np.lexsort((rank, state.hi[waiting]))
+
+
+class _LowerBounds(_RoundPolicy):
+    """Keeps the running lower bound ``õ_i`` per request id, initialised to ``lo_i``."""
+
+    def _reset(self):
+        super()._reset()
+        self._lb = np.empty(0, dtype=np.int64)
+
+    def _see(self, state):
+        rid = state.rid
+        if rid.size and rid.max() >= self._lb.size:
+            grow = np.zeros(int(rid.max()) + 1 - self._lb.size, dtype=np.int64)
+            self._lb = np.concatenate([self._lb, grow])
+        new = self._lb[rid] == 0
+        self._lb[rid[new]] = state.lo[new]
+
+    def _estimate(self, state):
+        return self._lb[state.rid]
+
+
+class AMin(_LowerBounds):
+    """A_min (Alg. 2; Alg. 5 when ``lo`` is the class lower bound): starts from ``õ_i = lo_i``,
+    admits shortest-``õ`` first while eq. (3) holds with ``õ``, and when next round's memory
+    would overflow evicts smallest-key first until it fits. An evicted job returns to the
+    waiting set (spec §5 #2) with ``õ_i ← max(õ_i, a_i)`` (§5 #3; ``a_i + 1`` with
+    ``bound="generated+1"``, a job still unfinished after ``a_i`` tokens has ``o_i > a_i``).
+
+    evict_key : ``"static"`` sorts by ``õ_i`` (literal Alg. 2); ``"dynamic"`` by
+        ``max(õ_i, a_i)``, the certified lower bound (spec §5 #4). Ties at random.
+    """
+
+    def __init__(self, evict_key="static", bound="generated"):
+        if evict_key not in ("static", "dynamic"):
+            raise ValueError(f"evict_key={evict_key!r}: must be 'static' or 'dynamic'")
+        if bound not in ("generated", "generated+1"):
+            raise ValueError(f"bound={bound!r}: must be 'generated' or 'generated+1'")
+        self.evict_key = evict_key
+        self.bound = bound
+
+    def _evict(self, state, running):
+        need = state.kv[running] + 1                       # projected memory at t+1 (§5 #6)
+        excess = int(need.sum()) - state.memory
+        if excess <= 0:
+            return np.empty(0, dtype=np.int64)
+        a = state.decoded[running]
+        lb = self._lb[state.rid[running]]
+        key = lb if self.evict_key == "static" else np.maximum(lb, a)
+        order = np.lexsort((self.rng.random(running.size), key))
+        k = int(np.searchsorted(np.cumsum(need[order]), excess, side="left")) + 1
+        out = running[order[:k]]
+        rid = state.rid[out]
+        gained = state.decoded[out] + (self.bound == "generated+1")
+        self._lb[rid] = np.maximum(self._lb[rid], gained)
+        return np.sort(out)
+
+    def _order(self, state, waiting):
+        return np.lexsort((self.rng.random(waiting.size), self._lb[state.rid[waiting]]))
+
+
+class AEll(_LowerBounds):
+    """A_ℓ (Alg. 6, "promote-ℓ"), for two-point outputs ``o ∈ {lo, hi}``: a FIFO queue in a
+    random initial order; jobs start with ``õ = lo``; a job still unfinished after ``õ_i``
+    tokens is evicted, promoted to ``õ_i = hi_i`` and sent to the back of the queue. The
+    trigger is ``a_i ≥ õ_i`` (spec §5 #10: Alg. 6's "more than ℓ tokens" would also fire on
+    promoted jobs and never terminate). Admission from the front, stopping at the first job
+    that does not fit (§5 #11)."""
+
+    def _reset(self):
+        super()._reset()
+        self._queue = np.empty(0)
+        self._tail = 0.0
+
+    def _enqueue(self, rid):
+        if rid.size:
+            self._queue[rid] = self._tail + self.rng.permutation(rid.size)
+            self._tail += rid.size
+
+    def _see(self, state):
+        super()._see(state)
+        rid = state.rid
+        if rid.size and rid.max() >= self._queue.size:
+            start = self._queue.size
+            self._queue = np.concatenate([self._queue, np.full(int(rid.max()) + 1 - start, -1.0)])
+        self._enqueue(rid[self._queue[rid] < 0])
+
+    def _evict(self, state, running):
+        rid = state.rid[running]
+        out = running[state.decoded[running] >= self._lb[rid]]
+        self._lb[state.rid[out]] = state.hi[out]
+        self._enqueue(state.rid[out])
+        return out
+
+    def _order(self, state, waiting):
+        return np.argsort(self._queue[state.rid[waiting]])
+
+
+class AdaptiveRobust(Policy):
+    """The switch of L444: A_ℓ when ``α = min lo / max hi`` (over the requests present at the
+    first decision) is below ``threshold`` (default α* of :func:`two_point_threshold`), else
+    A_min. ``chosen`` names the policy picked."""
+
+    def __init__(self, threshold=None, evict_key="static"):
+        from ..bounds.competitive_closed_forms import two_point_threshold
+
+        self.threshold = two_point_threshold() if threshold is None else float(threshold)
+        self.evict_key = evict_key
+
+    def _reset(self):
+        self._inner = None
+        self.chosen = None
+
+    def _schedule(self, state):
+        if self._inner is None:
+            alpha = float(state.lo.min()) / float(state.hi.max())
+            self._inner = AEll() if alpha < self.threshold else AMin(self.evict_key)
+            self.chosen = type(self._inner).__name__
+            self._inner.rng = self.rng
+            self._inner._reset()
+        return self._inner._schedule(state)
+
+    def _params(self):
+        return {"threshold": self.threshold, "evict_key": self.evict_key}

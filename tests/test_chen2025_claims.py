@@ -1,0 +1,26 @@
+"""The chen2025 part of the ledger: every claim of the issue is registered with the verdict the
+code reaches (``tests/test_ledger.py`` runs each quick check against its recorded verdict)."""
+
+import queuetheory as qt
+
+EXPECTED = {
+    "example3_2": "confirmed", "example8_2": "confirmed", "lemma4_9": "confirmed",
+    "corollary4_8": "confirmed", "trace_identity": "confirmed", "theorem4_3": "confirmed",
+    "figure1": "qualified", "theorem3_3": "confirmed", "theorem3_4": "refuted",
+    "theorem8_6_part1": "refuted", "theorem8_6_part2": "confirmed", "theorem5_1": "confirmed",
+    "theorem5_2": "confirmed", "alpha_star": "confirmed", "geometric": "confirmed",
+    "theorem5_3": "confirmed", "experiment1": "qualified", "experiment2": "confirmed",
+    "experiment3": "qualified", "lemma8_8": "confirmed", "theorem4_2": "qualified",
+    "lemma4_6_rounds": "refuted",
+}
+
+
+def test_ledger_records_the_papers_claims():
+    recorded = {c.id.split(".", 1)[1]: c.expected for c in qt.claims.all("chen2025")}
+    assert recorded == EXPECTED
+
+
+def test_refuted_claims_carry_their_counterexample():
+    for name in ("theorem3_4", "theorem8_6_part1"):
+        out = qt.claims.get(f"chen2025.{name}").check(quick=True)
+        assert out.verdict == "refuted" and out.note and out.data
