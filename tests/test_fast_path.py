@@ -195,3 +195,20 @@ def test_tbt_histogram_shared_gaps_count_like_one_by_one(n_classes):
                 one_by_one(cls, np.full(n, g))
     np.testing.assert_array_equal(held.counts, reference._counts)
     assert held.quantile(0.99) == reference.quantile(0.99)
+
+
+def test_subclass_that_changes_the_decision_is_not_repeated():
+    class EveryOther(Sarathi):      # decodes only on even iterations: not steady
+        def _reset(self):
+            self.calls = 0
+
+        def _schedule(self, state):
+            self.calls += 1
+            batch = super()._schedule(state)
+            if self.calls % 2 or not batch.decode.size or batch.prefill.size:
+                return batch
+            return qt.Batch(decode=batch.decode[:1])
+
+    wl = qt.Workload([qt.RequestClass(prompt=64, output=64, rate=2.0)])
+    res, n_slow, n_fast = _same_run(wl, lambda: EveryOther(512), ANCHOR_TIME, n_requests=20)
+    assert n_fast == n_slow == res.engine.iteration

@@ -72,7 +72,12 @@ class _TokenBudgetPolicy(Policy):
         """A decode-only batch repeats while its members only decode: the ordered decode
         candidates keep their order under every ``order`` rule (members' keys all drop by one,
         non-members' do not change), so ``take_decodes`` picks the same members, and
-        :func:`fit_memory` keeps them as long as they fit, which the engine checks."""
+        :func:`fit_memory` keeps them as long as they fit, which the engine checks.
+
+        Proved for the classes of this module only: a subclass defined elsewhere (which may
+        change ``_schedule``) is stepped one by one unless it declares ``steady`` itself."""
+        if type(self).__module__ != __name__:
+            return False
         return self._decode_only(batch) and self._steady_prefills(state, batch)
 
     def _steady_prefills(self, state, batch) -> bool:
