@@ -29,12 +29,11 @@ from .workload import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "bounds", "claims", "data", "fluid", "metrics", "plotting", "policies",
+    "bounds", "claims", "data", "fluid", "metrics", "networks", "plotting", "policies",
     "Batch", "Result", "State", "simulate",
     "InfeasibleBatchError", "QueueTheoryError", "UnstableError",
     "BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
     "AffineTokenTime", "sweep",
     "RequestClass", "Workload", "Trace", "TimeVarying",
     "ExactPredictor", "RelativeInterval", "ClassInterval",
-    "networks",
 ]

@@ -5,6 +5,7 @@ Each paper module registers its claims when imported.
 """
 
 from . import (  # noqa: F401
+    ao2025,
     chen2025,
     li2025,
     li2025_networks,

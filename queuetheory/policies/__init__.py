@@ -17,3 +17,7 @@ from .robust_experiments import (  # noqa: E402
 
 __all__ += ["HSF", "AMax", "ARandom", "AMin", "AEll", "AdaptiveRobust",
             "BucketInterval", "FixedInterval", "paper_trace", "run_rounds"]
+
+from .wait import WAIT, FCFSRestart, NestedWAIT  # noqa: E402
+
+__all__ += ["WAIT", "NestedWAIT", "FCFSRestart"]

@@ -1,0 +1,966 @@
+"""Claims of Ao, Luo, Simchi-Levi, Wang (seed 000): fluid equilibria, WAIT, Nested WAIT.
+
+Every check computes: identities with sympy, θ with brentq, thresholds with HiGHS, and the
+queueing claims by running the policies of :mod:`queuetheory.policies.wait` on the engine
+with ``LinearMemoryTime(d0, d1)``. The instance of Props. 4–5 (types ``(l, l', λ) =
+(1, 1, 1), (1, 2, 1)``, ``d0 = d1 = 0.1``: ``ΔT* = 1``, ``M* = 9``) carries most checks.
+Growth in the horizon ``T`` is the log-log slope of the mean, over seeds, of the unfinished
+work averaged over ``[T/2, T]`` (spec §1.5's ``U(T)``).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+import sympy as sp
+from scipy import stats
+
+from .. import fluid
+from ..engine import simulate
+from ..fluid.equilibrium import class_arrays
+from ..fluid.nested import _g
+from ..metrics import growth_rate
+from ..policies.wait import WAIT, FCFSRestart, NestedWAIT
+from ..timing import LinearMemoryTime
+from ..workload import RequestClass, TimeVarying, Workload
+from .base import Outcome, claim
+
+D0 = D1 = 0.1
+PROP4 = (RequestClass(1, 1, 1.0), RequestClass(1, 2, 1.0))
+
+
+def _verdict(ok: bool, bad: str = "refuted") -> str:
+    return "confirmed" if ok else bad
+
+
+def _slope(T, y) -> float:
+    return float(np.polyfit(np.log(T), np.log(y), 1)[0])
+
+
+def _policy(name: str):
+    kind, _, arg = name.partition(":")
+    if kind == "wait":
+        return WAIT(tuple(int(x) for x in arg.split(",")), PROP4)
+    if kind in ("nested", "nested-gate"):
+        n = tuple(int(x) for x in arg.split(","))
+        return NestedWAIT((1, 2), n, overflow="gate" if kind == "nested-gate" else "soft")
+    if kind == "fcfs":
+        return FCFSRestart()
+    raise ValueError(name)
+
+
+@lru_cache(maxsize=256)
+def _run_prop4(name: str, T: float, seed: int, memory: int | None, scale: float = 1.0) -> dict:
+    """One run on the Prop-4 instance (rates × ``scale``); the numbers the claims use."""
+    classes = [RequestClass(c.prompt, c.output, c.rate * scale) for c in PROP4]
+    res = simulate(Workload(classes), _policy(name), LinearMemoryTime(D0, D1), memory=memory,
+                   horizon=T, seed=seed)
+    return _summary(res, T)
+
+
+def _summary(res, T) -> dict:
+    p = res.paths
+    late = p["time"].to_numpy() >= T / 2
+    req = res.requests
+    done = req["finish"].notna().to_numpy()
+    m = res.metrics
+    offered = float((res.trace.output).sum() / T)
+    growth = growth_rate(res, "in_system") if m["iterations"] >= 80 else None
+    return {
+        "growth": None if growth is None else growth.verdict,
+        "growth_slope": float("nan") if growth is None else growth.slope,
+        "U": float(p["unfinished_tokens"].to_numpy()[late].mean()) if late.any() else 0.0,
+        "latency": m["mean_latency"],
+        "ttft": m["mean_ttft"],
+        "gap": 1 - m["throughput"] / offered if offered else 0.0,
+        "throughput": m["throughput"],
+        "throughput_plus1": float((req["output"].to_numpy()[done] + 1).sum() / T),
+        "peak_memory": m["peak_memory"],
+        "restarts": m["restarts"],
+        "iterations": m["iterations"],
+        "in_system_end": m["in_system_end"],
+        "arrived_tokens": float((res.trace.prompt + res.trace.output).sum()),
+        "completed_tokens": float((req["prompt"].to_numpy()[done]
+                                   + req["output"].to_numpy()[done]).sum()),
+    }
+
+
+def _scaling(name, Ts, seeds, memory):
+    rows = [[_run_prop4(name, float(T), s, memory) for s in range(k)]
+            for T, k in zip(Ts, seeds, strict=True)]
+    mean = {key: np.array([np.mean([r[key] for r in row]) for row in rows])
+            for key in ("U", "latency", "ttft", "gap", "peak_memory", "restarts")}
+    mean["peak_max"] = np.array([max(r["peak_memory"] for r in row) for row in rows])
+    mean["growth"] = [row[0]["growth"] for row in rows]
+    mean["growth_slope"] = np.array([row[0]["growth_slope"] for row in rows])
+    return mean
+
+
+def _plain(d: dict) -> dict:
+    return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in d.items()}
+
+
+def _grid(quick):
+    return ((500, 2000), (2, 1)) if quick else ((1000, 10000, 100000), (8, 4, 2))
+
+
+# ---- §2: the fluid model -------------------------------------------------------------------
+
+@claim("ao2025.fluid_equilibrium",
+       statement="Eqs. (5)-(8): ΔT* = d0/(1−d1W), M* = d0W/(1−d1W), n_j* = ΔT*λ_j(l'_j+1), "
+                 "Throughput* = Σλ_j(l'_j+1); M*/(d0+d1M*) = W; Prop-4 instance: K = "
+                 "d0/(1−9d1), n = (2K, 3K), M* = 9K.",
+       expected="confirmed")
+def _fluid_equilibrium(quick: bool) -> Outcome:
+    checks = {}
+    for m in (1, 2) if quick else (1, 2, 3):
+        s = fluid.equilibrium_symbolic(m)
+        W, d0, d1 = s["W"], s["d0"], s["d1"]
+        checks[f"eq6_m{m}"] = sp.simplify(s["memory"] - d0 * W / (1 - d1 * W)) == 0
+        checks[f"eq7_m{m}"] = sp.simplify(s["iteration_time"] - d0 / (1 - d1 * W)) == 0
+        checks[f"identity_m{m}"] = sp.simplify(s["memory"] / (d0 + d1 * s["memory"]) - W) == 0
+        checks[f"eq8_m{m}"] = sp.simplify(
+            s["throughput"] - sum(s["lam"][j] * (s["lp"][j] + 1) for j in range(m))) == 0
+    s = fluid.equilibrium_symbolic(2)
+    sub = {s["lam"][0]: 1, s["lam"][1]: 1, s["l"][0]: 1, s["l"][1]: 1, s["lp"][0]: 1,
+           s["lp"][1]: 2}
+    K = s["d0"] / (1 - 9 * s["d1"])
+    act = [sp.simplify(a.subs(sub) / K) for a in s["active"]]
+    mem = sp.simplify(s["memory"].subs(sub) / K)
+    checks["prop4_instance"] = act == [2, 3] and mem == 9
+    eq = fluid.equilibrium(PROP4, D0, D1)
+    checks["numeric_matches_symbolic"] = bool(np.isclose(eq.memory, 9) and
+                                              np.allclose(eq.active, [2, 3]))
+    ok = all(checks.values())
+    return Outcome(_verdict(ok), figure=f"sympy: (5)+(7) ⇒ (6), M*/(d0+d1M*) = W for m ≤ "
+                   f"{3 if not quick else 2}; Prop-4: n* = ({act[0]}K, {act[1]}K), M* = {mem}K",
+                   data={k: bool(v) for k, v in checks.items()})
+
+
+@claim("ao2025.balance_l186",
+       statement="Multi-type balance as printed at L186: (d0 + d1M*)λ_j = n_j*, together with "
+                 "(5), yields M* of eq. (6).",
+       expected="refuted")
+def _balance(quick: bool) -> Outcome:
+    lam, l, lp, d0, d1, M = sp.symbols("lambda l lp d0 d1 M", positive=True)
+    target = d0 * lam * (lp + 1) * (l + lp / 2) / (1 - d1 * lam * (lp + 1) * (l + lp / 2))
+    printed = sp.solve(sp.Eq(M, (d0 + d1 * M) * lam * (l + lp / 2)), M)[0]
+    fixed = sp.solve(sp.Eq(M, (d0 + d1 * M) * lam * (lp + 1) * (l + lp / 2)), M)[0]
+    printed_ok = sp.simplify(printed - target) == 0
+    fixed_ok = sp.simplify(fixed - target) == 0
+    ex = {lam: 1, l: 1, lp: 1, d0: sp.Rational(1, 10), d1: sp.Rational(1, 10)}
+    verdict = "refuted" if (not printed_ok and fixed_ok) else _verdict(printed_ok)
+    return Outcome(verdict, figure=f"single type l=l'=λ=1, d0=d1=1/10: printed balance gives "
+                   f"M* = {printed.subs(ex)}, eq. (6) gives {target.subs(ex)}",
+                   data={"printed_matches": bool(printed_ok), "corrected_matches": bool(fixed_ok)},
+                   note="The balance holds as (d0 + d1M*)λ_j = n_j*/(l'_j+1) (arrivals per "
+                        "iteration = completions = prompts in the last stage).")
+
+
+# ---- Propositions 1-5 ----------------------------------------------------------------------
+
+@claim("ao2025.proposition1",
+       statement="If λ_j d0 (l'_j+1)(l_j+l'_j/2) ≥ 1 then E[Latency] = Ω(T) under any policy "
+                 "(printed with d0, L144-L150).",
+       expected="qualified")
+def _prop1(quick: bool) -> Outcome:
+    T = 4000.0 if quick else 20000.0
+    # literal statement: λ d0 a ≥ 1 with d1 W < 1 — WAIT with strict thresholds is stable
+    lit = [RequestClass(1, 1, 1.0)]
+    d0, d1 = 0.5, 0.1
+    a = float(fluid.memory_work(1, 1))
+    n = fluid.wait_thresholds(lit, d0, d1, margin=0.1)
+    res = simulate(Workload(lit), WAIT(n, lit), LinearMemoryTime(d0, d1), horizon=T, seed=0)
+    g_lit = growth_rate(res, "in_system")
+    # corrected statement: d1 W ≥ 1 — unstable even for WAIT with large thresholds
+    over = [RequestClass(1, 1, 1.2 / (d1 * a))]
+    res2 = simulate(Workload(over), WAIT([20], over), LinearMemoryTime(d0, d1),
+                    horizon=T, seed=0)
+    g_over = growth_rate(res2, "in_system")
+    if g_over.verdict != "unstable":
+        verdict = "refuted"                 # even d1·W ≥ 1 did not blow up
+    else:
+        verdict = {"stable": "qualified", "unstable": "confirmed"}.get(g_lit.verdict,
+                                                                      "not-reproducible")
+    return Outcome(verdict,
+                   figure=f"λd0a = {1.0 * d0 * a:.2f} ≥ 1 but d1W = {d1 * a:.2f}: "
+                          f"WAIT n={n.tolist()} "
+                          f"{g_lit.verdict} (rel. slope {g_lit.relative:.3f}); d1W = 1.2: "
+                          f"{g_over.verdict} (rel. slope {g_over.relative:.3f})",
+                   data={"literal": g_lit.__dict__, "corrected": g_over.__dict__},
+                   note="Holds with d1 in place of d0: Ω(T) latency iff d1·W ≥ 1 (or C < M*).")
+
+
+@claim("ao2025.proposition2",
+       statement="If C ≥ M*, every online policy has E[Throughput] ≤ Throughput* = Σλ_j(l'_j+1).",
+       expected="confirmed")
+def _prop2(quick: bool) -> Outcome:
+    T = 800.0 if quick else 5000.0
+    worst = -np.inf
+    pathwise = True
+    runs = []
+    for name, mem in (("wait:1,1", 9), ("wait:2,2", 18), ("fcfs", 9), ("nested:10,6", None)):
+        for seed in range(2 if quick else 6):
+            r = _run_prop4(name, T, seed, mem)
+            pathwise &= r["completed_tokens"] <= r["arrived_tokens"]
+            ratio = r["throughput_plus1"] / fluid.equilibrium(PROP4, D0, D1).throughput
+            worst = max(worst, ratio)
+            runs.append((name, seed, ratio))
+    # a run may exceed 1 only by the Poisson noise of its arrivals: Σ(l'+1) over arrivals
+    # has variance (2² + 3²)T, so the ratio's s.d. is √(13T)/(5T); allow 4 s.d.
+    se = math.sqrt(13 * T) / (5 * T)
+    ok = pathwise and worst <= 1 + 4 * se
+    return Outcome(_verdict(ok), figure=f"max throughput/Throughput* = {worst:.4f} over "
+                   f"{len(runs)} runs (≤ 1 + 4 s.e. = {1 + 4 * se:.4f}); completed ≤ arrived "
+                   f"pathwise: {pathwise}", data={"runs": runs})
+
+
+def wait_queue_chain(classes, thresholds, d0: float, d1: float, horizons, *, paths: int,
+                     seed: int = 0, per_type: bool = False) -> np.ndarray:
+    """WAIT's stage-0 queues as an exact embedded chain, many sample paths at once.
+
+    Between decision epochs WAIT's state is, per type, the queue ``Q_j`` and the number
+    ``b_j`` of type-``j`` batches so far: a type-``j`` batch holds cohorts of ``n_j`` in
+    stages ``0..min(b_j, l'_j)``, so its memory is ``n_j Σ_{k ≤ min(b_j, l'_j)} (l_j + k)``
+    and Poisson arrivals over the batch time follow. When no type is ready the GPU idles
+    until the next arrival. Returns the queued tokens ``Σ_j Q_j (l_j + l'_j)`` at each
+    horizon (rows) for every path (columns), or with ``per_type`` the queues ``Q_j``
+    (horizons × paths × types). Used for the T-scaling of Theorem 1, which needs thousands
+    of paths; the engine runs the same policy in the other checks.
+    """
+    l, lo, lam = class_arrays(classes)
+    n = np.asarray(thresholds, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    m = l.size
+    cum = [n[j] * np.cumsum(l[j] + np.arange(lo[j] + 1)) for j in range(m)]
+    Q = np.zeros((paths, m), dtype=np.int64)
+    b = np.zeros((paths, m), dtype=np.int64)
+    t = np.zeros(paths)
+    Ts = np.asarray(horizons, dtype=float)
+    out = np.full((Ts.size, paths, m) if per_type else (Ts.size, paths), np.nan)
+    total = lam.sum()
+    pick = np.cumsum(lam) / total
+    while t.min() < Ts[-1]:
+        ready = Q >= n
+        busy = ready.any(axis=1)
+        mem = np.zeros(paths)
+        for j in range(m):
+            mem += ready[:, j] * cum[j][np.minimum(b[:, j], lo[j])]
+        dt = np.where(busy, d0 + d1 * mem, rng.exponential(1 / total, paths))
+        U = Q if per_type else Q @ (l + lo)
+        for i, T in enumerate(Ts):
+            hit = (t < T) & (t + dt >= T)
+            out[i, hit] = U[hit]
+        arr = rng.poisson(np.where(busy, dt, 0.0)[:, None] * lam)
+        kind = np.minimum(np.searchsorted(pick, rng.random(paths)), m - 1)
+        arr[np.arange(paths), kind] += ~busy
+        Q += arr - ready * n
+        b += ready
+        t += dt
+    return out
+
+
+@lru_cache(maxsize=8)
+def _chain_slope(n: tuple, quick: bool):
+    Ts = (250, 1000, 4000) if quick else (250, 1000, 4000, 16000, 64000)
+    out = wait_queue_chain(PROP4, n, D0, D1, Ts, paths=600 if quick else 2000, seed=1)
+    mean = out.mean(axis=1)
+    return Ts, mean, out.std(axis=1, ddof=1) / np.sqrt(out.shape[1]), _slope(Ts, mean)
+
+
+@claim("ao2025.theorem1",
+       statement="WAIT with thresholds meeting (9): gap O(T^{-1/2}) and latency/TTFT O(T^{1/2}) "
+                 "when critical; gap O(1/T) and latency/TTFT O(1) when strict. Memory never "
+                 "exceeds M^π.",
+       expected="confirmed")
+def _theorem1(quick: bool) -> Outcome:
+    cond_c = fluid.wait_condition([1, 1], PROP4, D0, D1)
+    cond_s = fluid.wait_condition([2, 2], PROP4, D0, D1)
+    Ts, mc, sec, sc = _chain_slope((1, 1), quick)
+    _, ms, ses, ss = _chain_slope((2, 2), quick)
+    eT, eseeds = _grid(quick)
+    crit = _scaling("wait:1,1", eT, eseeds, 9)
+    strict = _scaling("wait:2,2", eT, eseeds, 18)
+    mem_ok = (max(crit["peak_max"]) == cond_c.memory
+              and max(strict["peak_max"]) == cond_s.memory)
+    engine_ok = crit["U"][-1] > strict["U"][-1] and crit["latency"][-1] > strict["latency"][-1]
+    ok = (cond_c.critical and cond_s.strict and abs(sc - 0.5) <= 0.15 and abs(ss) <= 0.15
+          and mem_ok and engine_ok)
+    return Outcome(_verdict(ok),
+                   figure=f"queued work ∝ T^{sc:.2f} critical n=(1,1) ({mc[0]:.0f}→{mc[-1]:.0f}), "
+                          f"T^{ss:.2f} strict n=(2,2) ({ms[0]:.0f}→{ms[-1]:.0f}) over T = "
+                          f"{Ts[0]}..{Ts[-1]}; engine T={eT[-1]}: latency "
+                          f"{crit['latency'][-1]:.1f} vs {strict['latency'][-1]:.1f}, peak "
+                          f"memory {int(max(crit['peak_max']))} = M^π {cond_c.memory:g} and "
+                          f"{int(max(strict['peak_max']))} = {cond_s.memory:g}, no overflow",
+                   data={"T": list(Ts), "critical_U": mc.tolist(), "critical_se": sec.tolist(),
+                         "strict_U": ms.tolist(), "strict_se": ses.tolist(),
+                         "engine_T": list(eT), "engine_critical": _plain(crit),
+                         "engine_strict": _plain(strict)},
+                   note="The T-scaling uses wait_queue_chain (WAIT's exact embedded chain of "
+                        "stage-0 queues, thousands of paths); memory and the engine contrast "
+                        "run WAIT on the engine with memory = M^π.")
+
+
+@claim("ao2025.theorem1_per_type",
+       statement="L316: type-j latency and TTFT are O(1) whenever ΔT < n_j/λ_j for that type, "
+                 "regardless of the other types.",
+       expected="confirmed")
+def _theorem1_per_type(quick: bool) -> Outcome:
+    n = (5, 4)                     # ΔT = 0.1 + 0.1(3·5 + 6·4) = 4: type 1 strict, type 2 critical
+    cond = fluid.wait_condition(n, PROP4, D0, D1)
+    Ts = (1000, 4000, 16000) if quick else (1000, 4000, 16000, 64000)
+    Q = wait_queue_chain(PROP4, n, D0, D1, Ts, paths=400 if quick else 2000, seed=2,
+                         per_type=True).mean(axis=1)
+    s1, s2 = _slope(Ts, Q[:, 0]), _slope(Ts, Q[:, 1])
+    ok = cond.status == ("strict", "critical") and abs(s1) <= 0.15
+    return Outcome(_verdict(ok),
+                   figure=f"n=(5,4), ΔT = {cond.iteration_time:g}: type-1 queue (strict) ∝ "
+                          f"T^{s1:.2f} ({Q[0, 0]:.1f}→{Q[-1, 0]:.1f}), type-2 queue (critical) ∝ "
+                          f"T^{s2:.2f} ({Q[0, 1]:.1f}→{Q[-1, 1]:.1f})",
+                   data={"T": list(Ts), "type1": Q[:, 0].tolist(), "type2": Q[:, 1].tolist()},
+                   note="The critical type's queue is flat too: when the strict type is not "
+                        "ready its batches are shorter than ΔT(n), so its drift is negative. "
+                        "The critical case's O(√T) is an upper bound, attained when every "
+                        "batch takes the full ΔT (n = (1,1), ao2025.theorem1).")
+
+
+@claim("ao2025.proposition3",
+       statement="There is an instance with C = M* where every non-predictive online policy "
+                 "has latency and TTFT Ω(T^{1/2}).",
+       expected="qualified")
+def _prop3(quick: bool) -> Outcome:
+    Ts, mc, _, sc = _chain_slope((1, 1), quick)
+    eT, eseeds = _grid(quick)
+    fcfs = _scaling("fcfs", eT, eseeds, 9)
+    s_f = _slope(eT, fcfs["latency"])
+    both = sc >= 0.35 and s_f >= 0.35
+    return Outcome("qualified" if both else "refuted",
+                   figure=f"C = M* = 9 on the Prop-4 instance: WAIT n=(1,1) queued work ∝ "
+                          f"T^{sc:.2f}; FCFS latency ∝ T^{s_f:.2f} (engine, T = {list(eT)})",
+                   data={"T": list(Ts), "wait_U": mc.tolist(),
+                         "fcfs_latency": fcfs["latency"].tolist()},
+                   note="The paper gives neither the instance nor a proof. Checked only for "
+                        "the policies implemented here, on the Prop-4 instance, where WAIT's "
+                        "only thresholds with M^π ≤ 9 meeting (9) are n = (1,1) (critical).")
+
+
+@claim("ao2025.lemma6",
+       statement="Lemma 6 and the Kingman bound of L919: under strict (9) WAIT's type-j stage-0 "
+                 "queue is dominated by W̃^{t+ΔT} = max{2n_j, W̃^t + X_j − n_j}, X_j ~ "
+                 "Poisson(λ_jΔT_[1..m]), so E[W_j] ≤ 2n_j + λ_jΔT/(2(n_j − λ_jΔT)).",
+       expected="confirmed")
+def _lemma6(quick: bool) -> Outcome:
+    n = np.array([2, 2])
+    Ts, mean, se, _ = _chain_slope((2, 2), quick)
+    l, lo, lam = class_arrays(PROP4)
+    dT = fluid.wait_condition(n, PROP4, D0, D1).iteration_time
+    kingman = 2 * n + lam * dT / (2 * (n - lam * dT))
+    rng = np.random.default_rng(6)
+    steps, paths = int(Ts[-1] / dT), 2000
+    W = np.tile(2 * n, (paths, 1)).astype(float)
+    for _ in range(steps):
+        W = np.maximum(2 * n, W + rng.poisson(lam * dT, size=(paths, 2)) - n)
+    lindley = float(W.mean(axis=0) @ (l + lo))
+    bound = float(kingman @ (l + lo))
+    ok = mean[-1] <= lindley + 4 * se[-1] and lindley <= bound
+    return Outcome(_verdict(ok), figure=f"n=(2,2), T={Ts[-1]}: WAIT queued tokens {mean[-1]:.1f} ± "
+                   f"{se[-1]:.1f} ≤ coupled Lindley {lindley:.1f} ≤ Kingman {bound:.1f}",
+                   data={"wait": float(mean[-1]), "lindley": lindley, "kingman": bound})
+
+
+def prop4_overflow_probability(classes=PROP4, capacity: int = 9, horizon: int = 4,
+                               reach: int = 6):
+    """Prop. 4's overflow chance (A.3), computed: start from the fluid equilibrium batch
+    (one prompt per stage when ``ΔT* = 1``), let ``(X_1, X_2)`` prompts arrive in the next
+    iteration and the equilibrium one prompt per type per iteration after it; FCFS admits
+    all. The pairs whose memory stays ``≤ C`` for ``horizon`` iterations are safe; the
+    answer is ``1 − Σ_safe P(X_1)P(X_2)`` with ``X_j ~ Poisson(λ_j)``, exact in sympy."""
+    l, lo, lam = class_arrays(classes)
+    per_stage = np.rint(fluid.equilibrium(classes, D0, D1).per_stage).astype(int)
+    safe = []
+    for x in np.ndindex(*(reach,) * len(lo)):
+        # counts[j][k] = type-j prompts at stage k in the current batch
+        counts = [np.full(o + 1, x_j) for o, x_j in zip(lo, per_stage, strict=True)]
+        peak = 0
+        for it in range(horizon):
+            arrivals = x if it == 0 else per_stage
+            counts = [np.concatenate([[a], c[:-1]]) for a, c in zip(arrivals, counts,
+                                                                    strict=True)]
+            peak = max(peak, sum(int(np.dot(c, lj + np.arange(c.size)))
+                                 for c, lj in zip(counts, l, strict=True)))
+        if peak <= capacity:
+            safe.append(x)
+    pmf = [[sp.exp(-sp.nsimplify(lj)) * sp.nsimplify(lj) ** k / sp.factorial(k)
+            for k in range(reach)] for lj in lam]
+    p = 1 - sum(sp.Mul(*(pmf[j][k] for j, k in enumerate(x))) for x in safe)
+    return sp.simplify(p), safe
+
+
+@claim("ao2025.proposition4",
+       statement="At C = M*, FCFS has a constant throughput gap Ω(1) on the Prop-4 instance; "
+                 "from equilibrium, memory overflows within two iterations w.p. "
+                 "p = 1 − 4.5e^{−2} ≈ 0.391.",
+       expected="confirmed")
+def _prop4(quick: bool) -> Outcome:
+    p, safe = prop4_overflow_probability()
+    p_ok = sp.simplify(p - (1 - sp.Rational(9, 2) * sp.exp(-2))) == 0
+    Ts, seeds = ((1000, 4000), (2, 1)) if quick else ((1000, 10000, 100000), (4, 2, 1))
+    f = _scaling("fcfs", Ts, seeds, 9)
+    w = _scaling("wait:1,1", *_grid(quick), 9)
+    flat = f["gap"].min() > 0.05 and _slope(Ts, f["gap"]) > -0.15      # does not vanish
+    wait_vanishes = w["gap"][-1] < f["gap"][-1] / 2
+    growth = f["growth"][-1]
+    ok = p_ok and flat and growth == "unstable" and f["restarts"][-1] > 0 and wait_vanishes
+    return Outcome(_verdict(ok),
+                   figure=f"p = {p} = {float(p):.4f} (safe pairs {safe}); FCFS C=9 gap "
+                          f"{', '.join(f'{x:.3f}' for x in f['gap'])} at T = {list(Ts)}, "
+                          f"queue {growth} ({f['growth_slope'][-1]:.3f}/time), restarts "
+                          f"{int(f['restarts'][-1])}; WAIT n=(1,1) gap {w['gap'][-1]:.3f}",
+                   data={"p": float(p), "fcfs_gap": f["gap"].tolist(),
+                         "queue_slope": float(f["growth_slope"][-1]),
+                         "wait_gap": w["gap"].tolist()},
+                   note="A.3's 'Queue Length₂(t) ≥ 0.3t' is heuristic; the measured growth of "
+                        "the whole queue is the 'queue' slope above.")
+
+
+@claim("ao2025.proposition5",
+       statement="At C = M* there is an instance where every type-unaware online policy has a "
+                 "throughput gap Ω(1).",
+       expected="qualified")
+def _prop5(quick: bool) -> Outcome:
+    Ts, seeds = ((1000, 4000), (2, 1)) if quick else ((1000, 10000, 100000), (4, 2, 1))
+    f = _scaling("fcfs", Ts, seeds, 9)
+    nT = (250, 1000) if quick else Ts
+    nw = _scaling("nested-gate:2,1", nT, (1,) * len(nT), 9)
+    keep = [bool(x["gap"].min() > 0.05 and _slope(t, x["gap"]) > -0.25)
+            for x, t in ((f, Ts), (nw, nT))]
+    return Outcome("qualified" if all(keep) else "refuted",
+                   figure=f"C = 9, type-unaware: FCFS gap "
+                          f"{', '.join(f'{x:.3f}' for x in f['gap'])};"
+                          f" Nested WAIT n=(2,1) gated gap "
+                          f"{', '.join(f'{x:.3f}' for x in nw['gap'])} at T = {list(nT)} "
+                          f"(the next full batch never fits beside the paused caches: deadlock)",
+                   data={"fcfs": f["gap"].tolist(), "nested": nw["gap"].tolist()},
+                   note="Only the type-unaware policies implemented here are checked (FCFS "
+                        "with restarts; Nested WAIT with the only thresholds whose full batch "
+                        "fits 9, gated at C): the universal statement cannot be computed.")
+
+
+# ---- Nested WAIT ---------------------------------------------------------------------------
+
+_SEG = fluid.segments(1, [1, 2], [1.0, 1.0])
+
+
+@claim("ao2025.theorem2",
+       statement="Nested WAIT with thresholds meeting (10): gap O(1/T), latency and TTFT O(1); "
+                 "memory stays below (12) with probability ≥ 1 − δ.",
+       expected="confirmed")
+def _theorem2(quick: bool) -> Outcome:
+    n = (10, 6)
+    cond = fluid.nested_condition(n, _SEG, D0, D1)
+    Ts, seeds = ((1000, 8000), (4, 3)) if quick else ((1000, 10000, 100000), (20, 8, 4))
+    s = _scaling("nested:10,6", Ts, seeds, None)
+    delta = 0.1
+    runs = [_run_prop4("nested:10,6", float(Ts[-1]), k, None) for k in range(seeds[-1])]
+    bounds = [fluid.nested_memory_bound(n, _SEG, delta=delta, iterations=r["iterations"]).total
+              for r in runs]
+    over = np.mean([r["peak_memory"] > b for r, b in zip(runs, bounds, strict=True)])
+    su, sl = _slope(Ts, s["U"]), _slope(Ts, s["latency"])
+    ok = cond.strict and su <= 0.15 and sl <= 0.15 and over <= delta
+    return Outcome(_verdict(ok),
+                   figure=f"n=(10,6) strict (10): U(T) slope {su:.2f}, latency "
+                          f"{s['latency'][-1]:.1f} "
+                          f"(slope {sl:.2f}), TTFT {s['ttft'][-1]:.1f}; peak memory "
+                          f"{max(r['peak_memory'] for r in runs)} vs bound (12) {min(bounds):.1f}"
+                          f", overflow frequency {over:.2f} ≤ δ = {delta}",
+                   data={"T": list(Ts), **_plain(s),
+                         "bounds": bounds})
+
+
+def _smallest_theta_counterexample(limit: int):
+    """Smallest (n_prev, n, p) with n_prev > n > n_prev·p where θ < the printed bound."""
+    for n_prev in range(2, limit + 1):
+        for n in range(1, n_prev):
+            for q in range(1, 20):
+                p = q / 20
+                if n > n_prev * p:
+                    th = fluid.theta(n_prev, n, p)
+                    if th < fluid.theta_bound(n_prev, n, p, printed=True):
+                        return n_prev, n, p, th
+    return None
+
+
+@claim("ao2025.theorem2_theta_bound",
+       statement="Theorem 2 (L443) and 4 (L573): θ_j ≥ 8(n_j − n_{j−1}p_j)/n_j.",
+       expected="refuted")
+def _theta_printed(quick: bool) -> Outcome:
+    ce = _smallest_theta_counterexample(12 if quick else 30)
+    if ce is None:
+        return Outcome("confirmed", figure="no counterexample with n_prev ≤ 30")
+    n_prev, n, p, th = ce
+    return Outcome("refuted",
+                   figure=f"(n_{{j−1}}, n_j, p) = ({n_prev}, {n}, {p}): θ = {th:.4f} < printed "
+                          f"bound {fluid.theta_bound(n_prev, n, p, printed=True):.4f}",
+                   data={"n_prev": n_prev, "n": n, "p": p, "theta": th},
+                   note="The bound proved at L1316, θ_j ≥ 8(n_j − n_{j−1}p)/n_{j−1}, holds "
+                        "(claim ao2025.lemma8).")
+
+
+@claim("ao2025.lemma8",
+       statement="For n_{k−1} > n_k > n_{k−1}p, (16) has a unique positive root θ, increasing in "
+                 "D = n_k − n_{k−1}p, with θ ≥ 8D/n_{k−1} (18) and θ ≈ 2D/(n_{k−1}p(1−p)) as "
+                 "D → 0; and P(max_i S^i ≥ c) ≤ e^{−θc} for the Binomial(n_{k−1},p) − n_k walk.",
+       expected="confirmed")
+def _lemma8(quick: bool) -> Outcome:
+    rng = np.random.default_rng(8)
+    bad = []
+    for _ in range(200 if quick else 2000):
+        n_prev = int(rng.integers(2, 200))
+        p = float(rng.uniform(0.05, 0.95))
+        lo = n_prev * p
+        if math.floor(lo) + 1 >= n_prev:
+            continue
+        n = int(rng.integers(math.floor(lo) + 1, n_prev))
+        th = fluid.theta(n_prev, n, p)
+        g = _g
+        sign_ok = g(th / 2, n_prev, n, p) < 0 < g(th * 2, n_prev, n, p)
+        mono = fluid.theta(n_prev, n + 0.5, p) > th if n + 0.5 < n_prev else True
+        if not (sign_ok and mono and th >= fluid.theta_bound(n_prev, n, p) * (1 - 1e-12)):
+            bad.append((n_prev, n, p))
+    errs = []
+    for D in (1.0, 0.1, 0.01):
+        n_prev, p = 100, 0.5
+        th = fluid.theta(n_prev, n_prev * p + D, p)
+        errs.append(abs(th / (2 * D / (n_prev * p * (1 - p))) - 1))
+    approx_ok = errs[0] > errs[1] > errs[2] and errs[2] < 0.02
+    # tail bound by Monte Carlo: walk of Bin(10, 0.5) − 6
+    n_prev, n, p = 10, 6, 0.5
+    th = fluid.theta(n_prev, n, p)
+    steps = rng.binomial(n_prev, p, size=(4000 if quick else 20000, 200)) - n
+    mx = np.maximum(np.cumsum(steps, axis=1).max(axis=1), 0)
+    tail_ok = all(np.mean(mx >= c) <= math.exp(-th * c) + 4 * math.sqrt(
+        math.exp(-th * c) / mx.size) for c in (1, 2, 4, 6))
+    ok = not bad and approx_ok and tail_ok
+    return Outcome(_verdict(ok), figure=f"{len(bad)} failures of root/sign/monotone/(18) on random "
+                   f"instances; small-D relative error {errs[0]:.3f} → {errs[2]:.4f}; "
+                   f"(10,6,0.5): θ = {th:.4f}, tail bound holds: {tail_ok}",
+                   data={"failures": bad, "approx_errors": errs})
+
+
+@claim("ao2025.eq11_memory",
+       statement="Eq. (11): a full Nested-WAIT batch uses M^π = Σ_j n_j (l + L'_j/2) Δl'_j, "
+                 "L'_j = Σ_{k≤j} l'_k.",
+       expected="refuted")
+def _eq11(quick: bool) -> Outcome:
+    n = (10, 6)
+    printed = fluid.nested_memory(n, _SEG, form="paper")
+    exact = fluid.nested_memory(n, _SEG)
+    # batch memory read back from the durations: τ = d0 + d1·(KV of the batch members)
+    res = simulate(Workload(list(PROP4)), NestedWAIT((1, 2), n), LinearMemoryTime(D0, D1),
+                   horizon=1000.0, seed=0)
+    full = float(np.rint((res.batches["duration"].to_numpy() - D0) / D1).max())
+    ok = np.isclose(full, printed)
+    return Outcome("confirmed" if ok else "refuted",
+                   figure=f"Prop-4 types, n=(10,6): (11) gives {printed:g}, the exact sum "
+                          f"Σ n_i Σ_(k∈S_i)(l+k) gives {exact:g}; largest batch in the "
+                          f"engine {full:g}",
+                   data={"printed": printed, "exact": exact, "engine_peak": int(full)},
+                   note="The full-batch memory is n_1(l'_1+1)(l+l'_1/2) + Σ_{i≥2} n_i "
+                        "(l'_i−l'_{i−1})(l+(l'_{i−1}+l'_i+1)/2): (11) omits stage 0 and uses "
+                        "cumulative lengths (fluid.nested_memory(form='exact')).")
+
+
+@claim("ao2025.paper_thresholds",
+       statement="The experiments' thresholds follow (10): 15:14:12:8 for lengths 20,40,80,160 "
+                 "with rates 20:40:80:160 (L478) and 66:43:…:1 for the 10 LMSYS bins (L484).",
+       expected="qualified")
+def _paper_thresholds(quick: bool) -> Outcome:
+    from fractions import Fraction as F
+
+    cases = {"synthetic": ([20, 40, 80, 160], [15, 14, 12, 8]),
+             "lmsys": ([23, 11, 8, 7, 6, 4, 3, 2, 1, 1], [66, 43, 32, 24, 17, 11, 7, 4, 2, 1])}
+    found = {}
+    for name, (rates, n) in cases.items():
+        reach = [sum(F(r) for r in rates[i:]) for i in range(len(rates))]
+        p = [reach[i + 1] / reach[i] for i in range(len(rates) - 1)]
+        ratio = [F(n[i + 1], n[i]) for i in range(len(n) - 1)]
+        found[name] = {"equal": sum(r == q for r, q in zip(ratio, p, strict=True)),
+                       "below": sum(r < q for r, q in zip(ratio, p, strict=True)),
+                       "pairs": len(p)}
+    critical = all(f["equal"] == f["pairs"] and f["below"] == 0 for f in found.values())
+    return Outcome("qualified" if critical else "refuted",
+                   figure="n_{i+1}/n_i = p_i exactly (Fractions) for "
+                          + ", ".join(f"{k}: {v['equal']}/{v['pairs']}" for k, v in found.items()),
+                   data=found,
+                   note="The thresholds are the tail sums Λ_i, so the ratio constraint of (10) "
+                        "holds with equality — the boundary, not the strict condition Theorem 2 "
+                        "needs (θ = 0, entry queues with zero drift). Strict thresholds: "
+                        "fluid.nested_thresholds(rule='lp') or tail sums times β^{i−1}.")
+
+
+@claim("ao2025.theorem3",
+       statement="With time-varying rates meeting (13), Nested WAIT keeps latency and TTFT "
+                 "O(1) and memory within the bound w.p. ≥ 1 − δ.",
+       expected="confirmed")
+def _theorem3(quick: bool) -> Outcome:
+    a, period = 0.5, 60.0
+    base = [RequestClass(1, 1, 0.5), RequestClass(1, 2, 0.5)]
+    peak_rates = [0.5 * (1 + a)] * 2
+    n = fluid.nested_thresholds(fluid.segments(1, [1, 2], peak_rates), D0, D1, margin=0.1)
+    seg = fluid.segments(1, [1, 2], [0.5, 0.5])
+    tv = fluid.time_varying_condition(
+        n, seg, lambda t: 0.5 * (1 + a * np.sin(2 * np.pi * t / period)) * np.ones(2),
+        D0, D1, horizon=period * 2)
+    wl = Workload(base, arrivals=TimeVarying(lambda t: 1 + a * np.sin(2 * np.pi * t / period),
+                                             1 + a))
+    Ts = (500.0, 3000.0) if quick else (1000.0, 10000.0, 100000.0)
+    lat, U, over = [], [], []
+    for T in Ts:
+        rows = []
+        for s in range(2 if quick else 4):
+            res = simulate(wl, NestedWAIT((1, 2), n), LinearMemoryTime(D0, D1), horizon=T, seed=s)
+            r = _summary(res, T)
+            b = fluid.nested_memory_bound(n, seg, delta=0.1, iterations=r["iterations"]).total
+            rows.append(r)
+            over.append(r["peak_memory"] > b)
+        lat.append(np.mean([r["latency"] for r in rows]))
+        U.append(np.mean([r["U"] for r in rows]))
+    sl, su = _slope(Ts, lat), _slope(Ts, U)
+    ok = tv.holds and sl <= 0.15 and su <= 0.15 and np.mean(over) <= 0.1
+    return Outcome(_verdict(ok),
+                   figure=f"λ(t) = 0.5(1 + {a} sin(2πt/{period:g})), n = {n.tolist()}: (13) holds "
+                          f"{tv.holds} (window arrivals {tv.arrivals:.2f} < {n[0]}, p* "
+                          f"{tv.p_star.round(3).tolist()}); latency slope {sl:.2f}, U slope "
+                          f"{su:.2f}, overflow frequency {np.mean(over):.2f}",
+                   data={"T": list(Ts), "latency": lat, "U": U})
+
+
+def _theorem4_instance(m=20, L=4):
+    lengths = np.arange(1, m + 1)
+    rates = np.full(m, 1.0 / m)
+    return lengths, rates, fluid.segment_design(1, lengths, rates, L)
+
+
+@claim("ao2025.theorem4",
+       statement="Nested WAIT on L < m merged segments with thresholds meeting (14): latency "
+                 "O(1) and memory within (15) w.p. ≥ 1 − δ.",
+       expected="confirmed")
+def _theorem4(quick: bool) -> Outcome:
+    d0, d1 = 0.1, 0.005
+    lengths, rates, seg = _theorem4_instance()
+    n = fluid.nested_thresholds(seg, d0, d1, margin=0.1)
+    cond = fluid.nested_condition(n, seg, d0, d1)
+    classes = [RequestClass(1, int(o), float(r)) for o, r in zip(lengths, rates, strict=True)]
+    Ts = (500.0, 4000.0) if quick else (1000.0, 10000.0, 100000.0)
+    lat, U, over = [], [], []
+    for T in Ts:
+        rows = []
+        for s in range(2 if quick else 4):
+            res = simulate(Workload(classes), NestedWAIT(seg, n), LinearMemoryTime(d0, d1),
+                           horizon=T, seed=s)
+            r = _summary(res, T)
+            b = fluid.nested_memory_bound(n, seg, delta=0.1, iterations=r["iterations"]).total
+            rows.append(r)
+            over.append(r["peak_memory"] > b)
+        lat.append(np.mean([r["latency"] for r in rows]))
+        U.append(np.mean([r["U"] for r in rows]))
+    sl, su = _slope(Ts, lat), _slope(Ts, U)
+    ok = cond.strict and sl <= 0.15 and su <= 0.15 and np.mean(over) <= 0.1
+    return Outcome(_verdict(ok),
+                   figure=f"l' = 1..20 in L = 4 segments {seg.bounds.tolist()}, n = {n.tolist()}: "
+                          f"latency {lat[-1]:.1f} (slope {sl:.2f}), U slope {su:.2f}, overflow "
+                          f"frequency {np.mean(over):.2f}",
+                   data={"T": list(Ts), "latency": lat, "U": U, "thresholds": n.tolist()})
+
+
+LMSYS_BINS = np.array([23, 11, 8, 7, 6, 4, 3, 2, 1, 1], dtype=float)
+
+
+def lmsys_surrogate(total_rate: float, m: int = 500):
+    """500 output lengths 1..500 with rates ∝ the paper's 10-bin proportions (L484), flat
+    inside each bin of 50: a surrogate of the LMSYS-Chat-1M frequencies of Fig. 15."""
+    per = np.repeat(LMSYS_BINS / LMSYS_BINS.sum(), m // LMSYS_BINS.size) / (m // LMSYS_BINS.size)
+    return np.arange(1, m + 1), per * total_rate
+
+
+@claim("ao2025.memory_decomposition",
+       statement="Figs. 16-18: the memory requirement (15) is dominated by the fluid term, is "
+                 "U-shaped in the number of segments L, and L = 10 suffices.",
+       expected="confirmed")
+def _memory_decomposition(quick: bool) -> Outcome:
+    d0, d1 = 0.02, 3e-8
+    Ls = [1, 2, 4, 5, 10, 20, 25, 50, 100, 125, 250, 500]
+    settings = [(50, 200, 0.1), (500, 200, 1e-5)] if quick else [
+        (50, 200, 0.1), (50, 200, 1e-5), (500, 200, 0.1), (500, 200, 1e-5), (50, 20, 1e-3),
+        (50, 2000, 1e-3)]
+    rows, ok = [], True
+    for rate, T, delta in settings:
+        lengths, rates = lmsys_surrogate(rate)
+        out = fluid.memory_decomposition(62, lengths, rates, Ls, d0, d1, delta=delta, horizon=T)
+        tot = out["total"]
+        k = int(np.argmin(tot))
+        u_shape = 0 < k < len(Ls) - 1 and tot[0] > tot[k] and tot[-1] > tot[k]
+        share = out["batch"][k] / tot[k]
+        ten = tot[Ls.index(10)] / tot[k]
+        ok &= u_shape and share > 0.5 and ten < 1.1
+        rows.append({"rate": rate, "T": T, "delta": delta, "best_L": Ls[k],
+                     "batch_share": float(share), "L10_over_best": float(ten),
+                     "u_shape": bool(u_shape)})
+    return Outcome(_verdict(ok, "qualified"),
+                   figure="; ".join(f"rate {r['rate']}, T {r['T']}, δ {r['delta']:g}: best L = "
+                                    f"{r['best_L']}, fluid share {r['batch_share']:.2f}, "
+                                    f"L=10/best {r['L10_over_best']:.3f}" for r in rows),
+                   data={"rows": rows, "d0": d0, "d1": d1},
+                   note="d0, d1 and the LMSYS frequencies are not given: d0 = 0.02, d1 = 3e-8 "
+                        "and rates flat within the paper's 10 bins (lmsys_surrogate); "
+                        "thresholds are the smallest real ones meeting (14) with 5 % margin.")
+
+
+# ---- Appendix lemmas -----------------------------------------------------------------------
+
+def _lindley_paths(lam: int, T: int, paths: int, seed: int):
+    rng = np.random.default_rng(seed)
+    X = rng.poisson(lam, size=(paths, T))
+    W = np.zeros((paths, T + 1), dtype=np.int64)
+    stuck = np.zeros(paths, dtype=np.int64)
+    Wt = np.full((paths, T + 1), 2 * lam, dtype=np.int64)
+    for t in range(T):
+        s = W[:, t] + X[:, t]
+        served = s >= lam
+        stuck += ~served
+        W[:, t + 1] = s - lam * served
+        Wt[:, t + 1] = np.maximum(2 * lam, Wt[:, t] + X[:, t] - lam)
+    return X, W, Wt, stuck
+
+
+@claim("ao2025.lemma1",
+       statement="For W^{t+1} = W^t + X^t − λ1{W^t + X^t ≥ λ}, X ~ Poisson(λ): E[W^T] = "
+                 "λE[T_stuck].",
+       expected="confirmed")
+def _lemma1(quick: bool) -> Outcome:
+    lam, T = 3, 50
+    X, W, _, stuck = _lindley_paths(lam, T, 20000 if quick else 200000, 1)
+    diff = W[:, -1] - lam * stuck
+    z = diff.mean() / (diff.std(ddof=1) / math.sqrt(diff.size))
+    pathwise = np.array_equal(diff, X.sum(axis=1) - lam * T)
+    ok = abs(z) < 4 and pathwise
+    return Outcome(_verdict(ok), figure=f"λ={lam}, T={T}: E[W^T] = {W[:, -1].mean():.3f}, "
+                   f"λE[T_stuck] = {lam * stuck.mean():.3f} (z = {z:.2f}); W^T − λT_stuck = "
+                   f"ΣX − λT pathwise: {pathwise}")
+
+
+@claim("ao2025.lemma2_3",
+       statement="Lemma 2: W̃^0 = 2λ, W̃^{t+1} = max{2λ, W̃^t + X^t − λ} satisfies W̃^t ≥ W^t + λ. "
+                 "Lemma 3: W̃^T = 2λ + max(S^T, S^T − S^1, …, S^T − S^{T−1}, 0).",
+       expected="confirmed")
+def _lemma23(quick: bool) -> Outcome:
+    ok2 = ok3 = True
+    for lam in (1, 3, 7):
+        X, W, Wt, _ = _lindley_paths(lam, 60, 2000 if quick else 20000, lam)
+        ok2 &= bool(np.all(Wt >= W + lam))
+        S = np.concatenate([np.zeros((X.shape[0], 1), dtype=np.int64),
+                            np.cumsum(X - lam, axis=1)], axis=1)
+        formula = 2 * lam + np.maximum((S[:, -1:] - S[:, :-1]).max(axis=1), 0)
+        ok3 &= bool(np.array_equal(formula, Wt[:, -1]))
+    return Outcome(_verdict(ok2 and ok3),
+                   figure=f"pathwise on shared Poisson draws, λ ∈ {{1,3,7}}: Lemma 2 {ok2}, "
+                          f"Lemma 3 {ok3}")
+
+
+@claim("ao2025.lemma4",
+       statement="Spitzer: E[max_{1≤k≤T}(S^k)^+] = Σ_{k=1}^T E[(S^k)^+]/k for S^k = Σ_{r≤k}"
+                 "(X^r − λ), X ~ Poisson(λ).",
+       expected="confirmed")
+def _lemma4(quick: bool) -> Outcome:
+    lam, T = 3, 20
+    rhs = 0.0
+    for k in range(1, T + 1):
+        j = np.arange(k * lam, k * lam + 60 * math.sqrt(k * lam) + 60)
+        rhs += float(np.sum((j - k * lam) * stats.poisson.pmf(j, k * lam))) / k
+    rng = np.random.default_rng(4)
+    S = np.cumsum(rng.poisson(lam, size=(100000 if quick else 400000, T)) - lam, axis=1)
+    mx = np.maximum(S.max(axis=1), 0)
+    se = mx.std(ddof=1) / math.sqrt(mx.size)
+    ok = abs(mx.mean() - rhs) < 4 * se
+    return Outcome(_verdict(ok), figure=f"λ={lam}, T={T}: exact Σ E[(S^k)^+]/k = {rhs:.4f}, MC "
+                   f"E[max (S^k)^+] = {mx.mean():.4f} ± {se:.4f}")
+
+
+@claim("ao2025.lemma5",
+       statement="E[W^T] − λ ≤ E[Y^T] ≤ √λ Σ_{k=1}^T k^{−1/2}.",
+       expected="confirmed")
+def _lemma5(quick: bool) -> Outcome:
+    worst = -np.inf
+    rows = []
+    for lam, T in ((3, 20), (1, 100), (5, 200)):
+        _, W, _, _ = _lindley_paths(lam, T, 5000 if quick else 50000, 5 + lam)
+        bound = math.sqrt(lam) * float(np.sum(1 / np.sqrt(np.arange(1, T + 1))))
+        val = W[:, -1].mean() - lam
+        worst = max(worst, val / bound)
+        rows.append((lam, T, float(val), bound))
+    return Outcome(_verdict(worst <= 1),
+                   figure=", ".join(f"λ={a}, T={b}: {c:.2f} ≤ {d:.2f}" for a, b, c, d in rows),
+                   data={"rows": rows})
+
+
+@claim("ao2025.lemma7_9",
+       statement="Lemma 7 (and 9, time-varying p ≤ p*): W̃^{s+1} = max{n_k, W̃^s + Y^s − n_k}, "
+                 "W̃^0 = n_k, dominates W^{s+1} = W^s + Y^s − n_k1{W^s + Y^s ≥ n_k} pathwise.",
+       expected="confirmed")
+def _lemma79(quick: bool) -> Outcome:
+    rng = np.random.default_rng(7)
+    ok = True
+    paths, S = (2000, 200) if quick else (5000, 1000)
+    for n_prev, n_k, p_star in ((10, 6, 0.5), (20, 9, 0.4), (5, 4, 0.7)):
+        W = np.zeros(paths, dtype=np.int64)
+        Wt = np.full(paths, n_k)
+        Wstar = np.full(paths, n_k)
+        for _ in range(S):
+            p = rng.uniform(0.5 * p_star, p_star, size=(paths, 1))   # time-varying p(s) ≤ p*
+            U = rng.random((paths, n_prev))
+            Y = (U < p).sum(axis=1)                   # Bin(n_prev, p(s))
+            Ystar = (U < p_star).sum(axis=1)          # coupled Bin(n_prev, p*) ≥ Y
+            x = W + Y
+            W = x - n_k * (x >= n_k)
+            Wt = np.maximum(n_k, Wt + Y - n_k)
+            Wstar = np.maximum(n_k, Wstar + Ystar - n_k)
+            ok &= bool(np.all(Wt >= W) and np.all(Wstar >= Wt))
+    return Outcome(_verdict(ok), figure=f"pathwise on coupled Binomial draws ({paths} paths × "
+                   f"{S} steps, 3 instances): W ≤ W̃ ≤ W̃(p*): {ok}")
+
+
+@claim("ao2025.kingman",
+       statement="For i.i.d. increments with mean −μ < 0 and variance σ², E[sup_n S_n] ≤ σ²/(2μ) "
+                 "(used at L917, L957, L1003).",
+       expected="confirmed")
+def _kingman(quick: bool) -> Outcome:
+    rng = np.random.default_rng(11)
+    paths, S = (4000, 2000) if quick else (20000, 10000)
+    rows, ok = [], True
+    for name, draw, mu, var in (
+            ("Poisson(1.8) − 2", lambda k: rng.poisson(1.8, (paths, k)) - 2, 0.2, 1.8),
+            ("Bin(10,.5) − 6", lambda k: rng.binomial(10, 0.5, (paths, k)) - 6, 1.0, 2.5)):
+        level = np.zeros(paths, dtype=np.int64)
+        mx = np.zeros(paths, dtype=np.int64)
+        for _ in range(S // 500):                    # blocks of 500 steps keep memory small
+            walk = level[:, None] + np.cumsum(draw(500), axis=1)
+            mx = np.maximum(mx, walk.max(axis=1))
+            level = walk[:, -1]
+        se = mx.std(ddof=1) / math.sqrt(paths)
+        bound = var / (2 * mu)
+        ok &= mx.mean() <= bound + 4 * se
+        rows.append(f"{name}: {mx.mean():.3f} ≤ {bound:.3f}")
+    return Outcome(_verdict(ok), figure="; ".join(rows))
+
+
+# ---- §6 experiments under model (1) ---------------------------------------------------------
+
+LOW_DEMAND = ((10, 10, 1.0), (10, 20, 1.0))                       # §6.1, L461 (relative rates)
+HIGH_DEMAND = ((20, 100, 6.0), (20, 200, 4.0), (20, 300, 2.0))    # §6.1, L462
+
+
+def demand(spec, qps: float) -> list[RequestClass]:
+    """Classes ``(l, l', relative rate)`` scaled to a total arrival rate ``qps``."""
+    total = sum(r for _, _, r in spec)
+    return [RequestClass(l, lp, qps * r / total) for l, lp, r in spec]
+
+
+def scheduler_sweep(spec, rates, *, d0: float, d1: float, batch_limit: int,
+                    memory: int | None = None, horizon: float, seed: int = 0,
+                    policies=None) -> list[dict]:
+    """Throughput and latency of WAIT (fluid-proportional thresholds filling ``batch_limit``)
+    and vLLM-/Sarathi-style schedulers capped at the same batch size, under
+    ``LinearMemoryTime(d0, d1)`` with KV capacity ``memory`` (Figs. 7-8 on model (1)).
+    ``memory=None`` gives every scheduler WAIT's own need ``M^π``: the memory-bound regime
+    ``C ≈ M*`` the paper studies, where the others must evict."""
+    rel = demand(spec, 1.0)
+    n = fluid.wait_thresholds(rel, d0, d1, batch_limit=batch_limit)
+    if memory is None:
+        memory = int(math.ceil(fluid.wait_memory(n, rel)))
+    from ..policies.classic import Sarathi, VLLMVanilla
+
+    make = policies or {
+        "WAIT": lambda classes: WAIT(n, classes),
+        "vLLM": lambda classes: VLLMVanilla(4096, max_reqs=batch_limit),
+        "Sarathi": lambda classes: Sarathi(512, max_reqs=batch_limit),
+    }
+    rows = []
+    for qps in rates:
+        classes = demand(spec, qps)
+        for name, build in make.items():
+            res = simulate(Workload(classes), build(classes), LinearMemoryTime(d0, d1),
+                           memory=memory, horizon=horizon, seed=seed)
+            m = res.metrics
+            rows.append({"qps": qps, "policy": name, "throughput": m["throughput"],
+                         "latency": m["mean_latency"], "ttft": m["mean_ttft"],
+                         "restarts": m["restarts"], "peak_memory": m["peak_memory"]})
+    return rows
+
+
+@claim("ao2025.scheduler_comparison",
+       statement="§6.1 (Figs. 7-8): under the same batch size limit, WAIT's throughput surpasses "
+                 "vLLM's and Sarathi's at all tested arrival rates, with acceptable latency.",
+       expected="qualified")
+def _scheduler_comparison(quick: bool) -> Outcome:
+    rates = (60.0, 180.0) if quick else (20.0, 60.0, 100.0, 140.0, 180.0, 220.0)
+    rows = scheduler_sweep(LOW_DEMAND, rates, d0=0.01, d1=2e-5, batch_limit=64,
+                           horizon=30.0 if quick else 200.0)
+    thr = {(r["qps"], r["policy"]): r["throughput"] for r in rows}
+    over_v = np.array([thr[q, "WAIT"] / thr[q, "vLLM"] for q in rates])
+    over_s = np.array([thr[q, "WAIT"] / thr[q, "Sarathi"] for q in rates])
+    beats_all = bool(np.all(over_v > 1.01) and np.all(over_s > 1.01))
+    saturated = over_v[-1] > 1.02 and over_s[-1] > 1.02
+    close = bool(np.all(np.minimum(over_v, over_s) > 0.95))
+    verdict = "confirmed" if beats_all else "qualified" if saturated and close else "refuted"
+    memory = rows[0]["peak_memory"]
+    return Outcome(verdict,
+                   figure="WAIT/vLLM throughput " + ", ".join(f"{x:.3f}" for x in over_v)
+                          + "; WAIT/Sarathi " + ", ".join(f"{x:.3f}" for x in over_s)
+                          + f" at QPS {list(rates)} (low demand, B = 64, C = M^π = {memory}); "
+                          + "restarts " + ", ".join(f"{r['policy']} {r['restarts']}"
+                                                    for r in rows if r["qps"] == rates[-1]),
+                   data={"rows": rows},
+                   note="Holds under load: with C = WAIT's M^π (the C ≈ M* regime of the "
+                        "paper) the vLLM- and Sarathi-style schedulers evict and restart and "
+                        "WAIT's throughput is higher once the rate saturates them; below "
+                        "saturation every scheduler carries the offered load, WAIT a few per "
+                        "cent less in a finite horizon (its cohorts stall until a full cohort "
+                        "arrives). Model (1) with d0 = 0.01, d1 = 2e-5 stands in for Vidur.")
+
+
+@claim("ao2025.nested_comparison",
+       statement="§6.2 (Figs. 11-13): Nested WAIT shows improved throughput and latency over vLLM "
+                 "and Sarathi (m = 4: l = 10, l' = 20, 40, 80, 160, rates 20:40:80:160).",
+       expected="not-reproducible")
+def _nested_comparison(quick: bool) -> Outcome:
+    from ..policies.classic import Sarathi, VLLMVanilla
+
+    lengths, rel = [20, 40, 80, 160], np.array([20, 40, 80, 160.0])
+    qps, d0, d1, T = 35.0, 0.01, 2e-6, (30.0 if quick else 300.0)
+    seg = fluid.segments(10, lengths, qps * rel / rel.sum())
+    n = fluid.nested_thresholds(seg, d0, d1, margin=0.05)
+    B = int(np.dot(n, seg.widths))
+    C = int(math.ceil(fluid.nested_memory_bound(n, seg, delta=0.01, horizon=T, d0=d0).total))
+    classes = [RequestClass(10, o, float(r)) for o, r in zip(lengths, seg.rates, strict=True)]
+    out = {}
+    for name, pol in (("Nested WAIT", NestedWAIT(lengths, n, overflow="gate")),
+                      ("vLLM", VLLMVanilla(4096, max_reqs=B)),
+                      ("Sarathi", Sarathi(512, max_reqs=B))):
+        m = simulate(Workload(classes), pol, LinearMemoryTime(d0, d1), memory=C, horizon=T,
+                     seed=0).metrics
+        out[name] = (m["throughput"], m["mean_latency"], m["restarts"])
+    nw = out["Nested WAIT"]
+    wins = all(nw[0] > v[0] and nw[1] < v[1] for k, v in out.items() if k != "Nested WAIT")
+    return Outcome("confirmed" if wins else "not-reproducible",
+                   figure=f"QPS {qps:g}, n = {n.tolist()}, B = {B}, C = bound (12) = {C}: "
+                          + "; ".join(f"{k} throughput {v[0]:.0f}, latency {v[1]:.2f} s, "
+                                      f"restarts {v[2]}" for k, v in out.items()),
+                   data={k: list(v) for k, v in out.items()},
+                   note="Under model (1), the only timing the paper specifies, Nested WAIT at "
+                        "fluid-guided strict thresholds and the memory of (12) is beaten by the "
+                        "work-conserving schedulers, which need no eviction at that memory. The "
+                        "paper's Vidur A100 runs (timings, B, C, horizon unstated) cannot be "
+                        "re-run here.")

@@ -1,0 +1,175 @@
+"""WAIT thresholds: condition (9), the memory ``M^π`` and threshold design (seed 000 §4).
+
+WAIT with thresholds ``n_j`` (type-``j`` prompts per stage) runs, whenever a type is in a
+batch, exactly ``n_j`` prompts in each of its ``l'_j + 1`` stages. Its batch memory is at
+most ``M^π = Σ_j n_j a_j`` with ``a_j = (l'_j+1)(l_j + l'_j/2)``, and condition (9) reads
+
+    ``ΔT(n) := d0 + d1 M^π ≤ n_j / λ_j``  for every type ``j``.
+
+Equality for some ``j`` is the *critical* case of Theorem 1 (gap ``O(T^{-1/2})``, latency
+``O(T^{1/2})``); strict inequality for all ``j`` gives gap ``O(1/T)`` and latency ``O(1)``.
+
+Threshold design (spec §3.1). The feasible set ``{n ≥ 0 : d0 + d1 a·n ≤ (1−ε) n_j/λ_j}``
+is a polyhedron; ``min a·n`` over it is ``n = c λ`` with ``c = d0/(1 − ε − d1 W)``, i.e.
+``ΔT* λ`` and ``M^π = M*`` at ``ε = 0``. :func:`threshold_problem` states it as a cvxpy
+problem (integer or relaxed); :func:`wait_thresholds` solves it with HiGHS. With a batch
+limit ``B`` the paper's §6 rule ``n_j = Bρ_j/(l'_j+1)`` (``rule="paper"``) and the
+fluid-proportional rule ``n_j = Bλ_j/Σ_k λ_k(l'_k+1)`` (``rule="fluid"``, the authors'
+code) fill a batch of ``B`` prompts; both are floored and kept ``≥ 1``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cvxpy as cp
+import numpy as np
+
+from ..errors import UnstableError, check_positive
+from .equilibrium import class_arrays, memory_work
+
+__all__ = ["WaitCondition", "wait_condition", "wait_memory", "wait_thresholds",
+           "threshold_problem", "check_thresholds"]
+
+_TOL = 1e-9
+
+
+def check_thresholds(n, m: int | None = None, name: str = "thresholds", *,
+                     integer: bool = True) -> np.ndarray:
+    """Thresholds as an array; ``ValueError`` unless they are integers ``>= 1`` (or, with
+    ``integer=False``, real numbers ``> 0``: fluid thresholds for the formulas)."""
+    arr = np.asarray(n)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name}={n!r}: must be a non-empty 1-d sequence")
+    if not np.issubdtype(arr.dtype, np.number) or not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name}={n!r}: must be finite numbers")
+    if m is not None and arr.size != m:
+        raise ValueError(f"{name}={n!r}: need one threshold per type ({m}), got {arr.size}")
+    if not integer:
+        if np.any(arr <= 0):
+            raise ValueError(f"{name}={n!r}: every threshold must be > 0")
+        return arr.astype(float)
+    if np.any(arr != np.round(arr)):
+        raise ValueError(f"{name}={n!r}: must be integers (prompts per stage)")
+    if np.any(arr < 1):
+        raise ValueError(f"{name}={n!r}: every threshold must be >= 1")
+    return arr.astype(np.int64)
+
+
+def wait_memory(n, classes) -> float:
+    """``M^π = Σ_j n_j (l'_j+1)(l_j + l'_j/2)``: WAIT's largest batch memory (eq. 9) and,
+    paused cohorts included, its largest total KV memory."""
+    l, lo, _ = class_arrays(classes)
+    n = check_thresholds(n, l.size)
+    return float(np.dot(n, memory_work(l, lo)))
+
+
+@dataclass(frozen=True)
+class WaitCondition:
+    """Condition (9) for given thresholds.
+
+    iteration_time : ΔT(n) = d0 + d1 M^π
+    memory : M^π
+    slack : n_j/λ_j − ΔT(n) per type (≥ 0 required)
+    status : per type, "strict", "critical" (equality) or "violated"
+    """
+
+    thresholds: np.ndarray
+    iteration_time: float
+    memory: float
+    slack: np.ndarray
+    status: tuple[str, ...]
+
+    @property
+    def holds(self) -> bool:
+        return "violated" not in self.status
+
+    @property
+    def strict(self) -> bool:
+        return all(s == "strict" for s in self.status)
+
+    @property
+    def critical(self) -> bool:
+        return self.holds and not self.strict
+
+
+def wait_condition(n, classes, d0: float, d1: float, *, require: str | None = None
+                   ) -> WaitCondition:
+    """Evaluate (9) for thresholds ``n``. ``require="holds"`` or ``"strict"`` raises a
+    ``ValueError`` naming the failing types instead of returning a violated condition."""
+    check_positive("d0", d0, allow_zero=True)
+    check_positive("d1", d1, allow_zero=True)
+    if require not in (None, "holds", "strict"):
+        raise ValueError(f"require={require!r}: must be None, 'holds' or 'strict'")
+    l, lo, lam = class_arrays(classes)
+    n = check_thresholds(n, l.size)
+    M = float(np.dot(n, memory_work(l, lo)))
+    dT = d0 + d1 * M
+    with np.errstate(divide="ignore"):
+        room = np.where(lam > 0, n / np.where(lam > 0, lam, 1), np.inf)
+    slack = room - dT
+    tol = _TOL * max(1.0, dT)
+    status = tuple("strict" if s > tol else "critical" if s >= -tol else "violated"
+                   for s in slack)
+    out = WaitCondition(n, dT, M, slack, status)
+    bad = [j for j, s in enumerate(status)
+           if s == "violated" or (require == "strict" and s == "critical")]
+    if require is not None and bad:
+        rule = "<" if require == "strict" else "<="
+        raise ValueError(f"thresholds={n.tolist()}: condition (9) d0 + d1·M^π {rule} n_j/λ_j "
+                         f"fails for types {bad} (ΔT = {dT:.6g}, n_j/λ_j = "
+                         f"{[float(room[j]) for j in bad]})")
+    return out
+
+
+def threshold_problem(classes, d0: float, d1: float, *, margin: float = 0.0,
+                      integer: bool = True) -> tuple[cp.Problem, cp.Variable]:
+    """The threshold design of condition (9) as a cvxpy problem (data, not yet solved):
+    ``min a·n`` s.t. ``d0 + d1 a·n ≤ (1 − margin) n_j/λ_j``, ``n ≥ 1`` (integer if asked)."""
+    if not 0 <= margin < 1:
+        raise ValueError(f"margin={margin}: must satisfy 0 <= margin < 1")
+    l, lo, lam = class_arrays(classes)
+    a = memory_work(l, lo)
+    n = cp.Variable(l.size, integer=integer)
+    rows = lam > 0
+    cons = [n >= 1]
+    if rows.any():
+        cons.append(cp.multiply(lam[rows], d0 + d1 * (a @ n)) <= (1 - margin) * n[rows])
+    return cp.Problem(cp.Minimize(a @ n), cons), n
+
+
+def wait_thresholds(classes, d0: float, d1: float, *, margin: float = 0.0, rule: str = "fluid",
+                    batch_limit: int | None = None) -> np.ndarray:
+    """Integer WAIT thresholds ``n_j`` (prompts per stage).
+
+    ``rule="fluid"`` without ``batch_limit``: the smallest-memory integer thresholds meeting
+    (9) with ``margin`` (``margin > 0`` makes it strict), solved as a MILP with HiGHS.
+    With ``batch_limit=B``: ``rule="fluid"`` gives ``max(1, ⌊Bλ_j/Σλ_k(l'_k+1)⌋)`` and
+    ``rule="paper"`` the §6 rule ``max(1, ⌊Bρ_j/(l'_j+1)⌋)``, ``ρ_j = λ_j/Σλ`` (L464).
+    Raises :class:`UnstableError` when ``d1·W ≥ 1 − margin`` (no thresholds exist).
+    """
+    if rule not in ("fluid", "paper"):
+        raise ValueError(f"rule={rule!r}: must be 'fluid' or 'paper'")
+    l, lo, lam = class_arrays(classes)
+    if batch_limit is not None:
+        check_positive("batch_limit", batch_limit, integer=True)
+        if rule == "paper":
+            raw = batch_limit * lam / lam.sum() / (lo + 1)
+        else:
+            raw = batch_limit * lam / float(np.dot(lam, lo + 1))
+        return np.maximum(1, np.floor(raw + 1e-9)).astype(np.int64)
+    if rule == "paper":
+        raise ValueError("rule='paper' needs batch_limit (the paper's B, L464)")
+    check_positive("d0", d0)
+    check_positive("d1", d1, allow_zero=True)
+    if not 0 <= margin < 1:
+        raise ValueError(f"margin={margin}: must satisfy 0 <= margin < 1")
+    load = d1 * float(np.dot(lam, memory_work(l, lo)))
+    if load >= 1 - margin:
+        raise UnstableError(f"d1·W with margin {margin} (condition 9 needs d1·W < 1 − margin)",
+                            load, 1 - margin)
+    prob, n = threshold_problem(classes, d0, d1, margin=margin, integer=True)
+    prob.solve(solver=cp.HIGHS)
+    if prob.status not in ("optimal", "optimal_inaccurate"):
+        raise RuntimeError(f"threshold MILP: solver status {prob.status}")
+    return np.rint(n.value).astype(np.int64)

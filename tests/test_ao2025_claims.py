@@ -1,0 +1,27 @@
+"""The ao2025 ledger. Every claim's quick check is asserted against its recorded verdict
+by tests/test_ledger.py (one run per claim); here: coverage and Prop. 4's constant."""
+
+import sympy as sp
+
+import queuetheory as qt
+from queuetheory.claims.ao2025 import prop4_overflow_probability
+
+CLAIMS = qt.claims.all("ao2025")
+
+
+def test_ao2025_ledger_covers_the_spec():
+    ids = {c.id for c in CLAIMS}
+    for name in ("fluid_equilibrium", "proposition1", "proposition2", "proposition3",
+                 "proposition4", "proposition5", "theorem1", "theorem2", "theorem3",
+                 "theorem4", "theorem1_per_type", "lemma1", "lemma4", "lemma6", "lemma8",
+                 "memory_decomposition", "scheduler_comparison", "nested_comparison"):
+        assert f"ao2025.{name}" in ids
+
+
+def test_proposition4_overflow_constant_is_computed():
+    p, safe = prop4_overflow_probability()
+    assert sp.simplify(p - (1 - sp.Rational(9, 2) * sp.exp(-2))) == 0
+    assert sorted(safe) == [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0)]
+    # a larger capacity leaves more pairs safe, so the overflow chance drops
+    p12, safe12 = prop4_overflow_probability(capacity=12)
+    assert set(safe) < set(safe12) and float(p12) < float(p)
