@@ -54,3 +54,20 @@ __all__ += [
     "dtmc_state", "available_tokens", "is_work_conserving", "WorkConservation",
     "work_conservation_witness",
 ]
+from .adversarial import (  # noqa: E402  (seed 001)
+    long_short_latency,
+    theorem62_deterministic_bound,
+    theorem62_instance,
+    theorem64_ratio,
+)
+from .hindsight import (  # noqa: E402  (seeds 001, 003)
+    HindsightResult,
+    hindsight_brute_force,
+    hindsight_lower_bound,
+    hindsight_optimum,
+    schedule_memory,
+)
+
+__all__ += ["HindsightResult", "hindsight_optimum", "hindsight_lower_bound",
+            "hindsight_brute_force", "schedule_memory", "theorem62_instance",
+            "theorem62_deterministic_bound", "theorem64_ratio", "long_short_latency"]

@@ -7,6 +7,7 @@ Each paper module registers its claims when imported.
 from . import (  # noqa: F401
     ao2025,
     chen2025,
+    jaillet2025,
     li2025,
     li2025_networks,
     li2025_theory,

@@ -110,6 +110,11 @@ class State:
         if kv_total is not None:     # the engine keeps the sum of resident KV up to date
             self.__dict__["memory_used"] = int(kv_total) + self.outside_kv
 
+    @property
+    def emit_first(self) -> bool:
+        """Whether the engine's prefill iteration also emits the first output token."""
+        return bool(self._t.emit_first)
+
     @_lazy
     def kv(self) -> np.ndarray:
         return self._t.kv(self.rid)

@@ -2,6 +2,7 @@
 
 from .base import ORDERS, Policy, fit_memory, ordered, take_decodes, take_prefills
 from .classic import KFCFS, FasterTransformer, Orca, Sarathi, StaticPriority, VLLMVanilla
+from .kvcache import FCFS, MCSF, AlphaProtection
 
 __all__ = [
     "Policy", "ORDERS", "ordered", "take_decodes", "take_prefills", "fit_memory",
@@ -21,3 +22,5 @@ __all__ += ["HSF", "AMax", "ARandom", "AMin", "AEll", "AdaptiveRobust",
 from .wait import WAIT, FCFSRestart, NestedWAIT  # noqa: E402
 
 __all__ += ["WAIT", "NestedWAIT", "FCFSRestart"]
+
+__all__ += ["MCSF", "FCFS", "AlphaProtection"]

@@ -1,0 +1,432 @@
+"""Claims of seed 001 (Jaillet, Jiang, Podimata, Zhou, arXiv 2502.07115 v1), in the "ip"
+timing convention (App. B.1) unless stated.
+
+Besides the claims, this module holds the searches the verdicts come from:
+:func:`smallest_alg1_counterexample` (exhaustive, Theorem 4.2), :func:`regret_experiment`
+(Theorem 5.3), :func:`admission_work` (Proposition 4.1) and :func:`section7_experiment`.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations_with_replacement
+
+import numpy as np
+from scipy import stats
+
+from ..bounds.adversarial import (
+    theorem62_deterministic_bound,
+    theorem62_instance,
+    theorem64_ratio,
+)
+from ..bounds.hindsight import hindsight_brute_force, hindsight_optimum
+from ..policies.kvcache import kv_token_limit, mcsf_schedule
+from ..policies.memory_check import FuturePeak
+from .base import Outcome, claim
+
+__all__ = ["smallest_alg1_counterexample", "regret_experiment", "admission_work",
+           "bernoulli_arrivals"]
+
+
+# ---- Theorem 4.2: exhaustive search ------------------------------------------------------------
+def smallest_alg1_counterexample(max_n: int = 4, prompts=(1, 2, 3), max_memory: int = 14,
+                                 max_output: int = 7) -> dict:
+    """Search semi-online instances (all arrivals 0, equal prompts) in order of the number
+    of requests, then the memory, then the prompt, then the output multiset, and return the
+    first where Algorithm 1's total latency exceeds the exact optimum (dynamic program).
+
+    Returns ``{"found": bool, "searched": {n: instances}, ...instance and both schedules}``.
+    """
+    searched = {}
+    for n in range(1, max_n + 1):
+        searched[n] = 0
+        for M in range(2, max_memory + 1):
+            for s in prompts:
+                for o in combinations_with_replacement(range(1, max_output + 1), n):
+                    if s + o[-1] - 1 > M:
+                        continue
+                    searched[n] += 1
+                    a, p, out = np.zeros(n, np.int64), np.full(n, s), np.array(o)
+                    alg = mcsf_schedule(a, p, out, M)
+                    alg_tel = int((alg + out).sum())
+                    if alg_tel == int(out.sum()):                 # every request starts at 0
+                        continue
+                    opt = hindsight_brute_force(a, p, out, M)
+                    if opt.total_latency < alg_tel:
+                        return {"found": True, "searched": searched, "n": n, "memory": M,
+                                "prompt": s, "output": out, "alg_starts": alg,
+                                "alg_latency": alg_tel, "opt_starts": opt.starts,
+                                "opt_latency": int(opt.total_latency)}
+    return {"found": False, "searched": searched}
+
+
+def identical_jobs_gap(n: int, output: int = 10, prompt: int = 1, memory: int = 100,
+                       cap: int = 2) -> tuple[float, float]:
+    """Average latency of Algorithm 1 and of the capped (``cap`` starts per round) variant on
+    ``n`` identical jobs: the waves-versus-staggering mechanism behind Theorem 4.2's failure."""
+    a, s, o = np.zeros(n, np.int64), np.full(n, prompt), np.full(n, output)
+    alg = mcsf_schedule(a, s, o, memory)
+    capped = mcsf_schedule(a, s, o, memory, max_starts=cap)
+    return float((alg + o).mean()), float((capped + o).mean())
+
+
+@claim("jaillet2025.theorem4_2",
+       statement="Theorem 4.2: in the semi-online model Algorithm 1 (shortest output first "
+                 "with the future-peak memory check) minimises the average end-to-end latency.",
+       expected="refuted")
+def _theorem4_2(quick: bool) -> Outcome:
+    grid = dict(max_n=4, prompts=(1, 2), max_memory=8, max_output=5) if quick else {}
+    found = smallest_alg1_counterexample(**grid)
+    data = {"searched": found["searched"]}
+    if not found["found"]:
+        return Outcome("confirmed", f"no counterexample among {found['searched']} instances",
+                       data)
+    n, M, s, o = found["n"], found["memory"], found["prompt"], found["output"]
+    milp = hindsight_optimum(np.zeros(n, np.int64), np.full(n, s), o, M)
+    alg_w, cap_w = identical_jobs_gap(50 if quick else 200)
+    data.update({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in found.items()
+                 if k != "searched"})
+    data.update(milp_latency=milp.total_latency, milp_starts=milp.starts.tolist(),
+                identical_jobs=(alg_w, cap_w))
+    verdict = "refuted" if milp.total_latency < found["alg_latency"] else "confirmed"
+    return Outcome(
+        verdict,
+        f"smallest counterexample: n={n}, s={s}, M={M}, o={o.tolist()}: Algorithm 1 starts "
+        f"{found['alg_starts'].tolist()} TEL {found['alg_latency']} vs optimum starts "
+        f"{found['opt_starts'].tolist()} TEL {found['opt_latency']} (MILP {milp.total_latency:g})",
+        data,
+        note=f"No counterexample with fewer requests ({found['searched']} instances searched "
+             "per n). Mechanism: equal short jobs started together peak together, so memory "
+             f"sits idle; identical jobs (o=10, s=1, M=100, n={50 if quick else 200}): "
+             f"Algorithm 1 AEL {alg_w:.2f} vs {cap_w:.2f} with at most 2 starts per round.")
+
+
+# ---- Proposition 4.1: work per round ---------------------------------------------------------
+class _CountingPeak(FuturePeak):
+    """FuturePeak that counts checkpoint evaluations (one per checkpoint per check)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.work = 0
+
+    def fits(self, m, e):
+        self.work += self.taus.size + 1
+        return super().fits(m, e)
+
+
+def admission_work(memory: int, *, seed: int = 0, rounds: int = 40) -> int:
+    """Largest number of checkpoint evaluations of one round of Algorithm 1 on a saturated
+    semi-online instance (prompt 1, outputs uniform on ``1 … M/8``), replaying each round of
+    the run; also checks the replay admits exactly what :func:`mcsf_schedule` admitted."""
+    rng = np.random.default_rng(seed)
+    n = 4 * memory
+    o = rng.integers(1, memory // 8 + 1, n)
+    a, s = np.zeros(n, np.int64), np.ones(n, np.int64)
+    start = mcsf_schedule(a, s, o, memory)
+    order = np.lexsort((np.arange(n), o))
+    worst = 0
+    for t in range(min(rounds, int(start.max()) + 1)):
+        run = (start < t) & (start + o > t)
+        peak = _CountingPeak(memory, t, s[run] + t - start[run], start[run] + o[run] - 1)
+        cand = order[start[order] >= t]
+        ok = peak.admit(s[cand], t + o[cand] - 1)
+        if not np.array_equal(np.sort(cand[ok]), np.flatnonzero(start == t)):
+            raise AssertionError(f"admission replay differs from mcsf_schedule at round {t}")
+        worst = max(worst, peak.work)
+    return worst
+
+
+@claim("jaillet2025.proposition4_1",
+       statement="Proposition 4.1: one round of Algorithm 1 costs O(M^2) operations.",
+       expected="confirmed")
+def _proposition4_1(quick: bool) -> Outcome:
+    Ms = np.array([64, 128, 256, 512] if quick else [64, 128, 256, 512, 1024, 2048])
+    work = np.array([admission_work(int(M)) for M in Ms])
+    fit = stats.linregress(np.log(Ms), np.log(work))
+    bound = (Ms / 2 + 1) ** 2                      # ≤ M/(s+1)+1 checks × ≤ M/(s+1)+1 checkpoints
+    ok = bool(np.all(work <= bound)) and fit.slope <= 2.1
+    return Outcome(
+        "confirmed" if ok else "refuted",
+        f"checkpoint evaluations per round {work.tolist()} for M={Ms.tolist()}: log-log slope "
+        f"{fit.slope:.2f} (≤ 2), all within (M/2+1)^2",
+        {"M": Ms.tolist(), "work": work.tolist(), "slope": fit.slope, "stderr": fit.stderr},
+        note="Counted on the incremental FuturePeak (one evaluation per checkpoint per check); "
+             "sorting the waiting requests, O(n log n), is outside the paper's count.")
+
+
+# ---- Theorem 5.3: regret against a feasible comparator ---------------------------------------
+def bernoulli_arrivals(horizon: int, probs, seed: int) -> np.ndarray:
+    """Arrival rounds with an i.i.d. number of arrivals per round, ``P(k) = probs[k]``."""
+    rng = np.random.default_rng(seed)
+    counts = rng.choice(len(probs), size=horizon, p=np.asarray(probs) / np.sum(probs))
+    return np.repeat(np.arange(horizon), counts)
+
+
+def regret_experiment(horizons, seeds, *, probs=(0.25, 0.25, 0.25, 0.25), output: int = 10,
+                      prompt: int = 1, memory: int = 100, cap: int = 2) -> dict:
+    """Algorithm 2 against the feasible comparator "at most ``cap`` starts per round" (an
+    upper bound on the hindsight optimum) and against ``output`` (a lower bound on every
+    request's latency), for growing horizons ``T``; fits the slope in ``T`` of both gaps.
+
+    ``lower_gap`` = AEL(Alg 2) − AEL(comparator) ≤ regret;
+    ``upper_gap`` = AEL(Alg 2) − ``output`` ≥ regret.
+    """
+    rows = []
+    for T in horizons:
+        for seed in seeds:
+            a = bernoulli_arrivals(int(T), probs, seed)
+            s, o = np.full(a.size, prompt), np.full(a.size, output)
+            alg = float((mcsf_schedule(a, s, o, memory) + o - a).mean())
+            comp = float((mcsf_schedule(a, s, o, memory, max_starts=cap) + o - a).mean())
+            rows.append((int(T), seed, alg, comp))
+    T, _, alg, comp = (np.array(c) for c in zip(*rows, strict=True))
+
+    def slope(y):
+        fit = stats.linregress(T, y)
+        half = stats.t.ppf(0.995, T.size - 2) * fit.stderr
+        return fit.slope, fit.slope - half, fit.slope + half
+
+    return {"rows": rows, "lower_gap": slope(alg - comp), "upper_gap": slope(alg - output),
+            "alg": alg, "comparator": comp, "T": T}
+
+
+@claim("jaillet2025.theorem5_3",
+       statement="Theorem 5.3: under i.i.d. bounded arrivals and i.i.d. output lengths the "
+                 "regret E[AEL(Algorithm 2) - OPT-bar] is bounded by a constant independent "
+                 "of the horizon T.",
+       expected="refuted")
+def _theorem5_3(quick: bool) -> Outcome:
+    horizons = (100, 200, 400, 800) if quick else (100, 200, 400, 800, 1600, 3200)
+    seeds = (0, 1) if quick else (0, 1, 2, 3, 4)
+    bad = regret_experiment(horizons, seeds)
+    benign = regret_experiment(horizons, seeds, probs=(0.4, 0.3, 0.2, 0.1))
+    s, lo, hi = bad["lower_gap"]
+    bs, blo, bhi = benign["upper_gap"]
+    verdict = "refuted" if lo > 0 else "confirmed"
+    return Outcome(
+        verdict,
+        f"M=100, s=1, o=10, arrivals U{{0..3}}/round: regret ≥ AEL(Alg 2) − AEL(capped-2) "
+        f"grows {s:.3f}/round (99% CI {lo:.3f}…{hi:.3f}); benign P=(.4,.3,.2,.1): regret ≤ "
+        f"AEL − 10 has slope {bs:.5f} (CI {blo:.5f}…{bhi:.5f})",
+        {"horizons": list(horizons), "counterexample": bad["rows"], "benign": benign["rows"],
+         "slope": (s, lo, hi), "benign_slope": (bs, blo, bhi)},
+        note="Algorithm 2 starts equal jobs in synchronized waves once a backlog exists "
+             "(throughput 1 < λ = 1.5) while a policy starting ≤ 2 per round is stable, so the "
+             "regret is Θ(T). In the benign setting (λ = 1) regret stays bounded.")
+
+
+# ---- Theorems 6.2 and 6.4 --------------------------------------------------------------------
+@claim("jaillet2025.theorem6_2",
+       statement="Theorem 6.2: under adversarial arrivals no deterministic algorithm has a "
+                 "competitive ratio independent of M (one long request, εM unit shorts at "
+                 "t' + (1 − 2ε)M; ratio ≥ 1/ε).",
+       expected="confirmed")
+def _theorem6_2(quick: bool) -> Outcome:
+    ks = (4, 5, 6) if quick else (4, 5, 6, 7, 8)
+    Ms = [k ** 4 for k in ks]                                # ε = M^{-1/4}, εM and 1/ε integers
+    bounds = [theorem62_deterministic_bound(M, 1 / k)[0] for M, k in zip(Ms, ks, strict=True)]
+    mcsf = [theorem62_instance(M, 1 / k).ratio for M, k in zip(Ms, ks, strict=True)]
+    fixed = theorem62_instance(1024 if quick else 4096, 1 / 4)
+    growing = bool(np.all(np.diff(bounds) > 0))
+    near_limit = abs(fixed.ratio - fixed.limit) / fixed.limit < (0.2 if quick else 0.1)
+    fit = stats.linregress(np.log(Ms), np.log(bounds))
+    return Outcome(
+        "confirmed" if growing and near_limit else "refuted",
+        f"min over deterministic non-preemptive algorithms of TEL/OPT along ε = M^(-1/4), "
+        f"M={Ms}: {np.round(bounds, 2).tolist()} (log-log slope {fit.slope:.2f}); MC-SF "
+        f"{np.round(mcsf, 2).tolist()}; at ε=1/4, M={fixed.memory}: MC-SF {fixed.ratio:.2f} "
+        f"vs 1+2/ε = {fixed.limit:.0f}",
+        {"M": Ms, "bound": bounds, "mcsf": mcsf, "fixed_eps": (fixed.memory, fixed.ratio)},
+        note="Exact optimum (non-preemptive, App. B.1 model) by enumerating the long start. "
+             "The ratio tends to 1 + 2/ε (not 2/ε as L358 says) and grows like M^(1/4) only "
+             "asymptotically (needs ε³M → ∞).")
+
+
+@claim("jaillet2025.theorem6_4",
+       statement="Theorem 6.4: under adversarial arrivals no randomized algorithm has a "
+                 "competitive ratio independent of M (Yao's principle on the distribution "
+                 "of Eq. (8): shorts at kM, k in {1-2ε, …, c+1-2ε}, probability ε/c each).",
+       expected="not-reproducible")
+def _theorem6_4(quick: bool) -> Outcome:
+    M, eps = (1024, 1 / 8) if quick else (4096, 1 / 8)
+    rows = {}
+    for c in (2, 4):
+        for corrected in (False, True):
+            r = theorem64_ratio(M, eps, c, corrected)
+            rows[(c, corrected)] = (r.immediate, r.best)
+    printed_fails = all(rows[(c, False)][1] < c for c in (2, 4))
+    corrected_fails = all(rows[(c, True)][1] < c for c in (2, 4))
+    verdict = "not-reproducible" if printed_fails and corrected_fails else "confirmed"
+    return Outcome(
+        verdict,
+        f"M={M}, ε=1/8: Yao bound min_p E[TEL]/E[OPT] = "
+        + ", ".join(f"c={c}{' corrected' if k else ''}: {v[1]:.3f} (start immediately "
+                    f"{v[0]:.3f})" for (c, k), v in rows.items()),
+        {"M": M, "eps": eps, "rows": {f"c={c},corrected={k}": v for (c, k), v in rows.items()}},
+        note="The printed distribution does not defeat 'start immediately' (ratio ≈ 1 + 2/c); "
+             "even with support {0, ε, …, c} the best deterministic policy stays below c, so "
+             "the contradiction of Eq. (8) never occurs at these M. The sum ε Σ 1/x grows only "
+             "like ln(1/ε); the statement may hold, but this proof does not show it.")
+
+
+# ---- Section 7 in model form ------------------------------------------------------------------
+PAPER_M = 16492
+"""KV capacity of Section 7 (L416) in tokens, as stated (spec decision D2)."""
+
+MODEL_M = 4096
+"""The scaled capacity the Section 7 claims run at (a quarter of :data:`PAPER_M`, so that a
+few hundred requests already congest the system and a check takes seconds)."""
+
+BENCHMARKS = {"greedy α=0.30": (0.3, None), "greedy α=0.25": (0.25, None),
+              "clearing α=0.2 β=0.2": (0.2, 0.2), "clearing α=0.2 β=0.1": (0.2, 0.1),
+              "clearing α=0.1 β=0.2": (0.1, 0.2), "clearing α=0.1 β=0.1": (0.1, 0.1)}
+"""The six benchmark configurations of Figure 5 (L444, L456)."""
+
+
+def lmsys_surrogate(n: int, rate: float, *, memory: int = MODEL_M, seed: int = 0):
+    """Arrival rounds, prompts and outputs standing in for the LMSYS-Chat-1M sample (L399;
+    spec decision D9): log-normal lengths matched on the reported medians and means (input
+    11 / 40.62, output 45 / 85.32 words), redrawn when ``s + o − 1 > M``; Poisson arrivals
+    at ``rate`` per round, floored to whole rounds."""
+    rng = np.random.default_rng(seed)
+    s, o = np.empty(0, np.int64), np.empty(0, np.int64)
+    while s.size < n:
+        ds = np.maximum(1, np.rint(rng.lognormal(np.log(11), 1.616, 2 * n))).astype(np.int64)
+        do = np.maximum(1, np.rint(rng.lognormal(np.log(45), 1.131, 2 * n))).astype(np.int64)
+        keep = ds + do - 1 <= memory
+        s, o = np.r_[s, ds[keep]], np.r_[o, do[keep]]
+    arrival = np.floor(np.cumsum(rng.exponential(1 / rate, n)))
+    return arrival, s[:n], o[:n]
+
+
+def section7_run(policy, arrival, prompt, output, memory: int = MODEL_M) -> dict:
+    """One engine run (``UnitTime`` rounds, "ip" convention): average latency, completions,
+    peak memory, restarts and the loop flag of the α-protection benchmarks."""
+    from ..engine import simulate
+    from ..timing import UnitTime
+    from ..workload import Workload
+
+    wl = Workload.from_arrays(arrival, prompt, output)
+    res = simulate(wl, policy, UnitTime(), memory=memory, emit_first=True,
+                   n_requests=len(arrival))
+    m = res.metrics
+    loop = getattr(policy, "loop_at", None)
+    return {"mean_latency": m["mean_latency"] if loop is None else float("inf"),
+            "completed": m["completed"], "peak_memory": m["peak_memory"],
+            "restarts": m["restarts"], "loop_at": loop, "result": res}
+
+
+def section7_experiment(rates, n: int, *, memory: int = MODEL_M, seed: int = 0,
+                        benchmarks=None) -> dict:
+    """Average latency of MC-SF and of each benchmark ``{name: (alpha, beta)}`` at each
+    arrival rate (per round) on one surrogate stream per rate: ``{rate: {name: AEL}}``."""
+    from ..policies.kvcache import MCSF, AlphaProtection
+
+    benchmarks = BENCHMARKS if benchmarks is None else benchmarks
+    table = {}
+    for rate in rates:
+        a, s, o = lmsys_surrogate(n, rate, memory=memory, seed=seed)
+        row = {"MC-SF": section7_run(MCSF(), a, s, o, memory)["mean_latency"]}
+        for name, (alpha, beta) in benchmarks.items():
+            row[name] = section7_run(AlphaProtection(alpha, beta), a, s, o, memory)[
+                "mean_latency"]
+        table[rate] = row
+    return table
+
+
+@claim("jaillet2025.section7_latency",
+       statement="Section 7 (Fig. 5): Algorithm 2 has the lowest average end-to-end latency of "
+                 "the seven algorithms (α-protection greedy α ∈ {0.3, 0.25}, β-clearing "
+                 "(α,β) ∈ {0.2,0.1}²) under both high and low demand.",
+       expected="confirmed")
+def _section7_latency(quick: bool) -> Outcome:
+    rates = {"low": 0.6, "high": 1.5}
+    table = section7_experiment(rates.values(), 250 if quick else 2000)
+    best = {k: min(v for name, v in table[r].items() if name != "MC-SF")
+            for k, r in rates.items()}
+    mcsf = {k: table[r]["MC-SF"] for k, r in rates.items()}
+    ok = all(mcsf[k] < best[k] for k in rates)
+    return Outcome(
+        "confirmed" if ok else "refuted",
+        "; ".join(f"{k} demand (λ={r}/round): MC-SF AEL {mcsf[k]:.1f} vs best benchmark "
+                  f"{best[k]:.1f} (×{best[k] / mcsf[k]:.2f})" for k, r in rates.items()),
+        {"rates": rates, "table": {str(r): v for r, v in table.items()}},
+        note="Model form: one batch per round (UnitTime) instead of Vidur batch times, "
+             f"M = {MODEL_M} (paper: {PAPER_M}), log-normal surrogate of the LMSYS lengths, "
+             "one stream per rate. "
+             "The paper's slopes (1/6 vs 1/2, 1/800 vs 1/100) are in seconds and not "
+             "comparable; only the ordering is checked.")
+
+
+@claim("jaillet2025.section7_alpha_loop",
+       statement="Section 7 (Fig. 7, L430, L444): under high demand the α-protection greedy "
+                 "enters an endless clear-and-readmit loop for small α; the smallest loop-free "
+                 "α is 0.21 (grid step 0.01).",
+       expected="qualified")
+def _section7_alpha_loop(quick: bool) -> Outcome:
+    from ..policies.kvcache import AlphaProtection
+
+    alphas = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
+    n = 300 if quick else 2000
+    a, s, o = lmsys_surrogate(n, 1.5, memory=MODEL_M)
+    loops = {al: section7_run(AlphaProtection(al), a, s, o)["loop_at"] is not None
+             for al in alphas}
+    free = [al for al in alphas if all(not loops[b] for b in alphas if b >= al)]
+    threshold = min(free) if free else None
+    qualitative = any(loops.values()) and threshold is not None
+    verdict = ("confirmed" if qualitative and abs(threshold - 0.21) <= 0.025
+               else "qualified" if qualitative else "refuted")
+    return Outcome(
+        verdict,
+        f"λ=1.5/round, M={MODEL_M}, {n} requests: loops at α = "
+        f"{[al for al in alphas if loops[al]]}; smallest loop-free α on the grid: {threshold}",
+        {"alphas": alphas, "loops": loops, "threshold": threshold, "requests": n},
+        note="Corrected statement: small α loops and a large enough α is loop-free, but the "
+             "threshold is not a constant of the algorithm: it depends on the batch-time model, "
+             "the length sample and the length of the stream (0.25 with 300 requests, 0.3 with "
+             "2000 here; the paper's 0.21/0.24 come from Vidur times on 10,000 LMSYS requests).")
+
+
+@claim("jaillet2025.kv_token_limit",
+       statement="Section 7 (L403–L416): Llama2-70B on two A100 80 GB GPUs leaves room for "
+                 "M = 16,492 KV tokens (2,621,440 bytes per token).",
+       expected="refuted")
+def _kv_token_limit(quick: bool) -> Outcome:
+    per_token = 2 * 80 * 8192 * 2
+    gb = kv_token_limit(70e9, 80, 8192, 2, 2, 80e9)
+    gib = kv_token_limit(70 * 2**30, 80, 8192, 2, 2, 80 * 2**30)     # everything in GiB
+    ok = per_token == 2_621_440 and 16492 in (int(gb), int(gib))
+    return Outcome(
+        "confirmed" if ok else "refuted",
+        f"KV bytes per token {per_token:,} (as stated); (160 − 140) GB / per token = "
+        f"{float(gb):,.2f} tokens (all in GiB: {float(gib):,.0f}); stated 16,492",
+        {"per_token": per_token, "tokens_gb": float(gb), "tokens_gib": float(gib)},
+        note="16,492 tokens × 2,621,440 B = 43.2 GB, more than the 20 GB left by the model. "
+             f"The Section 7 claims use M = {PAPER_M} as stated (spec D2) scaled to {MODEL_M}.")
+
+
+@claim("jaillet2025.section7_beta",
+       statement="Section 7 (Fig. 10, L450): for α-protection β-clearing under high demand, "
+                 "β in [0.05, 0.25] performs well; very low β is bad (not enough memory "
+                 "cleared) and high β is bad (too much recomputation).",
+       expected="qualified")
+def _section7_beta(quick: bool) -> Outcome:
+    from ..policies.kvcache import AlphaProtection
+
+    betas = (0.01, 0.05, 0.1, 0.2, 0.5)
+    a, s, o = lmsys_surrogate(300 if quick else 2000, 1.5, memory=MODEL_M)
+    ael = {b: section7_run(AlphaProtection(0.1, b), a, s, o)["mean_latency"] for b in betas}
+    good = min(ael[b] for b in (0.05, 0.1, 0.2))
+    high_bad, low_bad = ael[0.5] > 1.1 * good, ael[0.01] > 1.1 * good
+    verdict = ("confirmed" if high_bad and low_bad else "qualified" if high_bad or low_bad
+               else "refuted")
+    return Outcome(
+        verdict,
+        f"α=0.1, λ=1.5/round, M={MODEL_M}: AEL by β "
+        + ", ".join(f"{b}: {v:.0f}" for b, v in ael.items()),
+        {"ael": ael},
+        note=("Corrected statement: high β is bad (recomputation), but in the round model a "
+              "stall after an insufficient clearing costs one round, so very low β is not "
+              "harmful; the paper's left branch of the U needs stalls that take real time "
+              "(Vidur), which one-round batches do not have." if high_bad and not low_bad
+              else "Both branches of the U measured as stated." if verdict == "confirmed"
+              else "See the AEL by β."))
