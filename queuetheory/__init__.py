@@ -4,11 +4,19 @@ Closed forms, thresholds, bounds and stability conditions of five scheduling pap
 simulator that runs every scheduler on the same model, and a ledger of the papers' claims.
 """
 
-from . import bounds, claims, fluid, metrics, networks, plotting, policies
+from . import bounds, claims, data, fluid, metrics, networks, plotting, policies
 from .engine import Batch, Result, State, simulate
 from .errors import InfeasibleBatchError, QueueTheoryError, UnstableError
 from .gpu_timing import GPUModel, ModelDims, TiledGPUTime
-from .timing import BatchLoad, LinearMemoryTime, PiecewiseLinearTime, TimeModel, UnitTime
+from .sweep import sweep
+from .timing import (
+    AffineTokenTime,
+    BatchLoad,
+    LinearMemoryTime,
+    PiecewiseLinearTime,
+    TimeModel,
+    UnitTime,
+)
 from .workload import (
     ClassInterval,
     ExactPredictor,
@@ -22,11 +30,11 @@ from .workload import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "bounds", "claims", "fluid", "metrics", "networks", "plotting", "policies",
+    "bounds", "claims", "data", "fluid", "metrics", "networks", "plotting", "policies",
     "Batch", "Result", "State", "simulate",
     "InfeasibleBatchError", "QueueTheoryError", "UnstableError",
     "BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
+    "AffineTokenTime", "TiledGPUTime", "GPUModel", "ModelDims", "sweep",
     "RequestClass", "Workload", "Trace", "TimeVarying",
     "ExactPredictor", "RelativeInterval", "ClassInterval",
 ]
-__all__ += ["TiledGPUTime", "GPUModel", "ModelDims"]

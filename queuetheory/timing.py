@@ -15,7 +15,8 @@ import numpy as np
 
 from .errors import check_positive
 
-__all__ = ["BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime"]
+__all__ = ["BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
+           "AffineTokenTime"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,23 @@ class TimeModel:
         """Duration of a batch whose token load is ``b`` (models that depend on ``b'`` only)."""
         raise TypeError(f"{type(self).__name__} does not depend on the token load alone")
 
+    def full_batch_time(self, prefill_tokens: float, decode_tokens: float, budget: int) -> float:
+        """Time to serve these tokens in full batches of ``budget`` tokens: the saturated
+        engine's rate, whose inverse gives the capacity ``b / t_b`` of seed 004 (eq. 2.7)."""
+        return self.token_time(budget) * (prefill_tokens + decode_tokens) / budget
+
+    def repeat_decode(self, context: np.ndarray, k: int) -> np.ndarray | None:
+        """Durations of ``k`` successive decode-only batches of the same members, whose KV
+        contexts are ``context`` before the first and grow by one token per batch: the
+        engine's fast path. Must equal ``duration`` of each batch exactly (same floating
+        point operations). ``None`` (the default) means no closed form: step one by one."""
+        return None
+
+    def _round_many(self, t: np.ndarray) -> np.ndarray:
+        if self.slot is None:
+            return t
+        return np.maximum(1, np.ceil(t / self.slot - 1e-12)) * self.slot
+
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if v is not None)
         return f"{type(self).__name__}({params})"
@@ -92,6 +110,11 @@ class LinearMemoryTime(TimeModel):
 
     def _raw(self, load):
         return self.d0 + self.d1 * load.kv_tokens
+
+    def repeat_decode(self, context, k):
+        # kv_tokens of batch j (0-based): Σ (context + 1) + j·d, exact integers
+        kv = int((context + 1).sum()) + np.arange(k, dtype=np.int64) * context.size
+        return self._round_many(self.d0 + self.d1 * kv)
 
 
 class PiecewiseLinearTime(TimeModel):
@@ -116,6 +139,9 @@ class PiecewiseLinearTime(TimeModel):
     def token_time(self, b):
         return self._round(self._raw_tokens(b))
 
+    def repeat_decode(self, context, k):
+        return np.full(k, self.token_time(int(context.size)))
+
 
 class UnitTime(TimeModel):
     """Every batch, full or partial, takes one round (seeds 001, 003; seed 004 App. B, §4.4)."""
@@ -127,3 +153,38 @@ class UnitTime(TimeModel):
 
     def token_time(self, b):
         return self._round(1.0)
+
+    def repeat_decode(self, context, k):
+        return np.full(k, self._round(1.0))
+
+
+class AffineTokenTime(TimeModel):
+    """``τ = c + per_prefill · Σ δ^p + per_decode · Σ δ^d``: separate per-token costs.
+
+    A fixed cost ``c`` per iteration plus a cost for each prefill token and each decode token
+    of the batch (issue 9's anchor: ``c = 16.1`` ms, ``per_prefill = 57.8`` µs,
+    ``per_decode = 39.5`` µs). It depends on the counts only, so a stretch of identical
+    decode-only iterations has the closed-form duration ``k · (c + per_decode · d)``.
+    """
+
+    def __init__(self, c: float, per_prefill: float, per_decode: float,
+                 slot: float | None = None):
+        super().__init__(slot)
+        self.c = check_positive("c", c)
+        self.per_prefill = check_positive("per_prefill", per_prefill, allow_zero=True)
+        self.per_decode = check_positive("per_decode", per_decode, allow_zero=True)
+
+    def _raw(self, load):
+        return self._raw_counts(int(load.chunk.sum()), int(load.decode_context.size))
+
+    def _raw_counts(self, prefill_tokens, decodes):
+        return self.c + self.per_prefill * prefill_tokens + self.per_decode * decodes
+
+    def repeat_decode(self, context, k):
+        return np.full(k, self._round(self._raw_counts(0, int(context.size))))
+
+    def full_batch_time(self, prefill_tokens, decode_tokens, budget):
+        if self.slot is not None:
+            raise TypeError("full_batch_time: a slotted AffineTokenTime depends on the mix")
+        return (self.c * (prefill_tokens + decode_tokens) / budget
+                + self.per_prefill * prefill_tokens + self.per_decode * decode_tokens)

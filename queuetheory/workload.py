@@ -336,6 +336,45 @@ class Workload:
         )
         return wl
 
+    @classmethod
+    def from_lengths(cls, prompt, output, *, rate=None, load=None, time_model=None,
+                     token_budget=None, arrivals="poisson", predictor=None, name=None):
+        """One class of requests with real lengths, arriving at ``rate`` or at a target ``load``.
+
+        ``prompt`` and ``output`` are paired samples (e.g. :func:`queuetheory.data.
+        sharegpt_lengths`), drawn together so that their correlation is kept, or any length
+        laws :class:`RequestClass` accepts. With ``load`` the rate is
+        ``load / time_model.full_batch_time(m_p, m_d, token_budget)``: the fraction of the
+        saturated engine's capacity (seed 004, eq. 2.7: ``λ (m_p + m_d) t_b / b``).
+        """
+        if (rate is None) == (load is None):
+            raise ValueError(f"rate={rate!r}, load={load!r}: give exactly one of them")
+        paired = not (isinstance(prompt, int | np.integer) or _is_frozen_distribution(prompt)
+                      or isinstance(output, int | np.integer) or _is_frozen_distribution(output))
+        if paired:
+            prompt, output = np.asarray(prompt), np.asarray(output)
+            if prompt.shape != output.shape:
+                raise ValueError(f"prompt, output: paired samples need equal shapes, got "
+                                 f"{prompt.shape} and {output.shape}")
+            make = RequestClass.from_samples
+        else:
+            make = RequestClass
+        if load is not None:
+            check_positive("load", load)
+            if time_model is None or token_budget is None:
+                raise ValueError("load: a target load needs time_model and token_budget")
+            check_positive("token_budget", token_budget, integer=True)
+            probe = make(prompt, output, 1.0)
+            try:
+                per_request = time_model.full_batch_time(probe.mean_prompt, probe.mean_output,
+                                                         int(token_budget))
+            except TypeError as err:
+                raise ValueError(f"time_model={time_model!r}: no full-batch capacity ({err}); "
+                                 "give rate instead of load") from None
+            rate = float(load) / per_request
+        return cls([make(prompt, output, rate, name=name)], arrivals=arrivals,
+                   predictor=predictor)
+
     def sample(self, *, horizon: float | None = None, n_requests: int | None = None,
                seed=0) -> Trace:
         """Draw requests arriving in ``[0, horizon]`` and/or the first ``n_requests`` (a

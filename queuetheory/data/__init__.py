@@ -1,3 +1,5 @@
 """Real workloads and small shipped samples."""
 
-__all__: list[str] = []
+from .sharegpt import PAPER_LENGTH_STATISTICS, sharegpt_lengths, sharegpt_statistics
+
+__all__ = ["sharegpt_lengths", "sharegpt_statistics", "PAPER_LENGTH_STATISTICS"]

@@ -14,8 +14,9 @@ _EMPTY = np.empty(0, dtype=np.int64)
 
 
 def _ints(x) -> np.ndarray:
-    a = np.asarray(x, dtype=np.int64).reshape(-1)
-    return a
+    if type(x) is np.ndarray and x.dtype == np.int64 and x.ndim == 1:
+        return x
+    return np.asarray(x, dtype=np.int64).reshape(-1)
 
 
 @dataclass(frozen=True)
@@ -50,14 +51,68 @@ class Batch:
         return np.concatenate([self.prefill, self.decode])
 
 
-def _unique(a: np.ndarray) -> bool:
-    return a.size < 2 or np.unique(a).size == a.size
+# Hot path: ndarray methods and np.count_nonzero are several times cheaper here than the
+# np.any/np.all/np.flatnonzero wrappers and ufunc reductions on the small arrays of a batch.
+
+def _increasing(a: np.ndarray) -> bool:
+    return a.size < 2 or not np.count_nonzero(a[1:] <= a[:-1])
+
+
+def _total(a: np.ndarray) -> int:
+    return int(a[0]) if a.size == 1 else int(a.sum()) if a.size else 0
+
+
+def _positions_ok(a: np.ndarray, n: int) -> bool:
+    return not a.size or (_increasing(a) and a[0] >= 0 and a[-1] < n)
+
+
+def _feasible_used(state, batch: Batch, budget, memory) -> int | None:
+    """The memory after a feasible batch without evictions, or None when in doubt.
+
+    Sound but incomplete: it accepts only batches :func:`check_batch` accepts (sorted unique
+    positions; a chunk ``1 <= c <= remaining`` puts a prefill member outside the decode part,
+    so the two parts cannot overlap), in a few array operations.
+    """
+    pre, chunk, d = batch.prefill, batch.chunk, batch.decode
+    n = state.n
+    if batch.evict.size or chunk.shape != pre.shape:
+        return None
+    if not (_positions_ok(pre, n) and _positions_ok(d, n)):
+        return None
+    chunk_sum = 0
+    if pre.size == 1:
+        chunk_sum = int(chunk[0])
+        if not 1 <= chunk_sum <= int(state.prompt[pre[0]]) - int(state.prefilled[pre[0]]):
+            return None
+    elif pre.size:
+        rem = state.prompt[pre] - state.prefilled[pre]
+        if np.count_nonzero(chunk < 1) or np.count_nonzero(chunk > rem):
+            return None
+        chunk_sum = int(chunk.sum())
+    if d.size and (np.count_nonzero(state.in_decode[d]) != d.size
+                   or np.count_nonzero(state.decoded[d] >= state.output[d])):
+        return None
+    if budget is not None and chunk_sum + d.size > budget:
+        return None
+    used = state.memory_used + chunk_sum + int(d.size)
+    if memory is not None and used > memory:
+        return None
+    return used
 
 
 def check_batch(state, batch: Batch, *, policy, iteration: int, budget, memory,
                 emit_first: bool) -> int:
     """Check seed 004's rules (2.5a–d), the token budget and KV memory; return the memory
     of all resident requests after the batch. Raise :class:`InfeasibleBatchError` otherwise."""
+    used = _feasible_used(state, batch, budget, memory)
+    if used is not None:
+        return used
+    return _check_every_rule(state, batch, policy=policy, iteration=iteration, budget=budget,
+                             memory=memory, emit_first=emit_first)
+
+
+def _check_every_rule(state, batch, *, policy, iteration, budget, memory, emit_first) -> int:
+    """The complete check, rule by rule, naming the first rule broken."""
 
     def fail(rule, detail):
         raise InfeasibleBatchError(policy, iteration, rule, detail)
@@ -65,33 +120,49 @@ def check_batch(state, batch: Batch, *, policy, iteration: int, budget, memory,
     n = state.n
     for name in ("prefill", "decode", "evict"):
         a = getattr(batch, name)
-        if a.size and (a.min() < 0 or a.max() >= n):
+        if not a.size:
+            continue
+        increasing = _increasing(a)        # the common case: no sort needed
+        lo, hi = (a[0], a[-1]) if increasing else (a.min(), a.max())
+        if lo < 0 or hi >= n:
             fail("index", f"{name} positions must lie in [0, {n})")
-        if not _unique(a):
+        if not increasing and np.unique(a).size != a.size:
             fail("index", f"{name} lists a request twice")
-    if batch.chunk.shape != batch.prefill.shape:
+    pre, chunk, d = batch.prefill, batch.chunk, batch.decode
+    if chunk.shape != pre.shape:
         fail("2.5b", "chunk must give one size per prefill request")
-    prefilled = state.prefilled.copy()
-    decoded = state.decoded.copy()
     if batch.evict.size:
-        if np.any(state.kv[batch.evict] == 0):
+        if np.count_nonzero(state.kv[batch.evict] == 0):
             fail("evict", "evicted a request that holds no KV cache")
+        prefilled = state.prefilled.copy()
+        decoded = state.decoded.copy()
         prefilled[batch.evict] = 0
         decoded[batch.evict] = 0
-    if np.intersect1d(batch.prefill, batch.decode).size:
-        fail("2.5a", "a request is in both the prefill and the decode part")
-    rem = state.prompt[batch.prefill] - prefilled[batch.prefill]
-    if np.any(batch.chunk < 1) or np.any(batch.chunk > rem):
-        fail("2.5b", "a prefill chunk is < 1 or larger than the remaining prompt")
-    d = batch.decode
-    if np.any(prefilled[d] < state.prompt[d]):
-        fail("2.5a", "a decode token for a request whose prefill is unfinished")
-    if np.any(decoded[d] >= state.output[d]):
-        fail("2.5c", "a decode token for a request that has all its output")
-    if budget is not None and batch.token_load > budget:
-        fail("2.5d", f"token load {batch.token_load} exceeds the budget {budget}")
-    kv = prefilled + np.maximum(decoded - emit_first, 0)
-    used = int(kv.sum()) + state.outside_kv + int(batch.chunk.sum()) + int(d.size)
+        kv_total = int((prefilled + np.maximum(decoded - emit_first, 0)).sum())
+        in_decode = prefilled >= state.prompt
+    else:
+        prefilled, decoded = state.prefilled, state.decoded
+        kv_total = state.memory_used - state.outside_kv
+        in_decode = state.in_decode
+    if pre.size and d.size:
+        mark = np.zeros(n, dtype=bool)
+        mark[pre] = True
+        if np.count_nonzero(mark[d]):
+            fail("2.5a", "a request is in both the prefill and the decode part")
+    chunk_sum = 0
+    if pre.size:
+        rem = state.prompt[pre] - prefilled[pre]
+        if np.count_nonzero(chunk < 1) or np.count_nonzero(chunk > rem):
+            fail("2.5b", "a prefill chunk is < 1 or larger than the remaining prompt")
+        chunk_sum = _total(chunk)
+    if d.size:
+        if np.count_nonzero(in_decode[d]) != d.size:
+            fail("2.5a", "a decode token for a request whose prefill is unfinished")
+        if np.count_nonzero(decoded[d] >= state.output[d]):
+            fail("2.5c", "a decode token for a request that has all its output")
+    if budget is not None and chunk_sum + d.size > budget:
+        fail("2.5d", f"token load {chunk_sum + d.size} exceeds the budget {budget}")
+    used = kv_total + state.outside_kv + chunk_sum + int(d.size)
     if memory is not None and used > memory:
         fail("memory", f"KV memory after the batch {used} exceeds M = {memory}")
     return used

@@ -26,6 +26,20 @@ class ColumnLog:
             self._cols[k][i] = v
         self.n += 1
 
+    def extend(self, k: int, *columns):
+        """Append ``k`` rows at once: each value an array of length ``k`` or a scalar."""
+        need = self.n + k
+        cap = len(self._cols[self._names[0]])
+        if need > cap:
+            cap = max(2 * cap, need)
+            for name, a in self._cols.items():
+                wider = np.empty(cap, dtype=a.dtype)
+                wider[: self.n] = a[: self.n]
+                self._cols[name] = wider
+        for name, c in zip(self._names, columns, strict=True):
+            self._cols[name][self.n: need] = c
+        self.n = need
+
     def column(self, name: str) -> np.ndarray:
         return self._cols[name][: self.n]
 
@@ -43,14 +57,64 @@ class TBTHistogram:
     PER_DECADE = 200
     LOW = -12
 
+    FLUSH = 1 << 16
+
     def __init__(self, n_classes: int):
         self.width = 24 * self.PER_DECADE
-        self.counts = np.zeros((max(1, n_classes), self.width), dtype=np.int64)
+        self._counts = np.zeros((max(1, n_classes), self.width), dtype=np.int64)
+        self._held: list[tuple] = []       # (classes, gaps, weights), binned in bulk
+        self._size = 0
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Counts per class and bin (what ``add`` holds is binned in bulk, here)."""
+        if self._held:
+            cls, gaps, weights = (np.concatenate(x) for x in zip(*self._held, strict=True))
+            self._held, self._size = [], 0
+            flat = cls * self.width + self._bins(gaps)
+            binned = np.bincount(flat, weights=weights, minlength=self._counts.size)
+            self._counts += np.rint(binned).astype(np.int64).reshape(self._counts.shape)
+        return self._counts
+
+    def _hold(self, cls, gaps, weights):
+        self._held.append((cls, gaps, weights))
+        self._size += gaps.size
+        if self._size >= self.FLUSH:
+            self.counts  # noqa: B018  (bins what is held)
 
     def add(self, cls: np.ndarray, gaps: np.ndarray):
+        """One gap per request of class ``cls``. Most requests of a batch share one gap (they
+        all emitted in the previous batch too): those are held as one weighted entry."""
+        n = gaps.size
+        if n > 8:
+            other = gaps != gaps[0]
+            m = np.count_nonzero(other)
+            if 2 * m < n:
+                self._hold_shared(cls if not m else cls[~other], gaps[:1], n - m)
+                if m:
+                    self._hold(cls[other], gaps[other], np.ones(m))
+                return
+        self._hold(cls, gaps, np.ones(n))
+
+    def add_repeated(self, cls: np.ndarray, gaps: np.ndarray):
+        """As ``add`` for every gap in ``gaps`` and every request of class ``cls``."""
+        self._hold_shared(cls, gaps, cls.size)
+
+    def _hold_shared(self, cls, gaps, n):
+        """Each gap of ``gaps`` once for each of the ``n`` requests of classes ``cls``."""
+        if self._counts.shape[0] == 1:
+            self._hold(np.zeros(gaps.size, np.int64), gaps, np.full(gaps.size, float(n)))
+            return
+        per_class = np.bincount(cls)
+        present = per_class.nonzero()[0]
+        shape = (gaps.size, present.size)
+        self._hold(np.broadcast_to(present, shape).ravel(),
+                   np.broadcast_to(gaps[:, None], shape).ravel(),
+                   np.broadcast_to(per_class[present].astype(float), shape).ravel())
+
+    def _bins(self, gaps):
         k = np.floor((np.log10(np.maximum(gaps, 1e-300)) - self.LOW) * self.PER_DECADE)
-        k = np.clip(k, 0, self.width - 1).astype(np.int64)
-        np.add.at(self.counts, (cls, k), 1)
+        return np.clip(k, 0, self.width - 1).astype(np.int64)
 
     def quantile(self, q: float, cls: int | None = None) -> float:
         c = self.counts.sum(axis=0) if cls is None else self.counts[cls]

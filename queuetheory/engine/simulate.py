@@ -69,7 +69,7 @@ class Result:
 
 def simulate(workload, policy, time_model, *, memory=None, token_budget=None, horizon=None,
              n_requests=None, seed=0, max_iterations=None, progress=False,
-             emit_first=False) -> Result:
+             emit_first=False, fast_path=True) -> Result:
     """Run ``policy`` on ``workload`` with batch durations from ``time_model``.
 
     Parameters
@@ -84,6 +84,8 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
     seed : seeds the workload's random draws and the policy's
     max_iterations : hard cap on the number of batches
     emit_first : the prefill iteration also emits the first output token (see Engine)
+    fast_path : repeat steady decode-only batches in closed form (:meth:`Engine.advance`);
+        the records are the same as with ``fast_path=False``, which decides every iteration
     """
     if not isinstance(time_model, TimeModel):
         raise ValueError(f"time_model={time_model!r}: must be a queuetheory TimeModel")
@@ -123,19 +125,23 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
     limit = np.inf if max_iterations is None else int(max_iterations)
     bar = _progress_bar() if progress else None
     t = 0.0 if not len(trace) else min(0.0, float(trace.arrival[0]))
+    most = 1
+    nxt = engine.next_arrival()
     while t < stop and engine.iteration < limit:
-        engine.admit_until(t)
-        if engine.live.size == 0:
+        if t >= nxt:
+            engine.admit_until(t)
             nxt = engine.next_arrival()
+        if engine.live.size == 0:
             if nxt == np.inf:
                 break
             t = nxt
             continue
-        out = engine.step(t)
+        if fast_path:
+            most = limit - engine.iteration if limit < np.inf else 1 << 62
+        out = engine.advance(t, min(nxt, stop), most)
         if isinstance(out, tuple):
-            t += out[0]
+            t = out[0]
         else:
-            nxt = engine.next_arrival()
             wait = nxt if out.until is None else min(out.until, nxt)
             if wait == np.inf:
                 break           # the policy idles and nothing else will arrive

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from functools import cached_property
-
 import numpy as np
 
 __all__ = ["RequestTable", "State"]
@@ -53,10 +51,41 @@ class RequestTable:
 
     def kv(self, rid: np.ndarray) -> np.ndarray:
         """Resident KV tokens: prompt tokens prefilled plus output tokens written back."""
+        if not self.emit_first:
+            return self.prefilled[rid] + self.decoded[rid]
         return self.prefilled[rid] + np.maximum(self.decoded[rid] - self.emit_first, 0)
 
     def column(self, name: str) -> np.ndarray:
         return getattr(self, name)[: self.n]
+
+
+class _lazy:
+    """Computed on first use, then an ordinary instance attribute (``functools.
+    cached_property`` without its lock: State is built every iteration, on the hot path)."""
+
+    def __init__(self, fn):
+        self.fn, self.name, self.__doc__ = fn, fn.__name__, fn.__doc__
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.fn(obj)
+        return value
+
+
+class _Column:
+    """A per-request column of the table, gathered for the live requests on first use."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        value = getattr(obj._t, self.name)[obj.rid]
+        value.setflags(write=False)
+        obj.__dict__[self.name] = value
+        return value
 
 
 class State:
@@ -70,7 +99,7 @@ class State:
     """
 
     def __init__(self, table: RequestTable, live: np.ndarray, time: float, budget, memory,
-                 outside_kv: int = 0):
+                 outside_kv: int = 0, kv_total: int | None = None):
         self._t = table
         self.rid = live
         self.n = int(live.size)
@@ -78,43 +107,37 @@ class State:
         self.budget = budget
         self.memory = memory
         self.outside_kv = int(outside_kv)
-
-    def __getattr__(self, name):
-        if name in _STATIC or name in _INT_DYNAMIC:
-            value = getattr(self._t, name)[self.rid]
-            value.flags.writeable = False
-            self.__dict__[name] = value
-            return value
-        raise AttributeError(name)
+        if kv_total is not None:     # the engine keeps the sum of resident KV up to date
+            self.__dict__["memory_used"] = int(kv_total) + self.outside_kv
 
     @property
     def emit_first(self) -> bool:
         """Whether the engine's prefill iteration also emits the first output token."""
         return bool(self._t.emit_first)
 
-    @cached_property
+    @_lazy
     def kv(self) -> np.ndarray:
         return self._t.kv(self.rid)
 
-    @cached_property
+    @_lazy
     def remaining_prefill(self) -> np.ndarray:
         return self.prompt - self.prefilled
 
-    @cached_property
+    @_lazy
     def remaining_output(self) -> np.ndarray:
         return self.output - self.decoded
 
-    @cached_property
+    @_lazy
     def in_decode(self) -> np.ndarray:
         """True once the prompt is fully prefilled (``p_i = 0`` in seed 004's notation)."""
         return self.prefilled >= self.prompt
 
-    @cached_property
+    @_lazy
     def started(self) -> np.ndarray:
         """True for requests holding KV cache (running or paused)."""
         return self.kv > 0
 
-    @cached_property
+    @_lazy
     def memory_used(self) -> int:
         return int(self.kv.sum()) + self.outside_kv
 
@@ -130,3 +153,7 @@ class State:
 
     def __repr__(self) -> str:
         return f"State(t={self.time:.6g}, n={self.n}, memory_used={self.memory_used})"
+
+
+for _name in _STATIC + _INT_DYNAMIC:
+    setattr(State, _name, _Column(_name))

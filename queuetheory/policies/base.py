@@ -41,6 +41,19 @@ class Policy:
     def _schedule(self, state) -> Batch:
         raise NotImplementedError
 
+    def steady(self, state, batch) -> bool:
+        """May the engine repeat ``batch`` without asking again? (the engine's fast path)
+
+        ``True`` promises: while nothing arrives, no request finishes, and only the decode
+        members of ``batch`` (a decode-only batch) gain one output token per iteration — time
+        advancing and KV memory growing by one token per member, as long as it stays within
+        ``M`` — ``schedule`` would return this same batch at every iteration, and calling it
+        would change no state of the policy. The engine then runs the stretch in closed form,
+        checking it analytically. The default, ``False``, decides every iteration one by one:
+        override only where the promise is proved.
+        """
+        return False
+
     def _params(self) -> dict:
         return {k: v for k, v in vars(self).items() if not k.startswith("_") and k != "rng"}
 
@@ -98,13 +111,13 @@ def take_prefills(cands: np.ndarray, remaining: np.ndarray, budget: int, max_req
         return _EMPTY, _EMPTY
     if max_reqs is not None:
         cands, remaining = cands[:max_reqs], remaining[:max_reqs]
-    cum = np.cumsum(remaining)
-    k = int(np.searchsorted(cum, budget, side="right"))      # whole prompts that fit
+    cum = remaining.cumsum()
+    k = int(cum.searchsorted(budget, side="right"))          # whole prompts that fit
     sizes = remaining[:k]
     if k < cands.size and (chunk or k == 0):
         left = budget - (int(cum[k - 1]) if k else 0)
         if left > 0:
-            return cands[: k + 1], np.append(sizes, left)
+            return cands[: k + 1], np.concatenate((sizes, [left]))
     return cands[:k], sizes
 
 

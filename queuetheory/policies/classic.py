@@ -41,8 +41,9 @@ class _TokenBudgetPolicy(Policy):
         self.max_reqs = check_max_reqs(max_reqs)
 
     def _candidates(self, state):
-        dec = ordered(state, np.flatnonzero(state.in_decode), self.order)
-        pre = ordered(state, np.flatnonzero(~state.in_decode), self.order)
+        in_decode = state.in_decode
+        dec = ordered(state, in_decode.nonzero()[0], self.order)
+        pre = ordered(state, (~in_decode).nonzero()[0], self.order)
         return admissible(state, pre), dec
 
     def _prefills(self, state, pre, budget, max_reqs, chunk=None):
@@ -58,6 +59,30 @@ class _TokenBudgetPolicy(Policy):
     def _left(max_reqs, used):
         return None if max_reqs is None else max_reqs - used
 
+    @staticmethod
+    def _decode_only(batch) -> bool:
+        return not batch.prefill.size and not batch.evict.size and bool(batch.decode.size)
+
+    def _no_prefill_candidate(self, state) -> bool:
+        """No prefill can start now or over a decode-only stretch: memory left only shrinks,
+        so a new request that :func:`admissible` turns away stays turned away."""
+        return not admissible(state, (~state.in_decode).nonzero()[0]).size
+
+    def steady(self, state, batch):
+        """A decode-only batch repeats while its members only decode: the ordered decode
+        candidates keep their order under every ``order`` rule (members' keys all drop by one,
+        non-members' do not change), so ``take_decodes`` picks the same members, and
+        :func:`fit_memory` keeps them as long as they fit, which the engine checks.
+
+        Proved for the classes of this module only: a subclass defined elsewhere (which may
+        change ``_schedule``) is stepped one by one unless it declares ``steady`` itself."""
+        if type(self).__module__ != __name__:
+            return False
+        return self._decode_only(batch) and self._steady_prefills(state, batch)
+
+    def _steady_prefills(self, state, batch) -> bool:
+        return self._no_prefill_candidate(state)
+
 
 class Sarathi(_TokenBudgetPolicy):
     """Sarathi-Serve / vLLM with chunked prefill: decode-first, then chunked prefills up to
@@ -69,6 +94,11 @@ class Sarathi(_TokenBudgetPolicy):
         p, c = self._prefills(state, pre, self.token_budget - d.size,
                               self._left(self.max_reqs, d.size))
         return self._finish(state, p, c, d)
+
+    def _steady_prefills(self, state, batch):
+        d = batch.decode.size
+        full = d >= self.token_budget or (self.max_reqs is not None and d >= self.max_reqs)
+        return full or self._no_prefill_candidate(state)
 
 
 class Orca(_TokenBudgetPolicy):
@@ -102,6 +132,9 @@ class VLLMVanilla(_TokenBudgetPolicy):
             p, c = self._prefills(state, pre, self.token_budget, self.max_reqs)
             return self._finish(state, p, c, [])
         return self._finish(state, [], [], take_decodes(dec, self.token_budget, self.max_reqs))
+
+    def _steady_prefills(self, state, batch):
+        return True     # a decode-only batch means no prefill candidate was admissible
 
 
 class FasterTransformer(_TokenBudgetPolicy):
@@ -141,6 +174,9 @@ class FasterTransformer(_TokenBudgetPolicy):
             p, c = self._prefills(state, pre, self.token_budget, None, chunk=True)
             return self._finish(state, p, c, [])
         return self._finish(state, [], [], take_decodes(members, self.token_budget))
+
+    def _steady_prefills(self, state, batch):
+        return True     # decode priority (and a fixed cohort in request mode)
 
 
 class StaticPriority(_TokenBudgetPolicy):

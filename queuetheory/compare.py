@@ -1,0 +1,260 @@
+"""The cross-paper comparison: every scheduler on the same workload, time model and memory.
+
+A scheduler is one entry ``(name, factory, needs)``: ``factory(setting)`` builds a fresh
+policy from a :class:`Setting` (token budget, KV memory, time model, workload, load), and
+``needs`` says what it must know beyond what a real engine sees — ``"none"``, ``"output
+lengths"`` (exact, seed 001's MC-SF), ``"intervals"`` (``[lo, hi]``, seed 003), ``"class
+rates"`` (seed 000's WAIT thresholds), ... The table shows it beside the figures, so a
+scheduler that knows more is never compared silently with one that knows less.
+
+Adding a scheduler is one line in a list::
+
+    schedulers = CLASSIC + [("Sarathi SPF", Budgeted(Sarathi, order="sjf_prompt"), "none")]
+
+Every (scheduler, load, seed) run is one :func:`queuetheory.sweep` point; the table reports
+the mean over seeds and a 95 % Student-t confidence half-width.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .engine import simulate
+from .policies import FasterTransformer, Orca, Sarathi, VLLMVanilla
+from .sweep import sweep
+from .timing import AffineTokenTime, TimeModel
+from .workload import Workload
+
+__all__ = ["Scheduler", "Setting", "Budgeted", "CLASSIC", "METRICS", "Comparison",
+           "compare", "compare_main", "ANCHOR_TIME"]
+
+ANCHOR_TIME = AffineTokenTime(c=16.1e-3, per_prefill=57.8e-6, per_decode=39.5e-6)
+
+METRICS = {
+    "throughput": "output tokens / s",
+    "mean_latency": "mean latency (s)",
+    "p99_latency": "P99 latency (s)",
+    "mean_ttft": "mean TTFT (s)",
+    "p99_ttft": "P99 TTFT (s)",
+    "p99_tbt": "P99 TBT (s)",
+    "peak_memory": "peak KV memory (tokens)",
+    "restarts": "restarts (evictions)",
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What a scheduler factory may read to build its policy for one run."""
+
+    token_budget: int
+    memory: int | None
+    time_model: TimeModel
+    workload: Workload
+    load: float
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """One comparison entry: a name, ``factory(setting) -> Policy``, what it needs to know."""
+
+    name: str
+    factory: object
+    needs: str = "none"
+
+
+@dataclass(frozen=True)
+class Budgeted:
+    """Factory ``setting -> cls(setting.token_budget, **kwargs)`` (picklable for processes)."""
+
+    cls: type
+    kwargs: dict = field(default_factory=dict)
+
+    def __init__(self, cls, **kwargs):
+        object.__setattr__(self, "cls", cls)
+        object.__setattr__(self, "kwargs", kwargs)
+
+    def __call__(self, setting: Setting):
+        return self.cls(setting.token_budget, **self.kwargs)
+
+
+CLASSIC = [
+    Scheduler("vLLM", Budgeted(VLLMVanilla)),
+    Scheduler("Orca", Budgeted(Orca)),
+    Scheduler("Sarathi", Budgeted(Sarathi)),
+    Scheduler("FasterTransformer", Budgeted(FasterTransformer)),
+]
+
+
+def _as_scheduler(entry) -> Scheduler:
+    if isinstance(entry, Scheduler):
+        return entry
+    if isinstance(entry, tuple) and len(entry) in (2, 3):
+        return Scheduler(*entry)
+    raise ValueError(f"scheduler {entry!r}: expected Scheduler or (name, factory, needs)")
+
+
+def _default_lengths(max_total: int):
+    from .data import sharegpt_lengths
+
+    prompt, output = sharegpt_lengths(tokenizer="words")
+    keep = prompt + output <= max_total
+    return prompt[keep], output[keep]
+
+
+@dataclass
+class _Run:
+    """One (scheduler, load, seed) simulation: picklable, so any executor can run it."""
+
+    schedulers: list
+    lengths: tuple
+    time_model: TimeModel
+    token_budget: int
+    memory: int | None
+    n_requests: int
+    predictor: object
+
+    def workload(self, load):
+        return Workload.from_lengths(*self.lengths, load=load, time_model=self.time_model,
+                                     token_budget=self.token_budget, predictor=self.predictor)
+
+    def __call__(self, scheduler, load, seed):
+        entry = next(s for s in self.schedulers if s.name == scheduler)
+        wl = self.workload(load)
+        setting = Setting(self.token_budget, self.memory, self.time_model, wl, load)
+        res = simulate(wl, entry.factory(setting), self.time_model, memory=self.memory,
+                       token_budget=self.token_budget, n_requests=self.n_requests, seed=seed)
+        m = res.metrics
+        return {k: m[k] for k in (*METRICS, "completed", "iterations", "time")}
+
+
+@dataclass
+class Comparison:
+    """Per-run records (``runs``), the summary ``table`` and one figure per metric."""
+
+    runs: pd.DataFrame
+    needs: dict
+    level: float = 0.95
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """Mean over seeds and confidence half-width, per scheduler and load."""
+        def half(x):
+            x = np.asarray(x, dtype=float)
+            if x.size < 2:
+                return np.nan
+            return stats.t.ppf(0.5 + self.level / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size)
+
+        g = self.runs.groupby(["scheduler", "load"], sort=False)[list(METRICS)]
+        out = g.mean().join(g.agg(half).add_suffix("_ci"))
+        cols = [c for m in METRICS for c in (m, f"{m}_ci")]
+        out = out[cols]
+        out.insert(0, "needs", [self.needs[s] for s, _ in out.index])
+        out.insert(1, "seeds", g.size().to_numpy())
+        return out
+
+    def figures(self) -> dict:
+        """One matplotlib figure per metric: mean ± CI against load, one line per scheduler."""
+        import matplotlib.pyplot as plt
+
+        table = self.table
+        figs = {}
+        for metric, label in METRICS.items():
+            fig, ax = plt.subplots(figsize=(5, 3.4))
+            for name in dict.fromkeys(table.index.get_level_values(0)):
+                part = table.loc[name]
+                tag = name if self.needs[name] == "none" else f"{name} (needs {self.needs[name]})"
+                ax.errorbar(part.index, part[metric], yerr=part[f"{metric}_ci"].fillna(0),
+                            marker="o", capsize=3, label=tag)
+            ax.set_xlabel("load (fraction of full-batch capacity)")
+            ax.set_ylabel(label)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+            fig.tight_layout()
+            figs[metric] = fig
+        return figs
+
+
+def compare(schedulers: Sequence | None = None, *, loads=(0.5, 0.7, 0.9), seeds=3,
+            n_requests: int = 2000, lengths=None, max_total: int = 4096,
+            time_model: TimeModel = ANCHOR_TIME, token_budget: int = 512,
+            memory: int | None = 65536, predictor=None, executor=None, checkpoint=None,
+            progress: bool = False) -> Comparison:
+    """Run every scheduler on the same ShareGPT workload across ``loads``.
+
+    Parameters
+    ----------
+    schedulers : entries ``(name, factory, needs)`` or :class:`Scheduler`; default CLASSIC
+    loads : offered loads, fractions of the full-batch capacity (``Workload.from_lengths``)
+    seeds : seeds per point (int k: ``range(k)``), for the confidence intervals
+    n_requests : requests per run (all drained)
+    lengths : paired (prompt, output) samples; default ShareGPT words with
+        ``prompt + output <= max_total`` (seed 002 caps requests at 8,192 tokens)
+    time_model, token_budget, memory : the one engine every scheduler runs on
+    predictor : the workload's output-length predictor (``lo``, ``hi``) for schedulers
+        that need intervals; default exact
+    executor, checkpoint, progress : passed to :func:`queuetheory.sweep` (default: one
+        thread; factories of a process pool must be picklable, as :class:`Budgeted` is)
+    """
+    entries = [_as_scheduler(s) for s in (CLASSIC if schedulers is None else schedulers)]
+    names = [s.name for s in entries]
+    if len(set(names)) != len(names):
+        raise ValueError(f"schedulers: names must be unique, got {names}")
+    if lengths is None:
+        lengths = _default_lengths(max_total)
+    if memory is not None:
+        need = int(np.max(np.asarray(lengths[0]) + np.asarray(lengths[1])))
+        if need > memory:
+            raise ValueError(f"memory={memory}: smaller than the longest request ({need} "
+                             "tokens); lower max_total or raise memory")
+    run = _Run(entries, tuple(np.asarray(a) for a in lengths), time_model, int(token_budget),
+               memory, int(n_requests), predictor)
+    runs = sweep(run, {"scheduler": names, "load": list(loads)}, seeds=seeds,
+                 executor=executor or ThreadPoolExecutor(1), checkpoint=checkpoint,
+                 progress=progress)
+    return Comparison(runs, {s.name: s.needs for s in entries})
+
+
+def compare_main(argv=None) -> int:
+    """``queuetheory compare``: print the table; ``--out DIR`` also writes CSV and PNGs."""
+    ap = argparse.ArgumentParser(prog="queuetheory compare", description=compare.__doc__
+                                 .splitlines()[0])
+    ap.add_argument("--loads", type=float, nargs="+", default=[0.5, 0.7, 0.9])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=2000)
+    ap.add_argument("--budget", type=int, default=512)
+    ap.add_argument("--memory", type=int, default=65536)
+    ap.add_argument("--workers", type=int, default=1, help="processes (default: 1 thread)")
+    ap.add_argument("--checkpoint", default=None, help="a .parquet or .csv file to resume")
+    ap.add_argument("--out", default=None, help="directory for table.csv and figures")
+    ap.add_argument("--quick", action="store_true", help="2 loads, 2 seeds, 300 requests")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.loads, args.seeds, args.requests = [0.5, 0.9], 2, 300
+    executor = None
+    if args.workers > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        executor = ProcessPoolExecutor(args.workers)
+    result = compare(loads=args.loads, seeds=args.seeds, n_requests=args.requests,
+                     token_budget=args.budget, memory=args.memory, executor=executor,
+                     checkpoint=args.checkpoint, progress=True)
+    table = result.table
+    with pd.option_context("display.width", 200, "display.max_columns", 40):
+        print(table.round(4).to_string())
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        table.to_csv(out / "compare_table.csv")
+        result.runs.to_csv(out / "compare_runs.csv", index=False)
+        for metric, fig in result.figures().items():
+            fig.savefig(out / f"compare_{metric}.png", dpi=120)
+        print(f"wrote {out}/compare_table.csv, compare_runs.csv and {len(METRICS)} figures")
+    return 0

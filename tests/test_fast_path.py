@@ -1,0 +1,214 @@
+"""The engine's fast path (steady decode-only stretches in closed form) changes nothing.
+
+Every run is made twice, with ``fast_path=False`` (one decision per iteration) and with the
+fast path; request stamps, the batch log row by row, the TBT histogram and every metric must
+be identical to the last bit, and the fast path must really have skipped decisions.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import queuetheory as qt
+from queuetheory.policies import FasterTransformer, Orca, Sarathi, StaticPriority, VLLMVanilla
+
+ANCHOR_TIME = qt.AffineTokenTime(c=16.1e-3, per_prefill=57.8e-6, per_decode=39.5e-6)
+
+
+def _lognormal(median, sigma=0.8):
+    return stats.lognorm(s=sigma, scale=median)
+
+
+def _counting(policy):
+    calls = {"n": 0}
+    schedule = policy.schedule
+
+    def counted(state):
+        calls["n"] += 1
+        return schedule(state)
+
+    policy.schedule = counted
+    return calls
+
+
+def _same_run(workload, make_policy, time_model, **kw):
+    runs = []
+    for fast in (False, True):
+        policy = make_policy()
+        calls = _counting(policy)
+        res = qt.simulate(workload, policy, time_model, fast_path=fast, **kw)
+        runs.append((res, calls["n"]))
+    (slow, n_slow), (fast, n_fast) = runs
+    pd.testing.assert_frame_equal(slow.requests, fast.requests, check_exact=True)
+    pd.testing.assert_frame_equal(slow.batches, fast.batches, check_exact=True)
+    pd.testing.assert_frame_equal(slow.paths, fast.paths, check_exact=True)
+    np.testing.assert_array_equal(slow.engine.tbt.counts, fast.engine.tbt.counts)
+    ms, mf = slow.metrics, fast.metrics
+    assert ms.keys() == mf.keys()
+    for k in ms:
+        assert ms[k] == mf[k] or (np.isnan(ms[k]) and np.isnan(mf[k])), k
+    assert slow.end_time == fast.end_time
+    assert n_slow == slow.engine.iteration            # one decision per iteration
+    return slow, n_slow, n_fast
+
+
+def test_fast_path_anchor_workload_same_records():
+    wl = qt.Workload([qt.RequestClass(prompt=512, output=256, rate=4.0)])
+    res, n_slow, n_fast = _same_run(wl, lambda: Sarathi(512), ANCHOR_TIME, n_requests=150)
+    assert res.metrics["completed"] == 150
+    assert n_fast < n_slow / 2                         # the fast path did skip decisions
+
+
+SHAREGPT_LIKE = qt.Workload([qt.RequestClass(_lognormal(256), _lognormal(256), rate=2.0)])
+
+
+@pytest.mark.parametrize("make_policy", [
+    lambda: Sarathi(512),
+    lambda: Sarathi(256, order="sjf_decode", max_reqs=24),
+    lambda: Orca(512),
+    lambda: VLLMVanilla(1024),
+    lambda: FasterTransformer(512),
+    lambda: FasterTransformer(512, mode="request", max_reqs=8),
+], ids=["sarathi", "sarathi-sjf-maxreqs", "orca", "vllm", "ft-iteration", "ft-request"])
+@pytest.mark.parametrize("memory", [None, 9000], ids=["no-memory-limit", "memory-9000"])
+def test_fast_path_same_records_lognormal_lengths(make_policy, memory):
+    res, n_slow, n_fast = _same_run(SHAREGPT_LIKE, make_policy, ANCHOR_TIME, n_requests=120,
+                                    memory=memory)
+    assert n_fast < n_slow
+    if memory is not None and make_policy().__class__ is Sarathi:
+        assert res.metrics["peak_memory"] <= memory
+
+
+@pytest.mark.parametrize("time_model", [
+    qt.LinearMemoryTime(d0=1.0, d1=0.01),
+    qt.LinearMemoryTime(d0=1.0, d1=0.013, slot=2.0),
+    qt.PiecewiseLinearTime(c=45.5, a=0.30, b0=64),
+    qt.UnitTime(),
+], ids=["linear-memory", "linear-memory-slotted", "piecewise", "unit"])
+def test_fast_path_same_records_every_time_model(time_model):
+    rate = 0.2 if isinstance(time_model, qt.UnitTime) else 0.01
+    wl = qt.Workload([qt.RequestClass(_lognormal(64), _lognormal(48), rate=rate)])
+    _, n_slow, n_fast = _same_run(wl, lambda: Sarathi(128), time_model, n_requests=80,
+                                  emit_first=isinstance(time_model, qt.UnitTime))
+    assert n_fast < n_slow
+
+
+def test_fast_path_same_records_with_evictions_and_horizon_and_iteration_cap():
+    wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(300), rate=3.0)])
+    res, _, _ = _same_run(wl, lambda: Sarathi(512), ANCHOR_TIME, horizon=60.0, memory=6000)
+    assert res.metrics["restarts"] > 0                 # memory pressure forced evictions
+    _same_run(wl, lambda: Orca(512), ANCHOR_TIME, horizon=60.0, max_iterations=777)
+
+
+def test_fast_path_same_records_two_classes_static_priority():
+    wl = qt.Workload([qt.RequestClass(_lognormal(100), _lognormal(150), rate=1.0),
+                      qt.RequestClass(_lognormal(300), _lognormal(60), rate=1.0, priority=1)])
+    _same_run(wl, lambda: StaticPriority(256, class_order=(1, 0)), ANCHOR_TIME, n_requests=100)
+
+
+def test_policy_without_declaration_is_stepped_one_by_one():
+    class Plain(qt.policies.Policy):          # the base class promises nothing
+        token_budget = 512
+
+        def _schedule(self, state):
+            return Sarathi(512).schedule(state)
+
+    wl = qt.Workload([qt.RequestClass(prompt=512, output=256, rate=4.0)])
+    res, n_slow, n_fast = _same_run(wl, Plain, ANCHOR_TIME, n_requests=30)
+    assert n_fast == n_slow == res.engine.iteration
+
+
+def test_repeat_decode_matches_duration_batch_by_batch():
+    context = np.array([5, 17, 300])
+    models = [ANCHOR_TIME, qt.LinearMemoryTime(0.5, 0.001, slot=0.25),
+              qt.PiecewiseLinearTime(c=3.0, a=0.1, b0=1), qt.UnitTime(slot=2.0)]
+    for tm in models:
+        rep = tm.repeat_decode(context, 7)
+        empty = np.empty(0, np.int64)
+        one = [tm.duration(qt.BatchLoad(empty, empty, context + j)) for j in range(7)]
+        np.testing.assert_array_equal(rep, np.array(one))
+
+
+@pytest.mark.parametrize("emit_first", [False, True])
+def test_engine_running_kv_total_equals_recomputed_kv(emit_first):
+    wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(300), rate=3.0)])
+    res = qt.simulate(wl, Sarathi(512), ANCHOR_TIME, horizon=30.0, memory=6000,
+                      emit_first=emit_first)
+    eng = res.engine
+    assert res.metrics["restarts"] > 0
+    assert eng.kv_total == int(eng.table.kv(eng.live).sum())
+    memory = res.batches["memory"].to_numpy()
+    assert memory.max() == res.metrics["peak_memory"] <= 6000
+
+
+def test_quick_batch_check_accepts_only_what_the_complete_check_accepts():
+    from queuetheory.engine.batch import Batch, _check_every_rule, _feasible_used
+    from queuetheory.errors import InfeasibleBatchError
+
+    wl = qt.Workload([qt.RequestClass(_lognormal(60), _lognormal(40), rate=40.0)])
+    res = qt.simulate(wl, Sarathi(512), ANCHOR_TIME, n_requests=400, max_iterations=150)
+    state = res.engine.state(1.0)
+    rng = np.random.default_rng(7)
+    accepted = refused = 0
+    for _ in range(3000):
+        pre = rng.choice(state.n + 2, rng.integers(0, 4), replace=bool(rng.random() < 0.1)) - 1
+        dec = rng.choice(state.n + 2, rng.integers(0, state.n), replace=False) - 1
+        if rng.random() < 0.7:
+            pre, dec = np.sort(pre), np.sort(dec)
+        chunk = rng.integers(0, 80, pre.size)
+        batch = Batch(pre, chunk, dec)
+        budget, memory = rng.choice([None, 512, 200]), rng.choice([None, 20000, 10**6])
+        quick = _feasible_used(state, batch, budget, memory)
+        try:
+            full = _check_every_rule(state, batch, policy=None, iteration=0, budget=budget,
+                                     memory=memory, emit_first=False)
+        except InfeasibleBatchError:
+            full = None
+        assert quick is None or quick == full
+        accepted += quick is not None
+        refused += full is None
+    assert accepted > 100 and refused > 100
+
+
+@pytest.mark.parametrize("n_classes", [1, 3])
+def test_tbt_histogram_shared_gaps_count_like_one_by_one(n_classes):
+    from queuetheory.engine.log import TBTHistogram
+
+    rng = np.random.default_rng(n_classes)
+    held, reference = TBTHistogram(n_classes), TBTHistogram(n_classes)
+
+    def one_by_one(cls, gaps):
+        np.add.at(reference._counts, (cls, reference._bins(gaps)), 1)
+
+    for _ in range(2000):
+        n = int(rng.integers(1, 60))
+        cls = rng.integers(0, n_classes, n)
+        gaps = rng.lognormal(-3, 1, n)
+        gaps[: int(rng.integers(0, n + 1))] = rng.lognormal(-3, 1)   # a shared gap
+        held.add(cls, gaps)
+        one_by_one(cls, gaps)
+        if rng.random() < 0.2:
+            repeats = rng.lognormal(-3, 1, int(rng.integers(1, 6)))
+            held.add_repeated(cls, repeats)
+            for g in repeats:
+                one_by_one(cls, np.full(n, g))
+    np.testing.assert_array_equal(held.counts, reference._counts)
+    assert held.quantile(0.99) == reference.quantile(0.99)
+
+
+def test_subclass_that_changes_the_decision_is_not_repeated():
+    class EveryOther(Sarathi):      # decodes only on even iterations: not steady
+        def _reset(self):
+            self.calls = 0
+
+        def _schedule(self, state):
+            self.calls += 1
+            batch = super()._schedule(state)
+            if self.calls % 2 or not batch.decode.size or batch.prefill.size:
+                return batch
+            return qt.Batch(decode=batch.decode[:1])
+
+    wl = qt.Workload([qt.RequestClass(prompt=64, output=64, rate=2.0)])
+    res, n_slow, n_fast = _same_run(wl, lambda: EveryOther(512), ANCHOR_TIME, n_requests=20)
+    assert n_fast == n_slow == res.engine.iteration
