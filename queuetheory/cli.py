@@ -52,9 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--json", action="store_true", help="print the metrics as JSON")
 
-    c = sub.add_parser("compare", help="compare schedulers across papers on one workload",
-                       add_help=False)
-    c.add_argument("args", nargs=argparse.REMAINDER)
+    sub.add_parser("compare", help="every paper's schedulers on one ShareGPT workload "
+                   "(see queuetheory compare --help)", add_help=False)
     return p
 
 
@@ -112,16 +111,18 @@ def _simulate(a) -> int:
     return 0
 
 
-def _compare(a) -> int:
-    from .compare import compare_main
-
-    return compare_main(a.args)
-
-
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["compare"]:     # its own parser: queuetheory.compare.compare_main
+        from .compare import compare_main
+
+        try:
+            return compare_main(argv[1:])
+        except ValueError as e:
+            raise SystemExit(f"queuetheory compare: error: {e}") from None
     a = _parser().parse_args(argv)
     try:
-        return {"reproduce": _reproduce, "simulate": _simulate, "compare": _compare}[a.command](a)
+        return {"reproduce": _reproduce, "simulate": _simulate}[a.command](a)
     except ValueError as e:
         raise SystemExit(f"queuetheory: error: {e}") from None
 

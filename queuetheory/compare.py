@@ -33,8 +33,8 @@ from .sweep import sweep
 from .timing import AffineTokenTime, TimeModel
 from .workload import Workload
 
-__all__ = ["Scheduler", "Setting", "Budgeted", "CLASSIC", "METRICS", "Comparison",
-           "compare", "compare_main", "ANCHOR_TIME"]
+__all__ = ["Scheduler", "Setting", "Budgeted", "Plain", "NestedWAITFactory", "CLASSIC",
+           "paper_schedulers", "METRICS", "Comparison", "compare", "compare_main", "ANCHOR_TIME"]
 
 ANCHOR_TIME = AffineTokenTime(c=16.1e-3, per_prefill=57.8e-6, per_decode=39.5e-6)
 
@@ -93,6 +93,63 @@ CLASSIC = [
 ]
 
 
+@dataclass(frozen=True)
+class Plain:
+    """Factory ``setting -> cls(**kwargs)`` for schedulers without a token budget."""
+
+    cls: type
+    kwargs: dict = field(default_factory=dict)
+
+    def __init__(self, cls, **kwargs):
+        object.__setattr__(self, "cls", cls)
+        object.__setattr__(self, "kwargs", kwargs)
+
+    def __call__(self, setting: Setting):
+        return self.cls(**self.kwargs)
+
+
+@dataclass(frozen=True)
+class NestedWAITFactory:
+    """Nested WAIT (seed 000, Alg. 2) for a workload of unknown types: the output-length law
+    is cut into ``segments`` groups of consecutive lengths (§7.2) and the thresholds follow
+    the paper's batch-limit rule with ``B`` = the token budget; the memory gate keeps every
+    batch within ``M``."""
+
+    segments: int = 4
+
+    def __call__(self, setting: Setting):
+        from .fluid.nested import nested_thresholds, segment_design
+        from .policies import NestedWAIT
+
+        (cls,) = setting.workload.classes
+        values, probs = cls.output_pmf()
+        seg = segment_design(max(1, round(cls.mean_prompt)), values, probs * cls.rate,
+                             min(self.segments, values.size))
+        # the batch-limit rule reads only the segments; d0 and d1 enter the other rules
+        n = nested_thresholds(seg, 1.0, 0.0, rule="tail_sum", batch_limit=setting.token_budget)
+        return NestedWAIT(seg, n, overflow="gate" if setting.memory is not None else "soft")
+
+
+def paper_schedulers() -> list[Scheduler]:
+    """The schedulers of the five papers that fit one engine with a token budget and a KV
+    memory, with what each needs to know. WAIT (seed 000, Alg. 1) needs a finite set of
+    known types and is left out of a workload of real lengths; Nested WAIT stands for it.
+    RAD (seed 002) is left out too: its model has no KV memory, and on this engine it
+    overflows ``M`` (the engine raises ``InfeasibleBatchError``), so it only runs with
+    ``memory=None``."""
+    from .policies import MCSF, SLAI, AMax, AMin
+
+    return CLASSIC + [
+        Scheduler("Nested WAIT", NestedWAITFactory(),
+                  "output-length law (segments); no token budget"),
+        Scheduler("MC-SF", Plain(MCSF), "exact output lengths; no token budget"),
+        Scheduler("A_max", Plain(AMax), "intervals [lo, hi]; no token budget"),
+        Scheduler("A_min", Plain(AMin, evict_key="dynamic"),
+                  "intervals [lo, hi]; no token budget"),
+        Scheduler("SLAI", Budgeted(SLAI), "none"),
+    ]
+
+
 def _as_scheduler(entry) -> Scheduler:
     if isinstance(entry, Scheduler):
         return entry
@@ -129,8 +186,10 @@ class _Run:
         entry = next(s for s in self.schedulers if s.name == scheduler)
         wl = self.workload(load)
         setting = Setting(self.token_budget, self.memory, self.time_model, wl, load)
+        # the engine enforces a scheduler's own token budget; the round-based schedulers of
+        # seeds 000, 001 and 003 have none and prefill whole prompts
         res = simulate(wl, entry.factory(setting), self.time_model, memory=self.memory,
-                       token_budget=self.token_budget, n_requests=self.n_requests, seed=seed)
+                       n_requests=self.n_requests, seed=seed)
         m = res.metrics
         return {k: m[k] for k in (*METRICS, "completed", "iterations", "time")}
 
@@ -235,6 +294,10 @@ def compare_main(argv=None) -> int:
     ap.add_argument("--checkpoint", default=None, help="a .parquet or .csv file to resume")
     ap.add_argument("--out", default=None, help="directory for table.csv and figures")
     ap.add_argument("--quick", action="store_true", help="2 loads, 2 seeds, 300 requests")
+    ap.add_argument("--classic", action="store_true",
+                    help="only vLLM, Orca, Sarathi, FasterTransformer (default: every paper's)")
+    ap.add_argument("--alpha", type=float, default=0.5,
+                    help="prediction intervals [(1-α)o, (1+α)o] for A_max / A_min (default 0.5)")
     args = ap.parse_args(argv)
     if args.quick:
         args.loads, args.seeds, args.requests = [0.5, 0.9], 2, 300
@@ -243,7 +306,11 @@ def compare_main(argv=None) -> int:
         from concurrent.futures import ProcessPoolExecutor
 
         executor = ProcessPoolExecutor(args.workers)
-    result = compare(loads=args.loads, seeds=args.seeds, n_requests=args.requests,
+    from .workload import RelativeInterval
+
+    result = compare(CLASSIC if args.classic else paper_schedulers(), loads=args.loads,
+                     predictor=RelativeInterval(args.alpha), seeds=args.seeds,
+                     n_requests=args.requests,
                      token_budget=args.budget, memory=args.memory, executor=executor,
                      checkpoint=args.checkpoint, progress=True)
     table = result.table

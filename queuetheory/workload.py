@@ -147,6 +147,12 @@ class RequestClass:
     def output_moment(self, k: int) -> float:
         return self._output.moment(k)
 
+    def output_pmf(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rounded output-length law as ``(values, probabilities)`` (quantile grid for
+        continuous distributions, exact for fixed lengths and samples)."""
+        values, counts = np.unique(self._output._support_grid(), return_counts=True)
+        return values, counts / counts.sum()
+
     @property
     def max_prompt(self) -> int:
         return self._prompt.max
