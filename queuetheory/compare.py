@@ -71,8 +71,8 @@ class Scheduler:
 
 
 @dataclass(frozen=True)
-class Budgeted:
-    """Factory ``setting -> cls(setting.token_budget, **kwargs)`` (picklable for processes)."""
+class Plain:
+    """Factory ``setting -> cls(**kwargs)`` (picklable, so process pools can run it)."""
 
     cls: type
     kwargs: dict = field(default_factory=dict)
@@ -82,7 +82,17 @@ class Budgeted:
         object.__setattr__(self, "kwargs", kwargs)
 
     def __call__(self, setting: Setting):
-        return self.cls(setting.token_budget, **self.kwargs)
+        return self.cls(*self._args(setting), **self.kwargs)
+
+    def _args(self, setting: Setting) -> tuple:
+        return ()
+
+
+class Budgeted(Plain):
+    """Factory ``setting -> cls(setting.token_budget, **kwargs)``."""
+
+    def _args(self, setting: Setting) -> tuple:
+        return (setting.token_budget,)
 
 
 CLASSIC = [
@@ -91,21 +101,6 @@ CLASSIC = [
     Scheduler("Sarathi", Budgeted(Sarathi)),
     Scheduler("FasterTransformer", Budgeted(FasterTransformer)),
 ]
-
-
-@dataclass(frozen=True)
-class Plain:
-    """Factory ``setting -> cls(**kwargs)`` for schedulers without a token budget."""
-
-    cls: type
-    kwargs: dict = field(default_factory=dict)
-
-    def __init__(self, cls, **kwargs):
-        object.__setattr__(self, "cls", cls)
-        object.__setattr__(self, "kwargs", kwargs)
-
-    def __call__(self, setting: Setting):
-        return self.cls(**self.kwargs)
 
 
 @dataclass(frozen=True)
