@@ -25,7 +25,7 @@ import numpy as np
 from scipy import optimize
 
 from ..errors import UnstableError, check_positive
-from .thresholds import check_thresholds
+from .thresholds import ConditionStatus, check_thresholds
 
 __all__ = ["Segments", "segments", "segment_design", "nested_memory", "NestedCondition",
            "nested_condition", "theta", "theta_bound", "MemoryBound", "nested_memory_bound",
@@ -135,7 +135,7 @@ def nested_memory(n, seg: Segments, *, form: str = "exact") -> float:
 
 
 @dataclass(frozen=True)
-class NestedCondition:
+class NestedCondition(ConditionStatus):
     """Condition (10) (or (14) for merged segments).
 
     iteration_time : ΔT(n) = d0 + d1 M^π (exact full-batch memory)
@@ -152,14 +152,6 @@ class NestedCondition:
     p: np.ndarray
     ratio: np.ndarray
     status: tuple[str, ...]
-
-    @property
-    def holds(self) -> bool:
-        return "violated" not in self.status
-
-    @property
-    def strict(self) -> bool:
-        return all(s == "strict" for s in self.status)
 
     @property
     def descending(self) -> bool:

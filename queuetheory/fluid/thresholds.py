@@ -64,8 +64,23 @@ def wait_memory(n, classes) -> float:
     return float(np.dot(n, memory_work(l, lo)))
 
 
+class ConditionStatus:
+    """``holds`` and ``strict`` read off a ``status`` tuple of "strict" / "critical" /
+    "violated" entries (conditions (9), (10) and (14))."""
+
+    status: tuple[str, ...]
+
+    @property
+    def holds(self) -> bool:
+        return "violated" not in self.status
+
+    @property
+    def strict(self) -> bool:
+        return all(s == "strict" for s in self.status)
+
+
 @dataclass(frozen=True)
-class WaitCondition:
+class WaitCondition(ConditionStatus):
     """Condition (9) for given thresholds.
 
     iteration_time : ΔT(n) = d0 + d1 M^π
@@ -79,14 +94,6 @@ class WaitCondition:
     memory: float
     slack: np.ndarray
     status: tuple[str, ...]
-
-    @property
-    def holds(self) -> bool:
-        return "violated" not in self.status
-
-    @property
-    def strict(self) -> bool:
-        return all(s == "strict" for s in self.status)
 
     @property
     def critical(self) -> bool:
