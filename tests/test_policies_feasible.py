@@ -1,10 +1,10 @@
-"""Hypothesis: no shipped classic policy ever builds an infeasible batch, on any state."""
+"""Hypothesis: shipped policies never build an infeasible batch on the states they can meet."""
 
 import numpy as np
-from conftest import classic_policies
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import classic_policies
 from queuetheory.engine import State, check_batch
 from queuetheory.engine.state import RequestTable
 from queuetheory.workload import Trace
@@ -53,3 +53,35 @@ def test_no_shipped_policy_builds_an_infeasible_batch(spec, which):
     # a policy that can run something does so when memory is not binding
     if memory is None:
         assert not batch.empty
+
+
+def _whole_prompts_with_memory(spec):
+    """The states the round-model schedulers (seeds 001, 002, 003) can reach: prompts are
+    prefilled whole, in one round, and a KV capacity is always set."""
+    table, memory, budget = spec
+    n = table.n
+    prefilled, decoded = table.prefilled[:n], table.decoded[:n]
+    prefilled[prefilled < table.prompt[:n]] = 0
+    decoded[prefilled == 0] = 0
+    if memory is None:
+        memory = int((table.prompt[:n] + table.output[:n]).max() + table.kv(np.arange(n)).sum())
+    return table, memory, budget
+
+
+def round_policies(budget):
+    from queuetheory import policies as p
+
+    return [p.MCSF(), p.MCSF(on_fail="skip"), p.FCFS(), p.AMax(), p.AMin(),
+            p.AMin(evict_key="dynamic"), p.HSF(), p.ARandom(), p.AEll(), p.SLAI(max(budget, 16))]
+
+
+@settings(max_examples=200, deadline=None)
+@given(states().map(_whole_prompts_with_memory), st.integers(0, len(round_policies(16)) - 1))
+def test_round_model_policies_build_feasible_batches(spec, which):
+    table, memory, budget = spec
+    policy = round_policies(budget)[which]
+    policy.reset(0)
+    b = getattr(policy, "token_budget", None)
+    state = State(table, np.arange(table.n), 0.0, b, memory)
+    check_batch(state, policy.schedule(state), policy=policy, iteration=0, budget=b,
+                memory=memory, emit_first=bool(table.emit_first))
