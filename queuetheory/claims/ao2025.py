@@ -617,17 +617,8 @@ def _theorem3(quick: bool) -> Outcome:
     wl = Workload(base, arrivals=TimeVarying(lambda t: 1 + a * np.sin(2 * np.pi * t / period),
                                              1 + a))
     Ts = (500.0, 3000.0) if quick else (1000.0, 10000.0, 100000.0)
-    lat, U, over = [], [], []
-    for T in Ts:
-        rows = []
-        for s in range(2 if quick else 4):
-            res = simulate(wl, NestedWAIT((1, 2), n), LinearMemoryTime(D0, D1), horizon=T, seed=s)
-            r = _summary(res, T)
-            b = fluid.nested_memory_bound(n, seg, delta=0.1, iterations=r["iterations"]).total
-            rows.append(r)
-            over.append(r["peak_memory"] > b)
-        lat.append(np.mean([r["latency"] for r in rows]))
-        U.append(np.mean([r["U"] for r in rows]))
+    lat, U, over = _nested_horizon_sweep(wl, (1, 2), n, seg, LinearMemoryTime(D0, D1), Ts,
+                                         2 if quick else 4)
     sl, su = _slope(Ts, lat), _slope(Ts, U)
     ok = tv.holds and sl <= 0.15 and su <= 0.15 and np.mean(over) <= 0.1
     return Outcome(_verdict(ok),
@@ -636,6 +627,23 @@ def _theorem3(quick: bool) -> Outcome:
                           f"{tv.p_star.round(3).tolist()}); latency slope {sl:.2f}, U slope "
                           f"{su:.2f}, overflow frequency {np.mean(over):.2f}",
                    data={"T": list(Ts), "latency": lat, "U": U})
+
+
+def _nested_horizon_sweep(workload, segments, n, seg, time_model, Ts, seeds):
+    """Nested WAIT over growing horizons: mean latency and unfinished work per horizon, and
+    for every run whether its peak memory exceeded the bound (12)/(15) at its iteration count."""
+    lat, U, over = [], [], []
+    for T in Ts:
+        rows = []
+        for s in range(seeds):
+            r = _summary(simulate(workload, NestedWAIT(segments, n), time_model, horizon=T,
+                                  seed=s), T)
+            b = fluid.nested_memory_bound(n, seg, delta=0.1, iterations=r["iterations"]).total
+            rows.append(r)
+            over.append(r["peak_memory"] > b)
+        lat.append(np.mean([r["latency"] for r in rows]))
+        U.append(np.mean([r["U"] for r in rows]))
+    return lat, U, over
 
 
 def _theorem4_instance(m=20, L=4):
@@ -655,18 +663,8 @@ def _theorem4(quick: bool) -> Outcome:
     cond = fluid.nested_condition(n, seg, d0, d1)
     classes = [RequestClass(1, int(o), float(r)) for o, r in zip(lengths, rates, strict=True)]
     Ts = (500.0, 4000.0) if quick else (1000.0, 10000.0, 100000.0)
-    lat, U, over = [], [], []
-    for T in Ts:
-        rows = []
-        for s in range(2 if quick else 4):
-            res = simulate(Workload(classes), NestedWAIT(seg, n), LinearMemoryTime(d0, d1),
-                           horizon=T, seed=s)
-            r = _summary(res, T)
-            b = fluid.nested_memory_bound(n, seg, delta=0.1, iterations=r["iterations"]).total
-            rows.append(r)
-            over.append(r["peak_memory"] > b)
-        lat.append(np.mean([r["latency"] for r in rows]))
-        U.append(np.mean([r["U"] for r in rows]))
+    lat, U, over = _nested_horizon_sweep(Workload(classes), seg, n, seg,
+                                         LinearMemoryTime(d0, d1), Ts, 2 if quick else 4)
     sl, su = _slope(Ts, lat), _slope(Ts, U)
     ok = cond.strict and sl <= 0.15 and su <= 0.15 and np.mean(over) <= 0.1
     return Outcome(_verdict(ok),
