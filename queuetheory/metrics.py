@@ -31,7 +31,8 @@ def summarize(result) -> dict:
     T = _span(result)
     done = req[req["finish"].notna()]
     lat, ttft = done["latency"].to_numpy(), req["ttft"].dropna().to_numpy()
-    timed = eng.table.column("tokens_timed").sum()
+    gaps, gap_time = eng.table.timed_gaps()
+    timed = gaps.sum()
 
     def pct(a, q):
         return float(np.percentile(a, q)) if a.size else float("nan")
@@ -48,7 +49,7 @@ def summarize(result) -> dict:
         "p99_latency": pct(lat, 99),
         "mean_ttft": float(ttft.mean()) if ttft.size else float("nan"),
         "p99_ttft": pct(ttft, 99),
-        "mean_tbt": float(eng.table.column("tbt_sum").sum() / timed) if timed else float("nan"),
+        "mean_tbt": float(gap_time.sum() / timed) if timed else float("nan"),
         "p99_tbt": eng.tbt.quantile(0.99),
         "peak_memory": int(eng.peak_memory),
         "restarts": int(req["restarts"].sum()),

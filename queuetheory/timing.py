@@ -53,6 +53,9 @@ class TimeModel:
     """Base class: ``duration(load)`` in the model's time unit, rounded up to ``slot``."""
 
     unit = "time unit"
+    #: True when a duration depends on the batch's prefill and decode token counts only;
+    #: the engine then calls :meth:`count_duration` and never gathers the KV contexts
+    counts_only = False
 
     def __init__(self, slot: float | None = None):
         if slot is not None:
@@ -70,6 +73,10 @@ class TimeModel:
     def duration(self, load: BatchLoad) -> float:
         return self._round(self._raw(load))
 
+    def count_duration(self, prefill_tokens: int, decodes: int) -> float:
+        """``duration`` of a batch with these token counts (``counts_only`` models)."""
+        raise TypeError(f"{type(self).__name__} depends on more than the token counts")
+
     def token_time(self, b: int) -> float:
         """Duration of a batch whose token load is ``b`` (models that depend on ``b'`` only)."""
         raise TypeError(f"{type(self).__name__} does not depend on the token load alone")
@@ -79,11 +86,12 @@ class TimeModel:
         engine's rate, whose inverse gives the capacity ``b / t_b`` of seed 004 (eq. 2.7)."""
         return self.token_time(budget) * (prefill_tokens + decode_tokens) / budget
 
-    def repeat_decode(self, context: np.ndarray, k: int) -> np.ndarray | None:
-        """Durations of ``k`` successive decode-only batches of the same members, whose KV
-        contexts are ``context`` before the first and grow by one token per batch: the
-        engine's fast path. Must equal ``duration`` of each batch exactly (same floating
-        point operations). ``None`` (the default) means no closed form: step one by one."""
+    def decode_durations(self, decodes: np.ndarray, kv_tokens: np.ndarray) -> np.ndarray | None:
+        """Durations of successive decode-only batches, batch ``j`` with ``decodes[j]``
+        members and ``kv_tokens[j]`` KV tokens of its members after it (BatchLoad's
+        ``kv_tokens``): the engine's fast path. Must equal ``duration`` of each batch exactly
+        (same floating-point operations). ``None`` (the default) means no closed form: the
+        engine steps one batch at a time."""
         return None
 
     def _round_many(self, t: np.ndarray) -> np.ndarray:
@@ -94,6 +102,24 @@ class TimeModel:
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if v is not None)
         return f"{type(self).__name__}({params})"
+
+
+class _TokenCountTime(TimeModel):
+    """A model whose duration is a function ``_raw_counts(prefill_tokens, decodes)`` of the
+    batch's token counts. Its ``decode_durations`` repeat the scalar formula's operations
+    on arrays, so that they match ``duration`` to the last bit."""
+
+    counts_only = True
+
+    def _raw_counts(self, prefill_tokens: int, decodes: int) -> float:
+        raise NotImplementedError
+
+    def _raw(self, load):
+        return self._raw_counts(int(load.chunk.sum()), int(load.decode_context.size))
+
+    def count_duration(self, prefill_tokens, decodes):
+        return self._round(self._raw_counts(prefill_tokens, decodes))
+
 
 
 class LinearMemoryTime(TimeModel):
@@ -111,13 +137,11 @@ class LinearMemoryTime(TimeModel):
     def _raw(self, load):
         return self.d0 + self.d1 * load.kv_tokens
 
-    def repeat_decode(self, context, k):
-        # kv_tokens of batch j (0-based): Σ (context + 1) + j·d, exact integers
-        kv = int((context + 1).sum()) + np.arange(k, dtype=np.int64) * context.size
-        return self._round_many(self.d0 + self.d1 * kv)
+    def decode_durations(self, decodes, kv_tokens):
+        return self._round_many(self.d0 + self.d1 * kv_tokens)
 
 
-class PiecewiseLinearTime(TimeModel):
+class PiecewiseLinearTime(_TokenCountTime):
     """``t_{b'} = c + a · max(0, b' − b0)`` on the token load ``b'``: seed 004, eq. (2.3).
 
     ``c`` is in time units, ``a`` in time units per token, ``b0`` in tokens. The paper's
@@ -130,8 +154,8 @@ class PiecewiseLinearTime(TimeModel):
         self.a = check_positive("a", a, allow_zero=True)
         self.b0 = check_positive("b0", b0, allow_zero=True)
 
-    def _raw(self, load):
-        return self._raw_tokens(load.token_load)
+    def _raw_counts(self, prefill_tokens, decodes):
+        return self._raw_tokens(prefill_tokens + decodes)
 
     def _raw_tokens(self, b):
         return self.c + self.a * max(0.0, b - self.b0)
@@ -139,26 +163,26 @@ class PiecewiseLinearTime(TimeModel):
     def token_time(self, b):
         return self._round(self._raw_tokens(b))
 
-    def repeat_decode(self, context, k):
-        return np.full(k, self.token_time(int(context.size)))
+    def decode_durations(self, decodes, kv_tokens):
+        return self._round_many(self.c + self.a * np.maximum(0.0, decodes - self.b0))
 
 
-class UnitTime(TimeModel):
+class UnitTime(_TokenCountTime):
     """Every batch, full or partial, takes one round (seeds 001, 003; seed 004 App. B, §4.4)."""
 
     unit = "round"
 
-    def _raw(self, load):
+    def _raw_counts(self, prefill_tokens, decodes):
         return 1.0
 
     def token_time(self, b):
         return self._round(1.0)
 
-    def repeat_decode(self, context, k):
-        return np.full(k, self._round(1.0))
+    def decode_durations(self, decodes, kv_tokens):
+        return np.full(decodes.size, self._round(1.0))
 
 
-class AffineTokenTime(TimeModel):
+class AffineTokenTime(_TokenCountTime):
     """``τ = c + per_prefill · Σ δ^p + per_decode · Σ δ^d``: separate per-token costs.
 
     A fixed cost ``c`` per iteration plus a cost for each prefill token and each decode token
@@ -174,14 +198,11 @@ class AffineTokenTime(TimeModel):
         self.per_prefill = check_positive("per_prefill", per_prefill, allow_zero=True)
         self.per_decode = check_positive("per_decode", per_decode, allow_zero=True)
 
-    def _raw(self, load):
-        return self._raw_counts(int(load.chunk.sum()), int(load.decode_context.size))
-
     def _raw_counts(self, prefill_tokens, decodes):
         return self.c + self.per_prefill * prefill_tokens + self.per_decode * decodes
 
-    def repeat_decode(self, context, k):
-        return np.full(k, self._round(self._raw_counts(0, int(context.size))))
+    def decode_durations(self, decodes, kv_tokens):
+        return self._round_many(self._raw_counts(0, decodes))
 
     def full_batch_time(self, prefill_tokens, decode_tokens, budget):
         if self.slot is not None:

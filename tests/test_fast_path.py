@@ -119,15 +119,18 @@ def test_policy_without_declaration_is_stepped_one_by_one():
     assert n_fast == n_slow == res.engine.iteration
 
 
-def test_repeat_decode_matches_duration_batch_by_batch():
-    context = np.array([5, 17, 300])
+def test_decode_durations_match_duration_batch_by_batch():
+    context = np.array([5, 17, 300, 41])
+    left = np.array([7, 3, 7, 1])              # members leave the batch as they finish
     models = [ANCHOR_TIME, qt.LinearMemoryTime(0.5, 0.001, slot=0.25),
               qt.PiecewiseLinearTime(c=3.0, a=0.1, b0=1), qt.UnitTime(slot=2.0)]
+    empty = np.empty(0, np.int64)
+    loads = [qt.BatchLoad(empty, empty, (context + j)[left > j]) for j in range(7)]
+    decodes = np.array([load.decode_context.size for load in loads])
+    kv_tokens = np.array([load.kv_tokens for load in loads])
     for tm in models:
-        rep = tm.repeat_decode(context, 7)
-        empty = np.empty(0, np.int64)
-        one = [tm.duration(qt.BatchLoad(empty, empty, context + j)) for j in range(7)]
-        np.testing.assert_array_equal(rep, np.array(one))
+        one = [tm.duration(load) for load in loads]
+        np.testing.assert_array_equal(tm.decode_durations(decodes, kv_tokens), np.array(one))
 
 
 @pytest.mark.parametrize("emit_first", [False, True])
@@ -172,7 +175,7 @@ def test_quick_batch_check_accepts_only_what_the_complete_check_accepts():
 
 
 @pytest.mark.parametrize("n_classes", [1, 3])
-def test_tbt_histogram_shared_gaps_count_like_one_by_one(n_classes):
+def test_tbt_histogram_shared_and_counted_gaps_count_like_one_by_one(n_classes):
     from queuetheory.engine.log import TBTHistogram
 
     rng = np.random.default_rng(n_classes)
@@ -185,14 +188,18 @@ def test_tbt_histogram_shared_gaps_count_like_one_by_one(n_classes):
         n = int(rng.integers(1, 60))
         cls = rng.integers(0, n_classes, n)
         gaps = rng.lognormal(-3, 1, n)
-        gaps[: int(rng.integers(0, n + 1))] = rng.lognormal(-3, 1)   # a shared gap
-        held.add(cls, gaps)
+        shared = int(rng.integers(0, n + 1))
+        gaps[:shared] = rng.lognormal(-3, 1)
+        if shared:
+            held.add_shared(float(gaps[0]), shared, cls[:shared])
+        held.add(cls[shared:], gaps[shared:])
         one_by_one(cls, gaps)
         if rng.random() < 0.2:
             repeats = rng.lognormal(-3, 1, int(rng.integers(1, 6)))
-            held.add_repeated(cls, repeats)
-            for g in repeats:
-                one_by_one(cls, np.full(n, g))
+            counts = rng.integers(0, 9, repeats.size)
+            c = int(rng.integers(0, n_classes))
+            held.add_counted(repeats, counts, c)
+            one_by_one(np.full(counts.sum(), c), np.repeat(repeats, counts))
     np.testing.assert_array_equal(held.counts, reference._counts)
     assert held.quantile(0.99) == reference.quantile(0.99)
 

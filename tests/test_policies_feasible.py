@@ -31,8 +31,7 @@ def states(draw):
     table = RequestTable(emit_first)
     trace = Trace(np.zeros(n), prompt, output, cls, output, output, np.zeros(n, int))
     table.append(trace)
-    table.prefilled[:n] = prefilled
-    table.decoded[:n] = decoded
+    table.set_progress(np.arange(n), prefilled, decoded)
     used = int(table.kv(np.arange(n)).sum())
     peak = int((prompt + output).max())
     memory = draw(st.one_of(st.none(), st.integers(max(used, peak), max(used, peak) + 2000)))
@@ -60,9 +59,10 @@ def _whole_prompts_with_memory(spec):
     prefilled whole, in one round, and a KV capacity is always set."""
     table, memory, budget = spec
     n = table.n
-    prefilled, decoded = table.prefilled[:n], table.decoded[:n]
+    prefilled, decoded = table.prefilled[:n].copy(), table.decoded[:n].copy()
     prefilled[prefilled < table.prompt[:n]] = 0
     decoded[prefilled == 0] = 0
+    table.set_progress(np.arange(n), prefilled, decoded)
     if memory is None:
         memory = int((table.prompt[:n] + table.output[:n]).max() + table.kv(np.arange(n)).sum())
     return table, memory, budget

@@ -43,7 +43,7 @@ def dtmc_state(prefill_left, decode_left, *, time: float = 0.0) -> State:
     zeros = np.zeros(n, dtype=np.int64)
     table = RequestTable(emit_first=False, capacity=max(n, 16))
     table.append(Trace(np.arange(n, dtype=float) * 1e-9, prompt, d, zeros, d, d, zeros))
-    table.prefilled[:n] = np.where(p == 0, 1, 0)
+    table.set_progress(np.arange(n), np.where(p == 0, 1, 0))
     return State(table, np.arange(n), time, None, None)
 
 

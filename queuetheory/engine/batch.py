@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from ..errors import InfeasibleBatchError
@@ -19,7 +17,6 @@ def _ints(x) -> np.ndarray:
     return np.asarray(x, dtype=np.int64).reshape(-1)
 
 
-@dataclass(frozen=True)
 class Batch:
     """One iteration's work, as positions in the :class:`State` the policy was given.
 
@@ -27,17 +24,29 @@ class Batch:
     decode : positions that get one decode token
     evict : positions whose KV cache is dropped before the batch runs (progress lost)
     until : for an empty batch, the time to wait until (default: the next arrival)
+
+    Immutable; the position arrays are 1-d int64 (a policy builds one every iteration, so
+    the constructor is kept to a few attribute stores).
     """
 
-    prefill: np.ndarray = field(default_factory=lambda: _EMPTY)
-    chunk: np.ndarray = field(default_factory=lambda: _EMPTY)
-    decode: np.ndarray = field(default_factory=lambda: _EMPTY)
-    evict: np.ndarray = field(default_factory=lambda: _EMPTY)
-    until: float | None = None
+    __slots__ = ("prefill", "chunk", "decode", "evict", "until")
 
-    def __post_init__(self):
-        for name in ("prefill", "chunk", "decode", "evict"):
-            object.__setattr__(self, name, _ints(getattr(self, name)))
+    def __init__(self, prefill=_EMPTY, chunk=_EMPTY, decode=_EMPTY, evict=_EMPTY,
+                 until: float | None = None):
+        store = object.__setattr__
+        store(self, "prefill", _ints(prefill))
+        store(self, "chunk", _ints(chunk))
+        store(self, "decode", _ints(decode))
+        store(self, "evict", evict if evict is _EMPTY else _ints(evict))
+        store(self, "until", until)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"Batch is immutable: cannot set {name!r}")
+
+    def __repr__(self) -> str:
+        parts = [f"{k}={getattr(self, k).tolist()}"
+                 for k in ("prefill", "chunk", "decode", "evict")]
+        return f"Batch({', '.join(parts)}, until={self.until})"
 
     @property
     def empty(self) -> bool:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InfeasibleBatchError
 from ..timing import BatchLoad
 from .batch import Batch, _total, check_batch
 from .log import ColumnLog, TBTHistogram
 from .state import RequestTable, State
 
 __all__ = ["Engine"]
+
+_NONE = np.empty(0, dtype=np.int64)
 
 _BATCH_COLUMNS = {
     "start": float, "duration": float, "prefill_requests": np.int64, "prefill_tokens": np.int64,
@@ -63,10 +66,24 @@ class Engine:
     def next_arrival(self) -> float:
         return float(self._arrival[self._pending]) if self._pending < self.table.n else np.inf
 
-    def add(self, trace) -> np.ndarray:
-        """Admit new requests now (networks); returns their ids."""
+    def add(self, trace, ready=None) -> np.ndarray:
+        """Admit new requests now (networks); returns their ids.
+
+        With ``ready`` (one time per request) they arrive with their prompt prefilled and
+        their first output token out at those times, KV cache and all: the decode node of a
+        disaggregated server, whose engine emits the first token with the prefill
+        (``emit_first``)."""
         ids = self.table.append(trace)
         self._admit(ids)
+        if ready is not None:
+            tab = self.table
+            if not tab.emit_first:
+                raise ValueError("ready: requests handed over with their first token need "
+                                 "an engine with emit_first=True")
+            tab.set_progress(ids, tab.prompt[ids], 1)
+            tab.first_token[ids] = tab.last_token[ids] = tab.prefill_done[ids] = ready
+            self.work -= int(tab.prompt[ids].sum()) + ids.size
+            self.kv_total += int(tab.kv(ids).sum())
         return ids
 
     def _admit(self, ids):
@@ -112,116 +129,199 @@ class Engine:
         if batch.empty:
             return batch
         tab = self.table
-        pre, dec = state.rid[batch.prefill], state.rid[batch.decode]
-        chunk_sum = _total(batch.chunk)
-        context = tab.kv(dec)
-        load = BatchLoad(batch.chunk, tab.prefilled[pre], context)
-        duration = float(self.time_model.duration(load))
-        if not duration > 0:
-            raise ValueError(f"{self.time_model!r} returned a non-positive duration {duration}")
+        pre, chunk, dec = state.rid[batch.prefill], batch.chunk, state.rid[batch.decode]
+        chunk_sum = _total(chunk)
+        duration = self._duration(pre, chunk, chunk_sum, dec)
         end = t + duration
 
-        emitted = dec
-        if pre.size:
-            tab.prefilled[pre] += batch.chunk
-            done_prefill = pre[tab.prefilled[pre] >= tab.prompt[pre]]
-            tab.prefill_done[done_prefill] = end
-            if tab.emit_first and done_prefill.size:
-                tab.decoded[done_prefill] += 1
-                emitted = np.concatenate([dec, done_prefill])
-                self.work -= done_prefill.size
-        tab.decoded[dec] += 1
-        self.kv_total += chunk_sum + (dec.size if not tab.emit_first
-                                      else np.count_nonzero(tab.decoded[dec] > 1))
-        self._stamp_tokens(emitted, end)
+        decoded = tab.decoded[dec] + 1
+        tab.decoded[dec] = decoded
+        self.kv_total += chunk_sum + (decoded.size if not tab.emit_first
+                                      else np.count_nonzero(decoded > 1))
         self.work -= chunk_sum + dec.size
-
+        emitted = self._prefill(pre, chunk, end, dec) if pre.size else dec
+        self._stamp_tokens(emitted, t, end)
         finished = self._finish(emitted, end)
         self.peak_memory = max(self.peak_memory, used)
         self.log.append(t, duration, pre.size, chunk_sum, dec.size,
                         chunk_sum + dec.size, batch.evict.size, used, state.n, self.work)
         self.iteration += 1
-        if (max_iterations > 1 and not pre.size and not batch.evict.size and not finished.size
-                and end < until and self.policy.steady(state, batch)):
-            end = self._repeat(dec, end, used, state.n, until, max_iterations - 1)
-            finished = self._finish(dec, end)
+        if max_iterations > 1 and end < until:
+            stretch = self._stretch(state, batch, dec, finished, end)
+            if stretch is not None:
+                end, finished = self._repeat(*stretch, end, until, max_iterations - 1)
         return duration, finished, end
+
+    def _stretch(self, state, batch, dec, finished, end):
+        """The decode-only stretch the policy promises after this batch, if any:
+        ``(members, through)``; see :meth:`Policy.drains` and :meth:`Policy.steady`."""
+        live = self.live
+        if (live.size and np.count_nonzero(self.table.in_decode[live]) == live.size
+                and self.policy.drains(self.state(end))):
+            if self.budget is not None and live.size > self.budget:
+                raise InfeasibleBatchError(self.policy, self.iteration, "2.5d",
+                                           f"promised to decode all {live.size} requests, "
+                                           f"over the budget {self.budget}")
+            return live, True
+        if (not batch.prefill.size and not batch.evict.size and not finished.size
+                and self.policy.steady(state, batch)):
+            return dec, False
+        return None
+
+    def _duration(self, pre, chunk, chunk_sum, dec) -> float:
+        """The batch's duration, from the token counts alone where the model allows."""
+        tm = self.time_model
+        if tm.counts_only:
+            duration = tm.count_duration(chunk_sum, dec.size)
+        else:
+            tab = self.table
+            duration = float(tm.duration(BatchLoad(chunk, tab.prefilled[pre], tab.kv(dec))))
+        if not duration > 0:
+            raise ValueError(f"{tm!r} returned a non-positive duration {duration}")
+        return duration
+
+    def _prefill(self, pre, chunk, end, dec):
+        """Give ``pre`` their chunks; return the requests that emit a token at ``end``."""
+        tab = self.table
+        prefilled = tab.prefilled[pre] + chunk
+        tab.prefilled[pre] = prefilled
+        done = prefilled >= tab.prompt[pre]
+        if not np.count_nonzero(done):
+            return dec
+        done = pre[done]
+        tab.prefill_done[done] = end
+        tab.in_decode[done] = True
+        if not tab.emit_first:
+            return dec
+        tab.decoded[done] += 1          # the iteration that ends the prompt emits a token
+        self.work -= done.size
+        return np.concatenate([dec, done])
 
     def _finish(self, emitted, end):
         """Stamp and remove the requests of ``emitted`` that now have all their output."""
         tab = self.table
-        finished = emitted[tab.decoded[emitted] >= tab.output[emitted]]
-        if finished.size:
-            finished = np.sort(finished)
-            self.kv_total -= int(tab.kv(finished).sum())
-            tab.finish[finished] = end
-            self.live = self.live[np.isnan(tab.finish[self.live])]
+        done = tab.decoded[emitted] >= tab.output[emitted]
+        if not np.count_nonzero(done):
+            return _NONE
+        finished = np.sort(emitted[done])
+        self.kv_total -= int(tab.kv(finished).sum())
+        tab.finish[finished] = end
+        self.live = self.live[np.isnan(tab.finish[self.live])]
         return finished
 
-    def _repeat(self, dec, t, used, n_live, until, most) -> float:
-        """The fast path: repeat the decode-only batch ``dec`` from ``t`` in closed form."""
+    def _stamp_tokens(self, rid, t, end):
+        """Time stamps of the tokens ``rid`` emit at ``end``: first tokens, and the gaps
+        since each request's previous token (TBT)."""
         tab = self.table
-        d = dec.size
-        # The stretch is checked analytically: members stay in decode (no prefill, no
-        # eviction), the token load d was checked against the budget, no member decodes past
-        # its output (2.5c: k <= the least remaining output), memory after repeat j is
-        # used + j·d <= M.
-        k = min(most, int((tab.output[dec] - tab.decoded[dec]).min()))
+        gaps = end - tab.last_token[rid]        # NaN for a first token
+        shared = end - t                        # the gap of each request that emitted at t
+        tab.tbt_max[rid] = np.fmax(tab.tbt_max[rid], gaps)
+        regular = gaps == shared
+        count = np.count_nonzero(regular)
+        if count:
+            self.tbt.add_shared(shared, count, None if self.tbt.single else tab.cls[rid[regular]])
+        if count < rid.size:
+            first = np.isnan(gaps)
+            tab.first_token[rid[first]] = end
+            other = ~(first | regular)
+            if np.count_nonzero(other):
+                self.tbt.add(tab.cls[rid[other]], gaps[other])
+        tab.last_token[rid] = end
+
+    def _repeat(self, dec, through, t, until, most):
+        """The fast path: from ``t``, run the decode-only batch ``dec`` again and again in
+        closed form, less each member once it has finished when ``through`` is set
+        (:meth:`Policy.drains`; else until the first member finishes, :meth:`Policy.steady`).
+        Returns the end of the stretch and the requests it finished.
+
+        The stretch is checked analytically: members stay in decode (no prefill, no
+        eviction); the token load only falls from the checked one; no member decodes past
+        its output (2.5c: batch ``j`` holds the members owing at least ``j`` tokens);
+        memory after batch ``j`` stays within ``M``. It stops before the first batch that
+        would start at or after ``until``, after ``most`` batches, or at the end of the
+        promise (the first completion, or the last).
+        """
+        tab = self.table
+        left = tab.output[dec] - tab.decoded[dec]          # >= 1 for every member
+        order = left.argsort(kind="stable")
+        left = left[order]
+        k = min(most, int(left[-1] if through else left[0]))
+        steps = np.arange(1, k + 1)
+        gone = left.searchsorted(steps, side="left")       # members finished before batch j
+        decodes = dec.size - gone
+        context = tab.kv(dec)[order]
+        kv_tokens = None
+        if not self.time_model.counts_only:  # Σ (context + j) over the members of batch j
+            held = np.concatenate([[0], context.cumsum()])
+            kv_tokens = held[-1] - held[gone] + steps * decodes
+        n = min(k, 32)          # durations in blocks, four times longer each, up to `until`
+        while True:
+            durations = self.time_model.decode_durations(
+                decodes[:n], None if kv_tokens is None else kv_tokens[:n])
+            if durations is None:
+                return t, _NONE
+            ends = np.concatenate([[t], durations]).cumsum()   # sequential, as t += τ
+            if n == k or ends[n] >= until:
+                break
+            n = min(k, 4 * n)
+        k = min(n, int(ends[:n].searchsorted(until, side="left")))
+        freed = np.concatenate([[0], (context + left).cumsum()])   # KV of finished members
+        memory = self.kv_total + decodes[:k].cumsum() - freed[gone[:k]]
         if self.memory is not None:
-            k = min(k, (self.memory - used) // d)
+            over = (memory > self.memory).nonzero()[0]
+            if over.size:
+                k = int(over[0])
         if k < 1:
-            return t
-        context = tab.kv(dec)
-        durations = self.time_model.repeat_decode(context, k)
-        if durations is None:
-            return t
-        ends = np.cumsum(np.concatenate([[t], durations]))   # sequential, as t += τ
-        k = min(k, int(ends[:k].searchsorted(until, side="left")))
-        if k < 1:
-            return t
-        ends, durations = ends[: k + 1], durations[:k]
+            return t, _NONE
+        ends, durations, decodes, gone, memory = (
+            ends[: k + 1], durations[:k], decodes[:k], gone[:k], memory[:k])
         if not durations.min() > 0:
             raise ValueError(f"{self.time_model!r} returned a non-positive duration")
-        tab.decoded[dec] += k
-        self.kv_total += k * d
-        gaps = ends[1:] - ends[:-1]
-        tab.tbt_max[dec] = np.maximum(tab.tbt_max[dec], gaps.max())
-        sums = np.empty((d, k + 1))
-        sums[:, 0] = tab.tbt_sum[dec]
-        sums[:, 1:] = gaps
-        tab.tbt_sum[dec] = np.cumsum(sums, axis=1)[:, -1]      # sequential, as += per token
-        tab.tokens_timed[dec] += k
-        tab.last_token[dec] = ends[-1]
-        self.tbt.add_repeated(tab.cls[dec], gaps)
-        steps = np.arange(1, k + 1)
-        memory = used + steps * d
-        work = self.work - steps * d
-        self.log.extend(k, ends[:-1], durations, 0, 0, d, d, 0, memory, n_live, work)
-        self.work = int(work[-1])
-        self.peak_memory = max(self.peak_memory, int(memory[-1]))
-        self.iteration += k
-        return float(ends[-1])
 
-    def _stamp_tokens(self, rid, end):
-        tab = self.table
-        first = np.isnan(tab.first_token[rid])
-        if np.count_nonzero(first):
-            tab.first_token[rid[first]] = end
-            gap_ids = rid[~first]
-        else:
-            gap_ids = rid
-        if gap_ids.size:
-            gaps = end - tab.last_token[gap_ids]
-            tab.tbt_max[gap_ids] = np.maximum(tab.tbt_max[gap_ids], gaps)
-            tab.tbt_sum[gap_ids] += gaps
-            tab.tokens_timed[gap_ids] += 1
-            self.tbt.add(tab.cls[gap_ids], gaps)
-        tab.last_token[rid] = end
+        emitted = np.minimum(left, k)                      # tokens each member emits
+        members = dec[order]
+        tab.decoded[members] += emitted
+        # the first batch's tokens close gaps of any length (or are first tokens); every
+        # later gap is the last batch's duration
+        self._stamp_tokens(members, t, ends[1])
+        if k > 1:
+            gaps = ends[2:] - ends[1:-1]
+            longest = np.concatenate([[0.0], np.maximum.accumulate(gaps)])
+            tab.tbt_max[members] = np.maximum(tab.tbt_max[members], longest[emitted - 1])
+            tab.last_token[members] = ends[emitted]
+            self._hold_gaps(members, left, gaps, decodes[1:])
+        work = self.work - decodes.cumsum()
+        self.log.extend(k, ends[:-1], durations, 0, 0, decodes, decodes, 0, memory,
+                        self.live.size - gone, work)
+        self.work = int(work[-1])
+        self.peak_memory = max(self.peak_memory, int(memory.max()))
+        self.iteration += k
+        self.kv_total += int(decodes.sum())
+        done = int(left.searchsorted(k, side="right"))     # members with left <= k
+        if not done:
+            return float(ends[-1]), _NONE
+        finished = members[:done]
+        tab.finish[finished] = ends[left[:done]]
+        self.kv_total -= int(freed[done])
+        self.live = self.live[np.isnan(tab.finish[self.live])]
+        return float(ends[-1]), np.sort(finished)
+
+    def _hold_gaps(self, members, left, gaps, decodes):
+        """Histogram the gaps closed by batches ``2, 3, …`` of a stretch: each once for
+        each member of its batch (``members`` sorted by ``left``, the tokens they owe)."""
+        if self.tbt.single:
+            self.tbt.add_counted(gaps, decodes)
+            return
+        cls = self.table.cls[members]
+        steps = np.arange(2, gaps.size + 2)
+        for c in np.unique(cls).tolist():
+            mine = left[cls == c]                          # sorted
+            self.tbt.add_counted(gaps, mine.size - mine.searchsorted(steps, "left"), c)
 
     def _evict(self, rid):
         tab = self.table
         self.kv_total -= int(tab.kv(rid).sum())
         self.work += int(tab.prefilled[rid].sum() + tab.decoded[rid].sum())
-        tab.prefilled[rid] = 0
-        tab.decoded[rid] = 0
+        tab.discarded[rid] += tab.decoded[rid]
+        tab.set_progress(rid, 0, 0)
         tab.restarts[rid] += 1

@@ -51,7 +51,9 @@ class TBTHistogram:
     """Token-level time-between-tokens counts per class on log-spaced bins.
 
     Bins are ``10**(k/200)`` for ``k`` in ``[-2400, 2400)``: percentiles are exact to within
-    1.2 % relative, for gaps from ``1e-12`` to ``1e12`` time units.
+    1.2 % relative, for gaps from ``1e-12`` to ``1e12`` time units. Gaps are held as they
+    come and binned in bulk; the gap that most requests of a batch share (each also emitted
+    in the previous batch) is held once, with its count.
     """
 
     PER_DECADE = 200
@@ -61,13 +63,21 @@ class TBTHistogram:
 
     def __init__(self, n_classes: int):
         self.width = 24 * self.PER_DECADE
+        self.single = n_classes <= 1
         self._counts = np.zeros((max(1, n_classes), self.width), dtype=np.int64)
-        self._held: list[tuple] = []       # (classes, gaps, weights), binned in bulk
+        self._held: list[tuple] = []       # (classes, gaps, weights) arrays
         self._size = 0
+        self._gaps: list[float] = []       # single class: one shared gap per entry ...
+        self._weights: list[int] = []      # ... and how many requests had it
 
     @property
     def counts(self) -> np.ndarray:
-        """Counts per class and bin (what ``add`` holds is binned in bulk, here)."""
+        """Counts per class and bin (what ``add`` holds is binned here)."""
+        if self._gaps:
+            gaps = np.array(self._gaps)
+            self._held.append((np.zeros(gaps.size, np.int64), gaps,
+                               np.array(self._weights, dtype=float)))
+            self._gaps, self._weights = [], []
         if self._held:
             cls, gaps, weights = (np.concatenate(x) for x in zip(*self._held, strict=True))
             self._held, self._size = [], 0
@@ -83,34 +93,25 @@ class TBTHistogram:
             self.counts  # noqa: B018  (bins what is held)
 
     def add(self, cls: np.ndarray, gaps: np.ndarray):
-        """One gap per request of class ``cls``. Most requests of a batch share one gap (they
-        all emitted in the previous batch too): those are held as one weighted entry."""
-        n = gaps.size
-        if n > 8:
-            other = gaps != gaps[0]
-            m = np.count_nonzero(other)
-            if 2 * m < n:
-                self._hold_shared(cls if not m else cls[~other], gaps[:1], n - m)
-                if m:
-                    self._hold(cls[other], gaps[other], np.ones(m))
-                return
-        self._hold(cls, gaps, np.ones(n))
+        """One gap per request, of classes ``cls``."""
+        self._hold(cls, gaps, np.ones(gaps.size))
 
-    def add_repeated(self, cls: np.ndarray, gaps: np.ndarray):
-        """As ``add`` for every gap in ``gaps`` and every request of class ``cls``."""
-        self._hold_shared(cls, gaps, cls.size)
-
-    def _hold_shared(self, cls, gaps, n):
-        """Each gap of ``gaps`` once for each of the ``n`` requests of classes ``cls``."""
-        if self._counts.shape[0] == 1:
-            self._hold(np.zeros(gaps.size, np.int64), gaps, np.full(gaps.size, float(n)))
+    def add_shared(self, gap: float, count: int, cls=None):
+        """``gap`` once for each of ``count`` requests, of classes ``cls`` (an array, read
+        only when the histogram has several classes)."""
+        if self.single:
+            self._gaps.append(gap)
+            self._weights.append(count)
+            if len(self._gaps) >= self.FLUSH:
+                self.counts  # noqa: B018  (bins what is held)
             return
         per_class = np.bincount(cls)
         present = per_class.nonzero()[0]
-        shape = (gaps.size, present.size)
-        self._hold(np.broadcast_to(present, shape).ravel(),
-                   np.broadcast_to(gaps[:, None], shape).ravel(),
-                   np.broadcast_to(per_class[present].astype(float), shape).ravel())
+        self._hold(present, np.full(present.size, gap), per_class[present].astype(float))
+
+    def add_counted(self, gaps: np.ndarray, counts: np.ndarray, cls: int = 0):
+        """Gap ``gaps[j]`` once for each of ``counts[j]`` requests of class ``cls``."""
+        self._hold(np.full(gaps.size, cls, dtype=np.int64), gaps, counts.astype(float))
 
     def _bins(self, gaps):
         k = np.floor((np.log10(np.maximum(gaps, 1e-300)) - self.LOW) * self.PER_DECADE)

@@ -39,8 +39,8 @@ class Result:
         df["admitted"] = admitted
         df["latency"] = df["finish"] - df["arrival"]
         df["ttft"] = df["first_token"] - df["arrival"]
-        timed = t.column("tokens_timed")
-        df["tbt_mean"] = np.where(timed > 0, t.column("tbt_sum") / np.maximum(timed, 1), np.nan)
+        gaps, gap_time = t.timed_gaps()
+        df["tbt_mean"] = np.where(gaps > 0, gap_time / np.maximum(gaps, 1), np.nan)
         df.index.name = "rid"
         return df
 

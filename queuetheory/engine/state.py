@@ -7,14 +7,16 @@ import numpy as np
 __all__ = ["RequestTable", "State"]
 
 _STATIC = ("arrival", "prompt", "output", "cls", "lo", "hi", "priority")
-_INT_DYNAMIC = ("prefilled", "decoded", "restarts", "tokens_timed")
-_FLOAT_DYNAMIC = ("prefill_done", "first_token", "last_token", "finish", "tbt_max", "tbt_sum")
+_INT_DYNAMIC = ("prefilled", "decoded", "restarts", "discarded")
+_FLOAT_DYNAMIC = ("prefill_done", "first_token", "last_token", "finish", "tbt_max")
 
 
 class RequestTable:
     """Every request the engine has seen, one array per field, indexed by request id.
 
-    Grows by doubling so that networks can add requests while they run.
+    Grows by doubling so that networks can add requests while they run. Besides the
+    progress counts (``prefilled``, ``decoded``) the engine keeps ``in_decode`` (the prompt
+    is fully prefilled) and ``discarded`` (output tokens lost to evictions) up to date.
     """
 
     def __init__(self, emit_first: bool, capacity: int = 1024):
@@ -36,6 +38,7 @@ class RequestTable:
             widen(f, np.int64, 0)
         for f in _FLOAT_DYNAMIC:
             widen(f, float, 0.0 if f.startswith("tbt") else np.nan)
+        widen("in_decode", bool, False)
         self._cap = cap
 
     def append(self, trace) -> np.ndarray:
@@ -46,8 +49,16 @@ class RequestTable:
         ids = np.arange(self.n, self.n + k)
         for f in _STATIC:
             getattr(self, f)[ids] = getattr(trace, f)
+        self.in_decode[ids] = self.prompt[ids] <= 0
         self.n += k
         return ids
+
+    def set_progress(self, ids, prefilled, decoded=0) -> None:
+        """Place requests part-way through: ``prefilled`` prompt and ``decoded`` output
+        tokens done (states built by hand, requests handed over with their KV)."""
+        self.prefilled[ids] = prefilled
+        self.decoded[ids] = decoded
+        self.in_decode[ids] = self.prefilled[ids] >= self.prompt[ids]
 
     def kv(self, rid: np.ndarray) -> np.ndarray:
         """Resident KV tokens: prompt tokens prefilled plus output tokens written back."""
@@ -57,6 +68,18 @@ class RequestTable:
 
     def column(self, name: str) -> np.ndarray:
         return getattr(self, name)[: self.n]
+
+    def timed_gaps(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per request: the number of time-between-tokens gaps and their sum.
+
+        Every output token after a request's first one closes a gap, tokens emitted again
+        after an eviction included; the gaps chain from token to token, so their sum
+        telescopes to the time between the first and the last token."""
+        first, last = self.column("first_token"), self.column("last_token")
+        emitted = self.column("decoded") + self.column("discarded")
+        started = ~np.isnan(first)
+        count = np.where(started, emitted - 1, 0)
+        return count, np.where(started, last - first, 0.0)
 
 
 class _lazy:
@@ -93,8 +116,9 @@ class State:
 
     Positions ``0 … n-1`` are in arrival order (FCFS order). Array attributes are computed
     on first use: ``rid``, ``arrival``, ``prompt``, ``output``, ``cls``, ``lo``, ``hi``,
-    ``priority``, ``prefilled``, ``decoded``, ``restarts``, ``kv``, ``remaining_prefill``,
-    ``remaining_output``, ``in_decode``, ``started``. Scalars: ``time``, ``budget``,
+    ``priority``, ``prefilled``, ``decoded``, ``restarts``, ``discarded``, ``kv``,
+    ``remaining_prefill``, ``remaining_output``, ``in_decode`` (true once the prompt is fully
+    prefilled, ``p_i = 0`` in seed 004's notation), ``started``. Scalars: ``time``, ``budget``,
     ``memory``, ``memory_used`` and ``memory_free``.
     """
 
@@ -128,11 +152,6 @@ class State:
         return self.output - self.decoded
 
     @_lazy
-    def in_decode(self) -> np.ndarray:
-        """True once the prompt is fully prefilled (``p_i = 0`` in seed 004's notation)."""
-        return self.prefilled >= self.prompt
-
-    @_lazy
     def started(self) -> np.ndarray:
         """True for requests holding KV cache (running or paused)."""
         return self.kv > 0
@@ -155,5 +174,5 @@ class State:
         return f"State(t={self.time:.6g}, n={self.n}, memory_used={self.memory_used})"
 
 
-for _name in _STATIC + _INT_DYNAMIC:
+for _name in _STATIC + _INT_DYNAMIC + ("in_decode",):
     setattr(State, _name, _Column(_name))

@@ -54,6 +54,18 @@ class Policy:
         """
         return False
 
+    def drains(self, state) -> bool:
+        """May the engine run every request to completion without asking? (fast path)
+
+        Asked only in a state where every request in the system has its prompt prefilled.
+        ``True`` promises: in this state, and in every state it leads to while nothing
+        arrives and each request gains one output token per iteration until it finishes
+        (KV memory growing as long as it stays within ``M``), ``schedule`` would return
+        the decode-only batch of every request in the system, and calling it would change
+        no state of the policy. The default is ``False``.
+        """
+        return False
+
     def _params(self) -> dict:
         return {k: v for k, v in vars(self).items() if not k.startswith("_") and k != "rng"}
 

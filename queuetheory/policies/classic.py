@@ -68,17 +68,28 @@ class _TokenBudgetPolicy(Policy):
         so a new request that :func:`admissible` turns away stays turned away."""
         return not admissible(state, (~state.in_decode).nonzero()[0]).size
 
+    def _proved(self) -> bool:
+        """The fast-path promises are proved for the classes of this module only: a
+        subclass defined elsewhere (which may change ``_schedule``) is stepped one by one
+        unless it makes the promises itself."""
+        return type(self).__module__ == __name__
+
     def steady(self, state, batch):
         """A decode-only batch repeats while its members only decode: the ordered decode
         candidates keep their order under every ``order`` rule (members' keys all drop by one,
         non-members' do not change), so ``take_decodes`` picks the same members, and
-        :func:`fit_memory` keeps them as long as they fit, which the engine checks.
+        :func:`fit_memory` keeps them as long as they fit, which the engine checks."""
+        return self._proved() and self._decode_only(batch) and self._steady_prefills(state,
+                                                                                    batch)
 
-        Proved for the classes of this module only: a subclass defined elsewhere (which may
-        change ``_schedule``) is stepped one by one unless it declares ``steady`` itself."""
-        if type(self).__module__ != __name__:
-            return False
-        return self._decode_only(batch) and self._steady_prefills(state, batch)
+    def drains(self, state):
+        """With every request in decode and no more of them than the token budget and
+        ``max_reqs`` allow, every policy here decodes them all (no prefill candidate, and
+        ``take_decodes`` takes every candidate), as long as :func:`fit_memory` need not
+        evict, which the engine checks. Request-level FasterTransformer's cohort holds
+        them all: only its members ever enter decode."""
+        return (self._proved() and state.n <= self.token_budget
+                and (self.max_reqs is None or state.n <= self.max_reqs))
 
     def _steady_prefills(self, state, batch) -> bool:
         return self._no_prefill_candidate(state)

@@ -389,12 +389,7 @@ class DistServe:
                 sel = idx[k:stop]
                 sub = Trace(ready[k:stop], trace.prompt[sel], trace.output[sel], trace.cls[sel],
                             trace.lo[sel], trace.hi[sel], trace.priority[sel])
-                ids = eng.add(sub)
-                tab.prefilled[ids] = tab.prompt[ids]
-                tab.decoded[ids] = 1
-                tab.first_token[ids] = tab.last_token[ids] = tab.prefill_done[ids] = ready[k:stop]
-                eng.work -= int(tab.prompt[ids].sum()) + ids.size
-                rid[k:stop] = ids
+                rid[k:stop] = eng.add(sub, ready=ready[k:stop])
                 k = stop
             if eng.live.size == 0:
                 if k == idx.size:
