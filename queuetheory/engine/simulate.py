@@ -11,6 +11,7 @@ from ..errors import check_positive
 from ..timing import TimeModel
 from ..workload import Trace, Workload
 from .core import Engine
+from .kernels import bulk_runner
 
 __all__ = ["simulate", "Result"]
 
@@ -84,8 +85,10 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
     seed : seeds the workload's random draws and the policy's
     max_iterations : hard cap on the number of batches
     emit_first : the prefill iteration also emits the first output token (see Engine)
-    fast_path : repeat steady decode-only batches in closed form (:meth:`Engine.advance`);
-        the records are the same as with ``fast_path=False``, which decides every iteration
+    fast_path : run a policy's decision rule in bulk where it has one
+        (:mod:`~queuetheory.engine.kernels`) and repeat steady decode-only batches in closed
+        form (:meth:`Engine.advance`); the records are the same as with
+        ``fast_path=False``, which decides every iteration
     """
     if not isinstance(time_model, TimeModel):
         raise ValueError(f"time_model={time_model!r}: must be a queuetheory TimeModel")
@@ -123,8 +126,21 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
     policy.reset(seed=seed)
     stop = np.inf if horizon is None else float(horizon)
     limit = np.inf if max_iterations is None else int(max_iterations)
-    bar = _progress_bar() if progress else None
     t = 0.0 if not len(trace) else min(0.0, float(trace.arrival[0]))
+    bar = _progress_bar() if progress else None
+    bulk = bulk_runner(engine, policy) if fast_path else None
+    if bulk is not None:
+        t = bulk(t, stop, limit)
+    else:
+        t = _step_by_step(engine, policy, t, stop, limit, fast_path, bar)
+    if bar is not None:
+        bar.update(engine.iteration - bar.n)
+        bar.close()
+    return Result(engine, trace, stop, t, policy, time_model)
+
+
+def _step_by_step(engine, policy, t, stop, limit, fast_path, bar) -> float:
+    """Admit arrivals and let the policy decide, up to the horizon or iteration cap."""
     most = 1
     nxt = engine.next_arrival()
     while t < stop and engine.iteration < limit:
@@ -150,9 +166,7 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
             t = wait
         if bar is not None:
             bar.update(engine.iteration - bar.n)
-    if bar is not None:
-        bar.close()
-    return Result(engine, trace, stop, t, policy, time_model)
+    return t
 
 
 def _progress_bar():

@@ -66,6 +66,12 @@ class Policy:
         """
         return False
 
+    def rule(self) -> str | None:
+        """The name of a decision rule in :mod:`queuetheory.engine.kernels` that this
+        policy's every decision follows, so that the engine may run it in bulk without
+        calling ``schedule``; ``None`` (the default) when there is none."""
+        return None
+
     def _params(self) -> dict:
         return {k: v for k, v in vars(self).items() if not k.startswith("_") and k != "rng"}
 

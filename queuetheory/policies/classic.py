@@ -106,6 +106,12 @@ class Sarathi(_TokenBudgetPolicy):
                               self._left(self.max_reqs, d.size))
         return self._finish(state, p, c, d)
 
+    def rule(self):
+        """FCFS Sarathi without a batch-size limit is the rule ``decode_first_fill``."""
+        if self._proved() and self.order == "fcfs" and self.max_reqs is None:
+            return "decode_first_fill"
+        return None
+
     def _steady_prefills(self, state, batch):
         d = batch.decode.size
         full = d >= self.token_budget or (self.max_reqs is not None and d >= self.max_reqs)
