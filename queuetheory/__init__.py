@@ -4,7 +4,9 @@ Closed forms, thresholds, bounds and stability conditions of five scheduling pap
 simulator that runs every scheduler on the same model, and a ledger of the papers' claims.
 """
 
-from . import bounds, claims, data, fluid, metrics, networks, plotting, policies
+import importlib
+
+from . import policies
 from .engine import Batch, Result, State, simulate
 from .errors import InfeasibleBatchError, QueueTheoryError, UnstableError
 from .gpu_timing import GPUModel, ModelDims, TiledGPUTime
@@ -38,3 +40,17 @@ __all__ = [
     "RequestClass", "Workload", "Trace", "TimeVarying",
     "ExactPredictor", "RelativeInterval", "ClassInterval",
 ]
+
+# The analytic subpackages (sympy, cvxpy, scipy, matplotlib behind them) load on first use,
+# so that ``import queuetheory`` for a simulation stays quick.
+_LAZY = ("bounds", "claims", "data", "fluid", "metrics", "networks", "plotting")
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return importlib.import_module(f".{name}", __name__)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

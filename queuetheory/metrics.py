@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 __all__ = ["summarize", "growth_rate", "path_growth_rate", "drift_interval", "GrowthRate",
            "time_average_in_system"]
@@ -95,6 +94,8 @@ def drift_interval(t: np.ndarray, y: np.ndarray, start: float, end: float, *, bl
     idx = np.clip(np.searchsorted(t, edges, side="right") - 1, 0, t.size - 1)
     rates = np.diff(y[idx]) / np.diff(edges)
     mean = float(rates.mean())
+    from scipy import stats  # scipy.stats takes a second to import: only when needed
+
     half = float(stats.t.ppf(0.5 + level / 2, blocks - 1) * rates.std(ddof=1) / np.sqrt(blocks))
     return mean, mean - half, mean + half
 

@@ -28,9 +28,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import Batch
-from ..fluid.equilibrium import class_arrays
-from ..fluid.nested import Segments
-from ..fluid.thresholds import check_thresholds, wait_memory
 from .base import Policy
 
 __all__ = ["WAIT", "NestedWAIT", "FCFSRestart"]
@@ -59,6 +56,9 @@ class WAIT(Policy):
     """
 
     def __init__(self, thresholds, classes=None):
+        from ..fluid.equilibrium import class_arrays  # the fluid package loads cvxpy: lazily
+        from ..fluid.thresholds import check_thresholds, wait_memory
+
         self.thresholds = tuple(int(x) for x in check_thresholds(thresholds))
         self._n = np.array(self.thresholds, dtype=np.int64)
         self.memory_bound = None
@@ -105,6 +105,9 @@ class NestedWAIT(Policy):
     """
 
     def __init__(self, segments, thresholds, *, overflow: str = "soft"):
+        from ..fluid.nested import Segments  # the fluid package loads cvxpy: lazily
+        from ..fluid.thresholds import check_thresholds
+
         b = segments.bounds if isinstance(segments, Segments) else np.asarray(segments)
         if b.ndim != 1 or b.size == 0 or np.any(b != np.round(b)) or np.any(b < 1) \
                 or np.any(np.diff(b) <= 0):
