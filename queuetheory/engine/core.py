@@ -289,7 +289,8 @@ class Engine:
             longest = np.concatenate([[0.0], np.maximum.accumulate(gaps)])
             tab.tbt_max[members] = np.maximum(tab.tbt_max[members], longest[emitted - 1])
             tab.last_token[members] = ends[emitted]
-            self._hold_gaps(members, left, gaps, decodes[1:])
+            # member i closes the gaps of batches 2 … emitted[i]: gaps[0 : emitted[i] - 1]
+            self.tbt.add_intervals(gaps, np.zeros_like(emitted), emitted - 1, tab.cls[members])
         work = self.work - decodes.cumsum()
         self.log.extend(k, ends[:-1], durations, 0, 0, decodes, decodes, 0, memory,
                         self.live.size - gone, work)
@@ -305,18 +306,6 @@ class Engine:
         self.kv_total -= int(freed[done])
         self.live = self.live[np.isnan(tab.finish[self.live])]
         return float(ends[-1]), np.sort(finished)
-
-    def _hold_gaps(self, members, left, gaps, decodes):
-        """Histogram the gaps closed by batches ``2, 3, …`` of a stretch: each once for
-        each member of its batch (``members`` sorted by ``left``, the tokens they owe)."""
-        if self.tbt.single:
-            self.tbt.add_counted(gaps, decodes)
-            return
-        cls = self.table.cls[members]
-        steps = np.arange(2, gaps.size + 2)
-        for c in np.unique(cls).tolist():
-            mine = left[cls == c]                          # sorted
-            self.tbt.add_counted(gaps, mine.size - mine.searchsorted(steps, "left"), c)
 
     def _evict(self, rid):
         tab = self.table

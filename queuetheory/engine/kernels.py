@@ -139,17 +139,9 @@ def _write_back(engine, prefill_end, admitted, head, head_done, rows):
     if lo.size:
         bounds = np.column_stack([lo, hi]).ravel()
         tab.tbt_max[ids[timed]] = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
-        _histogram(engine.tbt, tab.cls[ids[timed]], lo, hi, gaps)
+        engine.tbt.add_intervals(gaps, lo, hi, tab.cls[ids[timed]])
     if head < admitted and head_done:
         tab.prefilled[head] = head_done
     rid = np.arange(admitted)
     engine.live = rid[np.isnan(tab.finish[:admitted])]
 
-
-def _histogram(tbt, cls, lo, hi, gaps):
-    """Each gap of iterations ``[lo, hi)`` once per request, by class."""
-    for c in np.unique(cls).tolist():
-        mine = cls == c
-        edges = np.bincount(lo[mine], minlength=gaps.size + 1)
-        edges -= np.bincount(hi[mine], minlength=gaps.size + 1)
-        tbt.add_counted(gaps, edges.cumsum()[: gaps.size], c)

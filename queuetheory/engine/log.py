@@ -113,6 +113,15 @@ class TBTHistogram:
         """Gap ``gaps[j]`` once for each of ``counts[j]`` requests of class ``cls``."""
         self._hold(np.full(gaps.size, cls, dtype=np.int64), gaps, counts.astype(float))
 
+    def add_intervals(self, gaps: np.ndarray, lo: np.ndarray, hi: np.ndarray, cls: np.ndarray):
+        """Gap ``gaps[g]`` once for each request ``i`` with ``lo[i] <= g < hi[i]``, of class
+        ``cls[i]``: the gaps of iterations that requests decode through one after another."""
+        for c in np.unique(cls).tolist():
+            mine = cls == c
+            edges = np.bincount(lo[mine], minlength=gaps.size + 1)
+            edges -= np.bincount(hi[mine], minlength=gaps.size + 1)
+            self.add_counted(gaps, edges.cumsum()[: gaps.size], c)
+
     def _bins(self, gaps):
         k = np.floor((np.log10(np.maximum(gaps, 1e-300)) - self.LOW) * self.PER_DECADE)
         return np.clip(k, 0, self.width - 1).astype(np.int64)
