@@ -9,13 +9,15 @@ import importlib
 from . import policies
 from .engine import Batch, Result, State, simulate
 from .errors import InfeasibleBatchError, QueueTheoryError, UnstableError
-from .gpu_timing import GPUModel, ModelDims, TiledGPUTime
 from .sweep import sweep
 from .timing import (
     AffineTokenTime,
     BatchLoad,
+    GPUModel,
     LinearMemoryTime,
+    ModelDims,
     PiecewiseLinearTime,
+    TiledGPUTime,
     TimeModel,
     UnitTime,
 )

@@ -19,9 +19,9 @@ from queuetheory.bounds.rad_capacity import (
     request_time_sym,
     t_max,
 )
-from queuetheory.gpu_timing import GPUModel, ModelDims, TiledGPUTime
 from queuetheory.policies import RAD
-from queuetheory.workload_rad import table1_lengths
+from queuetheory.timing import GPUModel, ModelDims, TiledGPUTime
+from queuetheory.workload.rad import table1_lengths
 
 TM = TiledGPUTime.illustrative()
 

@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 import queuetheory as qt
-from queuetheory.gpu_timing import AssumptionError, GPUModel, ModelDims, TiledGPUTime
-from queuetheory.timing import BatchLoad
+from queuetheory.timing import AssumptionError, BatchLoad, GPUModel, ModelDims, TiledGPUTime
 
 
 @pytest.fixture(scope="module")

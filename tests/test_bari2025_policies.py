@@ -6,7 +6,7 @@ import pytest
 import queuetheory as qt
 from queuetheory.policies import RAD, SLAI, CycleScheduler, DistServe, RequestLevel
 from queuetheory.policies.rad import simulate_nodes, slo_metrics
-from queuetheory.workload_rad import table1_decode_std_bound, table1_lengths, table1_workload
+from queuetheory.workload.rad import table1_decode_std_bound, table1_lengths, table1_workload
 
 TM = qt.TiledGPUTime.illustrative()
 

@@ -3,10 +3,10 @@
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import classic_policies
 from scipy import stats
 
 import queuetheory as qt
+from conftest import classic_policies
 from queuetheory.engine import Batch, Engine
 from queuetheory.workload import Trace
 

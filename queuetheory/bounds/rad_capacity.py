@@ -23,7 +23,7 @@ import numpy as np
 import sympy as sp
 
 from ..errors import check_positive
-from ..gpu_timing import TiledGPUTime, ceil_div
+from ..timing import TiledGPUTime, ceil_div
 
 __all__ = [
     "ceil_sum", "request_time", "request_time_sym", "rad_capacity", "RadCapacity",

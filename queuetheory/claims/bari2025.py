@@ -28,7 +28,6 @@ from ..bounds.rad_capacity import (
     t_max,
 )
 from ..engine import simulate
-from ..gpu_timing import GPUModel, ModelDims, TiledGPUTime
 from ..metrics import growth_rate
 from ..policies import Sarathi
 from ..policies.rad import (
@@ -41,9 +40,9 @@ from ..policies.rad import (
     slo_capacity,
     slo_metrics,
 )
-from ..timing import BatchLoad
+from ..timing import BatchLoad, GPUModel, ModelDims, TiledGPUTime
 from ..workload import RequestClass, Workload
-from ..workload_rad import table1_decode_std_bound, table1_workload
+from ..workload.rad import table1_decode_std_bound, table1_workload
 from .base import Outcome, claim
 
 PROMPTS = (256, 512, 1024, 2048)

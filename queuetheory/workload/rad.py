@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from .errors import check_positive
-from .workload import RequestClass, Workload
+from ..errors import check_positive
+from .core import RequestClass, Workload
 
 __all__ = ["TABLE1", "table1_lengths", "table1_workload", "table1_decode_std_bound",
            "FREE", "PAYING"]

@@ -25,8 +25,8 @@ from math import lcm
 
 import numpy as np
 
-from .errors import QueueTheoryError, check_positive
-from .timing import BatchLoad, TimeModel
+from ..errors import QueueTheoryError, check_positive
+from .models import BatchLoad, TimeModel
 
 __all__ = ["ModelDims", "GPUModel", "TiledGPUTime", "AssumptionError", "ceil_div"]
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import check_positive
+from ..errors import check_positive
 
 __all__ = [
     "RequestClass",
