@@ -1,31 +1,124 @@
-"""Matplotlib figures shared by the notebooks and the report."""
+"""Matplotlib figures shared by the CLI, the report and the notebooks, in one style.
+
+The style, written once here and used everywhere:
+
+- every Axes has a title and labelled axes with units (:func:`finish`);
+- an axis whose positive values span more than 10× is drawn on a log scale (:func:`finish`
+  decides from the data it is given);
+- intervals are bands around their line, never error bars, and a band of a non-negative
+  metric never crosses zero (:func:`band`);
+- bounds and capacities are reference lines, labelled (:func:`reference`);
+- series that may overlap get distinct markers and line styles (:func:`series_style`);
+- legends sit outside the data area, to the right (:func:`finish`).
+"""
 
 from __future__ import annotations
 
-__all__ = ["plot_paths"]
+import numpy as np
+
+__all__ = ["new_axes", "finish", "band", "reference", "series_style", "spans_decades",
+           "plot_paths"]
+
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
+_LINESTYLES = ("-", "--", "-.", ":")
+
+
+def new_axes(ax=None, figsize=(6.4, 4.0)):
+    """``ax`` itself, or the Axes of a new figure of ``figsize`` inches."""
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return ax
+
+
+def series_style(i: int) -> dict:
+    """Line style, marker and colour of the ``i``-th series: distinguishable even where
+    two series coincide (a marker and a dash pattern of its own)."""
+    return {"marker": _MARKERS[i % len(_MARKERS)], "linestyle": _LINESTYLES[i % len(_LINESTYLES)],
+            "color": f"C{i % 10}", "markersize": 4, "markerfacecolor": "none"}
+
+
+def spans_decades(values, ratio: float = 10.0) -> bool:
+    """True when the finite positive ``values`` span more than ``ratio`` (max / min)."""
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v) & (v > 0)]
+    return v.size >= 2 and float(v.max()) > ratio * float(v.min())
+
+
+def finish(ax, *, title: str, xlabel: str, ylabel: str, x=None, y=None, logx=None, logy=None,
+           legend: bool | None = None):
+    """Title, axis labels (with units), log scales and the legend of ``ax``.
+
+    ``logx``/``logy``: ``None`` decides from the data ``x``/``y`` (a log scale when every
+    value is positive and they span more than 10×, see :func:`spans_decades`).
+    ``legend``: ``None`` draws one when some artist has a label; it sits to the right of
+    the data area, never on it.
+    """
+    if not title or not xlabel or not ylabel:
+        raise ValueError("finish: every figure needs a title and both axis labels")
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    for axis, flag, data in (("x", logx, x), ("y", logy, y)):
+        if flag is None:
+            v = None if data is None else np.asarray(data, dtype=float).ravel()
+            flag = v is not None and bool(np.all(v[np.isfinite(v)] > 0)) and spans_decades(v)
+        if flag:
+            (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    handles, labels = ax.get_legend_handles_labels()
+    if legend or (legend is None and labels):
+        ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  borderaxespad=0.0, frameon=False)
+    ax.grid(True, which="major", alpha=0.3, lw=0.5)
+    return ax
+
+
+def band(ax, x, mid, lo, hi, *, label=None, style: dict | None = None,
+         nonnegative: bool = True):
+    """A line at ``mid`` with its interval ``[lo, hi]`` as a band of the same colour; for a
+    ``nonnegative`` metric the band is clipped at zero (a physical bound is never crossed)."""
+    x, mid, lo, hi = (np.asarray(a, dtype=float) for a in (x, mid, lo, hi))
+    if nonnegative:
+        lo = np.maximum(lo, 0.0)
+    style = dict(style or {})
+    (line,) = ax.plot(x, mid, label=label, **style)
+    ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
+    return line
+
+
+def reference(ax, value: float, label: str, *, axis: str = "y", color: str = "0.25",
+              linestyle: str = "--"):
+    """A labelled reference line at ``value`` (a bound, a capacity, a threshold): horizontal
+    for ``axis="y"``, vertical for ``axis="x"``."""
+    if axis not in ("x", "y"):
+        raise ValueError(f"axis={axis!r}: must be 'x' or 'y'")
+    draw = ax.axhline if axis == "y" else ax.axvline
+    return draw(float(value), color=color, linestyle=linestyle, lw=1.0, label=label)
 
 
 def plot_paths(results: dict, ax=None, quantity: str = "unfinished_tokens", *,
                predicted_slope: float | None = None, time_scale: float = 1.0,
-               time_label: str = "time"):
+               time_label: str = "time", title: str | None = None):
     """Plot ``quantity`` of ``Result.paths`` against time for each named result.
 
-    ``predicted_slope`` adds the line ``slope · t`` (Theorem 1(b)'s λ(m_p+m_d) − b/t_b).
-    Each value of ``results`` is a :class:`~queuetheory.Result` or its ``paths`` DataFrame.
+    ``predicted_slope`` adds the line ``slope · t`` (Theorem 1(b) of Li, Dai, Peng:
+    λ(m_p+m_d) − b/t_b) as a reference. Each value of ``results`` is a
+    :class:`~queuetheory.Result` or its ``paths`` DataFrame.
     """
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6.4, 4))
+    ax = new_axes(ax)
     end = 0.0
-    for name, r in results.items():
+    for i, (name, r) in enumerate(results.items()):
         p = getattr(r, "paths", r)
-        ax.plot(p["time"] / time_scale, p[quantity], lw=0.8, label=name)
+        style = series_style(i)
+        style.update(marker=None)
+        ax.plot(p["time"] / time_scale, p[quantity], lw=0.8, label=name, **style)
         end = max(end, float(p["time"].iloc[-1]) if len(p) else 0.0)
     if predicted_slope is not None:
-        ax.plot([0, end / time_scale], [0, predicted_slope * end], "k--", lw=1,
-                label=f"slope {predicted_slope:.4g}")
-    ax.set_xlabel(time_label)
-    ax.set_ylabel(quantity.replace("_", " "))
-    ax.legend(fontsize=7)
-    return ax
+        ax.plot([0, end / time_scale], [0, predicted_slope * end], color="0.25", ls="--", lw=1,
+                label=f"predicted slope {predicted_slope:.4g}")
+    what = quantity.replace("_", " ")
+    return finish(ax, title=title or f"{what} over time", xlabel=time_label,
+                  ylabel=what + (" (tokens)" if "tokens" in quantity else " (requests)"
+                                 if quantity == "in_system" else ""), logy=False)
