@@ -55,7 +55,7 @@ def test_paper_variant_needs_assumption3():
 
 def test_rad_prefill_in_the_engine_takes_the_closed_form_time():
     wl = qt.Workload.from_arrays([0.0], [2048], [6])
-    res = qt.simulate(wl, RAD(TM.tile), TM, n_requests=1, emit_first=True)
+    res = qt.simulate(wl, RAD(TM.tile), TM, n_requests=1, first_token="prefill")
     parts = request_time(2048, 5, TM, parts=True)
     prefill = 2048 * (TM.inv_mu_lin / TM.tile[1] + TM.gpu.inv_mu_nlin) + parts[
         "prefill_attention"][0]

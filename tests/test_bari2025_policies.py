@@ -39,7 +39,7 @@ class Spy(qt.policies.Policy):
 
 def test_rad_batches_are_pure_tiled_and_cap_decodes():
     spy = Spy(RAD(TM.tile, n=40))
-    res = qt.simulate(_trace(), spy, TM, emit_first=True)
+    res = qt.simulate(_trace(), spy, TM, first_token="prefill")
     assert res.metrics["completed"] == 120
     for state, b in spy.log:
         assert b.prefill.size == 0 or b.decode.size == 0            # never mixed
@@ -55,8 +55,8 @@ def test_rad_batches_are_pure_tiled_and_cap_decodes():
 
 def test_rad_tbt_tail_exceeds_sarathi():
     tr = _trace(200, 10.0)
-    rad = qt.simulate(tr, RAD(TM.tile), TM, emit_first=True)
-    sar = qt.simulate(tr, qt.policies.Sarathi(512), TM, emit_first=True)
+    rad = qt.simulate(tr, RAD(TM.tile), TM, first_token="prefill")
+    sar = qt.simulate(tr, qt.policies.Sarathi(512), TM, first_token="prefill")
     assert rad.metrics["p99_tbt"] > sar.metrics["p99_tbt"]
 
 
@@ -64,7 +64,7 @@ def test_cycle_scheduler_prefills_n_then_decodes_t_col_at_a_time():
     spy = Spy(CycleScheduler((64, 64, 32), n=10))
     tm = qt.TiledGPUTime(qt.ModelDims.mistral_like(),
                          qt.GPUModel.from_efficiency(efficiency={(64, 64, 32): 1.0}))
-    res = qt.simulate(_trace(60, 50.0), spy, tm, emit_first=True)
+    res = qt.simulate(_trace(60, 50.0), spy, tm, first_token="prefill")
     assert res.metrics["completed"] == 60
     assert max(b.decode.size for _, b in spy.log) <= 64
     assert spy.inner.cycles(res)["started"].max() <= 10
@@ -72,7 +72,7 @@ def test_cycle_scheduler_prefills_n_then_decodes_t_col_at_a_time():
 
 def test_request_level_waits_for_the_whole_group():
     spy = Spy(RequestLevel(8))
-    res = qt.simulate(_trace(40, 50.0), spy, TM, emit_first=True)
+    res = qt.simulate(_trace(40, 50.0), spy, TM, first_token="prefill")
     assert res.metrics["completed"] == 40
     for state, b in spy.log:
         if b.prefill.size:
@@ -83,7 +83,7 @@ def test_request_level_waits_for_the_whole_group():
 def test_slai_respects_budget_alpha_beta():
     spy = Spy(SLAI(256, alpha=12, beta=5, order="spf"))
     wl = table1_workload(2.0, p_paying=0.3)
-    res = qt.simulate(wl, spy, TM, horizon=40, emit_first=True, memory=200_000)
+    res = qt.simulate(wl, spy, TM, horizon=40, first_token="prefill", memory=200_000)
     assert res.metrics["completed"] > 0
     for state, b in spy.log:
         assert b.token_load <= 256 and b.decode.size <= 5
@@ -94,7 +94,7 @@ def test_slai_respects_budget_alpha_beta():
 
 def test_slai_sarathi_decodes_everyone_each_batch():
     spy = Spy(SLAI.sarathi(512, alpha=64))
-    qt.simulate(_trace(), spy, TM, emit_first=True)
+    qt.simulate(_trace(), spy, TM, first_token="prefill")
     for state, b in spy.log:
         assert b.decode.size == min(int(state.in_decode.sum()), 512)
 
@@ -102,7 +102,7 @@ def test_slai_sarathi_decodes_everyone_each_batch():
 def test_slai_spf_admits_the_shortest_waiting_prompt_first():
     wl = qt.Workload.from_arrays([0.0, 0.0, 0.0], [900, 300, 600], [3, 3, 3])
     spy = Spy(SLAI(300, order="spf"))
-    qt.simulate(wl, spy, TM, n_requests=3, emit_first=True)
+    qt.simulate(wl, spy, TM, n_requests=3, first_token="prefill")
     state, b = spy.log[0]
     assert state.prompt[b.prefill].tolist() == [300]
 
@@ -112,7 +112,7 @@ def test_slai_defers_free_decodes_but_not_paying_ones():
     cls = (np.arange(len(tr)) % 2).astype(np.int64)
     wl = qt.Workload.from_arrays(tr.arrival, tr.prompt, tr.output, cls)
     res = qt.simulate(wl, SLAI(512, delta=1.0, tbt=(5.0, 0.0)), TM, n_requests=len(tr),
-                      emit_first=True)
+                      first_token="prefill")
     s = slo_metrics(res, tbt=(5.0, 0.0))
     assert s.loc[0, "p99_tbt"] > s.loc[1, "p99_tbt"]
     assert set(s.columns) >= {"median_ttft", "p99_tbt", "request_miss", "token_miss"}
@@ -159,7 +159,7 @@ def test_rad_cycle_reset_when_all_active_finish_together(strict, sizes):
                          qt.GPUModel.from_efficiency(efficiency={(64, 64, 32): 1.0}))
     wl = qt.Workload.from_arrays(np.zeros(74), np.full(74, 64), np.full(74, 4))
     pol = RAD(tm.tile, n=100, strict_cycles=strict)
-    res = qt.simulate(wl, pol, tm, n_requests=74, emit_first=True)
+    res = qt.simulate(wl, pol, tm, n_requests=74, first_token="prefill")
     assert res.metrics["completed"] == 74
     assert pol.cycles(res)["started"].tolist() == sizes
 

@@ -137,7 +137,7 @@ def test_revised_amin_buckets_not_worse_than_single_interval():
 def test_predictors_in_a_workload_run_with_any_policy():
     wl = qt.Workload([qt.RequestClass(prompt=4, output=7,
                                       rate=2.0)], predictor=FixedInterval(1, 50))
-    res = qt.simulate(wl, AMin(), qt.UnitTime(), memory=200, n_requests=30, emit_first=True)
+    res = qt.simulate(wl, AMin(), qt.UnitTime(), memory=200, n_requests=30, first_token="prefill")
     assert res.requests["finish"].notna().all()
     assert (res.requests["hi"] == 50).all()
     lo, hi = BucketInterval(100)(None, np.array([1, 100, 101, 883]), None)
@@ -150,7 +150,7 @@ def test_bad_inputs_raise():
     with pytest.raises(QueueTheoryError, match="memory=20"):
         run_rounds(AMax(), tr, 20)
     with pytest.raises(ValueError, match="memory=None"):
-        qt.simulate(tr, AMin(), qt.UnitTime(), emit_first=True)
+        qt.simulate(tr, AMin(), qt.UnitTime(), first_token="prefill")
     with pytest.raises(ValueError, match="evict_key"):
         AMin("oldest")
     with pytest.raises(ValueError, match="order"):

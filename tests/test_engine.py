@@ -138,11 +138,11 @@ def test_engine_can_be_driven_directly():
     assert eng.work == 0
 
 
-def test_emit_first_convention():
+def test_first_token_prefill_convention():
     """With emit_first the prefill iteration emits token 1 (seed 001's rounds)."""
     trace = Trace(np.zeros(1), np.array([5]), np.array([4]), np.zeros(1, int), np.array([4]),
                   np.array([4]), np.zeros(1, int))
-    res = qt.simulate(trace, qt.policies.Sarathi(64), qt.UnitTime(), emit_first=True)
+    res = qt.simulate(trace, qt.policies.Sarathi(64), qt.UnitTime(), first_token="prefill")
     r = res.requests.iloc[0]
     assert r["finish"] == 4 and r["first_token"] == 1
     # memory in rounds 0..3: s + (t - p) = 5, 6, 7, 8

@@ -90,7 +90,8 @@ def test_fast_path_same_records_every_time_model(time_model):
     rate = 0.2 if isinstance(time_model, qt.UnitTime) else 0.01
     wl = qt.Workload([qt.RequestClass(_lognormal(64), _lognormal(48), rate=rate)])
     _, n_slow, n_fast = _same_run(wl, lambda: Sarathi(128), time_model, n_requests=80,
-                                  emit_first=isinstance(time_model, qt.UnitTime))
+                                  first_token="prefill" if isinstance(time_model, qt.UnitTime)
+                                  else "decode")
     assert n_fast < n_slow
 
 
@@ -133,11 +134,11 @@ def test_decode_durations_match_duration_batch_by_batch():
         np.testing.assert_array_equal(tm.decode_durations(decodes, kv_tokens), np.array(one))
 
 
-@pytest.mark.parametrize("emit_first", [False, True])
-def test_engine_running_kv_total_equals_recomputed_kv(emit_first):
+@pytest.mark.parametrize("first_token", ["decode", "prefill"])
+def test_engine_running_kv_total_equals_recomputed_kv(first_token):
     wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(300), rate=3.0)])
     res = qt.simulate(wl, Sarathi(512), ANCHOR_TIME, horizon=30.0, memory=6000,
-                      emit_first=emit_first)
+                      first_token=first_token)
     eng = res.engine
     assert res.metrics["restarts"] > 0
     assert eng.kv_total == int(eng.table.kv(eng.live).sum())

@@ -18,7 +18,7 @@ def _instance(rng, n=30, horizon=40, max_prompt=6, max_output=15):
 def _run(policy, a, s, o, memory, convention="ip"):
     wl = qt.Workload.from_arrays(a.astype(float), s, o)
     return qt.simulate(wl, policy, qt.UnitTime(), memory=memory, n_requests=len(a),
-                       emit_first=CONVENTIONS[convention])
+                       first_token=CONVENTIONS[convention])
 
 
 @pytest.mark.parametrize("convention", ["ip", "eq1"])
@@ -122,11 +122,11 @@ def test_alpha_greedy_loop_detected():
     a, s, o = np.zeros(2, np.int64), np.ones(2, np.int64), np.full(2, 10)
     pol = qt.policies.AlphaProtection(0.0)
     wl = qt.Workload.from_arrays(a.astype(float), s, o)
-    res = qt.simulate(wl, pol, qt.UnitTime(), memory=12, n_requests=2, emit_first=True,
+    res = qt.simulate(wl, pol, qt.UnitTime(), memory=12, n_requests=2, first_token="prefill",
                       max_iterations=200)
     assert pol.loop_at is not None and res.metrics["completed"] == 0
     pol_ok = qt.policies.AlphaProtection(0.0, beta=0.5)
-    res = qt.simulate(wl, pol_ok, qt.UnitTime(), memory=12, n_requests=2, emit_first=True,
+    res = qt.simulate(wl, pol_ok, qt.UnitTime(), memory=12, n_requests=2, first_token="prefill",
                       max_iterations=400, seed=1)
     assert res.metrics["completed"] == 2 and pol_ok.loop_at is None
 

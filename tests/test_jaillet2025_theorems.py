@@ -39,7 +39,7 @@ def test_theorem6_2_mcsf_latency_is_long_start_zero_on_engine():
     inst = theorem62_instance(256, 1 / 4)
     assert inst.algorithm_latency == long_short_latency(256, 1 / 4, inst.tau, 0)[0]
     wl = qt.Workload.from_arrays(inst.arrival.astype(float), inst.prompt, inst.output)
-    res = qt.simulate(wl, qt.policies.MCSF(), qt.UnitTime(), memory=256, emit_first=True,
+    res = qt.simulate(wl, qt.policies.MCSF(), qt.UnitTime(), memory=256, first_token="prefill",
                       n_requests=len(inst.arrival))
     assert res.requests["latency"].sum() == inst.algorithm_latency
     assert res.metrics["peak_memory"] <= 256

@@ -84,15 +84,15 @@ def test_rule_only_where_it_is_the_policy():
     tm = ANCHOR_TIME
     for policy, kw in [(Sarathi(512, order="sjf_decode"), {}), (Sarathi(512, max_reqs=8), {}),
                        (Orca(512), {}), (Sarathi(512), {"memory": 10_000}),
-                       (Sarathi(512), {"emit_first": True}), (Sarathi(512), {"token_budget": 256}),
-                       ]:
+                       (Sarathi(512), {"first_token": "prefill"}),
+                       (Sarathi(512), {"token_budget": 256})]:
         engine = Engine(policy, tm, memory=kw.get("memory"),
-                           budget=kw.get("token_budget", 512), emit_first=kw.get("emit_first",
-                                                                                  False))
+                        budget=kw.get("token_budget", 512),
+                        first_token=kw.get("first_token", "decode"))
         assert bulk_runner(engine, policy) is None, (policy, kw)
     linear = Engine(Sarathi(512), qt.LinearMemoryTime(1.0, 0.01), budget=512)
     assert bulk_runner(linear, Sarathi(512)) is None
-    plain = Engine(Sarathi(512), tm, budget=512)
+    plain = Engine(Sarathi(512), tm, budget=512, first_token="decode")
     assert bulk_runner(plain, Sarathi(512)) is not None
     res, _, n_fast = _same_run(wl, lambda: Sarathi(512, order="sjf_decode"), tm, n_requests=50)
     assert n_fast > 0

@@ -56,7 +56,7 @@ def _run_prop4(name: str, T: float, seed: int, memory: int | None, scale: float 
     """One run on the Prop-4 instance (rates × ``scale``); the numbers the claims use."""
     classes = [RequestClass(c.prompt, c.output, c.rate * scale) for c in PROP4]
     res = simulate(Workload(classes), _policy(name), LinearMemoryTime(D0, D1), memory=memory,
-                   horizon=T, seed=seed)
+                   horizon=T, seed=seed, first_token="decode")
     return _summary(res, T)
 
 
@@ -172,12 +172,13 @@ def _prop1(quick: bool) -> Outcome:
     d0, d1 = 0.5, 0.1
     a = float(fluid.memory_work(1, 1))
     n = fluid.wait_thresholds(lit, d0, d1, margin=0.1)
-    res = simulate(Workload(lit), WAIT(n, lit), LinearMemoryTime(d0, d1), horizon=T, seed=0)
+    res = simulate(Workload(lit), WAIT(n, lit), LinearMemoryTime(d0, d1), horizon=T, seed=0,
+                   first_token="decode")
     g_lit = growth_rate(res, "in_system")
     # corrected statement: d1 W ≥ 1 — unstable even for WAIT with large thresholds
     over = [RequestClass(1, 1, 1.2 / (d1 * a))]
     res2 = simulate(Workload(over), WAIT([20], over), LinearMemoryTime(d0, d1),
-                    horizon=T, seed=0)
+                    horizon=T, seed=0, first_token="decode")
     g_over = growth_rate(res2, "in_system")
     if g_over.verdict != "unstable":
         verdict = "refuted"                 # even d1·W ≥ 1 did not blow up
@@ -560,7 +561,7 @@ def _eq11(quick: bool) -> Outcome:
     exact = fluid.nested_memory(n, _SEG)
     # batch memory read back from the durations: τ = d0 + d1·(KV of the batch members)
     res = simulate(Workload(list(PROP4)), NestedWAIT((1, 2), n), LinearMemoryTime(D0, D1),
-                   horizon=1000.0, seed=0)
+                   horizon=1000.0, seed=0, first_token="decode")
     full = float(np.rint((res.batches["duration"].to_numpy() - D0) / D1).max())
     ok = np.isclose(full, printed)
     return Outcome("confirmed" if ok else "refuted",
@@ -637,7 +638,7 @@ def _nested_horizon_sweep(workload, segments, n, seg, time_model, Ts, seeds):
         rows = []
         for s in range(seeds):
             r = _summary(simulate(workload, NestedWAIT(segments, n), time_model, horizon=T,
-                                  seed=s), T)
+                                  seed=s, first_token="decode"), T)
             b = fluid.nested_memory_bound(n, seg, delta=0.1, iterations=r["iterations"]).total
             rows.append(r)
             over.append(r["peak_memory"] > b)
@@ -890,7 +891,7 @@ def scheduler_sweep(spec, rates, *, d0: float, d1: float, batch_limit: int,
         classes = demand(spec, qps)
         for name, build in make.items():
             res = simulate(Workload(classes), build(classes), LinearMemoryTime(d0, d1),
-                           memory=memory, horizon=horizon, seed=seed)
+                           memory=memory, horizon=horizon, seed=seed, first_token="decode")
             m = res.metrics
             rows.append({"qps": qps, "policy": name, "throughput": m["throughput"],
                          "latency": m["mean_latency"], "ttft": m["mean_ttft"],
@@ -948,7 +949,7 @@ def _nested_comparison(quick: bool) -> Outcome:
                       ("vLLM", VLLMVanilla(4096, max_reqs=B)),
                       ("Sarathi", Sarathi(512, max_reqs=B))):
         m = simulate(Workload(classes), pol, LinearMemoryTime(d0, d1), memory=C, horizon=T,
-                     seed=0).metrics
+                     seed=0, first_token="decode").metrics
         out[name] = (m["throughput"], m["mean_latency"], m["restarts"])
     nw = out["Nested WAIT"]
     wins = all(nw[0] > v[0] and nw[1] < v[1] for k, v in out.items() if k != "Nested WAIT")

@@ -89,7 +89,7 @@ def _work_rate(res):
 def _run(policy, rho, n_requests, seed=1):
     cap = _capacity()
     tr = _workload(rho * cap.lambda_star).sample(n_requests=n_requests, seed=seed)
-    return simulate(tr, policy, _tm(), horizon=float(tr.arrival[-1]), emit_first=True,
+    return simulate(tr, policy, _tm(), horizon=float(tr.arrival[-1]), first_token="prefill",
                     seed=seed)
 
 
@@ -435,7 +435,7 @@ MEMORY = 200_000
 def _slai_run(policy, rate, horizon, p_paying=0.05, seed=1):
     tm = _tm(c0=0.005)
     res = simulate(table1_workload(rate, p_paying=p_paying), policy, tm, horizon=horizon,
-                   emit_first=True, seed=seed, memory=MEMORY)
+                   first_token="prefill", seed=seed, memory=MEMORY)
     return res, slo_metrics(res)
 
 

@@ -306,7 +306,7 @@ def section7_run(policy, arrival, prompt, output, memory: int = MODEL_M) -> dict
     from ..workload import Workload
 
     wl = Workload.from_arrays(arrival, prompt, output)
-    res = simulate(wl, policy, UnitTime(), memory=memory, emit_first=True,
+    res = simulate(wl, policy, UnitTime(), memory=memory, first_token="prefill",
                    n_requests=len(arrival))
     m = res.metrics
     loop = getattr(policy, "loop_at", None)

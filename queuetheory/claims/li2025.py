@@ -40,7 +40,7 @@ def _workload_at(rho, time_model, budget, prompt, output, poisson_sizes=True):
 def _run(policy, rho, s, horizon, prompt=129, output=112, seed=0):
     tm = llama_time(s)
     wl, capacity = _workload_at(rho, tm, BUDGET, prompt, output)
-    res = simulate(wl, policy, tm, horizon=horizon, seed=seed)
+    res = simulate(wl, policy, tm, horizon=horizon, seed=seed, first_token="decode")
     return res, growth_rate(res), wl.token_rate - capacity
 
 
@@ -129,7 +129,7 @@ def _vllm_unstable(quick: bool) -> Outcome:
     slots = 8000 if quick else 40000
     verdicts = {}
     for name, pol in (("VLLMVanilla", policies.VLLMVanilla(b)), ("Sarathi", policies.Sarathi(b))):
-        res = simulate(wl, pol, UnitTime(), horizon=slots, seed=1)
+        res = simulate(wl, pol, UnitTime(), horizon=slots, seed=1, first_token="decode")
         verdicts[f"unit:{name}"] = growth_rate(res).verdict
     rho_unit = lam * 64 / b
     # (2) piecewise-linear model, short requests at high rate (spec §5.6 stress test)
@@ -138,7 +138,7 @@ def _vllm_unstable(quick: bool) -> Outcome:
     rho_pl = wl2.token_rate / (BUDGET / tm.token_time(BUDGET))
     for name, pol in (("VLLMVanilla", policies.VLLMVanilla(BUDGET)),
                       ("Sarathi", policies.Sarathi(BUDGET))):
-        res = simulate(wl2, pol, tm, horizon=6e5 if quick else 1.8e6, seed=2)
+        res = simulate(wl2, pol, tm, horizon=6e5 if quick else 1.8e6, seed=2, first_token="decode")
         verdicts[f"pl:{name}"] = growth_rate(res).verdict
     ok = (verdicts["unit:VLLMVanilla"] == "unstable" and verdicts["unit:Sarathi"] == "stable"
           and verdicts["pl:VLLMVanilla"] == "unstable" and verdicts["pl:Sarathi"] == "stable")

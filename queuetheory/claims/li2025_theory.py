@@ -41,7 +41,8 @@ def _capacity_law(quick: bool) -> Outcome:
                    math.ceil(1.2 * b_min))
     rows = {}
     for b in budgets:
-        res = simulate(wl, policies.Sarathi(b), tm, horizon=25_000 if quick else 100_000, seed=1)
+        res = simulate(wl, policies.Sarathi(b), tm, horizon=25_000 if quick else 100_000, seed=1,
+                       first_token="decode")
         g = growth_rate(res)
         rows[b] = {"rho": wl.token_rate / capacity.token_capacity(tm, b), "verdict": g.verdict,
                    "relative_slope": g.relative, "ci": (g.ci_low, g.ci_high)}
@@ -357,7 +358,7 @@ def _budget_tradeoff(quick: bool) -> Outcome:
     rows = {}
     for b in (128, 256, 512, 1024, 2048):
         m = simulate(wl, policies.Sarathi(b), tm, horizon=60_000 if quick else 300_000,
-                     seed=0).metrics
+                     seed=0, first_token="decode").metrics
         rows[b] = {"ttft": m["mean_ttft"], "p50_e2e": m["p50_latency"], "tbt": m["mean_tbt"]}
     above = [b for b in rows if b > b_min]
     small_bad = rows[128]["ttft"] > 3 * rows[above[0]]["ttft"]

@@ -7,6 +7,7 @@ import numpy as np
 from ..errors import InfeasibleBatchError
 from ..timing import BatchLoad
 from .batch import Batch, _total, check_batch
+from .conventions import check_first_token
 from .log import ColumnLog, TBTHistogram
 from .state import RequestTable, State
 
@@ -29,18 +30,22 @@ class Engine:
     the policy idles. The driver (:func:`~queuetheory.engine.simulate` or a network) admits
     arrivals and advances time.
 
-    ``emit_first``: the iteration that finishes a prompt also emits the first output token
-    (vLLM's convention and seeds 001/003's rounds); by default it does not (seed 004's model,
-    where every output token takes a decode iteration of its own).
+    ``first_token`` (see :data:`FIRST_TOKEN`): ``"prefill"``, the default, is the real
+    engines' convention (vLLM, Sarathi-Serve, Vidur): the iteration that finishes a prompt
+    also emits the first output token, and a request's output length counts that token, so
+    it runs ``output − 1`` decode iterations afterwards. ``"decode"`` is the model of Li, Dai,
+    Peng (and Ao et al.): the prefill iteration emits nothing and each of the ``output``
+    tokens takes a decode iteration of its own.
     """
 
-    def __init__(self, policy, time_model, *, memory=None, budget=None, emit_first=False,
-                 n_classes: int = 1, capacity: int = 1024):
+    def __init__(self, policy, time_model, *, memory=None, budget=None,
+                 first_token: str = "prefill", n_classes: int = 1, capacity: int = 1024):
         self.policy = policy
         self.time_model = time_model
         self.memory = memory
         self.budget = budget
-        self.table = RequestTable(emit_first, capacity)
+        self.first_token = check_first_token(first_token)
+        self.table = RequestTable(first_token == "prefill", capacity)
         self.live = np.empty(0, dtype=np.int64)
         self.iteration = 0
         self.work = 0          # unprocessed tokens of the requests in the system, |X(n)|
@@ -72,14 +77,14 @@ class Engine:
         With ``ready`` (one time per request) they arrive with their prompt prefilled and
         their first output token out at those times, KV cache and all: the decode node of a
         disaggregated server, whose engine emits the first token with the prefill
-        (``emit_first``)."""
+        (``first_token="prefill"``)."""
         ids = self.table.append(trace)
         self._admit(ids)
         if ready is not None:
             tab = self.table
             if not tab.emit_first:
                 raise ValueError("ready: requests handed over with their first token need "
-                                 "an engine with emit_first=True")
+                                 "an engine with first_token='prefill'")
             tab.set_progress(ids, tab.prompt[ids], 1)
             tab.first_token[ids] = tab.last_token[ids] = tab.prefill_done[ids] = ready
             self.work -= int(tab.prompt[ids].sum()) + ids.size

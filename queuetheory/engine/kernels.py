@@ -13,7 +13,7 @@ iterations ``q+1 … q+o``, one per iteration: its time stamps follow from the i
 times. Every batch is feasible by construction: each prompt that finishes took at least one
 token of the room ``b − d`` the ``d`` decodes left, so at most ``b`` requests ever decode
 and the token load never exceeds ``b``. The rule runs without a KV-memory limit, with a
-token-count time model and without ``emit_first``; elsewhere the engine steps.
+token-count time model and ``first_token="decode"``; elsewhere the engine steps.
 """
 
 from __future__ import annotations

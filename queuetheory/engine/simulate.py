@@ -10,6 +10,7 @@ import pandas as pd
 from ..errors import check_positive
 from ..timing import TimeModel
 from ..workload import Trace, Workload
+from .conventions import check_first_token
 from .core import Engine
 from .kernels import bulk_runner
 
@@ -70,7 +71,7 @@ class Result:
 
 def simulate(workload, policy, time_model, *, memory=None, token_budget=None, horizon=None,
              n_requests=None, seed=0, max_iterations=None, progress=False,
-             emit_first=False, fast_path=True) -> Result:
+             first_token="prefill", fast_path=True) -> Result:
     """Run ``policy`` on ``workload`` with batch durations from ``time_model``.
 
     Parameters
@@ -84,7 +85,10 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
     n_requests : number of requests to draw; without a horizon the run drains them all
     seed : seeds the workload's random draws and the policy's
     max_iterations : hard cap on the number of batches
-    emit_first : the prefill iteration also emits the first output token (see Engine)
+    first_token : ``"prefill"`` (default, the real engines': the prefill iteration emits the
+        first output token, which the output length counts) or ``"decode"`` (Li, Dai, Peng's
+        model: every output token takes a decode iteration); see
+        :mod:`~queuetheory.engine.conventions`
     fast_path : run a policy's decision rule in bulk where it has one
         (:mod:`~queuetheory.engine.kernels`) and repeat steady decode-only batches in closed
         form (:meth:`Engine.advance`); the records are the same as with
@@ -101,6 +105,7 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
         check_positive("memory", memory, integer=True)
     if max_iterations is not None:
         check_positive("max_iterations", max_iterations, integer=True)
+    emit_first = check_first_token(first_token) == "prefill"
     if isinstance(workload, Trace):
         trace = workload
         if horizon is not None:
@@ -120,7 +125,7 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
                 f"{worst} (prompt {int(trace.prompt[worst])} + output {int(trace.output[worst])}); "
                 "it could never finish")
     n_classes = int(trace.cls.max()) + 1 if len(trace) else 1
-    engine = Engine(policy, time_model, memory=memory, budget=budget, emit_first=emit_first,
+    engine = Engine(policy, time_model, memory=memory, budget=budget, first_token=first_token,
                     n_classes=n_classes, capacity=max(16, len(trace)))
     engine.load(trace)
     policy.reset(seed=seed)

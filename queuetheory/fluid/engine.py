@@ -205,7 +205,7 @@ def scaled_run(policy, workload, time_model, N: int, t, *, seed: int = 0) -> Sca
     trace = Workload.from_arrays(np.concatenate([np.zeros(int(N)), later.arrival]),
                                  np.concatenate([p0, later.prompt]),
                                  np.concatenate([d0, later.output]))
-    res = simulate(trace, policy, time_model, horizon=horizon, seed=seed)
+    res = simulate(trace, policy, time_model, horizon=horizon, seed=seed, first_token="decode")
     req = res.requests
     arrive = np.sort(req["arrival"].to_numpy())
     done_p = np.sort(req["prefill_done"].fillna(np.inf).to_numpy())

@@ -67,8 +67,9 @@ class _Run:
             self.where.update({k: (j, c) for c, k in enumerate(mine)})
             policy = agent.make_policy(mine)
             policy.reset(seed=s_pol.spawn(1)[0])
+            # Li, Dai, Peng §4: every output token takes a decode iteration of its own
             self.engines.append(Engine(policy, agent.time_model, budget=agent.token_budget,
-                                       n_classes=len(mine)))
+                                       first_token="decode", n_classes=len(mine)))
         len_rngs = [np.random.default_rng(s) for s in s_len.spawn(len(self.where))]
         self.lengths = {k: _Lengths(net.nodes[k]["lengths"], r)
                         for k, r in zip(self.where, len_rngs, strict=True)}

@@ -11,14 +11,14 @@ Timing conventions — the one place where they are mapped
 =========  ============================  ====================  ============================
 name       paper                          duration ``d_i``      engine
 =========  ============================  ====================  ============================
-``"ip"``   App. B.1 (L626–L634), default  ``o_i``               ``simulate(..., emit_first=True)``
-``"eq1"``  Eq. (1), Section 3 (L121)      ``o_i + 1``           ``simulate(..., emit_first=False)``
+``"ip"``   App. B.1 (L626–L634), default  ``o_i``               ``first_token="prefill"``
+``"eq1"``  Eq. (1), Section 3 (L121)      ``o_i + 1``           ``first_token="decode"``
 =========  ============================  ====================  ============================
 
 With ``"ip"`` the prefill round emits the first token, memory runs ``s_i … s_i + o_i − 1``
 and the request completes at ``p_i + o_i``; with ``"eq1"`` memory peaks at ``s_i + o_i``
 (L121) and it completes at ``p_i + o_i + 1``. :data:`CONVENTIONS` maps the name to the
-engine's ``emit_first`` and :func:`durations` to ``d_i``; the policies read the engine's
+engine's ``first_token`` and :func:`durations` to ``d_i``; the policies read the engine's
 convention from ``State.emit_first``, so the same policy object serves both.
 
 Algorithms
@@ -45,8 +45,8 @@ from .memory_check import FuturePeak
 __all__ = ["CONVENTIONS", "durations", "mcsf_schedule", "MCSF", "FCFS", "AlphaProtection",
            "kv_token_limit"]
 
-CONVENTIONS = {"ip": True, "eq1": False}
-"""Timing convention name → the engine's ``emit_first`` (see the module docstring)."""
+CONVENTIONS = {"ip": "prefill", "eq1": "decode"}
+"""Timing convention name → the engine's ``first_token`` (see the module docstring)."""
 
 _ORDERS = ("output", "arrival")
 
@@ -59,8 +59,8 @@ def check_convention(convention: str) -> str:
 
 def durations(output, convention: str = "ip") -> np.ndarray:
     """Rounds ``d_i`` a request occupies: ``o_i`` (``"ip"``) or ``o_i + 1`` (``"eq1"``)."""
-    emit_first = CONVENTIONS[check_convention(convention)]
-    return np.asarray(output, dtype=np.int64) + (0 if emit_first else 1)
+    prefill_emits = CONVENTIONS[check_convention(convention)] == "prefill"
+    return np.asarray(output, dtype=np.int64) + (0 if prefill_emits else 1)
 
 
 def kv_token_limit(params: float, layers: int, hidden: int, dtype_bytes: int, n_gpus: int,

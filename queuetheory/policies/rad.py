@@ -3,7 +3,7 @@
 random routing over ``r`` nodes. Sarathi-Serve (Alg. 4) is :class:`~queuetheory.policies.
 Sarathi` (``order="sjf_prompt"`` is SPF), or :meth:`SLAI.sarathi` with an active cap.
 
-Conventions (spec ``rad_slai.md`` §4.0): run the engine with ``emit_first=True`` and output
+Conventions (spec ``rad_slai.md`` §4.0): run the engine with ``first_token="prefill"`` and output
 ``L^D + 1``; the last prefill chunk emits the first token (TTFT), every decode iteration one
 more, so a request has ``L^D`` TBT gaps (the stop token counted). Chunk sizes are
 ``min(t_lcm, L^P − i + 1)`` (the printed ``L^P − i`` is off by one, I-2); Alg. 3 branches on
@@ -317,11 +317,11 @@ def simulate_nodes(workload, make_policy, time_model, r: int, *, horizon=None, n
                    seed=0, **kwargs) -> list:
     """Uniformly random resource planner (L233): each request goes to one of ``r`` nodes
     uniformly at random; the nodes run ``make_policy()`` independently. Returns one
-    :class:`~queuetheory.engine.Result` per node (``emit_first=True`` by default)."""
+    :class:`~queuetheory.engine.Result` per node (``first_token="prefill"`` by default)."""
     check_positive("r", r, integer=True)
     trace = _trace(workload, horizon, n_requests, seed)
     node = np.random.default_rng([seed, 2]).integers(0, r, len(trace))
-    kwargs.setdefault("emit_first", True)
+    kwargs.setdefault("first_token", "prefill")
     return [simulate(sub, make_policy(), time_model, horizon=horizon, seed=seed + j, **kwargs)
             for j, sub in enumerate(_split(trace, node, r))]
 
@@ -359,7 +359,7 @@ class DistServe:
                         trace.cls[idx], np.ones(idx.size, np.int64),
                         np.ones(idx.size, np.int64), trace.priority[idx])
             res = simulate(sub, PrefillOnly(self.chunk), time_model, horizon=horizon,
-                           emit_first=True, seed=seed)
+                           first_token="prefill", seed=seed)
             first[idx] = res.engine.table.column("finish")
         finish = np.full(n, np.nan)
         moved = np.flatnonzero(np.isfinite(first))
@@ -377,7 +377,7 @@ class DistServe:
     def _decode_node(self, trace, idx, ready, time_model, horizon):
         """Drive one decode engine: requests arrive with their KV (prompt prefilled, first
         token out) at ``ready``."""
-        eng = Engine(DecodeOnly(self.decode_cap), time_model, emit_first=True,
+        eng = Engine(DecodeOnly(self.decode_cap), time_model, first_token="prefill",
                      capacity=max(16, idx.size))
         eng.policy.reset(0)
         tab = eng.table
@@ -434,10 +434,10 @@ def slo_capacity(make_policy, make_workload, time_model, rates, *, horizon: floa
     """The largest rate of ``rates`` (tried in increasing order until one fails) at which the
     median TTFT is at most ``ttft`` and every class's P99 TBT meets its target (the paper's
     capacity figure, L420). ``make_workload(rate)`` builds the workload; ``kwargs`` go to
-    :func:`~queuetheory.engine.simulate` (``emit_first=True`` by default). Returns
+    :func:`~queuetheory.engine.simulate` (``first_token="prefill"`` by default). Returns
     ``(rate or None, table)`` with one row per rate tried."""
     check_positive("horizon", horizon)
-    kwargs.setdefault("emit_first", True)
+    kwargs.setdefault("first_token", "prefill")
     tbt = np.asarray(tbt, dtype=float).reshape(-1)
     best, rows = None, []
     for rate in sorted(rates):

@@ -4,7 +4,7 @@
 Round model. The paper's step ``t`` (§1.2 of the spec) admits jobs, then every active job
 produces one token; a job started at ``p`` holds ``s + (t − p + 1)`` tokens after step ``t``
 (eq. 1 counts the token just produced) and finishes at ``L = p + o``. The engine with
-``UnitTime()`` and ``emit_first=True`` runs a job started in round ``p`` with prompt ``P`` for
+``UnitTime()`` and ``first_token="prefill"`` runs a job started in round ``p`` with prompt ``P`` for
 rounds ``p … p+o−1`` holding ``P + (t − p)`` tokens, finishing at time ``p + o``. So **a paper
 instance with prompt ``s`` is the engine instance with prompt ``s + 1``** (the KV of the token
 being produced); :func:`~queuetheory.policies.robust_experiments.paper_trace` applies it. With

@@ -46,7 +46,7 @@ def paper_trace(output, prompt=1, lo=None, hi=None) -> Trace:
 
 def run_rounds(policy, trace: Trace, memory: int, seed=0, max_iterations=None):
     """Run ``policy`` on ``trace`` in the paper's round model (``UnitTime``, emit-first)."""
-    return simulate(trace, policy, UnitTime(), memory=memory, seed=seed, emit_first=True,
+    return simulate(trace, policy, UnitTime(), memory=memory, seed=seed, first_token="prefill",
                     max_iterations=max_iterations)
 
 

@@ -3,7 +3,7 @@
 Conventions of the paper mapped onto the engine (written down once, here)
 -------------------------------------------------------------------------
 * A type-``j`` prompt is a request with ``prompt = l_j`` and ``output = l'_j``, run with the
-  engine's default ``emit_first=False``: stage 0 is the prefill iteration (the whole prompt
+  engine's ``first_token="decode"``: stage 0 is the prefill iteration (the whole prompt
   as one chunk, KV ``l_j`` after it) and stages ``1..l'_j`` are the ``l'_j`` decode
   iterations (KV ``l_j + k`` after stage ``k``). A prompt thus takes ``l'_j + 1``
   iterations and completes at the end of stage ``l'_j``, as in the paper (L85, L144).

@@ -7,7 +7,7 @@ hold together with its median and P90 (:func:`table1_decode_std_bound`, I-12).
 
 Engine convention (written down once): a request with ``L^D`` decode iterations emits
 ``L^D + 1`` tokens — the first at the end of its last prefill chunk — so the engine runs with
-``emit_first=True`` and ``output = L^D + 1``.
+``first_token="prefill"`` and ``output = L^D + 1``.
 """
 
 from __future__ import annotations
