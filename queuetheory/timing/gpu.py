@@ -214,6 +214,15 @@ class TiledGPUTime(TimeModel):
         """Spec §9's parameter set — a toolkit assumption, NOT from the paper."""
         return cls(ModelDims.mistral_like(), GPUModel.from_efficiency(**gpu_kw))
 
+    @classmethod
+    def fitted(cls, gpu: str = "a100", model: str = "llama-2-7b", tp: int = 1) -> TiledGPUTime:
+        """Parameters fitted to real GPU timings: the Vidur profiles of ``model`` on ``gpu``
+        (linear and non-linear layers; the fit and what it leaves out are in
+        :func:`queuetheory.timing.vidur.fit_tiled`, which also returns the intervals)."""
+        from .vidur import fit_tiled
+
+        return fit_tiled(gpu, model, tp).model
+
     # ---- the pieces of Eq. 7 --------------------------------------------------------------
     @property
     def t_lcm(self) -> int:
