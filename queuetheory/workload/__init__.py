@@ -20,8 +20,8 @@ from .core import (
     Workload,
 )
 from .trace_stats import TraceStats, trace_stats
-from .traces import FORMATS, read_trace
+from .traces import FORMATS, mean_rate, read_trace, with_rate
 
 __all__ = ["RequestClass", "Workload", "Trace", "TimeVarying", "Lengths", "ExactPredictor",
            "RelativeInterval", "ClassInterval", "read_trace", "FORMATS", "trace_stats",
-           "TraceStats"]
+           "TraceStats", "mean_rate", "with_rate"]

@@ -44,7 +44,7 @@ or ``"datetime"``; default: date-times for text, seconds for numbers).
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -53,7 +53,7 @@ import pandas as pd
 from ..errors import check_positive
 from .core import Trace
 
-__all__ = ["read_trace", "TraceFormat", "FORMATS", "TIME_UNITS"]
+__all__ = ["read_trace", "mean_rate", "with_rate", "TraceFormat", "FORMATS", "TIME_UNITS"]
 
 #: seconds per unit of the returned arrival times
 TIME_UNITS = {"s": 1.0, "ms": 1e-3}
@@ -277,15 +277,27 @@ def read_trace(source, *, format=None, columns=None, timestamp_unit=None, time_u
     if speedup is not None:
         check_positive("speedup", speedup)
         arrival = arrival / float(speedup)
-    if rate is not None:
-        check_positive("rate", rate)
-        span = arrival[-1] - arrival[0]
-        if arrival.size < 2 or span <= 0:
-            raise ValueError(f"rate={rate!r}: a trace needs two distinct arrival times to be "
-                             "rescaled")
-        arrival = arrival * (((arrival.size - 1) / span) / float(rate))
     zeros = np.zeros(arrival.size, np.int64)
-    return Trace(arrival, prompt, output, cls, output.copy(), output.copy(), zeros)
+    trace = Trace(arrival, prompt, output, cls, output.copy(), output.copy(), zeros)
+    return trace if rate is None else with_rate(trace, rate)
+
+
+def mean_rate(trace: Trace) -> float:
+    """``(n − 1) / (t_last − t_first)``: arrivals per time unit of a recorded trace."""
+    t = trace.arrival
+    span = float(t[-1] - t[0]) if t.size else 0.0
+    if t.size < 2 or span <= 0:
+        raise ValueError(f"trace: {t.size} request(s) over a span of {span}; a rate needs "
+                         "two distinct arrival times")
+    return (t.size - 1) / span
+
+
+def with_rate(trace: Trace, rate: float) -> Trace:
+    """``trace`` with every arrival time scaled by one factor so that its mean rate is
+    ``rate``: the burstiness (CV, index of dispersion at a scaled window) is kept."""
+    check_positive("rate", rate)
+    factor = mean_rate(trace) / float(rate)
+    return replace(trace, arrival=trace.arrival * factor)
 
 
 def _window(window) -> tuple[float, float]:
