@@ -226,3 +226,15 @@ def test_compare_replays_a_trace_at_each_load():
     assert (runs["completed"] == 60).all()
     # the same requests arrive twice as fast at twice the load: they finish sooner
     assert runs.loc[0.6, "time"] < runs.loc[0.3, "time"]
+
+
+def test_trace_stats_plot_has_title_units_and_the_mean_rate():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    s = trace_stats(qt.data.azure_trace("conv"), reference=None)
+    ax = s.plot()
+    assert "CV" in ax.get_title() and "(s)" in ax.get_xlabel()
+    assert any(line.get_label().startswith("mean rate") for line in ax.get_lines())
+    with pytest.raises(ValueError, match="at least 3"):
+        trace_stats(qt.data.azure_trace("conv").head(2))
