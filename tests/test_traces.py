@@ -238,3 +238,17 @@ def test_trace_stats_plot_has_title_units_and_the_mean_rate():
     assert any(line.get_label().startswith("mean rate") for line in ax.get_lines())
     with pytest.raises(ValueError, match="at least 3"):
         trace_stats(qt.data.azure_trace("conv").head(2))
+
+
+def test_cli_compare_takes_a_trace(tmp_path, capsys):
+    from queuetheory.cli import main
+
+    path = tmp_path / "conv.csv"
+    tr = qt.data.azure_trace("conv", window=(0, 30))
+    pd.DataFrame({"Timestamp": tr.arrival, "Model": "ChatGPT", "Request tokens": tr.prompt,
+                  "Response tokens": tr.output, "Total tokens": tr.prompt + tr.output,
+                  "Log Type": "Conversation log"}).to_csv(path, index=False)
+    assert main(["compare", "--classic", "--loads", "0.5", "--seeds", "1", "--requests", "40",
+                 "--trace", str(path), "--format", "burstgpt", "--out", str(tmp_path)]) == 0
+    table = pd.read_csv(tmp_path / "compare_table.csv")
+    assert len(table) == 4 and table["p99_ttft"].notna().all()
