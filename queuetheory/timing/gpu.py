@@ -218,10 +218,11 @@ class TiledGPUTime(TimeModel):
     def fitted(cls, gpu: str = "a100", model: str = "llama-2-7b", tp: int = 1) -> TiledGPUTime:
         """Parameters fitted to real GPU timings: the Vidur profiles of ``model`` on ``gpu``
         (linear and non-linear layers; the fit and what it leaves out are in
-        :func:`queuetheory.timing.vidur.fit_tiled`, which also returns the intervals)."""
-        from .vidur import fit_tiled
+        :func:`queuetheory.timing.vidur.fit_tiled`, which also returns the intervals).
+        Fitted once per process; the model is shared, do not modify it."""
+        from .vidur import fitted_model
 
-        return fit_tiled(gpu, model, tp).model
+        return fitted_model(gpu, model, tp)
 
     # ---- the pieces of Eq. 7 --------------------------------------------------------------
     @property

@@ -19,6 +19,7 @@ attention over the KV cache), the LM head, the embedding lookup, the sampler, an
 
 from __future__ import annotations
 
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
@@ -40,7 +41,9 @@ VIDUR_MODELS = {
 _UNITS = {"s": 1e-3, "ms": 1.0}
 
 
+@cache
 def _shipped() -> pd.DataFrame:
+    """The shipped table, read once (callers filter it, which copies)."""
     with resources.files("queuetheory.data").joinpath(SHIPPED).open("rb") as f:
         return pd.read_csv(f, compression="gzip")
 
@@ -180,3 +183,9 @@ def fit_tiled(gpu: str = "a100", model: str = "llama-2-7b", tp: int = 1, *,
     report.model = _tiled_model((p["c0"] + c_n, p["alpha"], p["beta"] + p_n), p["t_col"], dims,
                                 GPU_SPECS[gpu], report.notes)
     return report
+
+
+@cache
+def fitted_model(gpu: str = "a100", model: str = "llama-2-7b", tp: int = 1):
+    """``fit_tiled(gpu, model, tp).model``, fitted once per process."""
+    return fit_tiled(gpu, model, tp).model
