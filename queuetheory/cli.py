@@ -102,8 +102,9 @@ def _simulate(a) -> int:
         m.update(growth_verdict=g.verdict, growth_relative=g.relative)
     except ValueError as e:
         m.update(growth_verdict="too-short", growth_note=str(e))
-    if a.json:
-        print(json.dumps(m, indent=2))
+    if a.json:      # JSON has no NaN: an undefined figure (no request completed) is null
+        print(json.dumps({k: None if isinstance(v, float) and v != v else v
+                          for k, v in m.items()}, indent=2, allow_nan=False))
     else:
         width = max(map(len, m))
         for k, v in m.items():

@@ -39,3 +39,62 @@ def test_summary_figures(llama):
     with pytest.raises(ValueError, match="quantity"):
         qt.metrics.growth_rate(qt.simulate(wl, qt.policies.Sarathi(512), llama, horizon=1e4),
                                quantity="latency")
+
+
+class _Idle(qt.policies.Policy):
+    """A policy that never schedules anything: every request is stranded."""
+
+    def _schedule(self, state):
+        return qt.Batch()
+
+
+def test_every_result_counts_what_it_leaves_out():
+    wl = qt.Workload([qt.RequestClass(10, 5, 0.2)])
+    m = qt.simulate(wl, qt.policies.Sarathi(64), qt.UnitTime(), n_requests=50, seed=0).metrics
+    assert (m["arrived"], m["completed"], m["unfinished"]) == (50, 50, 0)
+    with pytest.warns(qt.CensoredRunWarning, match=r"50 of 50 requests .*idled with work"):
+        m = qt.simulate(wl, _Idle(), qt.UnitTime(), n_requests=50).metrics
+    assert m["completed"] == 0 and m["unfinished"] == 50 and np.isnan(m["mean_latency"])
+    with pytest.warns(qt.CensoredRunWarning, match="max_iterations=10 stopped"):
+        qt.simulate(wl, qt.policies.Sarathi(64), qt.UnitTime(), n_requests=50, max_iterations=10)
+
+
+def test_a_horizon_warns_only_above_one_percent_unfinished():
+    over = qt.Workload([qt.RequestClass(10, 5, 1.0)])              # 15 tokens/round offered
+    with pytest.warns(qt.CensoredRunWarning, match="the horizon 500 cut the run"):
+        m = qt.simulate(over, qt.policies.Sarathi(8), qt.UnitTime(), horizon=500).metrics
+    assert m["unfinished"] > 0.01 * m["arrived"]
+    light = qt.Workload([qt.RequestClass(10, 5, 0.01)])
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", qt.CensoredRunWarning)
+        m = qt.simulate(light, qt.policies.Sarathi(64), qt.UnitTime(), horizon=2e4).metrics
+    assert m["unfinished"] <= 0.01 * m["arrived"]
+
+
+def test_a_workload_without_arrivals_gives_a_clean_result():
+    for wl, kw in ((qt.Workload([qt.RequestClass(4, 4, 0.0)]), {"horizon": 100}),
+                   (qt.Workload.from_arrays([], [], []), {})):
+        m = qt.simulate(wl, qt.policies.Sarathi(64), qt.UnitTime(), **kw).metrics
+        assert m["time"] == 0 and m["arrived"] == m["completed"] == m["unfinished"] == 0
+        assert m["throughput"] == m["completion_rate"] == m["mean_in_system"] == 0
+
+
+def test_warmup_and_window_measure_the_steady_state(llama):
+    wl = qt.Workload([qt.RequestClass(100, 20, 0.005)])
+    res = qt.simulate(wl, qt.policies.Sarathi(512), llama, n_requests=400, seed=2, warmup=2e4)
+    whole, steady = qt.metrics.summarize(res), res.metrics
+    w = res.window(2e4)
+    assert steady["warmup"] == 2e4 and steady["window_arrived"] == w["arrived"]
+    arrivals = res.requests["arrival"]
+    assert w["arrived"] == int((arrivals >= 2e4).sum()) < whole["arrived"]
+    assert steady["mean_latency"] == w["mean_latency"]
+    lat = res.requests["latency"][arrivals >= 2e4]
+    assert w["mean_latency"] == pytest.approx(lat.mean())
+    # tokens emitted over the whole run: every output token of every request, once
+    full = res.window(0)
+    assert full["throughput"] * full["t1"] == pytest.approx(res.requests["output"].sum())
+    assert steady["arrived"] == whole["arrived"] == 400
+    with pytest.raises(ValueError, match="window"):
+        res.window(5.0, 1.0)
