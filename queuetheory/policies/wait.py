@@ -31,7 +31,8 @@ Conventions of the paper mapped onto the engine (written down once, here)
   by leaving out the ready types (segments) whose step does not fit. When nothing fits, the
   resident requests decode alone, furthest along first, as many as fit — each finish frees
   its cache — and if not even one token fits, the most recently started request is evicted
-  (its progress lost, recomputed later), as vLLM does.
+  (its progress lost, recomputed later), as vLLM does; with nothing resident, the waiting
+  prompts that fit start, in arrival order, below their threshold.
 * Nested WAIT does not know types: it only reads a request's stage (``decoded``) and the
   segment boundaries; a request's ``output`` is used only by the engine to end it (EOS).
 """
@@ -60,17 +61,23 @@ def _first_per_group(positions: np.ndarray, group: np.ndarray, quota: np.ndarray
 def _relieve(state) -> Batch:
     """The batch when no cohort step fits the memory: decodes of resident requests, furthest
     along first (most tokens decoded: the policy reads stages, never output lengths), as many
-    as fit; or, if not one token fits, evict the last started."""
+    as fit; or, if not one token fits, evict the last started. With nothing resident, the
+    waiting prompts whose whole prefill fits, in arrival order (at least the first: a lone
+    request always fits, ``simulate`` checks it)."""
     resident = np.flatnonzero(state.in_decode & (state.kv > 0))
     if resident.size == 0:
-        return Batch()
-    room = int(state.memory_free)
+        waiting = np.flatnonzero(state.prefilled == 0)
+        fits = np.cumsum(state.prompt[waiting]) <= state.memory_free
+        new = waiting[: max(1, int(fits.sum()))] if waiting.size else waiting
+        return Batch(new, state.prompt[new])
+    room, evict = int(state.memory_free), resident[:0]
+    if room < 1:                     # the engine idles on an eviction alone: decode too
+        evict, resident = resident[-1:], resident[:-1]
+        room += int(state.kv[evict[0]])
     if state.budget is not None:
         room = min(room, int(state.budget))
-    if room < 1:
-        return Batch(evict=resident[-1:])
     order = resident[np.argsort(-state.decoded[resident], kind="stable")]
-    return Batch(decode=np.sort(order[:room]))
+    return Batch(decode=np.sort(order[:room]), evict=evict)
 
 
 def _fitting_groups(state, group: np.ndarray, need: np.ndarray, groups: int) -> np.ndarray:
