@@ -30,6 +30,9 @@ START_ARRIVALS = 4000
 START_LIFETIMES = 200
 #: The default budget: this many times the first horizon (three doublings).
 BUDGET_FACTOR = 8
+#: The most expected arrivals one run may draw (memory: see ``_BYTES_PER_REQUEST``).
+MAX_REQUESTS = 5e7
+_BYTES_PER_REQUEST = 17 * 8     # the engine's request table: 17 eight-byte fields
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,12 +151,16 @@ def stability(workload, policy, time_model, *, horizon=None, n_requests=None,
     cap = BUDGET_FACTOR * H if max_horizon is None else float(max_horizon)
     if not cap >= H:
         raise ValueError(f"max_horizon={max_horizon}: must be at least the horizon {H:g}")
+    if lam * cap > MAX_REQUESTS:
+        raise ValueError(f"max_horizon={cap:g}: about {lam * cap:.3g} requests per run, over "
+                         f"{MAX_REQUESTS:.0e} (the request table alone would hold "
+                         f"{lam * cap * _BYTES_PER_REQUEST / 2**30:.1f} GiB); lower it")
     started, rounds = time.perf_counter(), 0
     while True:
         rounds += 1
         runs = [_run(workload, policy, time_model, H, s, tail, blocks, level, tolerance,
                      simulate_kwargs) for s in seeds]
-        out = _pool(runs, H, cap, tail, blocks, level, tolerance)
+        out = _pool(runs, H, blocks, level, tolerance)
         if out["verdict"] != "inconclusive" or H >= cap:
             break
         H = min(2 * H, cap)
@@ -198,7 +205,7 @@ def _run(workload, policy, time_model, H, seed, tail, blocks, level, tolerance, 
     return {"row": row, "rates": rates, "fit": fit, "tokens": offered_tokens, "path": path}
 
 
-def _pool(runs, H, cap, tail, blocks, level, tolerance) -> dict:
+def _pool(runs, H, blocks, level, tolerance) -> dict:
     """The seeds' tests pooled into one verdict, and the horizon a verdict would need."""
     rel = sum(r["tokens"] for r in runs) / (H * len(runs))
     if rel <= 0:

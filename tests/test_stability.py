@@ -75,6 +75,7 @@ def test_a_workload_without_arrivals_is_stable_at_once():
     ({"seeds": ()}, "seeds"), ({"level": 1.0}, "level"), ({"tolerance": 0}, "tolerance"),
     ({"horizon": 100, "max_horizon": 50}, "max_horizon"), ({"seed": 3}, "seeds"),
     ({"horizon": 10, "n_requests": 5}, "at most one"),
+    ({"horizon": 10, "max_horizon": 1e12}, "GiB"),
 ])
 def test_bad_arguments_are_refused(kwargs, match):
     wl = qt.Workload([qt.RequestClass(4, 4, 0.1)])
