@@ -98,3 +98,21 @@ def test_warmup_and_window_measure_the_steady_state(llama):
     assert steady["arrived"] == whole["arrived"] == 400
     with pytest.raises(ValueError, match="window"):
         res.window(5.0, 1.0)
+
+
+def test_the_steady_state_window_matches_pollaczek_khinchine():
+    """One request at a time in unit time is an M/G/1 queue with service S = 1 + output
+    rounds (one prefill round, then one round per token): the time-average number in
+    system over the window after warm-up is L = ρ + λ²E[S²] / (2(1 − ρ))."""
+    sizes = stats.poisson(3, loc=1)                        # output: E = 4, Var = 3
+    lam, es, es2 = 0.16, 5.0, 3.0 + 25.0                   # ρ = 0.8, E[S²] = Var + E²
+    rho = lam * es
+    L = rho + lam ** 2 * es2 / (2 * (1 - rho))
+    wl = qt.Workload([qt.RequestClass(sizes, sizes, lam)])
+    res = qt.simulate(wl, qt.policies.Sarathi(64, max_reqs=1), qt.UnitTime(), horizon=3e4,
+                      seed=5, first_token="decode", warmup=5e3)
+    edges = np.linspace(5e3, res.end_time, 21)             # batch means for the error
+    parts = [res.window(a, b)["mean_in_system"] for a, b in zip(edges, edges[1:], strict=False)]
+    se = np.std(parts, ddof=1) / np.sqrt(len(parts))
+    assert abs(res.metrics["mean_in_system"] - L) < 4 * se
+    assert res.metrics["mean_in_system"] == pytest.approx(np.mean(parts), rel=1e-6)
