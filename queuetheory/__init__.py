@@ -8,7 +8,14 @@ import importlib
 
 from . import policies
 from .engine import Batch, Result, State, simulate
-from .errors import InfeasibleBatchError, QueueTheoryError, UnstableError
+from .errors import (
+    CensoredRunWarning,
+    InfeasibleBatchError,
+    QueueTheoryError,
+    UnstableError,
+    UnsupportedSettingError,
+)
+from .stability import StabilityVerdict, stability
 from .sweep import sweep
 from .timing import (
     AffineTokenTime,
@@ -35,8 +42,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "bounds", "claims", "data", "fluid", "metrics", "networks", "plotting", "policies",
-    "Batch", "Result", "State", "simulate",
-    "InfeasibleBatchError", "QueueTheoryError", "UnstableError",
+    "Batch", "Result", "State", "simulate", "stability", "StabilityVerdict",
+    "InfeasibleBatchError", "QueueTheoryError", "UnstableError", "UnsupportedSettingError",
+    "CensoredRunWarning",
     "BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
     "AffineTokenTime", "TiledGPUTime", "GPUModel", "ModelDims", "sweep",
     "RequestClass", "Workload", "Trace", "TimeVarying",

@@ -54,12 +54,16 @@ class Engine:
         self.log = ColumnLog(_BATCH_COLUMNS)
         self.tbt = TBTHistogram(n_classes)
         self._pending = 0      # first table row not yet admitted (pre-loaded traces)
+        self._final = False    # the pre-loaded trace is all that arrives (a run that drains)
 
     # ---- arrivals -----------------------------------------------------------------------------
-    def load(self, trace) -> None:
-        """Pre-load a whole trace; rows are admitted by :meth:`admit_until` as time passes."""
+    def load(self, trace, final: bool = False) -> None:
+        """Pre-load a whole trace; rows are admitted by :meth:`admit_until` as time passes.
+        ``final``: nothing arrives after it (a run that drains), so once it is all admitted
+        policies see ``State.arrivals_done``."""
         self.table.append(trace)
         self._arrival = self.table.column("arrival")
+        self._final = bool(final)
 
     def admit_until(self, t: float) -> None:
         """Admit the pre-loaded requests that arrived at or before ``t``."""
@@ -99,7 +103,8 @@ class Engine:
     # ---- one iteration ----------------------------------------------------------------------
     def state(self, t: float) -> State:
         return State(self.table, self.live, t, self.budget, self.memory,
-                     kv_total=self.kv_total)
+                     kv_total=self.kv_total,
+                     arrivals_done=self._final and self._pending >= self.table.n)
 
     def step(self, t: float):
         """Run one batch starting at ``t``. Returns ``(duration, finished_ids)`` or the

@@ -119,12 +119,15 @@ class State:
     ``priority``, ``prefilled``, ``decoded``, ``restarts``, ``discarded``, ``kv``,
     ``remaining_prefill``, ``remaining_output``, ``in_decode`` (true once the prompt is fully
     prefilled, ``p_i = 0`` in seed 004's notation), ``started``. Scalars: ``time``, ``budget``,
-    ``memory``, ``memory_used`` and ``memory_free``.
+    ``memory``, ``memory_used`` and ``memory_free``; ``arrivals_done`` is true when no
+    request will arrive any more in a run that drains (``simulate`` without a horizon, once
+    the whole trace is admitted), so that a policy waiting for cohorts finishes its leftovers.
     """
 
     def __init__(self, table: RequestTable, live: np.ndarray, time: float, budget, memory,
-                 outside_kv: int = 0, kv_total: int | None = None):
+                 outside_kv: int = 0, kv_total: int | None = None, arrivals_done: bool = False):
         self._t = table
+        self.arrivals_done = bool(arrivals_done)
         self.rid = live
         self.n = int(live.size)
         self.time = float(time)
@@ -168,7 +171,8 @@ class State:
         """The view restricted to ``positions`` (sorted); memory of the others still counts."""
         positions = np.sort(np.asarray(positions, dtype=np.int64))
         rest = self.memory_used - int(self.kv[positions].sum())
-        return State(self._t, self.rid[positions], self.time, self.budget, self.memory, rest)
+        return State(self._t, self.rid[positions], self.time, self.budget, self.memory, rest,
+                     arrivals_done=self.arrivals_done)
 
     def __repr__(self) -> str:
         return f"State(t={self.time:.6g}, n={self.n}, memory_used={self.memory_used})"

@@ -33,6 +33,12 @@ class Policy:
     def _reset(self) -> None:
         pass
 
+    def supports(self, *, memory, first_token) -> str | None:
+        """Why this policy cannot run with KV ``memory`` (None: unlimited) under the
+        ``first_token`` convention, or ``None`` when it builds feasible batches there.
+        ``simulate`` asks before it starts and refuses the setting with the reason."""
+        return None
+
     def schedule(self, state) -> Batch:
         if state.n == 0:
             return Batch()

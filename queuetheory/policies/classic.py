@@ -170,6 +170,11 @@ class FasterTransformer(_TokenBudgetPolicy):
             raise ValueError("max_reqs=None: request-level FasterTransformer needs a cohort size")
         self.mode = mode
 
+    def supports(self, *, memory, first_token) -> str | None:
+        if memory is not None and self.mode == "request":
+            return "request-level batching keeps its cohort whole and has no KV-memory rule"
+        return None
+
     def _reset(self):
         self._cohort = np.empty(0, dtype=np.int64)
 

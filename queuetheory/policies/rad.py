@@ -57,6 +57,12 @@ class _TiledPolicy(Policy):
     def t_lcm(self) -> int:
         return lcm(*self.tile)
 
+    def supports(self, *, memory, first_token) -> str | None:
+        if memory is not None:
+            return ("Bari, Hegde, de Veciana's model has no KV memory and this schedule has "
+                    "no memory rule; run it with memory=None")
+        return None
+
     def _reset(self):
         self._ric = 0
         self._cycles = []
@@ -162,6 +168,12 @@ class RequestLevel(Policy):
         check_positive("batch_size", batch_size, integer=True)
         self.batch_size = int(batch_size)
 
+    def supports(self, *, memory, first_token) -> str | None:
+        if memory is not None:
+            return ("Bari, Hegde, de Veciana's model has no KV memory and this schedule has "
+                    "no memory rule; run it with memory=None")
+        return None
+
     def _schedule(self, state):
         D = np.flatnonzero(state.in_decode)
         if D.size:
@@ -179,6 +191,14 @@ class PrefillOnly(Policy):
             check_positive("chunk", chunk, integer=True)
         self.chunk = chunk
 
+    def supports(self, *, memory, first_token) -> str | None:
+        if first_token != "prefill":
+            return ("a prefill node hands requests over with their first token "
+                    "(first_token='prefill')")
+        if memory is not None:
+            return "a prefill node hands requests over after their prompt and has no memory rule"
+        return None
+
     def _schedule(self, state):
         j = np.flatnonzero(~state.in_decode)[:1]
         c = state.remaining_prefill[j]
@@ -193,6 +213,10 @@ class DecodeOnly(Policy):
         if cap is not None:
             check_positive("cap", cap, integer=True)
         self.cap = cap
+
+    def supports(self, *, memory, first_token) -> str | None:
+        return ("a decode node serves requests handed over prefilled (DistServe, "
+                "Engine.add(ready=...)); simulate would never prefill them")
 
     def _schedule(self, state):
         return Batch(decode=np.flatnonzero(state.in_decode)[: self.cap])
