@@ -15,6 +15,7 @@ import queuetheory as qt
 from queuetheory.engine import Engine
 from queuetheory.engine.kernels import bulk_runner
 from queuetheory.policies import Orca, Sarathi
+from queuetheory.workload import Trace
 
 
 def _lognormal(median, sigma=0.8):
@@ -35,12 +36,14 @@ SLOTTED = qt.AffineTokenTime(c=0.02, per_prefill=1e-4, per_decode=5e-5, slot=0.0
     ANCHOR_TIME, qt.PiecewiseLinearTime(c=45.5, a=0.30, b0=64), qt.UnitTime(), SLOTTED,
 ], ids=["affine", "piecewise", "unit", "affine-slotted"])
 @pytest.mark.parametrize("load", [0.3, 0.9])
-def test_sharegpt_lengths_same_records(time_model, load):
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+def test_sharegpt_lengths_same_records(time_model, load, first_token):
     prompt, output = qt.data.sharegpt_lengths()
     rate_model = ANCHOR_TIME if time_model is SLOTTED else time_model
     wl = qt.Workload.from_lengths(prompt, output, load=load, time_model=rate_model,
                                   token_budget=512)
-    _, _, n_fast = _same_run(wl, lambda: Sarathi(512), time_model, n_requests=400)
+    _, _, n_fast = _same_run(wl, lambda: Sarathi(512), time_model, n_requests=400,
+                             first_token=first_token)
     assert n_fast == 0
 
 
@@ -61,22 +64,29 @@ def test_decodes_that_fill_the_budget_starve_prefills_alike():
 
 @pytest.mark.parametrize("cut", [{"horizon": 7.5}, {"max_iterations": 333},
                                  {"horizon": 40.0, "max_iterations": 2000}])
-def test_stops_mid_run_with_the_same_state(cut):
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+def test_stops_mid_run_with_the_same_state(cut, first_token):
     wl = qt.Workload([qt.RequestClass(_lognormal(400), _lognormal(300), rate=3.0)])
     kw = cut if "horizon" in cut else {**cut, "n_requests": 300}
+    kw = {**kw, "first_token": first_token}
     res, _, n_fast = _same_run(wl, lambda: Sarathi(512), ANCHOR_TIME, **kw)
     assert n_fast == 0
     assert res.requests["finish"].isna().any()          # cut with requests in flight
     assert (res.requests["prefilled"] % 1 == 0).all()
 
 
-def test_idle_periods_and_simultaneous_arrivals_same_records():
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+def test_idle_periods_and_simultaneous_arrivals_same_records(first_token):
+    """Idle gaps, ties, and outputs of one token (which finish in their prefill iteration
+    under ``first_token="prefill"``)."""
     arrival = np.repeat(np.array([0.0, 0.0, 3.0, 50.0, 50.0, 50.0, 400.0]), 3)
     n = arrival.size
     rng = np.random.default_rng(3)
     trace = qt.Workload.from_arrays(arrival, rng.integers(1, 900, n), rng.integers(1, 40, n))
-    _, _, n_fast = _same_run(trace, lambda: Sarathi(128), qt.UnitTime())
+    res, _, n_fast = _same_run(trace, lambda: Sarathi(128), qt.UnitTime(),
+                               first_token=first_token)
     assert n_fast == 0
+    assert (res.requests["output"] == 1).any()
 
 
 def test_rule_only_where_it_is_the_policy():
@@ -84,7 +94,6 @@ def test_rule_only_where_it_is_the_policy():
     tm = ANCHOR_TIME
     for policy, kw in [(Sarathi(512, order="sjf_decode"), {}), (Sarathi(512, max_reqs=8), {}),
                        (Orca(512), {}), (Sarathi(512), {"memory": 10_000}),
-                       (Sarathi(512), {"first_token": "prefill"}),
                        (Sarathi(512), {"token_budget": 256})]:
         engine = Engine(policy, tm, memory=kw.get("memory"),
                         budget=kw.get("token_budget", 512),
@@ -92,7 +101,12 @@ def test_rule_only_where_it_is_the_policy():
         assert bulk_runner(engine, policy) is None, (policy, kw)
     linear = Engine(Sarathi(512), qt.LinearMemoryTime(1.0, 0.01), budget=512)
     assert bulk_runner(linear, Sarathi(512)) is None
-    plain = Engine(Sarathi(512), tm, budget=512, first_token="decode")
-    assert bulk_runner(plain, Sarathi(512)) is not None
+    for first_token in ("prefill", "decode"):
+        plain = Engine(Sarathi(512), tm, budget=512, first_token=first_token)
+        assert bulk_runner(plain, Sarathi(512)) is not None
+    empty_prompt = Engine(Sarathi(512), tm, budget=512)
+    empty_prompt.load(Trace(np.zeros(1), np.array([0]), np.array([3]), np.zeros(1, int),
+                            np.array([3]), np.array([3]), np.zeros(1, int)))
+    assert bulk_runner(empty_prompt, Sarathi(512)) is None
     res, _, n_fast = _same_run(wl, lambda: Sarathi(512, order="sjf_decode"), tm, n_requests=50)
     assert n_fast > 0

@@ -9,11 +9,14 @@ The records are those of the step-by-step engine to the last bit (``tests/test_k
 prompt is prefilled decodes one token, and the rest of the token budget ``b`` goes to prompt
 tokens in arrival order, the last prompt chunked. Prefills therefore finish in arrival order,
 and a request whose prompt finishes in iteration ``q`` emits its ``o`` output tokens in
-iterations ``q+1 … q+o``, one per iteration: its time stamps follow from the iterations' end
-times. Every batch is feasible by construction: each prompt that finishes took at least one
-token of the room ``b − d`` the ``d`` decodes left, so at most ``b`` requests ever decode
-and the token load never exceeds ``b``. The rule runs without a KV-memory limit, with a
-token-count time model and ``first_token="decode"``; elsewhere the engine steps.
+iterations ``q+1 … q+o``, one per iteration, under ``first_token="decode"``, and in
+iterations ``q … q+o−1`` under ``first_token="prefill"`` (the prefill iteration emits the
+first token): its time stamps follow from the iterations' end times. Every batch is
+feasible by construction: each prompt that finishes took at least one token of the room
+``b − d`` the ``d`` decodes left, so at most ``b`` requests ever decode and the token load
+never exceeds ``b``. The rule runs without a KV-memory limit, with a
+token-count time model and prompts and outputs of at least one token, under either first-token
+convention; elsewhere the engine steps.
 """
 
 from __future__ import annotations
@@ -29,9 +32,11 @@ def bulk_runner(engine, policy):
     """A function ``run(t, stop, limit) -> t`` running the policy's rule from a fresh
     engine at ``t``, or ``None`` when no rule applies."""
     rule = getattr(policy, "rule", None)
+    tab = engine.table
     if (rule is None or rule() != "decode_first_fill" or engine.memory is not None
-            or engine.table.emit_first or not engine.time_model.counts_only
-            or engine.budget != policy.token_budget or engine.iteration or engine.live.size):
+            or not engine.time_model.counts_only or engine.budget != policy.token_budget
+            or engine.iteration or engine.live.size
+            or (tab.n and min(tab.column("prompt").min(), tab.column("output").min()) < 1)):
         return None
     return lambda t, stop, limit: _decode_first_fill(engine, t, stop, limit)
 
@@ -44,6 +49,7 @@ def _decode_first_fill(engine, t, stop, limit):
     output = tab.column("output").tolist()
     duration = engine.time_model.count_duration
     b = engine.budget
+    e = tab.emit_first           # 1: the iteration that ends a prompt emits its first token
     prefill_end = [-1] * n       # iteration in which each prompt finished
     leaving: dict = {}           # iteration -> requests that emit their last token in it
     freed: dict = {}             # iteration -> their KV tokens
@@ -71,9 +77,9 @@ def _decode_first_fill(engine, t, stop, limit):
             members += 1
             if c == left:        # the prompt finishes in this iteration
                 prefill_end[i] = s
-                last = s + output[i]
+                last = s + output[i] - e
                 leaving[last] = leaving.get(last, 0) + 1
-                freed[last] = freed.get(last, 0) + prompt[i] + output[i]
+                freed[last] = freed.get(last, 0) + prompt[i] + output[i] - e
                 done += 1
                 i += 1
                 head_done = 0
@@ -84,7 +90,7 @@ def _decode_first_fill(engine, t, stop, limit):
         if not tau > 0:
             raise ValueError(f"{engine.time_model!r} returned a non-positive duration {tau}")
         used = kv + chunk_sum + decoding
-        work -= chunk_sum + decoding
+        work -= chunk_sum + decoding + e * done
         start.append(t)
         dur.append(tau)
         n_pre.append(members)
@@ -122,20 +128,21 @@ def _write_back(engine, prefill_end, admitted, head, head_done, rows):
     gaps = ends - start                                  # the gap each decode closes
     ids = np.flatnonzero(prefill_end >= 0)
     q = prefill_end[ids] - s0                            # local iteration of the last chunk
+    f = q + 1 - tab.emit_first                           # ... and of the first token
     out = tab.output[ids]
-    emitted = np.minimum(out, k - 1 - q)                 # tokens out by the end of the run
+    emitted = np.minimum(out, k - f)                     # tokens out by the end of the run
     tab.prefilled[ids] = tab.prompt[ids]
     tab.in_decode[ids] = True
     tab.prefill_done[ids] = ends[q]
     tab.decoded[ids] = emitted
     talked = emitted > 0
-    tab.first_token[ids[talked]] = ends[q[talked] + 1]
-    tab.last_token[ids[talked]] = ends[(q + emitted)[talked]]
+    tab.first_token[ids[talked]] = ends[f[talked]]
+    tab.last_token[ids[talked]] = ends[(f + emitted - 1)[talked]]
     over = emitted == out
-    tab.finish[ids[over]] = ends[(q + out)[over]]
-    # a request's gaps are those of iterations q+2 … q+emitted
+    tab.finish[ids[over]] = ends[(f + out - 1)[over]]
+    # a request's gaps are those of iterations f+1 … f+emitted-1
     timed = emitted > 1
-    lo, hi = (q + 2)[timed], (q + emitted + 1)[timed]
+    lo, hi = (f + 1)[timed], (f + emitted)[timed]
     if lo.size:
         bounds = np.column_stack([lo, hi]).ravel()
         tab.tbt_max[ids[timed]] = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]

@@ -21,9 +21,15 @@ ORDERS = ("fcfs", "sjf_prompt", "sjf_decode", "sjf_total")
 
 
 class Policy:
-    """Base class of every scheduler. Public behaviour is defined here once."""
+    """Base class of every scheduler. Public behaviour is defined here once.
+
+    ``preemption`` says what the engine does with a request this policy evicts
+    (:mod:`~queuetheory.engine.conventions`): ``"restart"`` here, the papers' model, which
+    every paper's scheduler keeps; the classic schedulers default to vLLM's ``"recompute"``.
+    """
 
     token_budget: int | None = None
+    preemption: str = "restart"
 
     def reset(self, seed=0) -> None:
         """Forget everything from an earlier run; called by ``simulate`` before it starts."""
@@ -158,7 +164,8 @@ def fit_memory(state, prefill, chunk, decode) -> Batch:
 
     Requests already holding KV (running or paused) come first: if their decode tokens and
     prefill chunks overflow the free memory, the most recently arrived resident requests are
-    evicted (progress lost, recomputed later) and no new request starts. A new request starts
+    evicted (KV dropped; recomputed or restarted later, by the policy's ``preemption``) and no
+    new request starts. A new request starts
     only if its whole prompt fits in the memory not yet promised to the unfinished prompts of
     resident requests, in batch order, stopping at the first that does not fit.
     """

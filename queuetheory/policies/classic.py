@@ -9,7 +9,10 @@
 
 Every policy takes an ``order`` (``"fcfs"``, ``"sjf_prompt"``, ``"sjf_decode"``,
 ``"sjf_total"``) and an optional batch-size limit ``max_reqs``. With a KV-memory limit they
-trim prefills and preempt the most recent request, as vLLM does (:func:`fit_memory`).
+trim prefills and preempt the most recent request, as vLLM does (:func:`fit_memory`); a
+preempted request is recomputed, as in vLLM (``preemption="recompute"``, the default), or
+restarted (``preemption="restart"``, the papers' model); see
+:mod:`~queuetheory.engine.conventions`.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import Batch
+from ..engine.conventions import check_preemption
 from .base import (
     Policy,
     admissible,
@@ -35,10 +39,12 @@ __all__ = ["Sarathi", "Orca", "VLLMVanilla", "FasterTransformer", "KFCFS", "Stat
 class _TokenBudgetPolicy(Policy):
     chunk = True
 
-    def __init__(self, token_budget: int, *, order: str = "fcfs", max_reqs: int | None = None):
+    def __init__(self, token_budget: int, *, order: str = "fcfs", max_reqs: int | None = None,
+                 preemption: str = "recompute"):
         self.token_budget = check_budget(token_budget)
         self.order = check_order(order)
         self.max_reqs = check_max_reqs(max_reqs)
+        self.preemption = check_preemption(preemption)
 
     def _candidates(self, state):
         in_decode = state.in_decode
@@ -123,8 +129,9 @@ class Orca(_TokenBudgetPolicy):
     the last prompt is split at the budget, which makes it strictly work-conserving; with
     ``chunk=False`` only whole prompts enter and it is not."""
 
-    def __init__(self, token_budget, *, order="fcfs", max_reqs=None, chunk: bool = True):
-        super().__init__(token_budget, order=order, max_reqs=max_reqs)
+    def __init__(self, token_budget, *, order="fcfs", max_reqs=None, chunk: bool = True,
+                 preemption="recompute"):
+        super().__init__(token_budget, order=order, max_reqs=max_reqs, preemption=preemption)
         self.chunk = bool(chunk)
 
     def _schedule(self, state):
@@ -162,8 +169,9 @@ class FasterTransformer(_TokenBudgetPolicy):
     batching: a cohort of up to ``max_reqs`` waiting requests is prefilled, then decoded until
     every member finishes, while arrivals wait (spec §2 item 4, ``ft_static``)."""
 
-    def __init__(self, token_budget, *, order="fcfs", max_reqs=None, mode: str = "iteration"):
-        super().__init__(token_budget, order=order, max_reqs=max_reqs)
+    def __init__(self, token_budget, *, order="fcfs", max_reqs=None, mode: str = "iteration",
+                 preemption="recompute"):
+        super().__init__(token_budget, order=order, max_reqs=max_reqs, preemption=preemption)
         if mode not in ("iteration", "request"):
             raise ValueError(f"mode={mode!r}: must be 'iteration' or 'request'")
         if mode == "request" and max_reqs is None:
@@ -203,8 +211,9 @@ class StaticPriority(_TokenBudgetPolicy):
     prefill tokens with the remaining budget. Lower classes fill what is left, so tokens mix
     only when the higher classes cannot fill a batch. Within a class: ``order``."""
 
-    def __init__(self, token_budget, class_order, *, order="fcfs", max_reqs=None):
-        super().__init__(token_budget, order=order, max_reqs=max_reqs)
+    def __init__(self, token_budget, class_order, *, order="fcfs", max_reqs=None,
+                 preemption="recompute"):
+        super().__init__(token_budget, order=order, max_reqs=max_reqs, preemption=preemption)
         self.class_order = tuple(int(c) for c in class_order)
         if len(set(self.class_order)) != len(self.class_order):
             raise ValueError(f"class_order={class_order!r}: lists a class twice")
@@ -244,6 +253,11 @@ class KFCFS(Policy):
         check_positive("Kd", Kd, integer=True)
         self.inner, self.Kp, self.Kd = inner, int(Kp), int(Kd)
         self.token_budget = getattr(inner, "token_budget", None)
+
+    @property
+    def preemption(self) -> str:
+        """The inner policy's: its evictions are its own."""
+        return self.inner.preemption
 
     def reset(self, seed=0):
         super().reset(seed)
