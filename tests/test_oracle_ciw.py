@@ -41,7 +41,7 @@ def test_single_server_sample_path_matches_ciw(model):
     n = 300
     prompt = np.full(n, 512)
     output = np.full(n, 64) if model == "M/D/1" else rng.geometric(1 / 64, n)
-    service = np.array([service_time(p, o) for p, o in zip(prompt, output)])
+    service = np.array([service_time(p, o) for p, o in zip(prompt, output, strict=True)])
     arrival = np.cumsum(rng.exponential(service.mean() / 0.8, n))      # load 0.8
     res = qt.simulate(qt.Workload.from_arrays(arrival, prompt, output),
                       qt.policies.Sarathi(BUDGET, max_reqs=1), TIME, first_token="prefill")

@@ -48,7 +48,9 @@ fn main() {{
     reqs cap 1000000000;
     tokens cap {budget};
     {scheduler}
-    worker {{ forward ({c0!r} + {ap!r} * batch.prefilled + {ad!r} * (batch.tokens - batch.prefilled)); }}
+    worker {{
+      forward ({c0!r} + {ap!r} * batch.prefilled + {ad!r} * (batch.tokens - batch.prefilled));
+    }}
   }}
   pool kv on gpu {{ block 1; evict lru; preempt lifo; }}
   pool reqs on llm {{ queue fifo; }}
@@ -81,7 +83,7 @@ def run_pyserq(tmp_path, arrival, prompt, output, *, scheduler, budget, memory):
     """Per-request TTFT, end-to-end latency and TPOT, and the iteration count."""
     csv = tmp_path / "trace.csv"
     rows = [f"{i},0,{p},{o},{a!r}" for i, (a, p, o) in
-            enumerate(zip(arrival.tolist(), prompt.tolist(), output.tolist()))]
+            enumerate(zip(arrival.tolist(), prompt.tolist(), output.tolist(), strict=True))]
     csv.write_text("session,turn,new,out,think\n" + "\n".join(rows) + "\n")
     program, workload = tmp_path / "program.sq", tmp_path / "workload.sq"
     program.write_text(PROGRAM.format(kv_cap=memory or 10**12, budget=budget,
