@@ -50,7 +50,12 @@ class _TokenBudgetPolicy(Policy):
         in_decode = state.in_decode
         dec = ordered(state, in_decode.nonzero()[0], self.order)
         pre = ordered(state, (~in_decode).nonzero()[0], self.order)
-        return admissible(state, pre), dec
+        return admissible(state, pre, self._decodes_beside_prefills(dec.size)), dec
+
+    def _decodes_beside_prefills(self, n_decode):
+        """The decode tokens of a batch that takes prefills, given ``n_decode`` requests in
+        decode (what the memory for new prefills must leave): all of them by default."""
+        return n_decode
 
     def _prefills(self, state, pre, budget, max_reqs, chunk=None):
         return take_prefills(pre, state.remaining_prefill[pre], budget, max_reqs,
@@ -72,7 +77,7 @@ class _TokenBudgetPolicy(Policy):
     def _no_prefill_candidate(self, state) -> bool:
         """No prefill can start now or over a decode-only stretch: memory left only shrinks,
         so a new request that :func:`admissible` turns away stays turned away."""
-        return not admissible(state, (~state.in_decode).nonzero()[0]).size
+        return not self._candidates(state)[0].size
 
     def _proved(self) -> bool:
         """The fast-path promises are proved for the classes of this module only: a
@@ -84,9 +89,16 @@ class _TokenBudgetPolicy(Policy):
         """A decode-only batch repeats while its members only decode: the ordered decode
         candidates keep their order under every ``order`` rule (members' keys all drop by one,
         non-members' do not change), so ``take_decodes`` picks the same members, and
-        :func:`fit_memory` keeps them as long as they fit, which the engine checks."""
-        return self._proved() and self._decode_only(batch) and self._steady_prefills(state,
-                                                                                    batch)
+        :func:`fit_memory` keeps them as long as they fit, which the engine checks — when no
+        resident request is part-way through its prefill (whose promised KV the engine's
+        check does not see)."""
+        return (self._proved() and self._decode_only(batch)
+                and (state.memory is None or not self._promised(state))
+                and self._steady_prefills(state, batch))
+
+    @staticmethod
+    def _promised(state) -> bool:
+        return bool(np.count_nonzero((state.kv > 0) & ~state.in_decode))
 
     def drains(self, state):
         """With every request in decode and no more of them than the token budget and
@@ -111,6 +123,10 @@ class Sarathi(_TokenBudgetPolicy):
         p, c = self._prefills(state, pre, self.token_budget - d.size,
                               self._left(self.max_reqs, d.size))
         return self._finish(state, p, c, d)
+
+    def _decodes_beside_prefills(self, n_decode):
+        return min(n_decode, self.token_budget,
+                   n_decode if self.max_reqs is None else self.max_reqs)
 
     def rule(self):
         """FCFS Sarathi without a batch-size limit is the rule ``decode_first_fill``."""
@@ -149,6 +165,9 @@ class VLLMVanilla(_TokenBudgetPolicy):
     Not work-conserving."""
 
     chunk = False
+
+    def _decodes_beside_prefills(self, n_decode):
+        return 0        # a prefill batch carries no decode
 
     def _schedule(self, state):
         pre, dec = self._candidates(state)
