@@ -92,8 +92,8 @@ def test_idle_periods_and_simultaneous_arrivals_same_records(first_token):
 def test_rule_only_where_it_is_the_policy():
     wl = qt.Workload([qt.RequestClass(prompt=64, output=64, rate=2.0)])
     tm = ANCHOR_TIME
-    for policy, kw in [(Sarathi(512, order="sjf_decode"), {}), (Sarathi(512, max_reqs=8), {}),
-                       (Orca(512), {}), (Sarathi(512), {"memory": 10_000}),
+    for policy, kw in [(Sarathi(512, order="sjf_decode"), {}), (Orca(512), {}),
+                       (Sarathi(512, preemption="restart"), {"memory": 10_000}),
                        (Sarathi(512), {"token_budget": 256})]:
         engine = Engine(policy, tm, memory=kw.get("memory"),
                         budget=kw.get("token_budget", 512),
@@ -104,9 +104,45 @@ def test_rule_only_where_it_is_the_policy():
     for first_token in ("prefill", "decode"):
         plain = Engine(Sarathi(512), tm, budget=512, first_token=first_token)
         assert bulk_runner(plain, Sarathi(512)) is not None
+    for policy, memory in [(Sarathi(512, max_reqs=8), None), (Sarathi(512), 10_000)]:
+        engine = Engine(policy, tm, budget=512, memory=memory)
+        assert bulk_runner(engine, policy) is not None
     empty_prompt = Engine(Sarathi(512), tm, budget=512)
     empty_prompt.load(Trace(np.zeros(1), np.array([0]), np.array([3]), np.zeros(1, int),
                             np.array([3]), np.array([3]), np.zeros(1, int)))
     assert bulk_runner(empty_prompt, Sarathi(512)) is None
     res, _, n_fast = _same_run(wl, lambda: Sarathi(512, order="sjf_decode"), tm, n_requests=50)
     assert n_fast > 0
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("memory, max_reqs", [(6000, None), (6000, 8), (None, 8), (None, 1),
+                                              (3500, 3)])
+def test_memory_limit_and_batch_size_limit_same_records(first_token, memory, max_reqs):
+    """The rule with vLLM's KV accounting and recompute preemption, and with ``max_reqs``:
+    admissions, preemptions in decode and part-way through a prefill, readmissions."""
+    wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(300), rate=3.0)])
+    res, _, n_fast = _same_run(wl, lambda: Sarathi(512, max_reqs=max_reqs), ANCHOR_TIME,
+                               n_requests=250, memory=memory, first_token=first_token)
+    assert n_fast == 0
+    if memory is not None and max_reqs is None:
+        assert res.metrics["restarts"] > 20
+        assert res.requests["recomputed"].sum() > 0
+
+
+@pytest.mark.parametrize("cut", [{"horizon": 30.0}, {"max_iterations": 1500}])
+def test_memory_limit_stops_mid_run_with_the_same_state(cut):
+    wl = qt.Workload([qt.RequestClass(_lognormal(400), _lognormal(300), rate=3.0)])
+    kw = cut if "horizon" in cut else {**cut, "n_requests": 300}
+    res, _, n_fast = _same_run(wl, lambda: Sarathi(512), ANCHOR_TIME, memory=5000, **kw)
+    assert n_fast == 0
+    assert res.requests["finish"].isna().any() and res.metrics["restarts"] > 0
+
+
+def test_memory_limit_unit_time_ties_and_short_outputs():
+    arrival = np.repeat(np.array([0.0, 0.0, 3.0, 50.0, 50.0, 50.0, 400.0]), 4)
+    n = arrival.size
+    rng = np.random.default_rng(4)
+    trace = qt.Workload.from_arrays(arrival, rng.integers(1, 300, n), rng.integers(1, 40, n))
+    res, _, n_fast = _same_run(trace, lambda: Sarathi(64), qt.UnitTime(), memory=400)
+    assert n_fast == 0 and res.metrics["restarts"] > 0

@@ -33,12 +33,16 @@ def bulk_runner(engine, policy):
     engine at ``t``, or ``None`` when no rule applies."""
     rule = getattr(policy, "rule", None)
     tab = engine.table
-    if (rule is None or rule() != "decode_first_fill" or engine.memory is not None
+    if (rule is None or rule() != "decode_first_fill"
             or not engine.time_model.counts_only or engine.budget != policy.token_budget
             or engine.iteration or engine.live.size
             or (tab.n and min(tab.column("prompt").min(), tab.column("output").min()) < 1)):
         return None
-    return lambda t, stop, limit: _decode_first_fill(engine, t, stop, limit)
+    if engine.memory is None and getattr(policy, "max_reqs", None) is None:
+        return lambda t, stop, limit: _decode_first_fill(engine, t, stop, limit)
+    if engine.memory is not None and engine.preemption != "recompute":
+        return None
+    return lambda t, stop, limit: _decode_first_fill_memory(engine, t, stop, limit)
 
 
 def _decode_first_fill(engine, t, stop, limit):
@@ -152,3 +156,224 @@ def _write_back(engine, prefill_end, admitted, head, head_done, rows):
     rid = np.arange(admitted)
     engine.live = rid[np.isnan(tab.finish[:admitted])]
 
+
+
+def _decode_first_fill_memory(engine, t, stop, limit):
+    """The rule with a KV-memory limit ``M`` (vLLM's accounting and recompute preemption,
+    :func:`~queuetheory.policies.base.fit_memory`) and a batch-size limit ``R``.
+
+    Under FCFS the requests holding KV (residents) are the oldest in the system, all in
+    decode but the youngest, which may be part-way through its prefill (and holds KV for
+    the whole of it); the others wait in arrival order, preempted ones first. Every resident
+    in decode decodes at every iteration (prefills start only while the budget and ``R``
+    leave room after the decodes, so the decodes never exceed either), hence a residency
+    emits its tokens in consecutive iterations: the kernel keeps per request only where its
+    current residency began, and per iteration a few integers.
+    """
+    from collections import deque
+
+    tab = engine.table
+    n = tab.n
+    arrival = tab.column("arrival").tolist()
+    prompt = tab.column("prompt").tolist()
+    output = tab.column("output").tolist()
+    duration = engine.time_model.count_duration
+    b, e = engine.budget, tab.emit_first
+    M = engine.memory if engine.memory is not None else float("inf")
+    R = getattr(engine.policy, "max_reqs", None) or b
+    length = prompt[:]             # current prefill: prompt plus recomputed output
+    filled = [0] * n               # prefilled tokens of the current prefill
+    recomputed = [0] * n
+    restarts = [0] * n
+    seg_first = [-1] * n           # iteration of the first token of the current residency
+    prefill_end = [-1] * n
+    finish = [-1] * n
+    epoch = [0] * n                # bumped by a preemption: cancels a planned completion
+    segments = []                  # closed residencies: (request, first iteration, tokens)
+    leaving: dict = {}             # iteration -> [(request, epoch)] completing in it
+    resident: list = []            # in arrival order; the last may be prefilling
+    waiting: deque = deque()
+    rows = [array(code) for code in "ddqqqqqqq"]
+    start, dur, n_pre, chunks, decs, evicted_col, used_col, in_sys, work_col = rows
+    admitted = 0
+    decoding = 0                   # residents in decode
+    work, used, peak = engine.work, engine.kv_total, engine.peak_memory
+    s = engine.iteration
+    while t < stop and s < limit:
+        while admitted < n and arrival[admitted] <= t:
+            work += prompt[admitted] + output[admitted]
+            waiting.append(admitted)
+            admitted += 1
+        live = len(resident) + len(waiting)
+        if not live:
+            if admitted == n:
+                break
+            t = arrival[admitted]
+            continue
+        d = decoding
+        if d > b or d > R:     # cannot happen (see the docstring); refuse rather than differ
+            raise RuntimeError(f"decode_first_fill: {d} decodes over the budget {b} or R={R}")
+        p = resident[-1] if decoding < len(resident) else -1
+        promised = length[p] - filled[p] if p >= 0 else 0
+        free = M - used - promised
+        chunk_sum = members = done = gone = 0
+        out = []
+        if d > free:                       # preempt the youngest residents until d fits
+            need, saved = d - free, 0
+            while saved < need:
+                v = resident.pop()
+                if v == p:
+                    held, extra, decoded = filled[v], promised, recomputed[v]
+                else:
+                    emitted = s - seg_first[v]
+                    held = length[v] + (emitted - e if emitted > e else 0)
+                    extra, decoded = 1, recomputed[v] + emitted
+                    segments.append((v, seg_first[v], emitted))
+                    decoding -= 1
+                    epoch[v] += 1
+                saved += held + extra
+                used -= held
+                work += filled[v] + decoded - recomputed[v]
+                recomputed[v] = decoded
+                length[v] = prompt[v] + decoded
+                filled[v] = 0
+                restarts[v] += 1
+                out.append(v)
+            waiting.extendleft(out)
+            d = decoding
+        else:
+            room, slots = b - d, R - d
+            memory_left = free - d
+            if room > 0 and slots > 0:
+                while room > 0 and slots > 0:
+                    if p >= 0:
+                        w, p = p, -1
+                    elif waiting and length[waiting[0]] <= memory_left:
+                        w = waiting.popleft()
+                        memory_left -= length[w]
+                        resident.append(w)
+                    else:
+                        break
+                    left = length[w] - filled[w]
+                    c = left if left < room else room
+                    filled[w] += c
+                    chunk_sum += c
+                    room -= c
+                    slots -= 1
+                    members += 1
+                    if c == left:          # the prefill ends in this iteration
+                        prefill_end[w] = s
+                        seg_first[w] = s + 1 - e
+                        done += 1
+                        last = seg_first[w] + output[w] - recomputed[w] - 1
+                        leaving.setdefault(last, []).append((w, epoch[w]))
+        tau = duration(chunk_sum, d)
+        if not tau > 0:
+            raise ValueError(f"{engine.time_model!r} returned a non-positive duration {tau}")
+        used += chunk_sum + d
+        work -= chunk_sum + d + e * done
+        start.append(t)
+        dur.append(tau)
+        n_pre.append(members)
+        chunks.append(chunk_sum)
+        decs.append(d)
+        evicted_col.append(len(out))
+        used_col.append(used)
+        in_sys.append(live)
+        work_col.append(work)
+        peak = used if used > peak else peak
+        decoding += done
+        for v, ep in leaving.pop(s, ()):
+            if ep == epoch[v]:
+                finish[v] = s
+                used -= prompt[v] + output[v] - e
+                segments.append((v, seg_first[v], output[v] - recomputed[v]))
+                resident.remove(v)
+                decoding -= 1
+                gone += 1
+        t = t + tau
+        s += 1
+    for v in resident:                     # residencies still open
+        if seg_first[v] >= 0 and filled[v] >= length[v]:
+            segments.append((v, seg_first[v], max(s - seg_first[v], 0)))
+    _write_back_memory(engine, admitted, rows, segments, filled, recomputed, restarts,
+                       prefill_end, finish, resident, waiting)
+    engine.work, engine.kv_total, engine.peak_memory = work, used, peak
+    if any(restarts):
+        tab.recomputing = True
+    return t
+
+
+def _write_back_memory(engine, admitted, rows, segments, filled, recomputed, restarts,
+                       prefill_end, finish, resident, waiting):
+    """The engine's records and state after the memory-aware bulk run, as if it had stepped:
+    each residency ``(request, first iteration, tokens)`` emitted its tokens at the ends of
+    consecutive iterations; the first token of a later residency closes the gap from the
+    last token of the one before (the preemption's stall included)."""
+    cols = [np.frombuffer(r, r.typecode) for r in rows]
+    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = cols
+    k = start.size
+    s0 = engine.iteration
+    if k:
+        engine.log.extend(k, start, dur, n_pre, chunks, decs, chunks + decs, evicted, used,
+                          in_sys, work)
+    engine.iteration += k
+    engine._pending = admitted
+    tab = engine.table
+    ends = start + dur
+    gaps = ends - start
+    ids = np.arange(admitted)
+    tab.prefilled[:admitted] = filled[:admitted]
+    tab.recomputed[:admitted] = recomputed[:admitted]
+    tab.restarts[:admitted] = restarts[:admitted]
+    tab.decoded[:admitted] = recomputed[:admitted]
+    tab.in_decode[:admitted] = tab.prefilled[:admitted] >= tab.prompt[:admitted] + \
+        tab.recomputed[:admitted]
+    pend = np.array(prefill_end[:admitted], dtype=np.int64) - s0
+    has = pend >= 0
+    tab.prefill_done[ids[has]] = ends[pend[has]]
+    fin = np.array(finish[:admitted], dtype=np.int64) - s0
+    over = fin >= 0
+    tab.finish[ids[over]] = ends[fin[over]]
+    if segments:
+        seg = np.array(segments, dtype=np.int64).reshape(-1, 3)
+        rid, first, count = seg[:, 0], seg[:, 1] - s0, seg[:, 2]
+        order = np.lexsort((first, rid))          # residencies of each request in time order
+        rid, first, count = rid[order], first[order], count[order]
+        talked = count > 0
+        rid, first, count = rid[talked], first[talked], count[talked]
+        last = first + count - 1
+        open_ = np.zeros(admitted, dtype=bool)
+        open_[resident] = True
+        # decoded: output for finished requests, else the tokens of the open residency
+        running = open_[rid] & tail_of(rid) & tab.in_decode[rid]
+        tab.decoded[rid[running]] = tab.recomputed[rid[running]] + count[running]
+        tab.decoded[ids[over]] = tab.output[ids[over]]
+        lead = np.ones(rid.size, dtype=bool)
+        lead[1:] = rid[1:] != rid[:-1]                 # each request's first residency
+        tab.first_token[rid[lead]] = ends[first[lead]]
+        tail = tail_of(rid)
+        tab.last_token[rid[tail]] = ends[last[tail]]
+        cls = tab.cls[rid]
+        # within a residency: the gaps of iterations first+1 … last
+        timed = count > 1
+        if np.count_nonzero(timed):
+            lo, hi = (first + 1)[timed], (last + 1)[timed]
+            bounds = np.column_stack([lo, hi]).ravel()
+            inner = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
+            np.maximum.at(tab.tbt_max, rid[timed], inner)
+            engine.tbt.add_intervals(gaps, lo, hi, cls[timed])
+        # across a preemption: from the last token before it to the first after it
+        again = ~lead
+        if np.count_nonzero(again):
+            stall = ends[first[again]] - ends[last[np.flatnonzero(again) - 1]]
+            np.maximum.at(tab.tbt_max, rid[again], stall)
+            engine.tbt.add(cls[again], stall)
+    engine.live = np.sort(np.array(resident + list(waiting), dtype=np.int64))
+
+
+def tail_of(rid):
+    """Marks the last row of each run of equal values in the sorted ``rid``."""
+    tail = np.ones(rid.size, dtype=bool)
+    tail[:-1] = rid[1:] != rid[:-1]
+    return tail

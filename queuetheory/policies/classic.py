@@ -129,8 +129,9 @@ class Sarathi(_TokenBudgetPolicy):
                    n_decode if self.max_reqs is None else self.max_reqs)
 
     def rule(self):
-        """FCFS Sarathi without a batch-size limit is the rule ``decode_first_fill``."""
-        if self._proved() and self.order == "fcfs" and self.max_reqs is None:
+        """FCFS Sarathi is the rule ``decode_first_fill`` (with ``max_reqs`` and, under
+        recompute preemption, a KV-memory limit too)."""
+        if self._proved() and self.order == "fcfs":
             return "decode_first_fill"
         return None
 
