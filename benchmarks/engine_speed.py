@@ -23,15 +23,17 @@ from scipy import stats
 import queuetheory as qt
 from benchmarks.anchor import ours, show, theirs
 
+# vLLM without chunked prefill needs a budget of at least the longest prefill (as vLLM itself
+# requires max_num_batched_tokens >= max_model_len): the longest prompt plus output of the
+# trace, at least 2048
 POLICIES = {
-    "sarathi": lambda: qt.policies.Sarathi(512),
-    "sarathi-maxreqs": lambda: qt.policies.Sarathi(512, max_reqs=32),
-    "orca": lambda: qt.policies.Orca(512),
-    "vllm": lambda: qt.policies.VLLMVanilla(2048),
-    "static": lambda: qt.policies.StaticPriority(512, [0]),
-    "ft": lambda: qt.policies.FasterTransformer(512),
+    "sarathi": lambda b: qt.policies.Sarathi(512),
+    "sarathi-maxreqs": lambda b: qt.policies.Sarathi(512, max_reqs=32),
+    "orca": lambda b: qt.policies.Orca(512),
+    "vllm": lambda b: qt.policies.VLLMVanilla(b),
+    "static": lambda b: qt.policies.StaticPriority(512, [0]),
+    "ft": lambda b: qt.policies.FasterTransformer(512),
 }
-BUDGET = {"vllm": 2048}
 
 
 def trace(n: int, sharegpt: bool, load: float, seed: int = 0):
@@ -59,15 +61,16 @@ def main():
     for n in args.n:
         arrival, prompt, output = trace(n, args.sharegpt, args.load)
         memory = args.memory and max(args.memory, int((prompt + output).max()))
-        print(f"n={n:,} policy={args.policy} memory={memory}")
-        mine = ours(arrival, prompt, output, POLICIES[args.policy](), memory,
+        budget = max(2048, int((prompt + output).max())) if args.policy == "vllm" else 512
+        print(f"n={n:,} policy={args.policy} budget={budget} memory={memory}")
+        mine = ours(arrival, prompt, output, POLICIES[args.policy](budget), memory,
                     args.fast_path == "on")
         show("simulate", mine)
         if args.pyserq:
             from pyserq_driver import SARATHI_FCFS, VLLM
 
             program = {"sarathi": SARATHI_FCFS, "vllm": VLLM}[args.policy]
-            ref = theirs(arrival, prompt, output, program, BUDGET.get(args.policy, 512), memory)
+            ref = theirs(arrival, prompt, output, program, budget, memory)
             show("pyserq", ref)
             print(f"  same latencies: {(mine['latency'] == ref['latency']).all()};  "
                   f"pyserq / simulate (wall) = {ref['wall_s'] / mine['wall_s']:.2f}, "

@@ -14,7 +14,7 @@ from test_fast_path import ANCHOR_TIME, _same_run
 import queuetheory as qt
 from queuetheory.engine import Engine
 from queuetheory.engine.kernels import bulk_runner
-from queuetheory.policies import Orca, Sarathi
+from queuetheory.policies import Orca, Sarathi, VLLMVanilla
 from queuetheory.workload import Trace
 
 
@@ -146,3 +146,32 @@ def test_memory_limit_unit_time_ties_and_short_outputs():
     trace = qt.Workload.from_arrays(arrival, rng.integers(1, 300, n), rng.integers(1, 40, n))
     res, _, n_fast = _same_run(trace, lambda: Sarathi(64), qt.UnitTime(), memory=400)
     assert n_fast == 0 and res.metrics["restarts"] > 0
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("memory, max_reqs, budget", [
+    (None, None, 2048), (6000, None, 2048), (6000, None, 256), (20000, 8, 2048), (None, 8, 256),
+], ids=["plain", "memory", "memory-chunked-prompts", "memory-maxreqs", "maxreqs-chunked"])
+def test_vllm_prefill_batches_same_records(first_token, memory, max_reqs, budget):
+    """Vanilla vLLM's rule ``prefill_batches``: prefill-only batches of whole prompts (a long
+    one chunked alone), decode-only batches, preemption and readmission. Where ``max_reqs``
+    makes decodes wait a turn, the rule stops and the engine steps on."""
+    wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(300), rate=3.0)])
+    res, n_slow, n_fast = _same_run(wl, lambda: VLLMVanilla(budget, max_reqs=max_reqs),
+                                    ANCHOR_TIME, n_requests=250, memory=memory,
+                                    first_token=first_token)
+    assert n_fast < n_slow / 4
+    if max_reqs is None:
+        assert n_fast == 0
+    if memory == 6000:
+        assert res.metrics["restarts"] > 20
+
+
+def test_vllm_prefill_batches_idle_periods_ties_and_horizon():
+    arrival = np.repeat(np.array([0.0, 0.0, 3.0, 50.0, 50.0, 50.0, 400.0]), 4)
+    n = arrival.size
+    rng = np.random.default_rng(5)
+    trace = qt.Workload.from_arrays(arrival, rng.integers(1, 300, n), rng.integers(1, 40, n))
+    for kw in ({"memory": 400}, {"memory": 400, "horizon": 200.0}, {"max_iterations": 150}):
+        _, _, n_fast = _same_run(trace, lambda: VLLMVanilla(128), qt.UnitTime(), **kw)
+        assert n_fast == 0

@@ -137,8 +137,7 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
     bulk = bulk_runner(engine, policy) if fast_path else None
     if bulk is not None:
         t = bulk(t, stop, limit)
-    else:
-        t = _step_by_step(engine, policy, t, stop, limit, fast_path, bar)
+    t = _step_by_step(engine, policy, t, stop, limit, fast_path, bar)
     if bar is not None:
         bar.update(engine.iteration - bar.n)
         bar.close()

@@ -170,6 +170,10 @@ class VLLMVanilla(_TokenBudgetPolicy):
     def _decodes_beside_prefills(self, n_decode):
         return 0        # a prefill batch carries no decode
 
+    def rule(self):
+        """FCFS vanilla vLLM is the rule ``prefill_batches``."""
+        return "prefill_batches" if self._proved() and self.order == "fcfs" else None
+
     def _schedule(self, state):
         pre, dec = self._candidates(state)
         if pre.size:
