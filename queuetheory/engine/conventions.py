@@ -27,9 +27,11 @@ policy admits it anew.
   generated (``recomputed = k``); its next prefill is ``prompt + k`` tokens long, chunked
   like any prompt and costing what a prompt of that length costs in the time model (its
   tokens are prefill tokens). The classic schedulers admit it, like a new request, only once
-  its whole prefill fits in memory. Tokens are not emitted twice: under ``"prefill"`` the
-  iteration that ends the recompute emits token ``k + 1`` (as vLLM samples the next token
-  from the recomputed logits) and its KV then holds ``prompt + k`` tokens; under
+  its whole prefill fits in memory, and, as vLLM's block manager, count a started prefill as
+  holding KV for its whole length (:func:`~queuetheory.policies.base.fit_memory`; the
+  engine's ``memory`` column counts the tokens written). Tokens are not emitted twice: under
+  ``"prefill"`` the iteration that ends the recompute emits token ``k + 1`` (as vLLM samples
+  the next token from the recomputed logits) and its KV then holds ``prompt + k`` tokens; under
   ``"decode"`` it emits nothing and the next decode iteration emits token ``k + 1``. Either
   way TTFT is unchanged and the one new token closes a single gap, from token ``k`` (the
   stall of the preemption included), so the TBT histogram and ``tbt_max`` see the stall once.
@@ -44,7 +46,8 @@ request is preempted is the policy's choice (the classic schedulers evict the mo
 arrived resident requests, vLLM the lowest-priority running one — the same under FCFS); a
 preempted request rejoins the waiting requests in the policy's order (under FCFS, in arrival
 order, which puts it first among the waiting ones as vLLM's ``appendleft`` does); vLLM's swap
-preemption is not modelled.
+preemption is not modelled. The classic schedulers' records, preemptions included, are
+those of pyserq, an independent simulator, to the last bit (``tests/test_oracle_pyserq.py``).
 """
 
 from __future__ import annotations
