@@ -21,6 +21,7 @@ convention; elsewhere the engine steps.
 
 from __future__ import annotations
 
+import heapq
 from array import array
 
 import numpy as np
@@ -195,6 +196,7 @@ def _decode_first_fill_memory(engine, t, stop, limit):
     epoch = [0] * n                # bumped by a preemption: cancels a planned completion
     segments = []                  # closed residencies: (request, first iteration, tokens)
     leaving: dict = {}             # iteration -> [(request, epoch)] completing in it
+    soon: list = []                # a heap of leaving's keys
     resident: list = []            # in arrival order; the last may be prefilling
     waiting: deque = deque()
     rows = [array(code) for code in "ddqqqqqqq"]
@@ -220,6 +222,43 @@ def _decode_first_fill_memory(engine, t, stop, limit):
         p = resident[-1] if decoding < len(resident) else -1
         promised = length[p] - filled[p] if p >= 0 else 0
         free = M - used - promised
+        if d and d <= free and (d >= b or d >= R or (p < 0 and (
+                not waiting or length[waiting[0]] > free - d))):
+            # a decode-only batch that repeats unchanged (no prefill can start: the budget
+            # or R is taken, or memory, which only shrinks, refuses the oldest waiting
+            # request) until a completion, an arrival, a preemption, the horizon or the cap
+            while soon and soon[0] < s:
+                heapq.heappop(soon)
+            most = min(soon[0] - s if soon else limit - s, limit - s,
+                       (free - d) // d + 1 if free < float("inf") else limit - s)
+            if most > 1:
+                nxt = arrival[admitted] if admitted < n else float("inf")
+                tau = duration(0, d)
+                if not tau > 0:
+                    raise ValueError(f"{engine.time_model!r} returned a non-positive "
+                                     f"duration {tau}")
+                times = np.full(int(most) + 1, tau)
+                times[0] = t
+                times = times.cumsum()              # sequential, as t = t + τ
+                k = int(times[:-1].searchsorted(min(stop, nxt), side="left"))
+                if k:
+                    start.frombytes(times[:k].tobytes())
+                    t = float(times[k])
+                    dur.extend(array("d", (tau,)) * k)
+                    zeros = array("q", (0,)) * k
+                    n_pre.extend(zeros)
+                    chunks.extend(zeros)
+                    evicted_col.extend(zeros)
+                    decs.extend(array("q", (d,)) * k)
+                    in_sys.extend(array("q", (live,)) * k)
+                    step = np.arange(1, k + 1, dtype=np.int64) * d
+                    used_col.frombytes((used + step).tobytes())
+                    work_col.frombytes((work - step).tobytes())
+                    used += d * k
+                    work -= d * k
+                    peak = used if used > peak else peak
+                    s += k
+                    continue
         chunk_sum = members = done = gone = 0
         out = []
         if d > free:                       # preempt the youngest residents until d fits
@@ -272,7 +311,10 @@ def _decode_first_fill_memory(engine, t, stop, limit):
                         seg_first[w] = s + 1 - e
                         done += 1
                         last = seg_first[w] + output[w] - recomputed[w] - 1
-                        leaving.setdefault(last, []).append((w, epoch[w]))
+                        if last not in leaving:
+                            leaving[last] = []
+                            heapq.heappush(soon, last)
+                        leaving[last].append((w, epoch[w]))
         tau = duration(chunk_sum, d)
         if not tau > 0:
             raise ValueError(f"{engine.time_model!r} returned a non-positive duration {tau}")
