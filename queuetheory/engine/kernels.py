@@ -194,7 +194,7 @@ def _decode_first_fill_memory(engine, t, stop, limit):
     prefill_end = [-1] * n
     finish = [-1] * n
     epoch = [0] * n                # bumped by a preemption: cancels a planned completion
-    segments = []                  # closed residencies: (request, first iteration, tokens)
+    segments = array("q")          # closed residencies: (request, first iteration, tokens)
     leaving: dict = {}             # iteration -> [(request, epoch)] completing in it
     soon: list = []                # a heap of leaving's keys
     resident: list = []            # in arrival order; the last may be prefilling
@@ -271,7 +271,7 @@ def _decode_first_fill_memory(engine, t, stop, limit):
                     emitted = s - seg_first[v]
                     held = length[v] + (emitted - e if emitted > e else 0)
                     extra, decoded = 1, recomputed[v] + emitted
-                    segments.append((v, seg_first[v], emitted))
+                    segments.extend((v, seg_first[v], emitted))
                     decoding -= 1
                     epoch[v] += 1
                 saved += held + extra
@@ -335,7 +335,7 @@ def _decode_first_fill_memory(engine, t, stop, limit):
             if ep == epoch[v]:
                 finish[v] = s
                 used -= prompt[v] + output[v] - e
-                segments.append((v, seg_first[v], output[v] - recomputed[v]))
+                segments.extend((v, seg_first[v], output[v] - recomputed[v]))
                 resident.remove(v)
                 decoding -= 1
                 gone += 1
@@ -343,7 +343,7 @@ def _decode_first_fill_memory(engine, t, stop, limit):
         s += 1
     for v in resident:                     # residencies still open
         if seg_first[v] >= 0 and filled[v] >= length[v]:
-            segments.append((v, seg_first[v], max(s - seg_first[v], 0)))
+            segments.extend((v, seg_first[v], max(s - seg_first[v], 0)))
     _write_back_memory(engine, admitted, rows, segments, filled, recomputed, restarts,
                        prefill_end, finish, resident, waiting)
     engine.work, engine.kv_total, engine.peak_memory = work, used, peak
@@ -384,7 +384,7 @@ def _write_back_memory(engine, admitted, rows, segments, filled, recomputed, res
     over = fin >= 0
     tab.finish[ids[over]] = ends[fin[over]]
     if segments:
-        seg = np.array(segments, dtype=np.int64).reshape(-1, 3)
+        seg = np.frombuffer(segments, dtype=np.int64).reshape(-1, 3)
         rid, first, count = seg[:, 0], seg[:, 1] - s0, seg[:, 2]
         order = np.lexsort((first, rid))          # residencies of each request in time order
         rid, first, count = rid[order], first[order], count[order]
@@ -459,7 +459,7 @@ def _prefill_batches(engine, t, stop, limit):
     prefill_end = [-1] * n
     finish = [-1] * n
     epoch = [0] * n
-    segments = []                  # residencies: (request, prefill end, first batch, decodes)
+    segments = array("q")          # residencies: (request, prefill end, first batch, decodes)
     leaving: dict = {}             # decode-only batch index -> [(request, epoch)]
     resident: list = []
     waiting: deque = deque()
@@ -529,7 +529,7 @@ def _prefill_batches(engine, t, stop, limit):
                     count = j - first_batch[v]
                     held = length[v] + count
                     decoded = recomputed[v] + e + count
-                    segments.append((v, prefill_end[v], first_batch[v], count))
+                    segments.extend((v, prefill_end[v], first_batch[v], count))
                     decoding -= 1
                     epoch[v] += 1
                     saved += held + 1
@@ -569,7 +569,7 @@ def _prefill_batches(engine, t, stop, limit):
             if ep == epoch[v]:
                 finish[v] = s
                 used -= prompt[v] + output[v] - e
-                segments.append((v, prefill_end[v], first_batch[v],
+                segments.extend((v, prefill_end[v], first_batch[v],
                                  output[v] - recomputed[v] - e))
                 resident.remove(v)
                 decoding -= 1
@@ -578,7 +578,7 @@ def _prefill_batches(engine, t, stop, limit):
     j = len(decode_iters)
     for v in resident:
         if filled[v] >= length[v]:
-            segments.append((v, prefill_end[v], first_batch[v], j - first_batch[v]))
+            segments.extend((v, prefill_end[v], first_batch[v], j - first_batch[v]))
     _write_back_batches(engine, admitted, rows, np.frombuffer(decode_iters, np.int64)
                         if j else np.empty(0, np.int64), segments, filled, recomputed,
                         restarts, prefill_end, finish, resident, waiting)
@@ -622,7 +622,7 @@ def _write_back_batches(engine, admitted, rows, decode_iters, segments, filled, 
         engine.live = np.sort(np.array(resident + list(waiting), dtype=np.int64))
         return
     dec_end = ends[decode_iters - s0]                  # end of each decode-only batch
-    seg = np.array(segments, dtype=np.int64).reshape(-1, 4)
+    seg = np.frombuffer(segments, dtype=np.int64).reshape(-1, 4)
     rid, q, first, count = seg[:, 0], seg[:, 1] - s0, seg[:, 2], seg[:, 3]
     order = np.lexsort((q, rid))
     rid, q, first, count = rid[order], q[order], first[order], count[order]
