@@ -175,3 +175,15 @@ def test_vllm_prefill_batches_idle_periods_ties_and_horizon():
     for kw in ({"memory": 400}, {"memory": 400, "horizon": 200.0}, {"max_iterations": 150}):
         _, _, n_fast = _same_run(trace, lambda: VLLMVanilla(128), qt.UnitTime(), **kw)
         assert n_fast == 0
+
+
+@pytest.mark.parametrize("time_model", [
+    SLOTTED, qt.PiecewiseLinearTime(c=45.5e-3, a=0.30e-3, b0=64), qt.UnitTime(),
+], ids=["affine-slotted", "piecewise", "unit"])
+@pytest.mark.parametrize("make_policy", [lambda: Sarathi(256), lambda: VLLMVanilla(4096)],
+                         ids=["sarathi", "vllm"])
+def test_memory_rules_two_classes_every_time_model(time_model, make_policy):
+    wl = qt.Workload([qt.RequestClass(_lognormal(100), _lognormal(150), rate=1.5),
+                      qt.RequestClass(_lognormal(300), _lognormal(60), rate=1.5)])
+    res, _, n_fast = _same_run(wl, make_policy, time_model, n_requests=150, memory=5000)
+    assert n_fast == 0 and res.metrics["restarts"] > 0
