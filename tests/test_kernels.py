@@ -122,8 +122,9 @@ def test_memory_limit_and_batch_size_limit_same_records(first_token, memory, max
     """The rule with vLLM's KV accounting and recompute preemption, and with ``max_reqs``:
     admissions, preemptions in decode and part-way through a prefill, readmissions."""
     wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(300), rate=3.0)])
+    n = 250 if max_reqs is None or max_reqs >= 8 else 60     # one at a time: long runs
     res, _, n_fast = _same_run(wl, lambda: Sarathi(512, max_reqs=max_reqs), ANCHOR_TIME,
-                               n_requests=250, memory=memory, first_token=first_token)
+                               n_requests=n, memory=memory, first_token=first_token)
     assert n_fast == 0
     if memory is not None and max_reqs is None:
         assert res.metrics["restarts"] > 20
