@@ -14,9 +14,17 @@ iterations ``q … q+o−1`` under ``first_token="prefill"`` (the prefill iterat
 first token): its time stamps follow from the iterations' end times. Every batch is
 feasible by construction: each prompt that finishes took at least one token of the room
 ``b − d`` the ``d`` decodes left, so at most ``b`` requests ever decode and the token load
-never exceeds ``b``. The rule runs without a KV-memory limit, with a
-token-count time model and prompts and outputs of at least one token, under either first-token
-convention; elsewhere the engine steps.
+never exceeds ``b``. With a KV-memory limit (vLLM's accounting and recompute preemption,
+:func:`~queuetheory.policies.base.fit_memory`) or a batch-size limit ``max_reqs`` the rule runs
+as :func:`_decode_first_fill_memory`, which follows residencies instead of prompts.
+
+``"prefill_batches"`` (vanilla vLLM with FCFS order, seed 004 L218): a prefill-only batch
+whenever a prompt can start, else a decode-only batch of every request in decode
+(:func:`_prefill_batches`).
+
+The rules run with a token-count time model, prompts and outputs of at least one token, under
+either first-token convention, and with recompute preemption where memory is limited;
+elsewhere the engine steps.
 """
 
 from __future__ import annotations
