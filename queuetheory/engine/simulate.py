@@ -37,7 +37,8 @@ class Result:
         n = t.n
         df = pd.DataFrame({f: t.column(f) for f in (
             "arrival", "prompt", "output", "cls", "lo", "hi", "priority", "prefilled",
-            "decoded", "restarts", "prefill_done", "first_token", "finish", "tbt_max")})
+            "decoded", "recomputed", "restarts", "prefill_done", "first_token", "finish",
+            "tbt_max")})
         admitted = np.zeros(n, dtype=bool)
         admitted[: self.engine._pending] = True
         df["admitted"] = admitted
@@ -160,8 +161,7 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
     bulk = bulk_runner(engine, policy) if fast_path else None
     if bulk is not None:
         t = bulk(t, stop, limit)
-    else:
-        t = _step_by_step(engine, policy, t, stop, limit, fast_path, bar)
+    t = _step_by_step(engine, policy, t, stop, limit, fast_path, bar)
     if bar is not None:
         bar.update(engine.iteration - bar.n)
         bar.close()
