@@ -9,6 +9,7 @@ import importlib
 from . import policies
 from .engine import Batch, Result, State, simulate
 from .errors import InfeasibleBatchError, QueueTheoryError, UnstableError
+from .stability import StabilityVerdict, stability
 from .sweep import sweep
 from .timing import (
     AffineTokenTime,
@@ -35,7 +36,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "bounds", "claims", "data", "fluid", "metrics", "networks", "plotting", "policies",
-    "Batch", "Result", "State", "simulate",
+    "Batch", "Result", "State", "simulate", "stability", "StabilityVerdict",
     "InfeasibleBatchError", "QueueTheoryError", "UnstableError",
     "BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
     "AffineTokenTime", "TiledGPUTime", "GPUModel", "ModelDims", "sweep",
