@@ -49,7 +49,7 @@ def test_kv_area_is_the_sum_of_kv_after_each_iteration():
     # paired samples keep their correlation: the mean of the per-pair sums
     prompts, outputs = np.array([3, 40]), np.array([30, 2])
     wl = qt.Workload.from_lengths(prompts, outputs, rate=1.0)
-    by_pair = np.mean([sum(q + k for k in range(u)) for q, u in zip(prompts, outputs)])
+    by_pair = np.mean([sum(q + k for k in range(u)) for q, u in zip(prompts, outputs, strict=True)])
     st = cap.request_stats(wl, "prefill")
     assert st.kv_area == pytest.approx(by_pair)
     assert st.peak == 41
