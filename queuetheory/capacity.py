@@ -36,7 +36,7 @@ from scipy import optimize
 from .engine import simulate
 from .engine.conventions import check_first_token
 from .errors import check_positive
-from .stability import stability
+from .stability import default_horizon, stability
 from .timing import (
     AffineTokenTime,
     BatchLoad,
@@ -52,6 +52,9 @@ from .workload.core import _PairedClass
 __all__ = ["bounds", "Bracket", "max_rate", "MaxRate", "goodput", "Goodput", "replicas",
            "Replicas", "at_rate", "request_stats", "RequestStats", "vllm_unit_time_rate",
            "SLO_KEYS", "slo_attainment", "load_curve", "plot_capacity", "capacity_main"]
+
+#: The shortest probe of :func:`max_rate`, in lifetimes of a lone mean request.
+MIN_LIFETIMES = 50
 
 #: The latency targets :func:`goodput` and :func:`replicas` accept (time units of the model).
 SLO_KEYS = {
@@ -426,16 +429,19 @@ def _budget_of(policy, token_budget):
 
 def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
              tol: float = 0.01, seeds=(0,), first_token: str = "prefill",
-             n_requests: int = 2000, max_horizon_factor: float = 4.0,
+             n_requests: int | None = None, max_horizon_factor: float = 4.0,
              tolerance: float = 0.03, level: float = 0.99, max_probes: int = 24,
              bracket: Bracket | None = None) -> MaxRate:
     """The largest arrival rate at which ``policy`` is stable, by bisection on the rate.
 
     The workload's length law is kept and its rate scaled (:func:`at_rate`). Each probe is
-    judged by :func:`~queuetheory.stability` over ``seeds``, with runs of about
-    ``n_requests`` arrivals (doubled while inconclusive, up to ``max_horizon_factor`` times)
-    and its ``tolerance`` (default 0.03, stability's own): a "stable" verdict at ``λ`` means
-    the engine serves at least ``1 − tolerance`` of what arrives.
+    judged by :func:`~queuetheory.stability` over ``seeds``, with its ``tolerance`` (default
+    0.03, stability's own: a "stable" verdict at ``λ`` means the engine serves at least
+    ``1 − tolerance`` of what arrives) and runs of stability's default horizon (4000
+    arrivals or 200 lifetimes of a lone request, whichever is longer), or of ``n_requests``
+    arrivals but at least ``MIN_LIFETIMES`` lone lifetimes (a shorter run is all warm-up
+    and looks unstable); a run is doubled while inconclusive, up to ``max_horizon_factor``
+    times.
 
     The search first checks the analytic value: the bracket's ``start`` (:func:`bounds`)
     times ``1 − tol`` and, below the upper bound, ``1 + tol``; when the first is stable and
@@ -466,12 +472,15 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
                        tolerance, time.perf_counter() - t0, br.violated)
     rows = []
 
+    lifetime = _lone_lifetime(workload, time_model)
+
     def probe(x):
         wl = at_rate(workload, x)
-        v = stability(wl, policy, time_model, n_requests=n_requests,
-                      max_horizon=max_horizon_factor * n_requests / x, seeds=seeds,
-                      level=level, tolerance=tolerance, memory=memory, token_budget=b,
-                      first_token=first_token)
+        H = (default_horizon(wl, time_model) if n_requests is None
+             else max(n_requests / x, MIN_LIFETIMES * lifetime))
+        v = stability(wl, policy, time_model, horizon=H, max_horizon=max_horizon_factor * H,
+                      seeds=seeds, level=level, tolerance=tolerance, memory=memory,
+                      token_budget=b, first_token=first_token)
         rows.append({"rate": x, "load": x / br.upper, "verdict": v.verdict, "drift": v.drift,
                      "drift_low": v.drift_interval[0], "drift_high": v.drift_interval[1],
                      "horizon": v.horizon, "rounds": v.rounds, "wall_s": v.wall_s})
