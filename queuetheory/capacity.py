@@ -536,6 +536,10 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     low = 0.0 if lo is None else lo * (1 - tolerance)
     if converged and hi is None:
         note = note or "stable just below the analytic upper bound"
+    if hi is not None and hi < br.lower:
+        note = (f"{note + '; ' if note else ''}unstable verdict at {hi:.5g}, below the rate "
+                f"{br.lower:.5g} a theorem proves stable: near ρ = 1 the backlog's slow "
+                "fill-up reads as growth; longer runs (n_requests) move the boundary up")
     if not converged and not note:
         note = f"stopped after {len(rows)} probes"
     return MaxRate(rate, (low, high), probes, br, rate / br.upper if br.upper else 0.0,
@@ -629,10 +633,11 @@ def _lone_lifetime(workload, time_model) -> float:
 def _window_run(workload, policy, time_model, rate, slo, *, n_requests, warmup, seeds, b,
                 memory, first_token):
     """Attainment over the steady-state window: arrivals in ``[warmup·H, H]`` with
-    ``H = n_requests / rate``; the run goes on to ``H + drain`` (the largest deadline of
-    ``slo``, at least 20 lone lifetimes) with arrivals continuing, so the window's last
-    requests meet the load they would in steady state."""
-    H = n_requests / rate
+    ``H = n_requests / rate`` (at least ``MIN_LIFETIMES`` lone lifetimes); the run goes on
+    to ``H + drain`` (the largest deadline of ``slo``, at least 20 lone lifetimes) with
+    arrivals continuing, so the window's last requests meet the load they would in steady
+    state."""
+    H = max(n_requests / rate, MIN_LIFETIMES * _lone_lifetime(workload, time_model))
     drain = max([slo.get("latency", 0.0), slo.get("ttft", 0.0),
                  20 * _lone_lifetime(workload, time_model)])
     wl = at_rate(workload, rate)
@@ -940,6 +945,13 @@ def _cli_parser():
                     "latency and SLO attainment against load.")
     p.add_argument("--lengths", choices=("sharegpt", "fixed"), default="sharegpt",
                    help="request lengths: the shipped ShareGPT V3 pairs (default) or fixed")
+    p.add_argument("--trace", metavar="FILE",
+                   help="take the (prompt, output) pairs of a production trace (.csv, "
+                        ".jsonl, .parquet; queuetheory.workload.read_trace) instead; arrivals "
+                        "stay Poisson, at the rates searched (the trace's burstiness is not "
+                        "kept)")
+    p.add_argument("--format", help="the trace's format: azure, burstgpt, mooncake "
+                   "(default: detected from its columns)")
     p.add_argument("--prompt", type=int, default=256, help="fixed prompt tokens")
     p.add_argument("--output", type=int, default=256, help="fixed output tokens")
     p.add_argument("--time", default=_ANCHOR, help=f"time model (default {_ANCHOR}, seconds)")
@@ -966,7 +978,12 @@ def capacity_main(argv) -> int:
 
     a = _cli_parser().parse_args(argv)
     tm, unit = _cli_time_model(a.time)
-    if a.lengths == "sharegpt":
+    if a.trace is not None:
+        from .workload import read_trace
+
+        trace = read_trace(a.trace, format=a.format)
+        wl = Workload.from_lengths(trace.prompt, trace.output, rate=1.0)
+    elif a.lengths == "sharegpt":
         from .data import sharegpt_lengths
 
         prompt, output = sharegpt_lengths()
