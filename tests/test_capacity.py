@@ -202,3 +202,19 @@ def test_cli_prints_the_bracket_the_boundary_and_the_goodput(tmp_path, capsys):
 def test_cli_rejects_a_bad_time_model():
     with pytest.raises(SystemExit, match="--time 'cubic'"):
         main(["capacity", "--time", "cubic"])
+
+
+def test_tiled_and_linear_memory_bounds_are_the_papers_capacities():
+    tm = qt.TiledGPUTime.illustrative()
+    wl = fixed(4 * tm.t_lcm, 64)
+    br = cap.bounds(wl, tm, token_budget=512, policy=qt.policies.RAD(tm.tile, n=50))
+    rad = qt.bounds.rad_capacity([4 * tm.t_lcm], [63], tm)   # L^D = output − 1 decodes
+    assert br.rate("compute") == pytest.approx(rad.lambda_lb)     # the converse
+    assert br.rate("RAD λ*") == pytest.approx(rad.lambda_star)
+    assert br.rate("RAD λ*") <= br.upper
+    lm = qt.LinearMemoryTime(d0=1.0, d1=1e-4)
+    br = cap.bounds(wl, lm, token_budget=512, memory=5000)
+    area = sum(4 * tm.t_lcm + k for k in range(64))
+    assert br.rate("compute") == pytest.approx(1 / (1e-4 * area))          # d1 W < 1
+    assert br.rate("memory") == pytest.approx(5000 / ((1.0 + 1e-4 * 5000) * area))
+    assert br.binding == "memory"
