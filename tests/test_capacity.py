@@ -218,3 +218,14 @@ def test_tiled_and_linear_memory_bounds_are_the_papers_capacities():
     assert br.rate("compute") == pytest.approx(1 / (1e-4 * area))          # d1 W < 1
     assert br.rate("memory") == pytest.approx(5000 / ((1.0 + 1e-4 * 5000) * area))
     assert br.binding == "memory"
+
+
+def test_cli_takes_the_length_pairs_of_a_trace(tmp_path, capsys):
+    trace = tmp_path / "mooncake.jsonl"
+    trace.write_text("".join(f'{{"timestamp": {100 * k}, "input_length": {12 + k % 3}, '
+                             f'"output_length": {10 + k % 5}}}\n' for k in range(40)))
+    rc = main(["capacity", "--trace", str(trace), "--time", "unit", "--budget", "64",
+               "--latency", "200", "--tol", "0.05", "--requests", "300", "--points", "2",
+               "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "mean prompt 13.0" in out
