@@ -216,7 +216,8 @@ def bounds(workload, time_model, *, token_budget, memory=None, policy=None,
 
     **scheduler-specific** (kind ``scheduler``; ``lower`` where a theorem proves stability):
     Sarathi and Orca (chunked): Li, Dai, Peng's Theorem 1(a): work-conserving, so stable
-    below the compute bound (without a memory limit); vanilla vLLM in unit time: ``λ*``
+    while ``λ w < b / t_b`` (without a memory limit; the compute bound itself when no
+    smaller load is faster); vanilla vLLM in unit time: ``λ*``
     solving ``λ m_d = e^{−λ} b`` (decodes run only in the rounds after one without arrivals,
     Li, Dai, Peng); WAIT with fixed lengths under linear memory: condition (9) of Ao et al.,
     ``d0 + d1 M^π ≤ n_j / λ_j``, scaled to the largest ``λ``; RAD under the tiled GPU model:
@@ -341,11 +342,14 @@ def _scheduler_bounds(workload, tm, b, memory, policy, st, rows):
     if policy is None:
         return [], None
     out, violated = [], None
-    compute = min(r["rate"] for r in rows if r["kind"] == "upper")
     if (type(policy) in (P.Sarathi, P.Orca) and getattr(policy, "chunk", True)
-            and memory is None and not isinstance(tm, TiledGPUTime)):
-        out.append(_row("work-conserving", compute, "lower", "Li, Dai, Peng, Theorem 1(a)",
-                        "stable below the compute bound"))
+            and memory is None and isinstance(tm, PiecewiseLinearTime | UnitTime
+                                              | AffineTokenTime)):
+        from .bounds.capacity import token_capacity
+
+        full = token_capacity(tm, b, mix=st.prompt / st.work) / st.work
+        out.append(_row("work-conserving", full, "lower", "Li, Dai, Peng, Theorem 1(a)",
+                        "stable while λ(m_p + m_d) < b/t_b"))
     if type(policy) is P.VLLMVanilla and isinstance(tm, UnitTime):
         out.append(_row("vLLM λ*", vllm_unit_time_rate(b, st.decode) / (tm.slot or 1.0),
                         "scheduler", "Li, Dai, Peng (vanilla vLLM, unit time)",
@@ -887,7 +891,8 @@ def plot_capacity(curve: pd.DataFrame, bracket: Bracket, *, max_rate_result=None
                       color=f"C{5 + k % 5}", linestyle="--")
         if max_rate_result is not None and max_rate_result.rate > 0:
             lo, hi = max_rate_result.interval
-            ax.axvspan(lo, hi, color="0.6", alpha=0.25, lw=0)
+            ax.axvspan(lo, hi, color="0.6", alpha=0.25, lw=0,
+                       label=f"max-rate interval [{lo:.3g}, {hi:.3g}]")
             reference(ax, max_rate_result.rate, f"simulated max {max_rate_result.rate:.3g}",
                       axis="x", color="k", linestyle="-")
         if goodput_result is not None and goodput_result.met:
