@@ -241,7 +241,7 @@ def bounds(workload, time_model, *, token_budget, memory=None, policy=None,
             violated = (f"memory: M={memory} is below the KV peak {st.peak} of the longest "
                         "request the workload draws; it can never finish, at any rate")
         rows += _memory_bounds(time_model, b, int(memory), st)
-    sched, why = _scheduler_bounds(workload, time_model, b, memory, policy, st, rows)
+    sched, why = _scheduler_bounds(workload, time_model, b, memory, policy, st)
     rows += sched
     violated = violated or why
     table = pd.DataFrame(rows, columns=["name", "rate", "kind", "source", "formula"])
@@ -336,7 +336,7 @@ def vllm_unit_time_rate(token_budget: int, decode_tokens: float) -> float:
                                  1e-12, 60.0))
 
 
-def _scheduler_bounds(workload, tm, b, memory, policy, st, rows):
+def _scheduler_bounds(workload, tm, b, memory, policy, st):
     from . import policies as P
 
     if policy is None:
