@@ -41,7 +41,7 @@ from .workload import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "bounds", "claims", "data", "fluid", "metrics", "networks", "plotting", "policies",
+    "bounds", "capacity", "claims", "data", "fluid", "metrics", "networks", "plotting", "policies",
     "Batch", "Result", "State", "simulate", "stability", "StabilityVerdict",
     "InfeasibleBatchError", "QueueTheoryError", "UnstableError", "UnsupportedSettingError",
     "CensoredRunWarning",
@@ -53,7 +53,7 @@ __all__ = [
 
 # The analytic subpackages (sympy, cvxpy, scipy, matplotlib behind them) load on first use,
 # so that ``import queuetheory`` for a simulation stays quick.
-_LAZY = ("bounds", "claims", "data", "fluid", "metrics", "networks", "plotting")
+_LAZY = ("bounds", "capacity", "claims", "data", "fluid", "metrics", "networks", "plotting")
 
 
 def __getattr__(name):

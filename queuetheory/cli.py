@@ -80,6 +80,8 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("compare", help="every paper's schedulers on one ShareGPT workload "
                    "(see queuetheory compare --help)", add_help=False)
+    sub.add_parser("capacity", help="largest stable rate, SLO goodput and a load figure "
+                   "for one engine (see queuetheory capacity --help)", add_help=False)
     return p
 
 
@@ -196,6 +198,13 @@ def main(argv=None) -> int:
             return compare_main(argv[1:])
         except ValueError as e:
             raise SystemExit(f"queuetheory compare: error: {e}") from None
+    if argv[:1] == ["capacity"]:    # its own parser: queuetheory.capacity.capacity_main
+        from .capacity import capacity_main
+
+        try:
+            return capacity_main(argv[1:])
+        except ValueError as e:
+            raise SystemExit(f"queuetheory capacity: error: {e}") from None
     a = _parser().parse_args(argv)
     try:
         return {"reproduce": _reproduce, "simulate": _simulate}[a.command](a)

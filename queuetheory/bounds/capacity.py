@@ -45,11 +45,26 @@ def _budget(b) -> int:
     return int(b)
 
 
-def token_capacity(time_model, b) -> float:
-    """``b / t_b``: tokens per time unit of back-to-back full batches (seed 004 L194)."""
+def token_capacity(time_model, b, *, mix: float | None = None) -> float:
+    """``b / t_b``: tokens per time unit of back-to-back full batches (seed 004 L194).
+
+    A model whose batch time depends on the mix of prefill and decode tokens
+    (:class:`~queuetheory.AffineTokenTime`) needs ``mix``, the prefill share
+    ``m_p / (m_p + m_d)`` of the tokens: the rate is then that of full batches of this mix,
+    ``b / full_batch_time(mix·b, (1 − mix)·b, b)``. For the other models ``mix`` changes
+    nothing (their ``t_b`` depends on the token load alone).
+    """
     _check_model(time_model)
     b = _budget(b)
-    return b / float(time_model.token_time(b))
+    if mix is None:
+        try:
+            return b / float(time_model.token_time(b))
+        except TypeError:
+            raise ValueError(f"mix=None: {time_model!r} depends on the mix of prefill and "
+                             "decode tokens; give mix = m_p / (m_p + m_d)") from None
+    if not 0 <= float(mix) <= 1:
+        raise ValueError(f"mix={mix!r}: the prefill share of the tokens must lie in [0, 1]")
+    return b / float(time_model.full_batch_time(float(mix) * b, (1 - float(mix)) * b, b))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,231 @@
+"""qt.capacity: the analytic bracket, the simulated boundary, goodput, replicas and the CLI."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import queuetheory as qt
+from queuetheory import capacity as cap
+from queuetheory.cli import main
+
+AFFINE = qt.AffineTokenTime(c=16.1e-3, per_prefill=57.8e-6, per_decode=39.5e-6)
+
+
+def fixed(prompt=32, output=32, rate=1.0, **kw):
+    return qt.Workload([qt.RequestClass(prompt, output, rate)], **kw)
+
+
+# ---- token capacity and the compute bound ----------------------------------------------------
+def test_token_capacity_of_the_affine_model_is_the_full_batch_rate_of_the_mix():
+    b, mix = 512, 0.25
+    by_hand = b / (AFFINE.c + AFFINE.per_prefill * mix * b + AFFINE.per_decode * (1 - mix) * b)
+    assert qt.bounds.token_capacity(AFFINE, b, mix=mix) == pytest.approx(by_hand, rel=1e-12)
+    with pytest.raises(ValueError, match="mix=None"):
+        qt.bounds.token_capacity(AFFINE, b)
+    with pytest.raises(ValueError, match="mix=1.5"):
+        qt.bounds.token_capacity(AFFINE, b, mix=1.5)
+    # a model whose t_b depends on the load alone ignores the mix
+    assert qt.bounds.token_capacity(qt.UnitTime(), 8, mix=0.3) == 8
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+def test_affine_compute_bound_is_one_over_the_full_batch_time_per_request(first_token):
+    wl = fixed(100, 50)
+    decode = 50 - (first_token == "prefill")
+    br = cap.bounds(wl, AFFINE, token_budget=256, first_token=first_token)
+    per_request = (AFFINE.c * (100 + decode) / 256 + AFFINE.per_prefill * 100
+                   + AFFINE.per_decode * decode)
+    assert br.rate("compute") == pytest.approx(1 / per_request, rel=1e-12)
+    assert br.binding == "compute" and br.lower == 0.0
+
+
+def test_kv_area_is_the_sum_of_kv_after_each_iteration():
+    p, o = 7, 5
+    prefill = sum(p + k for k in range(o))            # prefill, then o − 1 decodes
+    decode = sum(p + k for k in range(o + 1))         # prefill, then o decodes
+    assert cap.request_stats(fixed(p, o), "prefill").kv_area == prefill
+    assert cap.request_stats(fixed(p, o), "decode").kv_area == decode
+    assert decode == qt.fluid.memory_work(p, o)       # Ao et al.'s a_j
+    # paired samples keep their correlation: the mean of the per-pair sums
+    prompts, outputs = np.array([3, 40]), np.array([30, 2])
+    wl = qt.Workload.from_lengths(prompts, outputs, rate=1.0)
+    by_pair = np.mean([sum(q + k for k in range(u)) for q, u in zip(prompts, outputs, strict=True)])
+    st = cap.request_stats(wl, "prefill")
+    assert st.kv_area == pytest.approx(by_pair)
+    assert st.peak == 41
+
+
+def test_at_rate_scales_every_class_and_keeps_the_lengths():
+    wl = qt.Workload([qt.RequestClass(10, 5, 1.0), qt.RequestClass(3, 9, 3.0)])
+    out = cap.at_rate(wl, 8.0)
+    assert out.total_rate == pytest.approx(8.0)
+    assert out.rates == pytest.approx([2.0, 6.0])
+    assert out.mean_prompt == wl.mean_prompt and out.mean_output == wl.mean_output
+
+
+# ---- the simulated boundary against the papers' closed forms ---------------------------------
+def test_sarathi_boundary_is_li_dai_peng_capacity():
+    """Unit time, b = 64, (32, 32) tokens: b/t_b/(m_p + m_d) = 1 request per round."""
+    wl, pol = fixed(), qt.policies.Sarathi(64)
+    br = cap.bounds(wl, qt.UnitTime(), token_budget=64, policy=pol, first_token="decode")
+    closed = 64 / (32 + 32)
+    assert br.upper == closed and br.lower == closed          # Theorem 1(a)
+    m = cap.max_rate(wl, pol, qt.UnitTime(), first_token="decode", tol=0.01,
+                     n_requests=8000, bracket=br)
+    assert m.converged
+    assert m.rate == pytest.approx(closed, rel=0.02)
+    assert m.interval[0] < closed <= m.interval[1]
+    assert (m.probes["verdict"] == "stable").any()
+
+
+def test_vanilla_vllm_boundary_is_lambda_star_in_unit_time():
+    from queuetheory.claims.li2025 import vllm_unit_time_threshold
+
+    b, sizes = 768, stats.poisson(31, loc=1)
+    wl = qt.Workload([qt.RequestClass(sizes, sizes, 1.0)], arrivals="poisson-slot")
+    lam_star = cap.vllm_unit_time_rate(b, 32)
+    assert lam_star == pytest.approx(vllm_unit_time_threshold(b, 32), rel=1e-9)
+    pol = qt.policies.VLLMVanilla(b)
+    br = cap.bounds(wl, qt.UnitTime(), token_budget=b, policy=pol, first_token="decode")
+    assert br.start == pytest.approx(lam_star, rel=1e-5)  # m_d by quadrature of the law
+    assert br.upper > 5 * lam_star
+    m = cap.max_rate(wl, pol, qt.UnitTime(), first_token="decode", tol=0.02,
+                     n_requests=20000, bracket=br)
+    assert m.converged, m.probes
+    assert m.rate == pytest.approx(lam_star, rel=0.02)
+    assert m.efficiency < 0.2                         # far below the token capacity
+
+
+def test_memory_bound_holds_and_binds():
+    """Unit time, (32, 32) tokens, M = 2000, b = 512: the KV-area bound M/E[a] = 1.32 is
+    far below the compute bound 8.1; Sarathi (recompute preemption) reaches about 78 % of it."""
+    wl, pol, tm = fixed(), qt.policies.Sarathi(512), qt.UnitTime()
+    br = cap.bounds(wl, tm, token_budget=512, memory=2000, policy=pol)
+    area = 32 * 32 + 32 * 31 / 2
+    assert br.rate("memory") == pytest.approx(2000 / area)
+    assert br.binding == "memory" and br.rate("compute") > 5 * br.upper
+    assert br.lower == 0.0                            # Theorem 1(a) assumes no memory limit
+    m = cap.max_rate(wl, pol, tm, memory=2000, tol=0.02, n_requests=3000, bracket=br)
+    assert m.interval[0] <= br.upper                  # nothing stable above the bound
+    assert 0.6 < m.efficiency <= 1.0
+    assert m.binding == "memory"
+
+
+def test_an_empty_bracket_names_the_bound_broken_at_every_rate():
+    br = cap.bounds(fixed(600, 600), qt.UnitTime(), token_budget=64, memory=1000)
+    assert br.empty and "memory" in br.violated and "1199" in br.violated
+    m = cap.max_rate(fixed(600, 600), qt.policies.Sarathi(64), qt.UnitTime(), memory=1000)
+    assert m.rate == 0 and len(m.probes) == 0 and "1199" in m.note
+
+
+def test_wait_fluid_condition_scales_to_the_largest_rate():
+    tm = qt.LinearMemoryTime(d0=1.0, d1=1e-4)
+    wl = qt.Workload([qt.RequestClass(20, 10, 0.5), qt.RequestClass(5, 40, 0.5)])
+    pol = qt.policies.WAIT([4, 4], classes=wl.classes)
+    br = cap.bounds(wl, tm, token_budget=512, policy=pol)
+    lam = br.rate("WAIT fluid")
+    cond = qt.fluid.wait_condition([4, 4], cap.at_rate(wl, lam).classes, tm.d0, tm.d1)
+    assert cond.holds and not cond.strict                  # critical exactly at the rate
+    with pytest.raises(ValueError):
+        qt.fluid.wait_condition([4, 4], cap.at_rate(wl, 1.01 * lam).classes, tm.d0, tm.d1,
+                                require="holds")
+    eq_limit = 1 / (tm.d1 * cap.request_stats(wl, "decode").kv_area)
+    assert br.rate("compute") > 0 and eq_limit > 0
+
+
+# ---- goodput ---------------------------------------------------------------------------------
+def test_goodput_meets_the_target_at_its_rate_and_misses_above():
+    wl, pol, tm = fixed(), qt.policies.Sarathi(64), qt.UnitTime()
+    g = cap.goodput(wl, pol, tm, slo={"latency": 120.0}, attainment=0.9, tol=0.05,
+                    n_requests=1500, first_token="decode")
+    assert g.met and 0 < g.rate < 1.0
+    at = g.probes.set_index("rate")
+    assert at.loc[g.rate, "attainment"] >= 0.9
+    lo, hi = g.interval
+    assert hi / lo - 1 <= 0.05 + 1e-12
+    if hi in at.index:
+        assert at.loc[hi, "attainment"] < 0.9
+
+
+def test_an_unknown_slo_key_lists_the_valid_ones():
+    with pytest.raises(ValueError, match="'ttft'.*'tbt'.*'tpot'.*'latency'"):
+        cap.goodput(fixed(), qt.policies.Sarathi(64), qt.UnitTime(), slo={"ttfb": 1.0})
+
+
+def test_an_slo_no_rate_meets_says_so_with_the_best_attainment():
+    g = cap.goodput(fixed(), qt.policies.Sarathi(64), qt.UnitTime(), slo={"latency": 5.0},
+                    n_requests=300, first_token="decode")
+    assert not g.met and g.rate == 0.0
+    assert g.best_attainment == pytest.approx(g.probes["attainment"].max())
+    assert "best attainment" in repr(g)
+
+
+def test_unfinished_requests_count_as_misses():
+    import pandas as pd
+
+    req = pd.DataFrame({"arrival": [0.0, 1.0, 2.0], "output": [3, 3, 3],
+                        "first_token": [1.0, 2.0, np.nan], "finish": [3.0, 9.0, np.nan],
+                        "tbt_max": [1.0, 4.0, np.nan]})
+    out = cap.slo_attainment(req, {"latency": 5.0}, start=0.0, end=10.0)
+    assert out == pytest.approx({"requests": 3, "met": 1, "unfinished": 1,
+                                 "attainment": 1 / 3, "p50_latency": 5.5,
+                                 "p99_latency": 7.95})
+    assert cap.slo_attainment(req, {"tbt": 2.0}, start=0.0, end=10.0)["met"] == 1
+    assert cap.slo_attainment(req, {"tpot": 3.5}, start=0.0, end=10.0)["met"] == 2
+
+
+# ---- replicas --------------------------------------------------------------------------------
+def test_replicas_needs_at_least_the_bound_and_meets_the_slo():
+    wl, pol, tm = fixed(16, 16), qt.policies.Sarathi(64), qt.UnitTime()
+    r = cap.replicas(5.0, wl, pol, tm, slo={"latency": 200.0}, router="least_tokens",
+                     n_requests=300)
+    assert r.at_least == 3                    # one engine serves at most 64/32 = 2 per round
+    assert r.count is not None and r.count >= r.at_least
+    row = r.probes.set_index("engines").loc[r.count]
+    assert row["meets"] and row["attainment"] >= 0.9
+    with pytest.raises(ValueError, match="router='nearest'"):
+        cap.replicas(5.0, wl, pol, tm, router="nearest")
+
+
+# ---- the command line ------------------------------------------------------------------------
+def test_cli_prints_the_bracket_the_boundary_and_the_goodput(tmp_path, capsys):
+    rc = main(["capacity", "--lengths", "fixed", "--prompt", "16", "--output", "16",
+               "--time", "unit", "--budget", "64", "--latency", "200", "--tol", "0.05",
+               "--requests", "300", "--points", "3", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "compute" in out and "requests/round" in out
+    assert "simulated boundary" in out and "goodput" in out
+    assert (tmp_path / "capacity_sarathi.png").stat().st_size > 0
+
+
+def test_cli_rejects_a_bad_time_model():
+    with pytest.raises(SystemExit, match="--time 'cubic'"):
+        main(["capacity", "--time", "cubic"])
+
+
+def test_tiled_and_linear_memory_bounds_are_the_papers_capacities():
+    tm = qt.TiledGPUTime.illustrative()
+    wl = fixed(4 * tm.t_lcm, 64)
+    br = cap.bounds(wl, tm, token_budget=512, policy=qt.policies.RAD(tm.tile, n=50))
+    rad = qt.bounds.rad_capacity([4 * tm.t_lcm], [63], tm)   # L^D = output − 1 decodes
+    assert br.rate("compute") == pytest.approx(rad.lambda_lb)     # the converse
+    assert br.rate("RAD λ*") == pytest.approx(rad.lambda_star)
+    assert br.rate("RAD λ*") <= br.upper
+    lm = qt.LinearMemoryTime(d0=1.0, d1=1e-4)
+    br = cap.bounds(wl, lm, token_budget=512, memory=5000)
+    area = sum(4 * tm.t_lcm + k for k in range(64))
+    assert br.rate("compute") == pytest.approx(1 / (1e-4 * area))          # d1 W < 1
+    assert br.rate("memory") == pytest.approx(5000 / ((1.0 + 1e-4 * 5000) * area))
+    assert br.binding == "memory"
+
+
+def test_cli_takes_the_length_pairs_of_a_trace(tmp_path, capsys):
+    trace = tmp_path / "mooncake.jsonl"
+    trace.write_text("".join(f'{{"timestamp": {100 * k}, "input_length": {12 + k % 3}, '
+                             f'"output_length": {10 + k % 5}}}\n' for k in range(40)))
+    rc = main(["capacity", "--trace", str(trace), "--time", "unit", "--budget", "64",
+               "--latency", "200", "--tol", "0.05", "--requests", "300", "--points", "2",
+               "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "mean prompt 13.0" in out
