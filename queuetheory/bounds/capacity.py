@@ -26,7 +26,8 @@ from ..errors import UnstableError, check_positive
 from ..timing import PiecewiseLinearTime, TimeModel, UnitTime
 from ..workload import Workload
 
-__all__ = ["token_capacity", "max_rate", "MaxRate", "max_stable_rate", "min_token_budget",
+__all__ = ["token_capacity", "max_rate", "MaxRate", "MAX_LOADS", "max_stable_rate",
+           "min_token_budget",
            "smallest_stable_budget", "capacity_table", "LLAMA3_70B", "llama3_70b_table"]
 
 #: The only fit the paper reports (L116): Llama-3-70B on 2×A100-80GB, NVLink, tensor parallel.
@@ -67,11 +68,49 @@ class MaxRate:
         return self.rate <= self.full_rate * (1 + 1e-12)
 
 
+#: Most loads ``1 … b`` evaluated one by one (about a second of Python calls); larger
+#: searches are refused with the estimate, except where a closed form exists.
+MAX_LOADS = 1_000_000
+
+
+def _piecewise_candidates(time_model, b: int) -> np.ndarray | None:
+    """The loads where ``b'/t_{b'}`` can peak for an unslotted (2.3) or unit model.
+
+    ``b'/c`` increases up to ``b0``, and beyond it ``b'/(c + a(b' − b0))`` is monotone (its
+    derivative has the sign of ``c − a·b0``), so the maximum over ``1 … b`` is at ``⌊b0⌋``,
+    ``⌊b0⌋ + 1`` or ``b``.
+    """
+    if time_model.slot is not None:
+        return None
+    if isinstance(time_model, UnitTime):
+        return np.array([b])
+    if isinstance(time_model, PiecewiseLinearTime):
+        k = min(int(time_model.b0), b)
+        return np.unique(np.clip([1, k, k + 1, b], 1, b))
+    return None
+
+
+def _check_loads(name: str, b: int):
+    if b > MAX_LOADS:
+        raise ValueError(f"{name}={b}: evaluating the time model at {b:,} loads one by one "
+                         f"would take about {b * 1e-6:.3g} s and {b * 16 / 1e9:.3g} GB; the limit "
+                         f"is MAX_LOADS = {MAX_LOADS:,} (unslotted PiecewiseLinearTime and "
+                         "UnitTime have a closed form at any size)")
+
+
 def max_rate(time_model, b, *, warn: bool = True) -> MaxRate:
-    """The best token rate over loads ``1 … b`` (spec §6 item 26); warns if not ``b/t_b``."""
+    """The best token rate ``max_{1≤b'≤b} b'/t_{b'}``; warns if it is not ``b/t_b``.
+
+    Closed form for unslotted :class:`~queuetheory.timing.PiecewiseLinearTime` and
+    :class:`~queuetheory.timing.UnitTime`; other models are evaluated at every load, up to
+    ``b = MAX_LOADS``.
+    """
     _check_model(time_model)
     b = _budget(b)
-    loads = np.arange(1, b + 1)
+    loads = _piecewise_candidates(time_model, b)
+    if loads is None:
+        _check_loads("b", b)
+        loads = np.arange(1, b + 1)
     times = np.array([float(time_model.token_time(int(k))) for k in loads])
     rates = loads / times
     best = int(np.argmax(rates))
@@ -141,6 +180,8 @@ def smallest_stable_budget(lam, mp, md, time_model, *, b_max: int = 1 << 16) -> 
     check_positive("lam", lam)
     load = float(lam) * (float(check_positive("mp", mp)) + float(check_positive("md", md)))
     _check_model(time_model)
+    check_positive("b_max", b_max, integer=True)
+    _check_loads("b_max", int(b_max))
     b = np.arange(1, int(b_max) + 1)
     rates = b / np.array([float(time_model.token_time(int(k))) for k in b])
     ok = np.flatnonzero(rates > load)

@@ -98,9 +98,13 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
         raise ValueError(f"time_model={time_model!r}: must be a queuetheory TimeModel")
     if not hasattr(policy, "schedule"):
         raise ValueError(f"policy={policy!r}: must be a queuetheory Policy")
-    budget = token_budget if token_budget is not None else getattr(policy, "token_budget", None)
+    own = getattr(policy, "token_budget", None)
+    budget = token_budget if token_budget is not None else own
     if budget is not None:
         check_positive("token_budget", budget, integer=True)
+    if token_budget is not None and own is not None and token_budget < own:
+        raise ValueError(f"token_budget={token_budget}: below the policy's own budget {own}, "
+                         f"which its batches fill; build the policy with the smaller budget")
     if memory is not None:
         check_positive("memory", memory, integer=True)
     if max_iterations is not None:
@@ -124,6 +128,7 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
                 f"memory={memory}: smaller than the KV peak {int(peak[worst])} of request "
                 f"{worst} (prompt {int(trace.prompt[worst])} + output {int(trace.output[worst])}); "
                 "it could never finish")
+    policy.check_trace(trace, first_token)
     n_classes = int(trace.cls.max()) + 1 if len(trace) else 1
     engine = Engine(policy, time_model, memory=memory, budget=budget, first_token=first_token,
                     n_classes=n_classes, capacity=max(16, len(trace)))

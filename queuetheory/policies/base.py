@@ -33,6 +33,10 @@ class Policy:
     def _reset(self) -> None:
         pass
 
+    def check_trace(self, trace, first_token: str) -> None:
+        """Refuse, with a ``ValueError``, a trace this policy could never finish (called by
+        ``simulate`` before the run); the default accepts every trace."""
+
     def schedule(self, state) -> Batch:
         if state.n == 0:
             return Batch()

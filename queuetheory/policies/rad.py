@@ -179,6 +179,14 @@ class PrefillOnly(Policy):
             check_positive("chunk", chunk, integer=True)
         self.chunk = chunk
 
+    def check_trace(self, trace, first_token):
+        """A prefill node finishes a request only if the prefill emits its one output token."""
+        if len(trace) and (first_token != "prefill" or trace.output.max() > 1):
+            raise ValueError(f"workload: PrefillOnly never decodes, so it finishes only requests "
+                             f"of output 1 with first_token='prefill' (got first_token="
+                             f"{first_token!r}, outputs up to {int(trace.output.max())}); "
+                             "run prefill and decode together with DistServe")
+
     def _schedule(self, state):
         j = np.flatnonzero(~state.in_decode)[:1]
         c = state.remaining_prefill[j]

@@ -121,7 +121,14 @@ class GPUModel:
         efficiency(t) · peak_flops``; the GeMV tile is memory bound (fp16 tile read at
         ``gemv_bandwidth``). Defaults: the illustrative set of spec §9 (NOT from the paper)."""
         efficiency = {(128, 256, 32): 1.0} if efficiency is None else dict(efficiency)
+        check_positive("s", s, integer=True)
         check_positive("peak_flops", peak_flops)
+        for t, e in efficiency.items():
+            if len(t) != 3 or min(t) < 1:
+                raise ValueError(f"efficiency key {t!r}: must be (t_row, t_col, t_red) >= 1")
+            check_positive(f"efficiency[{t}]", e)
+        if len(gemv_tile) != 2 or min(gemv_tile) < 1:
+            raise ValueError(f"gemv_tile={gemv_tile!r}: must be (t_row, t_col) >= 1")
         check_positive("gemv_bandwidth", gemv_bandwidth)
         mu = {t: e * peak_flops / (2 * s * t[0] * t[1] * t[2]) for t, e in efficiency.items()}
         tr, tc = gemv_tile

@@ -68,7 +68,11 @@ class TimeModel:
     def _round(self, t: float) -> float:
         if self.slot is None:
             return t
-        return max(1, math.ceil(t / self.slot - 1e-12)) * self.slot
+        slots = t / self.slot
+        if not math.isfinite(slots):
+            raise ValueError(f"slot={self.slot!r}: a duration of {t:.6g} is {slots} slots; "
+                             "the slot must be a finite fraction of the durations")
+        return max(1, math.ceil(slots - 1e-12)) * self.slot
 
     def duration(self, load: BatchLoad) -> float:
         return self._round(self._raw(load))
@@ -83,7 +87,8 @@ class TimeModel:
 
     def full_batch_time(self, prefill_tokens: float, decode_tokens: float, budget: int) -> float:
         """Time to serve these tokens in full batches of ``budget`` tokens: the saturated
-        engine's rate, whose inverse gives the capacity ``b / t_b`` of seed 004 (eq. 2.7)."""
+        engine's rate, whose inverse gives the capacity ``b / t_b`` of Li, Dai, Peng (eq. 2.7)."""
+        check_positive("budget", budget, integer=True)
         return self.token_time(budget) * (prefill_tokens + decode_tokens) / budget
 
     def decode_durations(self, decodes: np.ndarray, kv_tokens: np.ndarray) -> np.ndarray | None:
@@ -97,7 +102,11 @@ class TimeModel:
     def _round_many(self, t: np.ndarray) -> np.ndarray:
         if self.slot is None:
             return t
-        return np.maximum(1, np.ceil(t / self.slot - 1e-12)) * self.slot
+        slots = t / self.slot
+        if not np.all(np.isfinite(slots)):
+            raise ValueError(f"slot={self.slot!r}: some durations are infinitely many slots; "
+                             "the slot must be a finite fraction of the durations")
+        return np.maximum(1, np.ceil(slots - 1e-12)) * self.slot
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if v is not None)
@@ -205,6 +214,7 @@ class AffineTokenTime(_TokenCountTime):
         return self._round_many(self._raw_counts(0, decodes))
 
     def full_batch_time(self, prefill_tokens, decode_tokens, budget):
+        check_positive("budget", budget, integer=True)
         if self.slot is not None:
             raise TypeError("full_batch_time: a slotted AffineTokenTime depends on the mix")
         return (self.c * (prefill_tokens + decode_tokens) / budget
