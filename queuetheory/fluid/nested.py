@@ -24,6 +24,7 @@ import cvxpy as cp
 import numpy as np
 from scipy import optimize
 
+from .._quiet import silence_highs_banner
 from ..errors import UnstableError, check_positive
 from .thresholds import ConditionStatus, check_thresholds
 
@@ -313,7 +314,8 @@ def nested_thresholds(seg: Segments, d0: float, d1: float, *, rule: str = "lp",
         p = seg.p
         cons.append(x[1:] >= cp.multiply(p * (1 + margin * (1 - p)), x[:-1]))
     prob = cp.Problem(cp.Minimize(M), cons)
-    prob.solve(solver=cp.HIGHS)
+    silence_highs_banner()
+    prob.solve(solver=cp.HIGHS, verbose=False)
     if prob.status not in ("optimal", "optimal_inaccurate"):
         raise RuntimeError(f"nested threshold MILP: solver status {prob.status}")
     return np.rint(x.value).astype(np.int64) if integer else np.asarray(x.value, dtype=float)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import cvxpy as cp
 import numpy as np
 
+from .._quiet import silence_highs_banner
 from ..errors import UnstableError, check_positive
 from .equilibrium import class_arrays, memory_work
 
@@ -176,7 +177,8 @@ def wait_thresholds(classes, d0: float, d1: float, *, margin: float = 0.0, rule:
         raise UnstableError(f"d1·W with margin {margin} (condition 9 needs d1·W < 1 − margin)",
                             load, 1 - margin)
     prob, n = threshold_problem(classes, d0, d1, margin=margin, integer=True)
-    prob.solve(solver=cp.HIGHS)
+    silence_highs_banner()
+    prob.solve(solver=cp.HIGHS, verbose=False)
     if prob.status not in ("optimal", "optimal_inaccurate"):
         raise RuntimeError(f"threshold MILP: solver status {prob.status}")
     return np.rint(n.value).astype(np.int64)
