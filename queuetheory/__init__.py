@@ -4,8 +4,6 @@ Closed forms, thresholds, bounds and stability conditions of five scheduling pap
 simulator that runs every scheduler on the same model, and a ledger of the papers' claims.
 """
 
-import importlib
-
 from . import policies
 from .engine import Batch, Result, State, simulate
 from .errors import InfeasibleBatchError, QueueTheoryError, UnstableError
@@ -51,7 +49,9 @@ _LAZY = ("bounds", "claims", "data", "fluid", "metrics", "networks", "plotting")
 def __getattr__(name):
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return importlib.import_module(f".{name}", __name__)
+    from importlib import import_module
+
+    return import_module(f".{name}", __name__)
 
 
 def __dir__():
