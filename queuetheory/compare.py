@@ -196,6 +196,7 @@ class Comparison:
     runs: pd.DataFrame
     needs: dict
     level: float = 0.95
+    memory: int | None = None       # the KV capacity M every scheduler ran with (tokens)
 
     @property
     def table(self) -> pd.DataFrame:
@@ -215,23 +216,32 @@ class Comparison:
         return out
 
     def figures(self) -> dict:
-        """One matplotlib figure per metric: mean ± CI against load, one line per scheduler."""
+        """One matplotlib figure per metric: mean against load with its confidence interval
+        as a band (clipped at zero), one line and marker per scheduler, a log axis where the
+        means span more than 10×, the legend beside the axes and, on the memory figure, the
+        KV capacity ``M`` as a reference line."""
         import matplotlib.pyplot as plt
 
+        from .plotting import band, finish, reference, series_style
+
         table = self.table
+        names = list(dict.fromkeys(table.index.get_level_values(0)))
         figs = {}
         for metric, label in METRICS.items():
-            fig, ax = plt.subplots(figsize=(5, 3.4))
-            for name in dict.fromkeys(table.index.get_level_values(0)):
+            fig, ax = plt.subplots(figsize=(8.4, 3.8), layout="constrained")
+            for i, name in enumerate(names):
                 part = table.loc[name]
                 tag = name if self.needs[name] == "none" else f"{name} (needs {self.needs[name]})"
-                ax.errorbar(part.index, part[metric], yerr=part[f"{metric}_ci"].fillna(0),
-                            marker="o", capsize=3, label=tag)
-            ax.set_xlabel("load (fraction of full-batch capacity)")
-            ax.set_ylabel(label)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
-            fig.tight_layout()
+                half = part[f"{metric}_ci"].fillna(0).to_numpy()
+                mid = part[metric].to_numpy()
+                band(ax, part.index, mid, mid - half, mid + half, label=tag,
+                     style=series_style(i))
+            values = table[metric].to_numpy()
+            if metric == "peak_memory" and self.memory is not None:
+                reference(ax, self.memory, f"KV capacity M = {self.memory:,} tokens")
+                values = np.append(values, self.memory)
+            finish(ax, title=f"{label.split(' (')[0]} against load", ylabel=label,
+                   xlabel="load (fraction of full-batch capacity)", y=values)
             figs[metric] = fig
         return figs
 
@@ -273,7 +283,7 @@ def compare(schedulers: Sequence | None = None, *, loads=(0.5, 0.7, 0.9), seeds=
     runs = sweep(run, {"scheduler": names, "load": list(loads)}, seeds=seeds,
                  executor=executor or ThreadPoolExecutor(1), checkpoint=checkpoint,
                  progress=progress)
-    return Comparison(runs, {s.name: s.needs for s in entries})
+    return Comparison(runs, {s.name: s.needs for s in entries}, memory=memory)
 
 
 def compare_main(argv=None) -> int:
