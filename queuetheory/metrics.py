@@ -24,7 +24,48 @@ def time_average_in_system(result) -> float:
 
 
 def summarize(result) -> dict:
-    """Throughput, latency, TTFT, TBT, memory, restarts and queue figures of a run."""
+    """Throughput, latency, TTFT, TBT, memory, restarts and queue figures of a run.
+
+    Times are in the time model's unit (``ms`` for the Llama-3-70B fit, ``s`` for
+    :class:`~queuetheory.AffineTokenTime`'s anchor, rounds for
+    :class:`~queuetheory.UnitTime`); ``T`` is the end of the run (``time``). Latency figures
+    are over *completed* requests only: ``arrived − completed`` says how many they leave
+    out, and they are NaN when none completed.
+
+    ==========================  ==================  ============================================
+    key                         unit                definition
+    ==========================  ==================  ============================================
+    ``time``                    time unit           ``T``, the end of the run
+    ``arrived``                 requests            arrivals in ``[0, T]``
+    ``completed``               requests            requests finished by ``T``
+    ``throughput``              tokens / time unit  output tokens of the completed requests
+                                                    over ``T`` (the output length counts the
+                                                    first token under both conventions; the
+                                                    fluid ``Equilibrium.throughput`` of Ao et
+                                                    al. also counts the prefill step)
+    ``completion_rate``         requests / time     ``completed / T``
+    ``decode_rate``             tokens / time unit  output tokens every request holds at ``T``,
+                                                    finished or not (tokens lost to an
+                                                    eviction are not counted), over ``T``
+    ``mean_latency``            time unit           mean of ``finish − arrival`` (completed)
+    ``p50_latency``             time unit           median latency (completed)
+    ``p99_latency``             time unit           99th percentile latency (completed)
+    ``mean_ttft``               time unit           mean time to first token, over requests
+                                                    that emitted one
+    ``p99_ttft``                time unit           99th percentile TTFT (same requests)
+    ``mean_tbt``                time unit           mean time between successive output
+                                                    tokens of a request, over every gap
+    ``p99_tbt``                 time unit           99th percentile of those gaps (histogram)
+    ``peak_memory``             KV tokens           largest KV cache held at once
+    ``restarts``                evictions           requests evicted and restarted (recompute)
+    ``iterations``              batches             iterations run
+    ``mean_in_system``          requests            time-average number in the system on
+                                                    ``[0, T]``
+    ``in_system_end``           requests            requests still in the system at ``T``
+    ``unfinished_tokens_end``   tokens              prompt and output tokens still to process
+                                                    at ``T``
+    ==========================  ==================  ============================================
+    """
     eng = result.engine
     req = result.requests
     T = _span(result)
