@@ -16,6 +16,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 POLICIES = ("sarathi", "orca", "vllm", "fastertransformer")
+DEFAULT_TIME = "45.5,0.30,64"       # the Llama-3-70B fit of Li, Dai, Peng, in ms
 
 
 def _policy(name: str, budget: int, order: str):
@@ -40,13 +41,14 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("simulate", help="simulate one engine and print its metrics")
     s.add_argument("--policy", choices=POLICIES, default="sarathi")
     s.add_argument("--order", default="fcfs", help="fcfs, sjf_prompt, sjf_decode or sjf_total")
-    s.add_argument("--rate", type=float, required=True, help="arrival rate per time unit")
+    s.add_argument("--rate", type=float, required=True,
+                   help="arrivals per time unit (per ms with the default --time)")
     s.add_argument("--prompt", type=int, required=True, help="prompt tokens (fixed)")
     s.add_argument("--output", type=int, required=True, help="output tokens (fixed)")
     s.add_argument("--budget", type=int, default=512, help="token budget b (default 512)")
     s.add_argument("--horizon", type=float, required=True, help="simulated time")
     s.add_argument("--memory", type=int, help="KV-cache capacity in tokens")
-    s.add_argument("--time", default="45.5,0.30,64", metavar="C,A,B0",
+    s.add_argument("--time", default=DEFAULT_TIME, metavar="C,A,B0",
                    help="piecewise-linear batch time c + a·max(0, b'−b0) (default Llama-3-70B, "
                         "ms), or 'unit'")
     s.add_argument("--seed", type=int, default=0)
@@ -105,10 +107,28 @@ def _simulate(a) -> int:
     if a.json:
         print(json.dumps(m, indent=2))
     else:
+        unit = _units("rounds" if a.time == "unit" else
+                      "ms" if a.time == DEFAULT_TIME else "time units")
         width = max(map(len, m))
         for k, v in m.items():
-            print(f"{k:<{width}}  {v:.6g}" if isinstance(v, float) else f"{k:<{width}}  {v}")
+            text = f"{v:.6g}" if isinstance(v, float) else f"{v}"
+            print(f"{k:<{width}}  {text:>12}  {unit.get(k, '')}".rstrip())
     return 0
+
+
+def _units(t: str) -> dict:
+    """The unit of every metric of ``summarize`` (and of the growth test), ``t`` the time's."""
+    per = f"per {t[:-1] if t.endswith('s') and t != 'ms' else t}"
+    return {
+        "time": t, "arrived": "requests", "completed": "requests",
+        "throughput": f"output tokens {per}", "completion_rate": f"requests {per}",
+        "decode_rate": f"output tokens {per}", "mean_latency": t, "p50_latency": t,
+        "p99_latency": t, "mean_ttft": t, "p99_ttft": t, "mean_tbt": t, "p99_tbt": t,
+        "peak_memory": "KV tokens", "restarts": "evictions", "iterations": "batches",
+        "mean_in_system": "requests (time average)", "in_system_end": "requests",
+        "unfinished_tokens_end": "tokens",
+        "growth_relative": "× offered token rate",
+    }
 
 
 def main(argv=None) -> int:
