@@ -6,7 +6,7 @@ simulator that runs every scheduler on the same model, and a ledger of the paper
 
 from . import policies
 from .engine import Batch, Result, State, simulate
-from .errors import InfeasibleBatchError, QueueTheoryError, UnstableError
+from .errors import InfeasibleBatchError, QueueTheoryError, SolverError, UnstableError
 from .sweep import sweep
 from .timing import (
     AffineTokenTime,
@@ -34,7 +34,7 @@ __version__ = "0.1.0"
 __all__ = [
     "bounds", "claims", "data", "fluid", "metrics", "networks", "plotting", "policies",
     "Batch", "Result", "State", "simulate",
-    "InfeasibleBatchError", "QueueTheoryError", "UnstableError",
+    "InfeasibleBatchError", "QueueTheoryError", "SolverError", "UnstableError",
     "BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
     "AffineTokenTime", "TiledGPUTime", "GPUModel", "ModelDims", "sweep",
     "RequestClass", "Workload", "Trace", "TimeVarying",

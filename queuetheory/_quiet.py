@@ -51,3 +51,19 @@ def silence_highs_banner() -> None:
         for fd in (*saved, devnull):
             os.close(fd)
     _silenced = True
+
+
+def solve_highs(problem, what: str, **options) -> None:
+    """Solve a cvxpy ``problem`` with HiGHS, quietly; :class:`~queuetheory.errors.SolverError`
+    naming ``what`` unless it ends optimal."""
+    import cvxpy as cp
+
+    from .errors import SolverError
+
+    silence_highs_banner()
+    try:
+        problem.solve(solver=cp.HIGHS, verbose=False, **options)
+    except (cp.error.SolverError, ValueError) as err:
+        raise SolverError(f"{what}: HiGHS failed ({err})") from None
+    if problem.status not in ("optimal", "optimal_inaccurate"):
+        raise SolverError(f"{what}: solver status {problem.status}")

@@ -29,6 +29,13 @@ class UnstableError(QueueTheoryError, ValueError):
                          f"(exceeds the limit by {load - limit:.6g})")
 
 
+class SolverError(QueueTheoryError, RuntimeError):
+    """An optimisation solver (HiGHS through cvxpy) failed or returned no optimal solution."""
+
+
+__all__ += ["SolverError"]
+
+
 def check_positive(name: str, value, *, allow_zero: bool = False, integer: bool = False):
     """Raise ``ValueError`` naming ``name`` unless ``value`` is a finite positive number."""
     try:

@@ -24,7 +24,7 @@ import cvxpy as cp
 import numpy as np
 from scipy import optimize
 
-from .._quiet import silence_highs_banner
+from .._quiet import solve_highs
 from ..errors import UnstableError, check_positive
 from .thresholds import ConditionStatus, check_thresholds
 
@@ -314,10 +314,7 @@ def nested_thresholds(seg: Segments, d0: float, d1: float, *, rule: str = "lp",
         p = seg.p
         cons.append(x[1:] >= cp.multiply(p * (1 + margin * (1 - p)), x[:-1]))
     prob = cp.Problem(cp.Minimize(M), cons)
-    silence_highs_banner()
-    prob.solve(solver=cp.HIGHS, verbose=False)
-    if prob.status not in ("optimal", "optimal_inaccurate"):
-        raise RuntimeError(f"nested threshold MILP: solver status {prob.status}")
+    solve_highs(prob, "nested threshold MILP")
     return np.rint(x.value).astype(np.int64) if integer else np.asarray(x.value, dtype=float)
 
 

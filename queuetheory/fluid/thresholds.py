@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import cvxpy as cp
 import numpy as np
 
-from .._quiet import silence_highs_banner
+from .._quiet import solve_highs
 from ..errors import UnstableError, check_positive
 from .equilibrium import class_arrays, memory_work
 
@@ -33,6 +33,10 @@ __all__ = ["WaitCondition", "wait_condition", "wait_memory", "wait_thresholds",
            "threshold_problem", "check_thresholds"]
 
 _TOL = 1e-9
+
+#: Largest threshold (prompts per stage) the MILP is asked for; beyond it HiGHS's doubles no
+#: longer hold the integers exactly.
+MAX_THRESHOLD = 1e9
 
 
 def check_thresholds(n, m: int | None = None, name: str = "thresholds", *,
@@ -176,9 +180,11 @@ def wait_thresholds(classes, d0: float, d1: float, *, margin: float = 0.0, rule:
     if load >= 1 - margin:
         raise UnstableError(f"d1·W with margin {margin} (condition 9 needs d1·W < 1 − margin)",
                             load, 1 - margin)
+    fluid = d0 * lam / (1 - margin - load)      # the relaxed optimum c·λ (module docstring)
+    if fluid.max() > MAX_THRESHOLD:
+        raise ValueError(f"d0={d0}, d1={d1}: the thresholds would be about {fluid.max():.3g} "
+                         f"prompts per stage (d0·λ_j/(1 − margin − d1·W)), more than "
+                         f"MAX_THRESHOLD = {MAX_THRESHOLD:.0e}; rescale the time unit or rates")
     prob, n = threshold_problem(classes, d0, d1, margin=margin, integer=True)
-    silence_highs_banner()
-    prob.solve(solver=cp.HIGHS, verbose=False)
-    if prob.status not in ("optimal", "optimal_inaccurate"):
-        raise RuntimeError(f"threshold MILP: solver status {prob.status}")
+    solve_highs(prob, "threshold MILP")
     return np.rint(n.value).astype(np.int64)

@@ -79,16 +79,20 @@ class TimeModel:
 
     def count_duration(self, prefill_tokens: int, decodes: int) -> float:
         """``duration`` of a batch with these token counts (``counts_only`` models)."""
-        raise TypeError(f"{type(self).__name__} depends on more than the token counts")
+        raise TypeError(f"time_model={self!r}: count_duration needs a model of the token "
+                        "counts alone; this one depends on more")
 
     def token_time(self, b: int) -> float:
         """Duration of a batch whose token load is ``b`` (models that depend on ``b'`` only)."""
-        raise TypeError(f"{type(self).__name__} does not depend on the token load alone")
+        raise TypeError(f"time_model={self!r}: token_time(b) needs a model of the token load "
+                        "b alone; this one depends on more")
 
     def full_batch_time(self, prefill_tokens: float, decode_tokens: float, budget: int) -> float:
         """Time to serve these tokens in full batches of ``budget`` tokens: the saturated
         engine's rate, whose inverse gives the capacity ``b / t_b`` of Li, Dai, Peng (eq. 2.7)."""
         check_positive("budget", budget, integer=True)
+        check_positive("prefill_tokens", prefill_tokens, allow_zero=True)
+        check_positive("decode_tokens", decode_tokens, allow_zero=True)
         return self.token_time(budget) * (prefill_tokens + decode_tokens) / budget
 
     def decode_durations(self, decodes: np.ndarray, kv_tokens: np.ndarray) -> np.ndarray | None:
@@ -215,7 +219,10 @@ class AffineTokenTime(_TokenCountTime):
 
     def full_batch_time(self, prefill_tokens, decode_tokens, budget):
         check_positive("budget", budget, integer=True)
+        check_positive("prefill_tokens", prefill_tokens, allow_zero=True)
+        check_positive("decode_tokens", decode_tokens, allow_zero=True)
         if self.slot is not None:
-            raise TypeError("full_batch_time: a slotted AffineTokenTime depends on the mix")
+            raise TypeError(f"time_model={self!r}: full_batch_time needs slot=None (a slotted "
+                            "AffineTokenTime depends on the prefill/decode mix of each batch)")
         return (self.c * (prefill_tokens + decode_tokens) / budget
                 + self.per_prefill * prefill_tokens + self.per_decode * decode_tokens)
