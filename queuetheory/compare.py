@@ -105,7 +105,7 @@ CLASSIC = [
 
 @dataclass(frozen=True)
 class NestedWAITFactory:
-    """Nested WAIT (seed 000, Alg. 2) for a workload of unknown types: the output-length law
+    """Nested WAIT (Ao et al., Alg. 2) for a workload of unknown types: the output-length law
     is cut into ``segments`` groups of consecutive lengths (§7.2) and the thresholds follow
     the paper's batch-limit rule with ``B`` = the token budget; the memory gate keeps every
     batch within ``M``."""
@@ -127,9 +127,9 @@ class NestedWAITFactory:
 
 def paper_schedulers() -> list[Scheduler]:
     """The schedulers of the five papers that fit one engine with a token budget and a KV
-    memory, with what each needs to know. WAIT (seed 000, Alg. 1) needs a finite set of
+    memory, with what each needs to know. WAIT (Ao et al., Alg. 1) needs a finite set of
     known types and is left out of a workload of real lengths; Nested WAIT stands for it.
-    RAD (seed 002) is left out too: its model has no KV memory, and on this engine it
+    RAD is left out too: its model has no KV memory, and on this engine it
     overflows ``M`` (the engine raises ``InfeasibleBatchError``), so it only runs with
     ``memory=None``."""
     from .policies import MCSF, SLAI, AMax, AMin

@@ -1,10 +1,11 @@
-"""Token capacity of one LLM engine and the load condition of Theorem 1 (seed 004 §2, eq. 2.3, 2.7).
+"""Token capacity of one LLM engine and the load condition of Theorem 1 (Li, Dai, Peng §2,
+eq. 2.3, 2.7).
 
 A full batch of ``b`` tokens takes ``t_b`` time units, so an engine processes at most
-``b/t_b`` tokens per unit (L194). A workload with ``λ`` requests per unit and mean sizes
+``b/t_b`` tokens per unit. A workload with ``λ`` requests per unit and mean sizes
 ``(m_p, m_d)`` is stable under every work-conserving policy iff ``λ(m_p + m_d) < b/t_b``
 (Theorem 1, eq. 2.7/2.8). Under the piecewise-linear law (2.3)
-``t_b = c + a·max(0, b − b0)`` the smallest stable budget has the closed form (spec §1.3)::
+``t_b = c + a·max(0, b − b0)`` the smallest stable budget has the closed form::
 
     b_min = Λc                           if Λc ≤ b0
     b_min = Λ(c − a·b0) / (1 − aΛ)       otherwise (needs aΛ < 1),      Λ = λ(m_p + m_d).
@@ -47,7 +48,7 @@ def _budget(b) -> int:
 
 
 def token_capacity(time_model, b) -> float:
-    """``b / t_b``: tokens per time unit of back-to-back full batches (seed 004 L194)."""
+    """``b / t_b``: tokens per time unit of back-to-back full batches (Li, Dai, Peng)."""
     _check_model(time_model)
     b = _budget(b)
     return b / float(time_model.token_time(b))
@@ -56,7 +57,7 @@ def token_capacity(time_model, b) -> float:
 @dataclass(frozen=True)
 class MaxRate:
     """``max_{1≤b'≤b} b'/t_{b'}`` and where it is attained; ``at_budget`` iff it is at ``b' = b``
-    (Theorem 1(b)'s premise that ``b/t_b`` is the maximal processing rate, L194)."""
+    (Theorem 1(b)'s premise that ``b/t_b`` is the maximal processing rate)."""
 
     b: int
     full_rate: float
@@ -150,7 +151,7 @@ def min_token_budget(lam, mp, md, time_model) -> float:
     """The budget threshold ``b_min``: every budget ``b > b_min`` gives ``λ(m_p+m_d) < b/t_b``.
 
     Closed form for :class:`~queuetheory.timing.PiecewiseLinearTime` without slot rounding
-    (spec §1.3; if ``c < a·b0`` the stable budgets form a bounded interval above it) and for
+    (if ``c < a·b0`` the stable budgets form a bounded interval above it) and for
     :class:`~queuetheory.timing.UnitTime` (``b_min = Λ``). Raises :class:`UnstableError` when no
     budget is stable (``aΛ ≥ 1``, or ``Λ ≥ b0/c`` when ``c < a·b0``). For other models use
     :func:`smallest_stable_budget`.
@@ -206,7 +207,7 @@ def capacity_table(time_model, budgets, *, per: float = 1.0) -> pd.DataFrame:
 
 
 def llama3_70b_table(budgets=(64, 128, 256, 512, 768, 1024, 2048)) -> pd.DataFrame:
-    """Capacity against budget for the paper's Llama-3-70B fit (L116), in tokens per second.
+    """Capacity against budget for the paper's Llama-3-70B fit, in tokens per second.
 
     The limit as ``b → ∞`` is ``1/a`` = 3333.3 tokens/s (row ``inf``) because ``c > a·b0``.
     """

@@ -3,7 +3,7 @@
 Every model turns a :class:`BatchLoad` into a duration through one public method,
 :meth:`TimeModel.duration`; subclasses override the private hook ``_raw``. With ``slot``
 set, durations are rounded up to whole slots (at least one), the slotted models of
-seed 004 (``t_slots(b') = max(1, ceil(t(b')/slot))``, spec §1.3).
+Li, Dai, Peng (``t_slots(b') = max(1, ceil(t(b')/slot))``).
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ class BatchLoad:
 
     @property
     def token_load(self) -> int:
-        """``b' = Σ δ^p + Σ δ^d`` (seed 004, eq. 2.5d)."""
+        """``b' = Σ δ^p + Σ δ^d`` (Li, Dai, Peng, eq. 2.5d)."""
         return int(self.chunk.sum()) + int(self.decode_context.size)
 
     @property
     def kv_tokens(self) -> int:
-        """KV tokens of the batch members after the batch (seed 000, eq. 1's Σ(l_j + k))."""
+        """KV tokens of the batch members after the batch (Ao et al., eq. 1's Σ(l_j + k))."""
         return int((self.chunk_start + self.chunk).sum() + (self.decode_context + 1).sum())
 
     @classmethod
@@ -136,7 +136,7 @@ class _TokenCountTime(TimeModel):
 
 
 class LinearMemoryTime(TimeModel):
-    """``τ = d0 + d1 · Σ_{i∈batch} (l_i + k_i)``: seed 000, eq. (1).
+    """``τ = d0 + d1 · Σ_{i∈batch} (l_i + k_i)``: Ao et al., eq. (1).
 
     ``d0`` is the fixed overhead per iteration and ``d1`` the time per KV token of the batch
     members after the iteration (time units per token).
@@ -144,8 +144,8 @@ class LinearMemoryTime(TimeModel):
 
     def __init__(self, d0: float, d1: float, slot: float | None = None):
         super().__init__(slot)
-        self.d0 = check_positive("d0", d0, allow_zero=True)
-        self.d1 = check_positive("d1", d1, allow_zero=True)
+        self.d0 = float(check_positive("d0", d0, allow_zero=True))
+        self.d1 = float(check_positive("d1", d1, allow_zero=True))
 
     def _raw(self, load):
         return self.d0 + self.d1 * load.kv_tokens
@@ -155,17 +155,17 @@ class LinearMemoryTime(TimeModel):
 
 
 class PiecewiseLinearTime(_TokenCountTime):
-    """``t_{b'} = c + a · max(0, b' − b0)`` on the token load ``b'``: seed 004, eq. (2.3).
+    """``t_{b'} = c + a · max(0, b' − b0)`` on the token load ``b'``: Li, Dai, Peng, eq. (2.3).
 
     ``c`` is in time units, ``a`` in time units per token, ``b0`` in tokens. The paper's
-    Llama-3-70B fit (L116): ``c = 45.5`` ms, ``a = 0.30`` ms/token, ``b0 = 64``.
+    Llama-3-70B fit: ``c = 45.5`` ms, ``a = 0.30`` ms/token, ``b0 = 64``.
     """
 
     def __init__(self, c: float, a: float, b0: float = 0, slot: float | None = None):
         super().__init__(slot)
-        self.c = check_positive("c", c)
-        self.a = check_positive("a", a, allow_zero=True)
-        self.b0 = check_positive("b0", b0, allow_zero=True)
+        self.c = float(check_positive("c", c))
+        self.a = float(check_positive("a", a, allow_zero=True))
+        self.b0 = float(check_positive("b0", b0, allow_zero=True))
 
     def _raw_counts(self, prefill_tokens, decodes):
         return self._raw_tokens(prefill_tokens + decodes)
@@ -174,6 +174,7 @@ class PiecewiseLinearTime(_TokenCountTime):
         return self.c + self.a * max(0.0, b - self.b0)
 
     def token_time(self, b):
+        check_positive("b", b, allow_zero=True)
         return self._round(self._raw_tokens(b))
 
     def decode_durations(self, decodes, kv_tokens):
@@ -181,7 +182,8 @@ class PiecewiseLinearTime(_TokenCountTime):
 
 
 class UnitTime(_TokenCountTime):
-    """Every batch, full or partial, takes one round (seeds 001, 003; seed 004 App. B, §4.4)."""
+    """Every batch, full or partial, takes one round: the round models of Jaillet et al. and
+    Chen et al., and of Li, Dai, Peng App. B and §4.4."""
 
     unit = "round"
 
@@ -189,6 +191,7 @@ class UnitTime(_TokenCountTime):
         return 1.0
 
     def token_time(self, b):
+        check_positive("b", b, allow_zero=True)
         return self._round(1.0)
 
     def decode_durations(self, decodes, kv_tokens):
@@ -207,9 +210,9 @@ class AffineTokenTime(_TokenCountTime):
     def __init__(self, c: float, per_prefill: float, per_decode: float,
                  slot: float | None = None):
         super().__init__(slot)
-        self.c = check_positive("c", c)
-        self.per_prefill = check_positive("per_prefill", per_prefill, allow_zero=True)
-        self.per_decode = check_positive("per_decode", per_decode, allow_zero=True)
+        self.c = float(check_positive("c", c))
+        self.per_prefill = float(check_positive("per_prefill", per_prefill, allow_zero=True))
+        self.per_decode = float(check_positive("per_decode", per_decode, allow_zero=True))
 
     def _raw_counts(self, prefill_tokens, decodes):
         return self.c + self.per_prefill * prefill_tokens + self.per_decode * decodes

@@ -2,7 +2,7 @@
 
 A *request* has an arrival time, a prompt length (prefill tokens), an output length (decode
 tokens), a class index, a priority, and a prediction interval ``[lo, hi]`` for its output
-length (seed 003's model; the default predictor is exact, ``lo = hi = output``).
+length (Chen et al.'s model; the default predictor is exact, ``lo = hi = output``).
 
 Lengths are given as a fixed ``int``, a frozen ``scipy.stats`` distribution (samples are
 rounded to the nearest integer and clipped to at least one token), or an array of empirical
@@ -161,12 +161,13 @@ class RequestClass:
     Parameters
     ----------
     prompt, output : int, frozen ``scipy.stats`` distribution, or array of samples
-        Prefill tokens (seed 000: ``l_j``) and decode tokens (seed 000: ``l'_j``).
+        Prefill tokens (Ao et al.: ``l_j``) and decode tokens (Ao et al.: ``l'_j``).
     rate : float
         Arrival rate ``λ_j`` per time unit (per slot for slotted arrivals).
     name : str, optional
     priority : int
-        Larger is more important (paying users of seed 002, static priorities of seed 004 §4).
+        Larger is more important (paying users of Bari et al., static priorities of Li, Dai,
+        Peng §4).
     """
 
     prompt: object
@@ -252,7 +253,7 @@ class Trace:
 
 @dataclass(frozen=True)
 class TimeVarying:
-    """Non-homogeneous Poisson arrivals by thinning (seed 000 §7.1, eq. 13).
+    """Non-homogeneous Poisson arrivals by thinning (Ao et al. §7.1, eq. 13).
 
     ``multiplier(t)`` scales every class rate at time ``t`` (a scalar, or an array with one
     entry per class); ``peak`` bounds it from above and is checked on every candidate.
@@ -274,7 +275,7 @@ class ExactPredictor:
 
 @dataclass(frozen=True)
 class RelativeInterval:
-    """``[floor((1-α)·o), ceil((1+α)·o)]``, clipped to at least 1 (seed 003 §6)."""
+    """``[floor((1-α)·o), ceil((1+α)·o)]``, clipped to at least 1 (Chen et al. §6)."""
 
     alpha: float
 
@@ -314,7 +315,7 @@ class Workload:
         ``poisson``: independent Poisson processes; ``deterministic``: class ``j`` arrives
         at ``1/λ_j, 2/λ_j, …``; ``bernoulli``: at most one class-``j`` arrival per slot with
         probability ``λ_j``; ``poisson-slot``: ``Poisson(λ_j)`` arrivals at the start of each
-        slot (seed 004's ``a_n``); ``TimeVarying``: Poisson with rate ``λ_j·multiplier(t)``.
+        slot (Li, Dai, Peng's ``a_n``); ``TimeVarying``: Poisson with rate ``λ_j·multiplier(t)``.
     predictor : callable ``(rng, output, cls) -> (lo, hi)``, default exact
     slot : float, the slot length for slotted arrivals
     """
@@ -357,7 +358,7 @@ class Workload:
 
     @property
     def token_rate(self) -> float:
-        """Offered token load ``Σ_j λ_j (m_p^j + m_d^j)`` per time unit (seed 004, eq. 2.7)."""
+        """Offered token load ``Σ_j λ_j (m_p^j + m_d^j)`` per time unit (Li, Dai, Peng, eq. 2.7)."""
         return float(sum(c.rate * (c.mean_prompt + c.mean_output) for c in self.classes))
 
     # ---- traces -----------------------------------------------------------------------------
@@ -411,7 +412,7 @@ class Workload:
         sharegpt_lengths`), drawn together so that their correlation is kept, or any length
         laws :class:`RequestClass` accepts. With ``load`` the rate is
         ``load / time_model.full_batch_time(m_p, m_d, token_budget)``: the fraction of the
-        saturated engine's capacity (seed 004, eq. 2.7: ``λ (m_p + m_d) t_b / b``).
+        saturated engine's capacity (Li, Dai, Peng, eq. 2.7: ``λ (m_p + m_d) t_b / b``).
         """
         if (rate is None) == (load is None):
             raise ValueError(f"rate={rate!r}, load={load!r}: give exactly one of them")
