@@ -8,10 +8,9 @@ instead of executing the notebook a second time.
 import os
 from pathlib import Path
 
+import nbclient  # with nbconvert, in the [test] extra
+import nbformat
 import pytest
-
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
