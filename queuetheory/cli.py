@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -15,16 +16,27 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(f"{self.prog}: error: {message}")
 
 
-POLICIES = ("sarathi", "orca", "vllm", "fastertransformer")
-DEFAULT_TIME = "45.5,0.30,64"       # the Llama-3-70B fit of Li, Dai, Peng, in ms
+CLASSIC_POLICIES = ("sarathi", "orca", "vllm", "fastertransformer")
+#: every scheduler of queuetheory.compare.paper_schedulers, by its command-line name
+POLICIES = CLASSIC_POLICIES + ("nested-wait", "mc-sf", "a-max", "a-min", "slai")
 
 
-def _policy(name: str, budget: int, order: str):
+def cli_name(name: str) -> str:
+    """A scheduler's command-line name: ``"Nested WAIT"`` -> ``"nested-wait"``."""
+    return name.lower().replace(" ", "-").replace("_", "-")
+
+
+def _policy(name: str, budget: int, order: str, setting=None):
     from . import policies
 
-    cls = {"sarathi": policies.Sarathi, "orca": policies.Orca,
-           "vllm": policies.VLLMVanilla, "fastertransformer": policies.FasterTransformer}[name]
-    return cls(budget, order=order)
+    if name in CLASSIC_POLICIES:
+        cls = {"sarathi": policies.Sarathi, "orca": policies.Orca,
+               "vllm": policies.VLLMVanilla, "fastertransformer": policies.FasterTransformer}
+        return cls[name](budget, order=order)
+    from .compare import paper_schedulers
+
+    entry = next(s for s in paper_schedulers() if cli_name(s.name) == name)
+    return entry.factory(setting)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,18 +51,30 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--json", metavar="FILE", help="also write the results as JSON")
 
     s = sub.add_parser("simulate", help="simulate one engine and print its metrics")
-    s.add_argument("--policy", choices=POLICIES, default="sarathi")
-    s.add_argument("--order", default="fcfs", help="fcfs, sjf_prompt, sjf_decode or sjf_total")
-    s.add_argument("--rate", type=float, required=True,
-                   help="arrivals per time unit (per ms with the default --time)")
-    s.add_argument("--prompt", type=int, required=True, help="prompt tokens (fixed)")
-    s.add_argument("--output", type=int, required=True, help="output tokens (fixed)")
+    s.add_argument("--policy", choices=POLICIES, default="sarathi",
+                   help="scheduler (the last five are the papers'; see queuetheory compare)")
+    s.add_argument("--order", default="fcfs", help="fcfs, sjf_prompt, sjf_decode or sjf_total "
+                   "(the four classic schedulers)")
+    s.add_argument("--trace", metavar="FILE", help="replay a production trace (.csv, .jsonl, "
+                   ".parquet; queuetheory.workload.read_trace) instead of fixed lengths")
+    s.add_argument("--format", help="the trace's format: azure, burstgpt, mooncake (default: "
+                   "detected from its columns)")
+    s.add_argument("--rate", type=float, help="arrival rate per time unit (with --trace: "
+                   "rescale the trace to this mean rate, keeping its burstiness)")
+    s.add_argument("--prompt", type=int, help="prompt tokens (fixed; without --trace)")
+    s.add_argument("--output", type=int, help="output tokens, the first included (fixed; "
+                   "without --trace)")
     s.add_argument("--budget", type=int, default=512, help="token budget b (default 512)")
-    s.add_argument("--horizon", type=float, required=True, help="simulated time")
+    s.add_argument("--horizon", type=float, help="simulated time (without --trace: required; "
+                   "with it: default the whole trace, drained)")
     s.add_argument("--memory", type=int, help="KV-cache capacity in tokens")
-    s.add_argument("--time", default=DEFAULT_TIME, metavar="C,A,B0",
-                   help="piecewise-linear batch time c + a·max(0, b'−b0) (default Llama-3-70B, "
-                        "ms), or 'unit'")
+    s.add_argument("--time", default="45.5,0.30,64", metavar="C,A,B0",
+                   help="piecewise-linear batch time c + a·max(0, b'−b0) in --time-unit "
+                        "(default Llama-3-70B, ms), 'unit', or 'a100' / 'h100' (the tiled GPU "
+                        "model fitted to real timings, seconds)")
+    s.add_argument("--time-unit", choices=("ms", "s"), default="ms",
+                   help="unit of --time, --rate, --horizon, the trace and the results "
+                        "(default ms)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--json", action="store_true", help="print the metrics as JSON")
 
@@ -78,57 +102,90 @@ def _reproduce(a) -> int:
     return 0 if all(r.as_expected for r in rows) else 1
 
 
-def _time_model(spec: str):
-    from .timing import PiecewiseLinearTime, UnitTime
+def _time_model(spec: str, unit: str):
+    from .timing import PiecewiseLinearTime, TiledGPUTime, UnitTime
 
     if spec == "unit":
         return UnitTime()
+    if spec in ("a100", "h100"):
+        if unit != "s":
+            raise ValueError(f"--time {spec}: the fitted GPU model is in seconds; add "
+                             "--time-unit s")
+        return TiledGPUTime.fitted(spec)
     try:
         c, a, b0 = (float(x) for x in spec.split(","))
     except ValueError:
-        raise ValueError(f"--time {spec!r}: expected 'C,A,B0' or 'unit'") from None
+        raise ValueError(f"--time {spec!r}: expected 'C,A,B0', 'unit', 'a100' or "
+                         "'h100'") from None
     return PiecewiseLinearTime(c, a, b0)
 
 
+def _units(time_unit: str) -> dict:
+    """The unit of every metric of :func:`queuetheory.metrics.summarize`."""
+    t = time_unit
+    return {"time": t, "arrived": "requests", "completed": "requests",
+            "throughput": f"output tokens/{t}", "completion_rate": f"requests/{t}",
+            "decode_rate": f"tokens/{t}", "mean_latency": t, "p50_latency": t,
+            "p99_latency": t, "mean_ttft": t, "p99_ttft": t, "mean_tbt": t, "p99_tbt": t,
+            "peak_memory": "tokens", "restarts": "evictions", "iterations": "batches",
+            "mean_in_system": "requests", "in_system_end": "requests",
+            "unfinished_tokens_end": "tokens", "growth_relative": "fraction"}
+
+
+def _json_safe(v):
+    """NaN and infinities as null: the JSON standard has no NaN."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _workload(a):
+    """(what simulate runs, the Workload a scheduler factory may read)."""
+    from .workload import RequestClass, Workload, mean_rate, read_trace
+
+    if a.trace is None:
+        missing = [f"--{n}" for n in ("rate", "prompt", "output", "horizon")
+                   if getattr(a, n) is None]
+        if missing:
+            raise ValueError(f"{', '.join(missing)}: required without --trace")
+        wl = Workload([RequestClass(a.prompt, a.output, a.rate)])
+        return wl, wl
+    if a.prompt is not None or a.output is not None:
+        raise ValueError("--prompt/--output: the trace gives the lengths; drop them")
+    trace = read_trace(a.trace, format=a.format, time_unit=a.time_unit, rate=a.rate)
+    law = Workload.from_lengths(trace.prompt, trace.output, rate=mean_rate(trace))
+    return trace, law
+
+
 def _simulate(a) -> int:
+    from .compare import Setting
     from .engine import simulate
     from .metrics import growth_rate
-    from .workload import RequestClass, Workload
 
-    wl = Workload([RequestClass(a.prompt, a.output, a.rate)])
-    res = simulate(wl, _policy(a.policy, a.budget, a.order), _time_model(a.time),
-                   memory=a.memory, horizon=a.horizon, seed=a.seed)
+    run_on, law = _workload(a)
+    tm = _time_model(a.time, a.time_unit)
+    policy = _policy(a.policy, a.budget, a.order,
+                     Setting(a.budget, a.memory, tm, law, float("nan")))
+    res = simulate(run_on, policy, tm, memory=a.memory, horizon=a.horizon, seed=a.seed,
+                   first_token="prefill")
     m = res.metrics
     try:
         g = growth_rate(res)
         m.update(growth_verdict=g.verdict, growth_relative=g.relative)
     except ValueError as e:
         m.update(growth_verdict="too-short", growth_note=str(e))
+    unit = "round" if a.time == "unit" else a.time_unit      # UnitTime counts rounds
+    units = {k: u for k, u in _units(unit).items() if k in m}
     if a.json:
-        print(json.dumps(m, indent=2))
+        out = {k: _json_safe(v) for k, v in m.items()}
+        print(json.dumps({**out, "time_unit": a.time_unit, "units": units}, indent=2,
+                         allow_nan=False))
     else:
-        unit = _units("rounds" if a.time == "unit" else
-                      "ms" if a.time == DEFAULT_TIME else "time units")
         width = max(map(len, m))
         for k, v in m.items():
-            text = f"{v:.6g}" if isinstance(v, float) else f"{v}"
-            print(f"{k:<{width}}  {text:>12}  {unit.get(k, '')}".rstrip())
+            shown = f"{v:.6g}" if isinstance(v, float) else f"{v}"
+            print(f"{k:<{width}}  {shown}  {units.get(k, '')}".rstrip())
     return 0
-
-
-def _units(t: str) -> dict:
-    """The unit of every metric of ``summarize`` (and of the growth test), ``t`` the time's."""
-    per = f"per {t[:-1] if t.endswith('s') and t != 'ms' else t}"
-    return {
-        "time": t, "arrived": "requests", "completed": "requests",
-        "throughput": f"output tokens {per}", "completion_rate": f"requests {per}",
-        "decode_rate": f"output tokens {per}", "mean_latency": t, "p50_latency": t,
-        "p99_latency": t, "mean_ttft": t, "p99_ttft": t, "mean_tbt": t, "p99_tbt": t,
-        "peak_memory": "KV tokens", "restarts": "evictions", "iterations": "batches",
-        "mean_in_system": "requests (time average)", "in_system_end": "requests",
-        "unfinished_tokens_end": "tokens",
-        "growth_relative": "× offered token rate",
-    }
 
 
 def main(argv=None) -> int:

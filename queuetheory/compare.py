@@ -31,7 +31,7 @@ from .engine import simulate
 from .policies import FasterTransformer, Orca, Sarathi, VLLMVanilla
 from .sweep import sweep
 from .timing import AffineTokenTime, TimeModel
-from .workload import Workload
+from .workload import Workload, with_rate
 
 __all__ = ["Scheduler", "Setting", "Budgeted", "Plain", "NestedWAITFactory", "CLASSIC",
            "paper_schedulers", "METRICS", "Comparison", "compare", "compare_main", "ANCHOR_TIME"]
@@ -172,6 +172,7 @@ class _Run:
     memory: int | None
     n_requests: int
     predictor: object
+    trace: object = None
 
     def workload(self, load):
         return Workload.from_lengths(*self.lengths, load=load, time_model=self.time_model,
@@ -181,9 +182,11 @@ class _Run:
         entry = next(s for s in self.schedulers if s.name == scheduler)
         wl = self.workload(load)
         setting = Setting(self.token_budget, self.memory, self.time_model, wl, load)
+        # a trace keeps its own arrivals, rescaled to the load's mean rate (burstiness kept)
+        runs_on = wl if self.trace is None else with_rate(self.trace, wl.total_rate)
         # the engine enforces a scheduler's own token budget; the round-based schedulers of
         # seeds 000, 001 and 003 have none and prefill whole prompts
-        res = simulate(wl, entry.factory(setting), self.time_model, memory=self.memory,
+        res = simulate(runs_on, entry.factory(setting), self.time_model, memory=self.memory,
                        n_requests=self.n_requests, seed=seed)
         m = res.metrics
         return {k: m[k] for k in (*METRICS, "completed", "iterations", "time")}
@@ -250,7 +253,7 @@ def compare(schedulers: Sequence | None = None, *, loads=(0.5, 0.7, 0.9), seeds=
             n_requests: int = 2000, lengths=None, max_total: int = 4096,
             time_model: TimeModel = ANCHOR_TIME, token_budget: int = 512,
             memory: int | None = 65536, predictor=None, executor=None, checkpoint=None,
-            progress: bool = False) -> Comparison:
+            progress: bool = False, trace=None) -> Comparison:
     """Run every scheduler on the same ShareGPT workload across ``loads``.
 
     Parameters
@@ -266,11 +269,20 @@ def compare(schedulers: Sequence | None = None, *, loads=(0.5, 0.7, 0.9), seeds=
         that need intervals; default exact
     executor, checkpoint, progress : passed to :func:`queuetheory.sweep` (default: one
         thread; factories of a process pool must be picklable, as :class:`Budgeted` is)
+    trace : a recorded :class:`~queuetheory.workload.Trace` (e.g.
+        :func:`queuetheory.data.azure_trace`) replayed instead of Poisson arrivals: its
+        lengths replace ``lengths`` and its arrival times are scaled to each load's rate
+        (:func:`~queuetheory.workload.with_rate`); its first ``n_requests`` are run, and
+        the seeds then vary only the schedulers' own random choices
     """
     entries = [_as_scheduler(s) for s in (CLASSIC if schedulers is None else schedulers)]
     names = [s.name for s in entries]
     if len(set(names)) != len(names):
         raise ValueError(f"schedulers: names must be unique, got {names}")
+    if trace is not None:
+        if lengths is not None:
+            raise ValueError("lengths: a trace gives its own lengths; give one of them")
+        lengths = (trace.prompt, trace.output)
     if lengths is None:
         lengths = _default_lengths(max_total)
     if memory is not None:
@@ -279,7 +291,7 @@ def compare(schedulers: Sequence | None = None, *, loads=(0.5, 0.7, 0.9), seeds=
             raise ValueError(f"memory={memory}: smaller than the longest request ({need} "
                              "tokens); lower max_total or raise memory")
     run = _Run(entries, tuple(np.asarray(a) for a in lengths), time_model, int(token_budget),
-               memory, int(n_requests), predictor)
+               memory, int(n_requests), predictor, trace)
     runs = sweep(run, {"scheduler": names, "load": list(loads)}, seeds=seeds,
                  executor=executor or ThreadPoolExecutor(1), checkpoint=checkpoint,
                  progress=progress)
@@ -303,6 +315,11 @@ def compare_main(argv=None) -> int:
                     help="only vLLM, Orca, Sarathi, FasterTransformer (default: every paper's)")
     ap.add_argument("--alpha", type=float, default=0.5,
                     help="prediction intervals [(1-α)o, (1+α)o] for A_max / A_min (default 0.5)")
+    ap.add_argument("--trace", metavar="FILE", help="replay a production trace (.csv, .jsonl, "
+                    ".parquet), its arrivals rescaled to each load, instead of ShareGPT "
+                    "lengths with Poisson arrivals")
+    ap.add_argument("--format", help="the trace's format: azure, burstgpt, mooncake (default: "
+                    "detected)")
     args = ap.parse_args(argv)
     if args.quick:
         args.loads, args.seeds, args.requests = [0.5, 0.9], 2, 300
@@ -311,13 +328,14 @@ def compare_main(argv=None) -> int:
         from concurrent.futures import ProcessPoolExecutor
 
         executor = ProcessPoolExecutor(args.workers)
-    from .workload import RelativeInterval
+    from .workload import RelativeInterval, read_trace
 
+    trace = None if args.trace is None else read_trace(args.trace, format=args.format)
     result = compare(CLASSIC if args.classic else paper_schedulers(), loads=args.loads,
                      predictor=RelativeInterval(args.alpha), seeds=args.seeds,
                      n_requests=args.requests,
                      token_budget=args.budget, memory=args.memory, executor=executor,
-                     checkpoint=args.checkpoint, progress=True)
+                     checkpoint=args.checkpoint, progress=True, trace=trace)
     table = result.table
     with pd.option_context("display.width", 200, "display.max_columns", 40):
         print(table.round(4).to_string())

@@ -33,7 +33,8 @@ def test_wait_cohorts_have_exactly_n_per_stage_and_memory_is_m_pi(n):
     pol = qt.policies.WAIT(n, PROP4)
     rec = _Recorder(pol)
     m_pi = qt.fluid.wait_memory(n, PROP4)
-    res = qt.simulate(qt.Workload(PROP4), pol, TM, memory=int(m_pi), horizon=300, seed=3)
+    res = qt.simulate(qt.Workload(PROP4), pol, TM, memory=int(m_pi), horizon=300, seed=3,
+                      first_token="decode")
     assert res.metrics["peak_memory"] <= m_pi
     for cls, decoded, prefilled, b in rec.seen:
         for j in np.unique(cls[np.concatenate([b.prefill, b.decode])]):
@@ -50,7 +51,7 @@ def test_wait_cohorts_have_exactly_n_per_stage_and_memory_is_m_pi(n):
 def test_wait_refuses_memory_below_m_pi():
     with pytest.raises(ValueError, match="memory=17: below WAIT's M"):
         qt.simulate(qt.Workload(PROP4), qt.policies.WAIT((2, 2), PROP4), TM, memory=17,
-                    horizon=50)
+                    horizon=50, first_token="decode")
 
 
 @pytest.mark.parametrize("bad", [(1.5, 1), (0, 1), (-2, 1)])
@@ -61,14 +62,15 @@ def test_wait_rejects_bad_thresholds(bad):
 
 def test_wait_without_classes_is_only_checked_by_the_engine():
     with pytest.raises(InfeasibleBatchError, match="memory"):
-        qt.simulate(qt.Workload(PROP4), qt.policies.WAIT((2, 2)), TM, memory=10, horizon=100)
+        qt.simulate(qt.Workload(PROP4), qt.policies.WAIT((2, 2)), TM, memory=10, horizon=100,
+                    first_token="decode")
 
 
 def test_wait_stalls_an_underfull_type():
     """A type below its threshold is never prefilled, and a cohort advances only with a
     fresh cohort of its type (literal Algorithm 1, spec §6 item 7)."""
     wl = qt.Workload.from_arrays([0.0, 0.5, 1.0], [1, 1, 1], [1, 2, 1], [0, 1, 0])
-    res = qt.simulate(wl, qt.policies.WAIT((2, 2)), TM, n_requests=3)
+    res = qt.simulate(wl, qt.policies.WAIT((2, 2)), TM, n_requests=3, first_token="decode")
     req = res.requests
     assert req.loc[[0, 2], "prefill_done"].notna().all()            # one type-0 batch ran
     assert req["finish"].isna().all()                               # then everything waits
@@ -78,7 +80,7 @@ def test_wait_stalls_an_underfull_type():
 def test_nested_wait_prefix_rule_and_full_cohorts():
     pol = qt.policies.NestedWAIT((1, 2), (10, 6))
     rec = _Recorder(pol)
-    qt.simulate(qt.Workload(PROP4), pol, TM, horizon=600, seed=2)
+    qt.simulate(qt.Workload(PROP4), pol, TM, horizon=600, seed=2, first_token="decode")
     seen_two = False
     for _, decoded, _, b in rec.seen:
         prefill_n = b.prefill.size
@@ -94,23 +96,26 @@ def test_nested_wait_does_not_use_types():
     """Nested WAIT reads stages only: relabelling classes changes nothing."""
     tr = qt.Workload(PROP4).sample(horizon=300, seed=5)
     relabelled = qt.Workload.from_arrays(tr.arrival, tr.prompt, tr.output, np.zeros(len(tr), int))
-    a = qt.simulate(tr, qt.policies.NestedWAIT((1, 2), (10, 6)), TM, horizon=300)
-    b = qt.simulate(relabelled, qt.policies.NestedWAIT((1, 2), (10, 6)), TM, horizon=300)
+    a = qt.simulate(tr, qt.policies.NestedWAIT((1, 2), (10, 6)), TM, horizon=300,
+                    first_token="decode")
+    b = qt.simulate(relabelled, qt.policies.NestedWAIT((1, 2), (10, 6)), TM, horizon=300,
+                    first_token="decode")
     assert np.array_equal(a.requests["finish"].fillna(-1), b.requests["finish"].fillna(-1))
 
 
 def test_nested_wait_gate_respects_memory_and_soft_exceeds_it():
     soft = qt.simulate(qt.Workload(PROP4), qt.policies.NestedWAIT((1, 2), (3, 2)), TM,
-                       horizon=500, seed=1)
+                       horizon=500, seed=1, first_token="decode")
     assert soft.metrics["peak_memory"] > 15
     gate = qt.simulate(qt.Workload(PROP4), qt.policies.NestedWAIT((1, 2), (3, 2), overflow="gate"),
-                       TM, memory=15, horizon=500, seed=1)
+                       TM, memory=15, horizon=500, seed=1, first_token="decode")
     assert gate.metrics["peak_memory"] <= 15
 
 
 def test_nested_wait_rejects_outputs_past_the_last_boundary():
     with pytest.raises(ValueError, match="exceeds the last segment boundary"):
-        qt.simulate(qt.Workload(PROP4), qt.policies.NestedWAIT((1,), (2,)), TM, horizon=20)
+        qt.simulate(qt.Workload(PROP4), qt.policies.NestedWAIT((1,), (2,)), TM, horizon=20,
+                    first_token="decode")
     with pytest.raises(ValueError, match="thresholds"):
         qt.policies.NestedWAIT((1, 2), (2,))
     with pytest.raises(ValueError, match="segments"):
@@ -121,7 +126,7 @@ def test_nested_wait_clustered_segments_complete_inside():
     classes = [qt.RequestClass(1, o, 0.1) for o in range(1, 9)]
     seg = qt.fluid.segment_design(1, np.arange(1, 9), np.full(8, 0.1), 2)
     res = qt.simulate(qt.Workload(classes), qt.policies.NestedWAIT(seg, (6, 3)), TM,
-                      horizon=400, seed=0)
+                      horizon=400, seed=0, first_token="decode")
     done = res.requests.dropna(subset=["finish"])
     assert set(done["output"]) == set(range(1, 9))
     assert (done["decoded"] == done["output"]).all()
@@ -129,16 +134,18 @@ def test_nested_wait_clustered_segments_complete_inside():
 
 def test_fcfs_restart_evicts_at_m_star_and_never_overflows():
     res = qt.simulate(qt.Workload(PROP4), qt.policies.FCFSRestart(), TM, memory=9, horizon=400,
-                      seed=0)
+                      seed=0, first_token="decode")
     assert res.metrics["restarts"] > 0 and res.metrics["peak_memory"] <= 9
-    free = qt.simulate(qt.Workload(PROP4), qt.policies.FCFSRestart(), TM, horizon=400, seed=0)
+    free = qt.simulate(qt.Workload(PROP4), qt.policies.FCFSRestart(), TM, horizon=400, seed=0,
+                       first_token="decode")
     assert free.metrics["restarts"] == 0
 
 
 @pytest.mark.parametrize("policy", [qt.policies.Sarathi(64, max_reqs=8),
                                     qt.policies.VLLMVanilla(64, max_reqs=8)])
 def test_classic_baselines_run_under_the_linear_memory_time(policy):
-    res = qt.simulate(qt.Workload(PROP4), policy, TM, memory=12, horizon=200, seed=0)
+    res = qt.simulate(qt.Workload(PROP4), policy, TM, memory=12, horizon=200, seed=0,
+                      first_token="decode")
     assert res.metrics["completed"] > 0 and res.metrics["peak_memory"] <= 12
 
 
@@ -148,7 +155,8 @@ def test_wait_queue_chain_matches_the_engine():
     chain = wait_queue_chain(PROP4, (1, 1), 0.1, 0.1, [T], paths=2000, seed=0)[0]
     engine = []
     for seed in range(8):
-        res = qt.simulate(qt.Workload(PROP4), qt.policies.WAIT((1, 1)), TM, horizon=T, seed=seed)
+        res = qt.simulate(qt.Workload(PROP4), qt.policies.WAIT((1, 1)), TM, horizon=T, seed=seed,
+                          first_token="decode")
         tr, tab = res.trace, res.engine.table
         queued = (tr.arrival <= T) & (tab.column("prefilled")[: len(tr)] == 0)
         engine.append(float((tr.prompt + tr.output)[queued].sum()))

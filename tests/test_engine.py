@@ -21,13 +21,18 @@ def two_class_workload(rate=0.004):
 
 @pytest.mark.parametrize("policy", classic_policies(), ids=repr)
 @pytest.mark.parametrize("memory", [None, 4000])
-def test_token_conservation(policy, memory, llama):
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+def test_token_conservation(policy, memory, first_token, llama):
     """Every token served is either progress of a request or progress later lost to eviction,
-    and the engine's unfinished-work counter equals what the requests still need."""
-    res = qt.simulate(two_class_workload(), policy, llama, horizon=1.5e5, memory=memory, seed=3)
+    and the engine's unfinished-work counter equals what the requests still need. Under
+    ``first_token="prefill"`` the first output token comes with the prompt's last chunk and
+    takes no slot of the token load."""
+    res = qt.simulate(two_class_workload(), policy, llama, horizon=1.5e5, memory=memory, seed=3,
+                      first_token=first_token)
     eng, req = res.engine, res.requests
     served = int(res.batches["token_load"].sum())
-    progress = int(req["prefilled"].sum() + req["decoded"].sum())
+    free_first = int((req["decoded"] > 0).sum()) if first_token == "prefill" else 0
+    progress = int(req["prefilled"].sum() + req["decoded"].sum()) - free_first
     assert served >= progress
     if req["restarts"].sum() == 0:
         assert served == progress
@@ -122,7 +127,7 @@ def test_eviction_restarts_and_recomputes(llama):
 
 def test_engine_can_be_driven_directly():
     """Networks drive Engine with add() and step(): requests enter while it runs."""
-    eng = Engine(qt.policies.Sarathi(16), qt.UnitTime())
+    eng = Engine(qt.policies.Sarathi(16), qt.UnitTime(), first_token="decode")
     one = Trace(np.zeros(1), np.array([20]), np.array([3]), np.zeros(1, int), np.array([3]),
                 np.array([3]), np.zeros(1, int))
     eng.add(one)
@@ -139,7 +144,7 @@ def test_engine_can_be_driven_directly():
 
 
 def test_first_token_prefill_convention():
-    """With emit_first the prefill iteration emits token 1 (seed 001's rounds)."""
+    """With first_token="prefill" the prefill iteration emits token 1 (vLLM's convention)."""
     trace = Trace(np.zeros(1), np.array([5]), np.array([4]), np.zeros(1, int), np.array([4]),
                   np.array([4]), np.zeros(1, int))
     res = qt.simulate(trace, qt.policies.Sarathi(64), qt.UnitTime(), first_token="prefill")

@@ -23,7 +23,8 @@ def _lognormal(median, sigma=0.8):
 
 def test_anchor_workload_runs_in_bulk_with_the_same_records():
     wl = qt.Workload([qt.RequestClass(prompt=512, output=256, rate=4.0)])
-    res, n_slow, n_fast = _same_run(wl, lambda: Sarathi(512), ANCHOR_TIME, n_requests=300)
+    res, n_slow, n_fast = _same_run(wl, lambda: Sarathi(512), ANCHOR_TIME, n_requests=300,
+        first_token="decode")
     assert res.metrics["completed"] == 300
     assert n_fast == 0                       # not one call to schedule
 
@@ -40,20 +41,22 @@ def test_sharegpt_lengths_same_records(time_model, load):
     rate_model = ANCHOR_TIME if time_model is SLOTTED else time_model
     wl = qt.Workload.from_lengths(prompt, output, load=load, time_model=rate_model,
                                   token_budget=512)
-    _, _, n_fast = _same_run(wl, lambda: Sarathi(512), time_model, n_requests=400)
+    _, _, n_fast = _same_run(wl, lambda: Sarathi(512), time_model, n_requests=400,
+        first_token="decode")
     assert n_fast == 0
 
 
 def test_two_classes_same_records():
     wl = qt.Workload([qt.RequestClass(_lognormal(100), _lognormal(150), rate=1.0),
                       qt.RequestClass(_lognormal(300), _lognormal(60), rate=1.5)])
-    _same_run(wl, lambda: Sarathi(256), ANCHOR_TIME, n_requests=300)
+    _same_run(wl, lambda: Sarathi(256), ANCHOR_TIME, n_requests=300, first_token="decode")
 
 
 def test_decodes_that_fill_the_budget_starve_prefills_alike():
     # budget 16 and long outputs: 16 requests decode at once and the prompts wait
     wl = qt.Workload([qt.RequestClass(_lognormal(20), _lognormal(200), rate=30.0)])
-    res, _, n_fast = _same_run(wl, lambda: Sarathi(16), ANCHOR_TIME, n_requests=200)
+    res, _, n_fast = _same_run(wl, lambda: Sarathi(16), ANCHOR_TIME, n_requests=200,
+        first_token="decode")
     assert n_fast == 0
     load = res.batches["token_load"]
     assert load.max() == 16 and (res.batches["decode_requests"] == 16).sum() > 100
@@ -64,7 +67,7 @@ def test_decodes_that_fill_the_budget_starve_prefills_alike():
 def test_stops_mid_run_with_the_same_state(cut):
     wl = qt.Workload([qt.RequestClass(_lognormal(400), _lognormal(300), rate=3.0)])
     kw = cut if "horizon" in cut else {**cut, "n_requests": 300}
-    res, _, n_fast = _same_run(wl, lambda: Sarathi(512), ANCHOR_TIME, **kw)
+    res, _, n_fast = _same_run(wl, lambda: Sarathi(512), ANCHOR_TIME, **kw, first_token="decode")
     assert n_fast == 0
     assert res.requests["finish"].isna().any()          # cut with requests in flight
     assert (res.requests["prefilled"] % 1 == 0).all()
@@ -75,7 +78,7 @@ def test_idle_periods_and_simultaneous_arrivals_same_records():
     n = arrival.size
     rng = np.random.default_rng(3)
     trace = qt.Workload.from_arrays(arrival, rng.integers(1, 900, n), rng.integers(1, 40, n))
-    _, _, n_fast = _same_run(trace, lambda: Sarathi(128), qt.UnitTime())
+    _, _, n_fast = _same_run(trace, lambda: Sarathi(128), qt.UnitTime(), first_token="decode")
     assert n_fast == 0
 
 
@@ -94,5 +97,6 @@ def test_rule_only_where_it_is_the_policy():
     assert bulk_runner(linear, Sarathi(512)) is None
     plain = Engine(Sarathi(512), tm, budget=512, first_token="decode")
     assert bulk_runner(plain, Sarathi(512)) is not None
-    res, _, n_fast = _same_run(wl, lambda: Sarathi(512, order="sjf_decode"), tm, n_requests=50)
+    res, _, n_fast = _same_run(wl, lambda: Sarathi(512, order="sjf_decode"), tm, n_requests=50,
+        first_token="decode")
     assert n_fast > 0

@@ -12,6 +12,7 @@ from . import (  # noqa: F401
     li2025,
     li2025_networks,
     li2025_theory,
+    real_gpu,
 )
 from .base import VERDICTS, Claim, Outcome, all, claim, get, papers
 

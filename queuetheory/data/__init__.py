@@ -1,5 +1,12 @@
-"""Real workloads and small shipped samples."""
+"""Real workloads, traces and GPU timings, and small shipped samples of them.
 
+- :func:`sharegpt_lengths`: ShareGPT V3 (prompt, output) lengths (``SHAREGPT.md``);
+- :func:`azure_trace`: the Azure LLM inference traces of 2023 with arrival times (CC-BY 4.0,
+  Patel et al., "Splitwise", ISCA 2024; ``AZURE.md``).
+"""
+
+from .azure import AZURE_TRACES, azure_trace
 from .sharegpt import PAPER_LENGTH_STATISTICS, sharegpt_lengths, sharegpt_statistics
 
-__all__ = ["sharegpt_lengths", "sharegpt_statistics", "PAPER_LENGTH_STATISTICS"]
+__all__ = ["sharegpt_lengths", "sharegpt_statistics", "PAPER_LENGTH_STATISTICS",
+           "azure_trace", "AZURE_TRACES"]

@@ -3,8 +3,14 @@
 - :mod:`.models`: the token-count and memory models — ``AffineTokenTime``,
   ``PiecewiseLinearTime`` (Li, Dai, Peng eq. 2.3), ``LinearMemoryTime`` (Ao et al. eq. 1),
   ``UnitTime`` (the round models of Jaillet et al. and Chen et al.);
-- :mod:`.gpu`: the GPU tiling model of Bari, Hegde, de Veciana (``TiledGPUTime``).
+- :mod:`.gpu`: the GPU tiling model of Bari, Hegde, de Veciana (``TiledGPUTime``);
+- :mod:`.fitting`: ``fit``, any of them fitted to measured batch durations (least squares,
+  intervals, held-out error, ``model="best"``);
+- :mod:`.vidur`: ``vidur_profile``, real A100/H100 linear-layer times from the Vidur
+  profiles (MIT), shipped aggregated.
 """
+
+import importlib
 
 from .gpu import AssumptionError, GPUModel, ModelDims, TiledGPUTime, ceil_div
 from .models import (
@@ -18,4 +24,14 @@ from .models import (
 
 __all__ = ["BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
            "AffineTokenTime", "TiledGPUTime", "GPUModel", "ModelDims", "AssumptionError",
-           "ceil_div"]
+           "ceil_div", "fit", "FitReport", "vidur_profile"]
+
+# the fitting layer needs scipy.optimize: loaded on first use, so ``import queuetheory`` stays
+# quick
+_LAZY = {"fit": "fitting", "FitReport": "fitting", "vidur_profile": "vidur"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

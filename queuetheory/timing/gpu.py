@@ -220,6 +220,16 @@ class TiledGPUTime(TimeModel):
         """Spec §9's parameter set — a toolkit assumption, NOT from the paper."""
         return cls(ModelDims.mistral_like(), GPUModel.from_efficiency(**gpu_kw))
 
+    @classmethod
+    def fitted(cls, gpu: str = "a100", model: str = "llama-2-7b", tp: int = 1) -> TiledGPUTime:
+        """Parameters fitted to real GPU timings: the Vidur profiles of ``model`` on ``gpu``
+        (linear and non-linear layers; the fit and what it leaves out are in
+        :func:`queuetheory.timing.vidur.fit_tiled`, which also returns the intervals).
+        Fitted once per process; the model is shared, do not modify it."""
+        from .vidur import fitted_model
+
+        return fitted_model(gpu, model, tp)
+
     # ---- the pieces of Eq. 7 --------------------------------------------------------------
     @property
     def t_lcm(self) -> int:

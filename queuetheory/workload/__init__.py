@@ -2,6 +2,9 @@
 
 - :mod:`.core`: ``RequestClass``, ``Workload``, ``Trace``, ``TimeVarying`` and the
   output-length predictors;
+- :mod:`.traces`: ``read_trace`` (also ``Workload.from_trace``), production traces from
+  CSV, JSONL or Parquet with the Azure, BurstGPT and Mooncake presets;
+- :mod:`.trace_stats`: ``trace_stats``, burstiness and length laws of a trace, one plot;
 - :mod:`.rad`: the SLAI evaluation workload of Bari, Hegde, de Veciana (Table 1), imported
   on first use (it needs ``scipy.stats``).
 """
@@ -16,6 +19,9 @@ from .core import (
     Trace,
     Workload,
 )
+from .trace_stats import TraceStats, trace_stats
+from .traces import FORMATS, mean_rate, read_trace, with_rate
 
 __all__ = ["RequestClass", "Workload", "Trace", "TimeVarying", "Lengths", "ExactPredictor",
-           "RelativeInterval", "ClassInterval"]
+           "RelativeInterval", "ClassInterval", "read_trace", "FORMATS", "trace_stats",
+           "TraceStats", "mean_rate", "with_rate"]

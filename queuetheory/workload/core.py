@@ -403,6 +403,15 @@ class Workload:
         )
         return wl
 
+    @staticmethod
+    def from_trace(source, **options) -> Trace:
+        """A recorded production trace (CSV, JSONL, Parquet or a DataFrame) as a Trace to
+        replay: :func:`queuetheory.workload.traces.read_trace` has the options (format
+        presets, columns, time unit, window, speedup, rate, bad rows)."""
+        from .traces import read_trace
+
+        return read_trace(source, **options)
+
     @classmethod
     def from_lengths(cls, prompt, output, *, rate=None, load=None, time_model=None,
                      token_budget=None, arrivals="poisson", predictor=None, name=None):

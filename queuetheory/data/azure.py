@@ -1,0 +1,41 @@
+"""The Azure LLM inference traces of 2023: production arrival times and token counts.
+
+Two one-hour samples of LLM inference services in Azure (2023-11-16), from the public
+repository Azure/AzurePublicDataset, shipped unchanged but gzip-compressed as
+``azure_llm_2023_{code,conv}.csv.gz`` under the CC-BY 4.0 license (``AZURE_LICENSE.txt``;
+attribution in ``AZURE.md``). Cite: Patel, Choukse, Zhang, Shah, Goiri, Maleki, Bianchini,
+"Splitwise: Efficient generative LLM inference using phase splitting", ISCA 2024.
+
+=========== ======== ==================================================================
+trace       requests columns
+=========== ======== ==================================================================
+``"code"``  8,819    TIMESTAMP (invocation time), ContextTokens, GeneratedTokens
+``"conv"``  19,366   same
+=========== ======== ==================================================================
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+__all__ = ["azure_trace", "AZURE_TRACES"]
+
+AZURE_TRACES = {"code": "azure_llm_2023_code.csv.gz", "conv": "azure_llm_2023_conv.csv.gz"}
+
+
+def azure_trace(name: str = "conv", **options):
+    """The Azure LLM 2023 ``"conv"`` (conversation) or ``"code"`` trace as a
+    :class:`~queuetheory.workload.Trace`.
+
+    ``options`` go to :func:`queuetheory.workload.traces.read_trace`: ``time_unit``
+    (``"s"`` default, or ``"ms"``), ``window``, ``speedup``, ``rate``. Prompt =
+    ``ContextTokens``, output = ``GeneratedTokens`` (counting the first token, the real
+    engines' convention); the first request arrives at 0. Data: CC-BY 4.0, Patel et al.,
+    "Splitwise", ISCA 2024.
+    """
+    from ..workload.traces import read_trace
+
+    if name not in AZURE_TRACES:
+        raise ValueError(f"name={name!r}: must be one of {tuple(AZURE_TRACES)}")
+    with resources.as_file(resources.files(__package__).joinpath(AZURE_TRACES[name])) as path:
+        return read_trace(path, format="azure", **options)

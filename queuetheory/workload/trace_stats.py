@@ -1,0 +1,126 @@
+"""How bursty a trace is, and how long its requests are: the statistics of a replayed log.
+
+* **mean rate** ``(n − 1) / (t_last − t_first)`` requests per time unit;
+* **coefficient of variation** of the inter-arrival times (1 for Poisson arrivals, 0 for
+  evenly spaced ones, > 1 for bursty ones);
+* **index of dispersion of counts** ``Var N(w) / E N(w)`` of the arrivals in consecutive
+  windows of length ``w`` (1 for Poisson arrivals at every ``w``); the default ``w`` holds
+  10 arrivals on average (``w = 10 / mean rate``), so that rescaling time
+  (``read_trace(rate=...)``) leaves it unchanged;
+* **rate over time**: arrivals per time unit in consecutive bins (default 60 bins);
+* **length laws**: quantiles of the prompt and output lengths beside ShareGPT's
+  (:func:`queuetheory.data.sharegpt_lengths`, whitespace words, not model tokens: compare
+  shapes, not absolute values).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import check_positive
+from .core import Trace
+
+__all__ = ["TraceStats", "trace_stats", "length_quantiles"]
+
+QUANTILES = (0.1, 0.5, 0.9, 0.99)
+
+
+def length_quantiles(prompt, output) -> pd.DataFrame:
+    """Mean, P10, median, P90, P99 and max of the prompt and output lengths (tokens)."""
+    rows = {}
+    for side, a in (("prompt", prompt), ("output", output)):
+        a = np.asarray(a, dtype=float)
+        q = np.quantile(a, QUANTILES)
+        rows[side] = {"mean": a.mean(), **{f"p{round(100 * p)}": v for p, v in
+                                           zip(QUANTILES, q, strict=True)}, "max": a.max()}
+    return pd.DataFrame(rows).T
+
+
+@dataclass
+class TraceStats:
+    """What :func:`trace_stats` measured (times in ``time_unit``)."""
+
+    requests: int
+    duration: float
+    mean_rate: float
+    cv_interarrival: float
+    dispersion: float
+    dispersion_window: float
+    rate_over_time: pd.DataFrame = field(repr=False)
+    lengths: pd.DataFrame = field(repr=False)
+    time_unit: str = "s"
+
+    def summary(self) -> dict:
+        """The scalar statistics as a JSON-ready dict (NaN as None)."""
+        keys = ("requests", "duration", "mean_rate", "cv_interarrival", "dispersion",
+                "dispersion_window", "time_unit")
+        out = {k: getattr(self, k) for k in keys}
+        return {k: None if isinstance(v, float) and not np.isfinite(v) else v
+                for k, v in out.items()}
+
+    def plot(self, ax=None, *, title: str | None = None):
+        """Arrivals per time unit over time, with the mean rate as a reference line."""
+        from ..plotting import finish, new_axes, reference, series_style
+
+        ax = new_axes(ax)
+        r = self.rate_over_time
+        style = series_style(0)
+        style.update(marker=None, linestyle="-")
+        ax.step(r["start"], r["rate"], where="post", lw=1.0, label="arrival rate per bin",
+                **style)
+        reference(ax, self.mean_rate, f"mean rate {self.mean_rate:.3g}/{self.time_unit}")
+        u = self.time_unit
+        head = title or (f"arrival rate over time: CV of inter-arrivals "
+                         f"{self.cv_interarrival:.2f}, dispersion {self.dispersion:.2f}")
+        return finish(ax, title=head, xlabel=f"time ({u})",
+                      ylabel=f"arrivals per {u} (bins of {float(r['width'].iloc[0]):.3g} {u})",
+                      logy=False)
+
+
+def trace_stats(trace: Trace, *, window: float | None = None, bins: int = 60,
+                time_unit: str = "s", reference: str | None = "sharegpt") -> TraceStats:
+    """Burstiness and length statistics of ``trace`` (see the module docstring).
+
+    ``window``: the counting window of the index of dispersion (default ``10 / mean
+    rate``); ``bins``: number of bins of the rate over time; ``time_unit``: the unit of the
+    trace's arrival times (a label); ``reference="sharegpt"`` adds ShareGPT's length
+    quantiles beside the trace's (``None``: the trace's only).
+    """
+    if not isinstance(trace, Trace):
+        raise ValueError(f"trace={trace!r}: must be a queuetheory Trace")
+    check_positive("bins", bins, integer=True)
+    if len(trace) < 3:
+        raise ValueError(f"trace: {len(trace)} request(s); statistics need at least 3")
+    t = np.asarray(trace.arrival, dtype=float)
+    span = float(t[-1] - t[0])
+    if span <= 0:
+        raise ValueError("trace: every request arrives at the same time; no rate to measure")
+    iat = np.diff(t)
+    mean_rate = (t.size - 1) / span
+    w = 10.0 / mean_rate if window is None else float(check_positive("window", window))
+    n_win = int(span // w)
+    if n_win >= 2:
+        counts = np.bincount(((t - t[0]) // w).astype(np.int64), minlength=n_win)[:n_win]
+        dispersion = float(counts.var(ddof=1) / counts.mean()) if counts.mean() > 0 else np.nan
+    else:
+        dispersion = np.nan
+    width = span / int(bins)
+    idx = np.minimum(((t - t[0]) // width).astype(np.int64), int(bins) - 1)
+    per_bin = np.bincount(idx, minlength=int(bins))
+    over_time = pd.DataFrame({"start": t[0] + width * np.arange(int(bins)),
+                              "width": width, "arrivals": per_bin, "rate": per_bin / width})
+    lengths = length_quantiles(trace.prompt, trace.output)
+    lengths.index = pd.MultiIndex.from_product([["trace"], lengths.index])
+    if reference == "sharegpt":
+        from ..data import sharegpt_lengths
+
+        ref = length_quantiles(*sharegpt_lengths(tokenizer="words"))
+        ref.index = pd.MultiIndex.from_product([["ShareGPT (words)"], ref.index])
+        lengths = pd.concat([lengths, ref])
+    elif reference is not None:
+        raise ValueError(f"reference={reference!r}: must be 'sharegpt' or None")
+    return TraceStats(int(t.size), span, float(mean_rate), float(iat.std() / iat.mean()),
+                      dispersion, w, over_time, lengths, time_unit)
