@@ -296,3 +296,28 @@ def test_cli_simulate(policy, rate, prompt, output, budget, horizon, time):
 def _no_progress_output(capsys):
     yield
     capsys.readouterr()
+
+
+TRACE_NAMES = ["source", "format", "columns", "timestamp_unit", "time_unit", "window", "speedup",
+               "rate", "drop_bad", "zero_tokens", "arrival", "prompt", "output", "class"]
+cells = st.one_of(numbers, st.sampled_from(["x", None, "", "12"]))
+
+
+@FUZZ
+@given(st.integers(0, 6).flatmap(lambda n: st.tuples(*(st.lists(cells, min_size=n, max_size=n)
+                                                       for _ in range(3)))),
+       st.one_of(st.none(), st.sampled_from(["s", "ms", "us", "ns", "datetime", "days"])),
+       st.sampled_from(["s", "ms", "h"]), st.one_of(st.none(), numbers),
+       st.one_of(st.none(), st.tuples(numbers, numbers)), st.booleans(),
+       st.sampled_from(["drop", "clip", "keep"]))
+def test_read_trace(columns, timestamp_unit, time_unit, rate, window, drop_bad, zero_tokens):
+    import pandas as pd
+
+    arrival, prompt, output = columns
+    df = pd.DataFrame({"timestamp": arrival, "input_length": prompt, "output_length": output})
+    tr = outcome(lambda: qt.workload.read_trace(
+        df, timestamp_unit=timestamp_unit, time_unit=time_unit, rate=rate, window=window,
+        drop_bad=drop_bad, zero_tokens=zero_tokens), TRACE_NAMES)
+    if tr is not None:
+        assert np.all(np.isfinite(tr.arrival)) and np.all(np.diff(tr.arrival) >= 0)
+        assert np.all(tr.prompt >= 1) and np.all(tr.output >= 1)

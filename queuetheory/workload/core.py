@@ -471,6 +471,8 @@ class Workload:
                 tr = tr.until(horizon)
             return tr if n_requests is None else tr.head(int(n_requests))
         rng = np.random.default_rng(seed)
+        if horizon is None and n_requests == 0:
+            return self._sample_until(rng, 0.0).head(0)
         if horizon is None:
             # enough horizon for n_requests with overwhelming probability, then cut
             lam = self.total_rate
@@ -520,7 +522,7 @@ class Workload:
             return lam * self.arrivals.peak * horizon
         if self.arrivals in ("bernoulli", "poisson-slot"):
             slots = horizon / self.slot + 1
-            return max(lam * self.slot * slots, slots * (self.arrivals == "bernoulli"))
+            return max(lam * self.slot * slots, slots)
         return lam * horizon
 
     def _sample_until(self, rng, horizon: float, name="horizon", value=None) -> Trace:
@@ -528,9 +530,9 @@ class Workload:
         if not draws <= MAX_REQUESTS:
             raise ValueError(
                 f"{name}={value if value is not None else horizon!r}: about {draws:.3g} "
-                f"requests expected (total rate {self.total_rate:.4g} over {horizon:.4g} time "
-                f"units), more than MAX_REQUESTS = {MAX_REQUESTS:,} (about "
-                f"{_gigabytes(draws)} once simulated); shorten the horizon or lower the rates")
+                f"requests (or arrival slots) to draw (total rate {self.total_rate:.4g} over "
+                f"{horizon:.4g} time units), more than MAX_REQUESTS = {MAX_REQUESTS:,} (about "
+                f"{_gigabytes(draws)} once simulated); shorten the horizon or raise the rates")
         parts = []
         for j, c in enumerate(self.classes):
             t = self._arrival_times(rng, j, horizon)
