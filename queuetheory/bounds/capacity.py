@@ -132,9 +132,15 @@ def _means(workload) -> tuple[float, float]:
     except (TypeError, ValueError):
         raise ValueError(f"workload={workload!r}: must be a Workload or a pair (m_p, m_d)"
                          ) from None
-    check_positive("m_p", mp)
-    check_positive("m_d", md)
-    return float(mp), float(md)
+    return _mean_length("m_p", mp), _mean_length("m_d", md)
+
+
+def _mean_length(name: str, value) -> float:
+    """A mean prompt or output length: every request has at least one token of each."""
+    check_positive(name, value)
+    if float(value) < 1:
+        raise ValueError(f"{name}={value!r}: a mean token length is at least 1")
+    return float(value)
 
 
 def max_stable_rate(workload, time_model, b) -> float:
@@ -157,9 +163,7 @@ def min_token_budget(lam, mp, md, time_model) -> float:
     :func:`smallest_stable_budget`.
     """
     check_positive("lam", lam)
-    check_positive("mp", mp)
-    check_positive("md", md)
-    load = float(lam) * (float(mp) + float(md))
+    load = float(lam) * (_mean_length("mp", mp) + _mean_length("md", md))
     _check_model(time_model)
     if isinstance(time_model, UnitTime) and time_model.slot is None:
         return load
@@ -179,7 +183,7 @@ def min_token_budget(lam, mp, md, time_model) -> float:
 def smallest_stable_budget(lam, mp, md, time_model, *, b_max: int = 1 << 16) -> int:
     """The smallest integer ``b ≤ b_max`` with ``λ(m_p+m_d) < b/t_b``, by search (any model)."""
     check_positive("lam", lam)
-    load = float(lam) * (float(check_positive("mp", mp)) + float(check_positive("md", md)))
+    load = float(lam) * (_mean_length("mp", mp) + _mean_length("md", md))
     _check_model(time_model)
     check_positive("b_max", b_max, integer=True)
     _check_loads("b_max", int(b_max))
