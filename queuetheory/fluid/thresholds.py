@@ -117,7 +117,7 @@ def wait_condition(n, classes, d0: float, d1: float, *, require: str | None = No
     n = check_thresholds(n, l.size)
     M = float(np.dot(n, memory_work(l, lo)))
     dT = d0 + d1 * M
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):     # a tiny λ_j leaves endless room
         room = np.where(lam > 0, n / np.where(lam > 0, lam, 1), np.inf)
     slack = room - dT
     tol = _TOL * max(1.0, dT)
