@@ -1,52 +1,51 @@
-"""Engine speed at scale: a scheduler with token budget 512 at load 0.9 on one core.
+"""Engine speed at scale: a scheduler with token budget 512 at a given load on one core.
 
 Prompt and output lengths lognormal with medians 256 and 256 tokens (σ = 0.8), or the
 ShareGPT lengths shipped in ``queuetheory.data`` with ``--sharegpt``; the anchor time model
-(16.1 ms + 57.8 µs per prefill token + 39.5 µs per decode token, in seconds); the arrival
-rate is set by the load (:meth:`Workload.from_lengths`). The scheduler is Sarathi (FCFS,
-which the engine runs in bulk as the rule ``decode_first_fill``) or, with ``--policy``, Orca
-or vLLM, which decide every iteration and use the decode-only fast path. Prints wall and CPU
-time, requests/s, iterations/s and peak memory for each size.
+(16.1 ms + 57.8 µs per prefill token + 39.5 µs per decode token, in µs); the arrival rate is
+set by the load (:meth:`Workload.from_lengths`); the real engines' first-token convention. The
+scheduler is one of ``POLICIES``; ``--memory M`` adds a KV-cache limit of ``M`` tokens
+(vLLM's recompute preemption). With ``--pyserq`` (Sarathi and vLLM only), pyserq runs the
+same trace in the same process, with the program ``tests/test_oracle_pyserq.py`` checks to be
+identical (its compile step not timed). Prints wall and CPU time, iterations/s and peak memory.
 
-Run: ``python benchmarks/engine_speed.py [-n 10000 100000] [--sharegpt]
-[--policy sarathi|orca|vllm] [--fast-path off]``.
+Run from the repository root: ``python -m benchmarks.engine_speed [-n 10000 100000]
+[--sharegpt] [--policy sarathi|...] [--memory M] [--load 0.8] [--pyserq] [--fast-path off]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import resource
-import time
 
 from scipy import stats
 
 import queuetheory as qt
+from benchmarks.anchor import ours, show, theirs
 
-TIME = qt.AffineTokenTime(c=16.1e-3, per_prefill=57.8e-6, per_decode=39.5e-6)
-POLICIES = {"sarathi": qt.policies.Sarathi, "orca": qt.policies.Orca,
-            "vllm": qt.policies.VLLMVanilla}
+# vLLM without chunked prefill needs a budget of at least the longest prefill (as vLLM itself
+# requires max_num_batched_tokens >= max_model_len): the longest prompt plus output of the
+# trace, at least 2048
+POLICIES = {
+    "sarathi": lambda b: qt.policies.Sarathi(512),
+    "sarathi-maxreqs": lambda b: qt.policies.Sarathi(512, max_reqs=32),
+    "orca": lambda b: qt.policies.Orca(512),
+    "vllm": lambda b: qt.policies.VLLMVanilla(b),
+    "static": lambda b: qt.policies.StaticPriority(512, [0]),
+    "ft": lambda b: qt.policies.FasterTransformer(512),
+}
 
 
-def workload(sharegpt: bool, load: float = 0.9):
+def trace(n: int, sharegpt: bool, load: float, seed: int = 0):
+    from pyserq_driver import TIME
+
     if sharegpt:
         prompt, output = qt.data.sharegpt_lengths()
     else:
         prompt = output = stats.lognorm(s=0.8, scale=256)
-    return qt.Workload.from_lengths(prompt, output, load=load, time_model=TIME,
-                                    token_budget=512)
-
-
-def run(n: int, sharegpt=False, fast_path=True, seed=0, policy="sarathi") -> dict:
-    wl = workload(sharegpt)
-    w0, c0 = time.perf_counter(), time.process_time()
-    res = qt.simulate(wl, POLICIES[policy](token_budget=512), TIME, n_requests=n,
-                      seed=seed, fast_path=fast_path)
-    m = res.metrics
-    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-    return {"requests": n, "wall_s": wall, "cpu_s": cpu, "requests_per_s": n / wall,
-            "iterations": m["iterations"], "iterations_per_s": m["iterations"] / wall,
-            "completed": m["completed"], "mean_latency_s": m["mean_latency"],
-            "peak_rss_MB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    wl = qt.Workload.from_lengths(prompt, output, load=load, time_model=TIME, token_budget=512)
+    tr = wl.sample(n_requests=n, seed=seed)
+    return tr.arrival, tr.prompt, tr.output
 
 
 def main():
@@ -54,12 +53,29 @@ def main():
     ap.add_argument("-n", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--sharegpt", action="store_true")
     ap.add_argument("--policy", choices=tuple(POLICIES), default="sarathi")
+    ap.add_argument("--memory", type=int, default=None)
+    ap.add_argument("--load", type=float, default=0.9)
+    ap.add_argument("--pyserq", action="store_true")
     ap.add_argument("--fast-path", choices=("on", "off"), default="on")
     args = ap.parse_args()
     for n in args.n:
-        out = run(n, args.sharegpt, args.fast_path == "on", policy=args.policy)
-        print("  ".join(f"{k}={v:,.4g}" if isinstance(v, float) else f"{k}={v:,}"
-                        for k, v in out.items()), flush=True)
+        arrival, prompt, output = trace(n, args.sharegpt, args.load)
+        memory = args.memory and max(args.memory, int((prompt + output).max()))
+        budget = max(2048, int((prompt + output).max())) if args.policy == "vllm" else 512
+        print(f"n={n:,} policy={args.policy} budget={budget} memory={memory}")
+        mine = ours(arrival, prompt, output, POLICIES[args.policy](budget), memory,
+                    args.fast_path == "on")
+        show("simulate", mine)
+        if args.pyserq:
+            from pyserq_driver import SARATHI_FCFS, VLLM
+
+            program = {"sarathi": SARATHI_FCFS, "vllm": VLLM}[args.policy]
+            ref = theirs(arrival, prompt, output, program, budget, memory)
+            show("pyserq", ref)
+            print(f"  same latencies: {(mine['latency'] == ref['latency']).all()};  "
+                  f"pyserq / simulate (wall) = {ref['wall_s'] / mine['wall_s']:.2f}, "
+                  f"(CPU) = {ref['cpu_s'] / mine['cpu_s']:.2f}")
+    print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,15 @@ simulator that runs every scheduler on the same model, and a ledger of the paper
 
 from . import policies
 from .engine import Batch, Result, State, simulate
-from .errors import InfeasibleBatchError, QueueTheoryError, SolverError, UnstableError
+from .errors import (
+    CensoredRunWarning,
+    InfeasibleBatchError,
+    QueueTheoryError,
+    SolverError,
+    UnstableError,
+    UnsupportedSettingError,
+)
+from .stability import StabilityVerdict, stability
 from .sweep import sweep
 from .timing import (
     AffineTokenTime,
@@ -33,8 +41,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "bounds", "claims", "data", "fluid", "metrics", "networks", "plotting", "policies",
-    "Batch", "Result", "State", "simulate",
+    "Batch", "Result", "State", "simulate", "stability", "StabilityVerdict",
     "InfeasibleBatchError", "QueueTheoryError", "SolverError", "UnstableError",
+    "UnsupportedSettingError", "CensoredRunWarning",
     "BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
     "AffineTokenTime", "TiledGPUTime", "GPUModel", "ModelDims", "sweep",
     "RequestClass", "Workload", "Trace", "TimeVarying",

@@ -12,12 +12,15 @@ Adding a scheduler is one line in a list::
     schedulers = CLASSIC + [("Sarathi SPF", Budgeted(Sarathi, order="sjf_prompt"), "none")]
 
 Every (scheduler, load, seed) run is one :func:`queuetheory.sweep` point; the table reports
-the mean over seeds and a 95 % Student-t confidence half-width.
+the mean over seeds with a 95 % interval that never leaves the metric's range (see
+:attr:`Comparison.table`), and each row's completion ratio: latency figures average over the
+completed requests only, so a row whose runs left more than 1 % unfinished is marked.
 """
 
 from __future__ import annotations
 
 import argparse
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,13 +31,20 @@ import pandas as pd
 from scipy import stats
 
 from .engine import simulate
+from .errors import CensoredRunWarning
 from .policies import FasterTransformer, Orca, Sarathi, VLLMVanilla
 from .sweep import sweep
 from .timing import AffineTokenTime, TimeModel
 from .workload import Workload, with_rate
 
 __all__ = ["Scheduler", "Setting", "Budgeted", "Plain", "NestedWAITFactory", "CLASSIC",
-           "paper_schedulers", "METRICS", "Comparison", "compare", "compare_main", "ANCHOR_TIME"]
+           "paper_schedulers", "METRICS", "Comparison", "compare", "compare_main", "ANCHOR_TIME",
+           "MIN_SEEDS", "UNFINISHED_MARK"]
+
+#: Seeds a point needs before the table gives it an interval.
+MIN_SEEDS = 5
+#: A row whose runs left more than this share of their requests unfinished is marked.
+UNFINISHED_MARK = 0.01
 
 ANCHOR_TIME = AffineTokenTime(c=16.1e-3, per_prefill=57.8e-6, per_decode=39.5e-6)
 
@@ -186,10 +196,13 @@ class _Run:
         runs_on = wl if self.trace is None else with_rate(self.trace, wl.total_rate)
         # the engine enforces a scheduler's own token budget; the round-based schedulers of
         # seeds 000, 001 and 003 have none and prefill whole prompts
-        res = simulate(runs_on, entry.factory(setting), self.time_model, memory=self.memory,
-                       n_requests=self.n_requests, seed=seed)
+        with warnings.catch_warnings():     # the table marks runs that left work unfinished
+            warnings.simplefilter("ignore", CensoredRunWarning)
+            res = simulate(runs_on, entry.factory(setting), self.time_model, memory=self.memory,
+                           n_requests=self.n_requests, seed=seed)
         m = res.metrics
-        return {k: m[k] for k in (*METRICS, "completed", "iterations", "time")}
+        return {k: m[k] for k in (*METRICS, "arrived", "completed", "unfinished", "iterations",
+                                  "time")}
 
 
 @dataclass
@@ -203,26 +216,58 @@ class Comparison:
 
     @property
     def table(self) -> pd.DataFrame:
-        """Mean over seeds and confidence half-width, per scheduler and load."""
-        def half(x):
-            x = np.asarray(x, dtype=float)
-            if x.size < 2:
-                return np.nan
-            return stats.t.ppf(0.5 + self.level / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size)
+        """Per scheduler and load: the mean over seeds of every metric with its interval
+        ``{metric}_lo``, ``{metric}_hi`` at ``level``, and
 
-        g = self.runs.groupby(["scheduler", "load"], sort=False)[list(METRICS)]
-        out = g.mean().join(g.agg(half).add_suffix("_ci"))
-        cols = [c for m in METRICS for c in (m, f"{m}_ci")]
-        out = out[cols]
+        * ``completion``: completed / arrived requests, over all seeds; ``note`` marks a
+          row whose runs left more than :data:`UNFINISHED_MARK` of them unfinished (its
+          latency figures leave them out) and says when a point has no interval;
+        * intervals only from :data:`MIN_SEEDS` seeds or more (else NaN, and ``note`` says
+          so). Every metric here is non-negative, so the interval is Student's t on the log
+          scale (delta method: ``mean · exp(± t·se/mean)``), which never crosses 0 and is
+          the t-interval to first order; a metric that is 0 on every seed gets ``[0, 0]``.
+        """
+        g = self.runs.groupby(["scheduler", "load"], sort=False)
+        out = g[list(METRICS)].mean()
+        for m in METRICS:
+            bounds = g[m].agg(lambda x: self._interval(np.asarray(x, float)))
+            out[f"{m}_lo"] = [b[0] for b in bounds]
+            out[f"{m}_hi"] = [b[1] for b in bounds]
+        out = out[[c for m in METRICS for c in (m, f"{m}_lo", f"{m}_hi")]]
+        seeds = g.size().to_numpy()
+        arrived = g["arrived"].sum().to_numpy() if "arrived" in self.runs else None
+        completed = g["completed"].sum().to_numpy()
+        completion = completed / arrived if arrived is not None else np.full(len(out), np.nan)
+        notes = []
+        for k, c in zip(seeds, completion, strict=True):
+            parts = []
+            if c < 1 - UNFINISHED_MARK:
+                parts.append(f"! {100 * (1 - c):.1f} % unfinished: latency over completed only")
+            if k < MIN_SEEDS:
+                parts.append(f"no interval: {k} seed{'' if k == 1 else 's'} (< {MIN_SEEDS})")
+            notes.append("; ".join(parts))
         out.insert(0, "needs", [self.needs[s] for s, _ in out.index])
-        out.insert(1, "seeds", g.size().to_numpy())
+        out.insert(1, "seeds", seeds)
+        out.insert(2, "completion", completion)
+        out.insert(3, "note", notes)
         return out
 
+    def _interval(self, x: np.ndarray) -> tuple[float, float]:
+        if x.size < MIN_SEEDS:
+            return (np.nan, np.nan)
+        mean = float(x.mean())
+        if mean <= 0:
+            return (0.0, 0.0)
+        t = stats.t.ppf(0.5 + self.level / 2, x.size - 1)
+        spread = np.exp(t * float(x.std(ddof=1)) / np.sqrt(x.size) / mean)
+        return (mean / spread, mean * spread)
+
     def figures(self) -> dict:
-        """One matplotlib figure per metric: mean against load with its confidence interval
-        as a band (clipped at zero), one line and marker per scheduler, a log axis where the
-        means span more than 10×, the legend beside the axes and, on the memory figure, the
-        KV capacity ``M`` as a reference line."""
+        """One matplotlib figure per metric: the mean against load with its interval as a band
+        (where there is one), one line and marker per scheduler, a log axis where the means
+        span more than 10×, the legend beside the axes, the KV capacity ``M`` as a reference
+        line on the memory figure; a scheduler whose runs left more than 1 % unfinished is
+        drawn dashed and named so in the legend."""
         import matplotlib.pyplot as plt
 
         from .plotting import band, finish, reference, series_style
@@ -235,10 +280,12 @@ class Comparison:
             for i, name in enumerate(names):
                 part = table.loc[name]
                 tag = name if self.needs[name] == "none" else f"{name} (needs {self.needs[name]})"
-                half = part[f"{metric}_ci"].fillna(0).to_numpy()
-                mid = part[metric].to_numpy()
-                band(ax, part.index, mid, mid - half, mid + half, label=tag,
-                     style=series_style(i))
+                short = bool((part["completion"] < 1 - UNFINISHED_MARK).any())
+                style = series_style(i)
+                if short:
+                    style["linestyle"] = "--"
+                band(ax, part.index, part[metric], part[f"{metric}_lo"], part[f"{metric}_hi"],
+                     label=tag + (" — runs left work unfinished" if short else ""), style=style)
             values = table[metric].to_numpy()
             if metric == "peak_memory" and self.memory is not None:
                 reference(ax, self.memory, f"KV capacity M = {self.memory:,} tokens")
@@ -249,7 +296,7 @@ class Comparison:
         return figs
 
 
-def compare(schedulers: Sequence | None = None, *, loads=(0.5, 0.7, 0.9), seeds=3,
+def compare(schedulers: Sequence | None = None, *, loads=(0.5, 0.7, 0.9), seeds=MIN_SEEDS,
             n_requests: int = 2000, lengths=None, max_total: int = 4096,
             time_model: TimeModel = ANCHOR_TIME, token_budget: int = 512,
             memory: int | None = 65536, predictor=None, executor=None, checkpoint=None,
@@ -260,7 +307,7 @@ def compare(schedulers: Sequence | None = None, *, loads=(0.5, 0.7, 0.9), seeds=
     ----------
     schedulers : entries ``(name, factory, needs)`` or :class:`Scheduler`; default CLASSIC
     loads : offered loads, fractions of the full-batch capacity (``Workload.from_lengths``)
-    seeds : seeds per point (int k: ``range(k)``), for the confidence intervals
+    seeds : seeds per point (int k: ``range(k)``); intervals need at least ``MIN_SEEDS``
     n_requests : requests per run (all drained)
     lengths : paired (prompt, output) samples; default ShareGPT words with
         ``prompt + output <= max_total`` (seed 002 caps requests at 8,192 tokens)
@@ -302,15 +349,16 @@ def compare_main(argv=None) -> int:
     """``queuetheory compare``: print the table; ``--out DIR`` also writes CSV and PNGs."""
     ap = argparse.ArgumentParser(prog="queuetheory compare", description=compare.__doc__
                                  .splitlines()[0])
-    ap.add_argument("--loads", type=float, nargs="+", default=[0.5, 0.7, 0.9])
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--requests", type=int, default=2000)
+    ap.add_argument("--loads", type=float, nargs="+", help="default 0.5 0.7 0.9")
+    ap.add_argument("--seeds", type=int, help=f"default {MIN_SEEDS} (intervals need as many)")
+    ap.add_argument("--requests", type=int, help="default 2000")
     ap.add_argument("--budget", type=int, default=512)
     ap.add_argument("--memory", type=int, default=65536)
     ap.add_argument("--workers", type=int, default=1, help="processes (default: 1 thread)")
     ap.add_argument("--checkpoint", default=None, help="a .parquet or .csv file to resume")
     ap.add_argument("--out", default=None, help="directory for table.csv and figures")
-    ap.add_argument("--quick", action="store_true", help="2 loads, 2 seeds, 300 requests")
+    ap.add_argument("--quick", action="store_true",
+                    help="2 loads, 2 seeds (no intervals), 300 requests, where not given")
     ap.add_argument("--classic", action="store_true",
                     help="only vLLM, Orca, Sarathi, FasterTransformer (default: every paper's)")
     ap.add_argument("--alpha", type=float, default=0.5,
@@ -321,8 +369,10 @@ def compare_main(argv=None) -> int:
     ap.add_argument("--format", help="the trace's format: azure, burstgpt, mooncake (default: "
                     "detected)")
     args = ap.parse_args(argv)
-    if args.quick:
-        args.loads, args.seeds, args.requests = [0.5, 0.9], 2, 300
+    quick = ([0.5, 0.9], 2, 300) if args.quick else ([0.5, 0.7, 0.9], MIN_SEEDS, 2000)
+    args.loads = args.loads if args.loads is not None else quick[0]
+    args.seeds = args.seeds if args.seeds is not None else quick[1]
+    args.requests = args.requests if args.requests is not None else quick[2]
     executor = None
     if args.workers > 1:
         from concurrent.futures import ProcessPoolExecutor

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["QueueTheoryError", "InfeasibleBatchError", "UnstableError", "check_positive"]
+__all__ = ["QueueTheoryError", "InfeasibleBatchError", "UnstableError", "UnsupportedSettingError",
+           "CensoredRunWarning", "check_positive"]
 
 
 class QueueTheoryError(Exception):
@@ -27,6 +28,21 @@ class UnstableError(QueueTheoryError, ValueError):
         self.load, self.limit, self.excess = load, limit, load - limit
         super().__init__(f"unstable: {what} = {load:.6g} >= {limit:.6g} "
                          f"(exceeds the limit by {load - limit:.6g})")
+
+
+class UnsupportedSettingError(QueueTheoryError, ValueError):
+    """A policy cannot build feasible batches in the requested setting (KV memory, first-token
+    convention); raised by ``simulate`` before it starts, with the policy's reason."""
+
+    def __init__(self, policy, setting: str, reason: str):
+        self.policy, self.setting, self.reason = policy, setting, reason
+        super().__init__(f"{policy!r} cannot run with {setting}: {reason}")
+
+
+class CensoredRunWarning(UserWarning):
+    """A run ended with requests unfinished: its metrics over completed requests leave them
+    out. The message says how many and why (the horizon cut the run, the iteration cap, or
+    the policy idled with work waiting and nothing left to arrive)."""
 
 
 class SolverError(QueueTheoryError, RuntimeError):

@@ -16,6 +16,16 @@ def test_simulate_prints_metrics(capsys):
     assert m["completed"] > 0 and "growth_verdict" in m
 
 
+def test_simulate_json_writes_null_for_undefined_figures(capsys):
+    """A zero arrival rate: time 0, no latency to average; JSON has null, never NaN."""
+    assert main(["simulate", "--rate", "0", "--prompt", "10", "--output", "5", "--horizon",
+                 "100", "--json"]) == 0
+    text = capsys.readouterr().out
+    assert "NaN" not in text
+    m = json.loads(text)
+    assert m["time"] == 0 and m["mean_latency"] is None and m["throughput"] == 0
+
+
 @pytest.mark.parametrize("argv,needle", [
     (["simulate", "--rate", "-1", "--prompt", "1", "--output", "1", "--horizon", "10"], "rate"),
     (["simulate", "--policy", "magic", "--rate", "1", "--prompt", "1", "--output", "1",

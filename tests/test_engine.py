@@ -23,24 +23,26 @@ def two_class_workload(rate=0.004):
 @pytest.mark.parametrize("memory", [None, 4000])
 @pytest.mark.parametrize("first_token", ["prefill", "decode"])
 def test_token_conservation(policy, memory, first_token, llama):
-    """Every token served is either progress of a request or progress later lost to eviction,
-    and the engine's unfinished-work counter equals what the requests still need. Under
-    ``first_token="prefill"`` the first output token comes with the prompt's last chunk and
-    takes no slot of the token load."""
+    """Every token served is progress of a request (the first output token is free under
+    ``first_token="prefill"``) or progress later lost to preemption, and the engine's
+    unfinished-work counter equals what the requests still need."""
+    refused = policy.supports(memory=memory, first_token=first_token)
+    if refused:
+        pytest.skip(f"the policy refuses this setting: {refused}")
     res = qt.simulate(two_class_workload(), policy, llama, horizon=1.5e5, memory=memory, seed=3,
                       first_token=first_token)
     eng, req = res.engine, res.requests
     served = int(res.batches["token_load"].sum())
-    free_first = int((req["decoded"] > 0).sum()) if first_token == "prefill" else 0
-    progress = int(req["prefilled"].sum() + req["decoded"].sum()) - free_first
+    free = int((req["decoded"] > 0).sum()) if first_token == "prefill" else 0
+    progress = int(req["prefilled"].sum() + req["decoded"].sum()) - free
     assert served >= progress
-    if req["restarts"].sum() == 0:
-        assert served == progress
+    assert (served == progress) == (req["restarts"].sum() == 0)
+    length = req["prompt"] + req["recomputed"]
     done = req["finish"].notna()
     assert (req.loc[done, "decoded"] == req.loc[done, "output"]).all()
-    assert (req.loc[done, "prefilled"] == req.loc[done, "prompt"]).all()
+    assert (req.loc[done, "prefilled"] == length[done]).all()
     admitted = req[req["admitted"]]
-    remaining = (admitted["prompt"] - admitted["prefilled"] + admitted["output"]
+    remaining = (length[req["admitted"]] - admitted["prefilled"] + admitted["output"]
                  - admitted["decoded"]).sum()
     assert eng.work == remaining
     if memory is not None:
@@ -115,14 +117,69 @@ def test_infeasible_batches_are_caught(llama):
         qt.simulate(wl, _Hog(), llama, horizon=1e5, token_budget=60)
 
 
-def test_eviction_restarts_and_recomputes(llama):
-    """A tight memory forces vLLM-style preemption; evicted work is done again."""
+@pytest.mark.parametrize("preemption", ["recompute", "restart"])
+def test_eviction_restarts_and_recomputes(preemption, llama):
+    """A tight memory forces vLLM-style preemption; evicted work is done again: the prompt
+    with the generated tokens (recompute) or the prompt, then the tokens again (restart)."""
     wl = qt.Workload([qt.RequestClass(100, stats.geom(1 / 60), 0.02)])
-    res = qt.simulate(wl, qt.policies.Sarathi(512), llama, horizon=2e5, memory=1500, seed=1)
+    res = qt.simulate(wl, qt.policies.Sarathi(512, preemption=preemption), llama, horizon=2e5,
+                      memory=1500, seed=1)
     req = res.requests
     assert req["restarts"].sum() > 0
     assert res.batches["memory"].max() <= 1500
     assert res.batches["token_load"].sum() > (req["prefilled"] + req["decoded"]).sum()
+    if preemption == "recompute":
+        assert req["recomputed"].sum() > 0 and res.engine.table.discarded.sum() == 0
+    else:
+        assert req["recomputed"].sum() == 0 and res.engine.table.discarded.sum() > 0
+
+
+def _two_requests():
+    return Trace(np.zeros(2), np.array([10, 10]), np.array([20, 20]), np.zeros(2, int),
+                 np.array([20, 20]), np.array([20, 20]), np.zeros(2, int))
+
+
+def test_recompute_preemption_by_hand():
+    """Two requests (prompt 10, output 20) in 40 KV tokens, one iteration per time unit.
+    Both prefill in iteration 0 (token 1 each); each decode adds a KV token, so iteration 11
+    would need 42: the younger request B is preempted holding 10 + 10 tokens, with 11 tokens
+    out. A finishes at t = 20; only then do B's prompt and 11 tokens (21) fit: one prefill of
+    21 tokens in iteration 20 emits token 12 at t = 21, and tokens 13 … 20 follow to t = 29."""
+    res = qt.simulate(_two_requests(), qt.policies.Sarathi(64), qt.UnitTime(), memory=40,
+                      first_token="prefill")
+    a, b = res.requests.iloc[0], res.requests.iloc[1]
+    assert (a["finish"], a["restarts"]) == (20, 0)
+    assert (b["restarts"], b["recomputed"], b["decoded"], b["prefilled"]) == (1, 11, 20, 21)
+    assert (b["first_token"], b["finish"], b["tbt_max"]) == (1, 29, 10)
+    assert b["tbt_mean"] == (29 - 1) / 19                     # 19 gaps: no token twice
+    batches = res.batches
+    assert batches.loc[11, "evicted"] == 1 and batches.loc[11, "decode_requests"] == 1
+    assert batches.loc[20, ["prefill_tokens", "decode_requests"]].tolist() == [21, 0]
+    assert batches["memory"].max() == 40
+    assert res.engine.table.discarded.sum() == 0
+
+
+def test_restart_preemption_by_hand():
+    """The same run under restart: B's 11 tokens are discarded, its prompt alone is
+    prefilled again as soon as it fits, and its tokens are emitted again."""
+    res = qt.simulate(_two_requests(), qt.policies.Sarathi(64, preemption="restart"),
+                      qt.UnitTime(), memory=40, first_token="prefill")
+    b = res.requests.iloc[1]
+    assert b["restarts"] >= 1 and b["recomputed"] == 0 and b["first_token"] == 1
+    assert res.engine.table.discarded[1] >= 11
+    assert res.batches["prefill_tokens"].max() == 20        # never more than the prompts
+    assert b["decoded"] == 20 and b["prefilled"] == 10
+
+
+def test_preemption_is_checked_and_pinned_by_the_papers():
+    with pytest.raises(ValueError, match="preemption='swap'"):
+        qt.policies.Sarathi(64, preemption="swap")
+    assert qt.policies.Orca(64).preemption == "recompute"
+    assert qt.policies.KFCFS(qt.policies.Sarathi(64, preemption="restart"), 2, 2).preemption \
+        == "restart"
+    from queuetheory.policies.kvcache import MCSF
+    from queuetheory.policies.robust import AMin
+    assert MCSF().preemption == AMin().preemption == "restart"
 
 
 def test_engine_can_be_driven_directly():
@@ -144,7 +201,7 @@ def test_engine_can_be_driven_directly():
 
 
 def test_first_token_prefill_convention():
-    """With first_token="prefill" the prefill iteration emits token 1 (vLLM's convention)."""
+    """With emit_first the prefill iteration emits token 1 (seed 001's rounds)."""
     trace = Trace(np.zeros(1), np.array([5]), np.array([4]), np.zeros(1, int), np.array([4]),
                   np.array([4]), np.zeros(1, int))
     res = qt.simulate(trace, qt.policies.Sarathi(64), qt.UnitTime(), first_token="prefill")

@@ -14,7 +14,8 @@ from test_fast_path import ANCHOR_TIME, _same_run
 import queuetheory as qt
 from queuetheory.engine import Engine
 from queuetheory.engine.kernels import bulk_runner
-from queuetheory.policies import Orca, Sarathi
+from queuetheory.policies import Orca, Sarathi, VLLMVanilla
+from queuetheory.workload import Trace
 
 
 def _lognormal(median, sigma=0.8):
@@ -23,8 +24,7 @@ def _lognormal(median, sigma=0.8):
 
 def test_anchor_workload_runs_in_bulk_with_the_same_records():
     wl = qt.Workload([qt.RequestClass(prompt=512, output=256, rate=4.0)])
-    res, n_slow, n_fast = _same_run(wl, lambda: Sarathi(512), ANCHOR_TIME, n_requests=300,
-        first_token="decode")
+    res, n_slow, n_fast = _same_run(wl, lambda: Sarathi(512), ANCHOR_TIME, n_requests=300)
     assert res.metrics["completed"] == 300
     assert n_fast == 0                       # not one call to schedule
 
@@ -36,27 +36,27 @@ SLOTTED = qt.AffineTokenTime(c=0.02, per_prefill=1e-4, per_decode=5e-5, slot=0.0
     ANCHOR_TIME, qt.PiecewiseLinearTime(c=45.5, a=0.30, b0=64), qt.UnitTime(), SLOTTED,
 ], ids=["affine", "piecewise", "unit", "affine-slotted"])
 @pytest.mark.parametrize("load", [0.3, 0.9])
-def test_sharegpt_lengths_same_records(time_model, load):
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+def test_sharegpt_lengths_same_records(time_model, load, first_token):
     prompt, output = qt.data.sharegpt_lengths()
     rate_model = ANCHOR_TIME if time_model is SLOTTED else time_model
     wl = qt.Workload.from_lengths(prompt, output, load=load, time_model=rate_model,
                                   token_budget=512)
     _, _, n_fast = _same_run(wl, lambda: Sarathi(512), time_model, n_requests=400,
-        first_token="decode")
+                             first_token=first_token)
     assert n_fast == 0
 
 
 def test_two_classes_same_records():
     wl = qt.Workload([qt.RequestClass(_lognormal(100), _lognormal(150), rate=1.0),
                       qt.RequestClass(_lognormal(300), _lognormal(60), rate=1.5)])
-    _same_run(wl, lambda: Sarathi(256), ANCHOR_TIME, n_requests=300, first_token="decode")
+    _same_run(wl, lambda: Sarathi(256), ANCHOR_TIME, n_requests=300)
 
 
 def test_decodes_that_fill_the_budget_starve_prefills_alike():
     # budget 16 and long outputs: 16 requests decode at once and the prompts wait
     wl = qt.Workload([qt.RequestClass(_lognormal(20), _lognormal(200), rate=30.0)])
-    res, _, n_fast = _same_run(wl, lambda: Sarathi(16), ANCHOR_TIME, n_requests=200,
-        first_token="decode")
+    res, _, n_fast = _same_run(wl, lambda: Sarathi(16), ANCHOR_TIME, n_requests=200)
     assert n_fast == 0
     load = res.batches["token_load"]
     assert load.max() == 16 and (res.batches["decode_requests"] == 16).sum() > 100
@@ -64,30 +64,36 @@ def test_decodes_that_fill_the_budget_starve_prefills_alike():
 
 @pytest.mark.parametrize("cut", [{"horizon": 7.5}, {"max_iterations": 333},
                                  {"horizon": 40.0, "max_iterations": 2000}])
-def test_stops_mid_run_with_the_same_state(cut):
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+def test_stops_mid_run_with_the_same_state(cut, first_token):
     wl = qt.Workload([qt.RequestClass(_lognormal(400), _lognormal(300), rate=3.0)])
     kw = cut if "horizon" in cut else {**cut, "n_requests": 300}
-    res, _, n_fast = _same_run(wl, lambda: Sarathi(512), ANCHOR_TIME, **kw, first_token="decode")
+    kw = {**kw, "first_token": first_token}
+    res, _, n_fast = _same_run(wl, lambda: Sarathi(512), ANCHOR_TIME, **kw)
     assert n_fast == 0
     assert res.requests["finish"].isna().any()          # cut with requests in flight
     assert (res.requests["prefilled"] % 1 == 0).all()
 
 
-def test_idle_periods_and_simultaneous_arrivals_same_records():
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+def test_idle_periods_and_simultaneous_arrivals_same_records(first_token):
+    """Idle gaps, ties, and outputs of one token (which finish in their prefill iteration
+    under ``first_token="prefill"``)."""
     arrival = np.repeat(np.array([0.0, 0.0, 3.0, 50.0, 50.0, 50.0, 400.0]), 3)
     n = arrival.size
     rng = np.random.default_rng(3)
     trace = qt.Workload.from_arrays(arrival, rng.integers(1, 900, n), rng.integers(1, 40, n))
-    _, _, n_fast = _same_run(trace, lambda: Sarathi(128), qt.UnitTime(), first_token="decode")
+    res, _, n_fast = _same_run(trace, lambda: Sarathi(128), qt.UnitTime(),
+                               first_token=first_token)
     assert n_fast == 0
+    assert (res.requests["output"] == 1).any()
 
 
 def test_rule_only_where_it_is_the_policy():
     wl = qt.Workload([qt.RequestClass(prompt=64, output=64, rate=2.0)])
     tm = ANCHOR_TIME
-    for policy, kw in [(Sarathi(512, order="sjf_decode"), {}), (Sarathi(512, max_reqs=8), {}),
-                       (Orca(512), {}), (Sarathi(512), {"memory": 10_000}),
-                       (Sarathi(512), {"first_token": "prefill"}),
+    for policy, kw in [(Sarathi(512, order="sjf_decode"), {}), (Orca(512), {}),
+                       (Sarathi(512, preemption="restart"), {"memory": 10_000}),
                        (Sarathi(512), {"token_budget": 256})]:
         engine = Engine(policy, tm, memory=kw.get("memory"),
                         budget=kw.get("token_budget", 512),
@@ -95,8 +101,90 @@ def test_rule_only_where_it_is_the_policy():
         assert bulk_runner(engine, policy) is None, (policy, kw)
     linear = Engine(Sarathi(512), qt.LinearMemoryTime(1.0, 0.01), budget=512)
     assert bulk_runner(linear, Sarathi(512)) is None
-    plain = Engine(Sarathi(512), tm, budget=512, first_token="decode")
-    assert bulk_runner(plain, Sarathi(512)) is not None
-    res, _, n_fast = _same_run(wl, lambda: Sarathi(512, order="sjf_decode"), tm, n_requests=50,
-        first_token="decode")
+    for first_token in ("prefill", "decode"):
+        plain = Engine(Sarathi(512), tm, budget=512, first_token=first_token)
+        assert bulk_runner(plain, Sarathi(512)) is not None
+    for policy, memory in [(Sarathi(512, max_reqs=8), None), (Sarathi(512), 10_000)]:
+        engine = Engine(policy, tm, budget=512, memory=memory)
+        assert bulk_runner(engine, policy) is not None
+    empty_prompt = Engine(Sarathi(512), tm, budget=512)
+    empty_prompt.load(Trace(np.zeros(1), np.array([0]), np.array([3]), np.zeros(1, int),
+                            np.array([3]), np.array([3]), np.zeros(1, int)))
+    assert bulk_runner(empty_prompt, Sarathi(512)) is None
+    res, _, n_fast = _same_run(wl, lambda: Sarathi(512, order="sjf_decode"), tm, n_requests=50)
     assert n_fast > 0
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("memory, max_reqs", [(6000, None), (6000, 8), (None, 8), (None, 1),
+                                              (3500, 3)])
+def test_memory_limit_and_batch_size_limit_same_records(first_token, memory, max_reqs):
+    """The rule with vLLM's KV accounting and recompute preemption, and with ``max_reqs``:
+    admissions, preemptions in decode and part-way through a prefill, readmissions."""
+    wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(300), rate=3.0)])
+    n = 250 if max_reqs is None or max_reqs >= 8 else 60     # one at a time: long runs
+    res, _, n_fast = _same_run(wl, lambda: Sarathi(512, max_reqs=max_reqs), ANCHOR_TIME,
+                               n_requests=n, memory=memory, first_token=first_token)
+    assert n_fast == 0
+    if memory is not None and max_reqs is None:
+        assert res.metrics["restarts"] > 20
+        assert res.requests["recomputed"].sum() > 0
+
+
+@pytest.mark.parametrize("cut", [{"horizon": 30.0}, {"max_iterations": 1500}])
+def test_memory_limit_stops_mid_run_with_the_same_state(cut):
+    wl = qt.Workload([qt.RequestClass(_lognormal(400), _lognormal(300), rate=3.0)])
+    kw = cut if "horizon" in cut else {**cut, "n_requests": 300}
+    res, _, n_fast = _same_run(wl, lambda: Sarathi(512), ANCHOR_TIME, memory=5000, **kw)
+    assert n_fast == 0
+    assert res.requests["finish"].isna().any() and res.metrics["restarts"] > 0
+
+
+def test_memory_limit_unit_time_ties_and_short_outputs():
+    arrival = np.repeat(np.array([0.0, 0.0, 3.0, 50.0, 50.0, 50.0, 400.0]), 4)
+    n = arrival.size
+    rng = np.random.default_rng(4)
+    trace = qt.Workload.from_arrays(arrival, rng.integers(1, 300, n), rng.integers(1, 40, n))
+    res, _, n_fast = _same_run(trace, lambda: Sarathi(64), qt.UnitTime(), memory=400)
+    assert n_fast == 0 and res.metrics["restarts"] > 0
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("memory, max_reqs, budget", [
+    (None, None, 2048), (6000, None, 2048), (6000, None, 256), (20000, 8, 2048), (None, 8, 256),
+], ids=["plain", "memory", "memory-chunked-prompts", "memory-maxreqs", "maxreqs-chunked"])
+def test_vllm_prefill_batches_same_records(first_token, memory, max_reqs, budget):
+    """Vanilla vLLM's rule ``prefill_batches``: prefill-only batches of whole prompts (a long
+    one chunked alone), decode-only batches, preemption and readmission. Where ``max_reqs``
+    makes decodes wait a turn, the rule stops and the engine steps on."""
+    wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(300), rate=3.0)])
+    res, n_slow, n_fast = _same_run(wl, lambda: VLLMVanilla(budget, max_reqs=max_reqs),
+                                    ANCHOR_TIME, n_requests=250, memory=memory,
+                                    first_token=first_token)
+    assert n_fast < n_slow / 4
+    if max_reqs is None:
+        assert n_fast == 0
+    if memory == 6000:
+        assert res.metrics["restarts"] > 20
+
+
+def test_vllm_prefill_batches_idle_periods_ties_and_horizon():
+    arrival = np.repeat(np.array([0.0, 0.0, 3.0, 50.0, 50.0, 50.0, 400.0]), 4)
+    n = arrival.size
+    rng = np.random.default_rng(5)
+    trace = qt.Workload.from_arrays(arrival, rng.integers(1, 300, n), rng.integers(1, 40, n))
+    for kw in ({"memory": 400}, {"memory": 400, "horizon": 200.0}, {"max_iterations": 150}):
+        _, _, n_fast = _same_run(trace, lambda: VLLMVanilla(128), qt.UnitTime(), **kw)
+        assert n_fast == 0
+
+
+@pytest.mark.parametrize("time_model", [
+    SLOTTED, qt.PiecewiseLinearTime(c=45.5e-3, a=0.30e-3, b0=64), qt.UnitTime(),
+], ids=["affine-slotted", "piecewise", "unit"])
+@pytest.mark.parametrize("make_policy", [lambda: Sarathi(256), lambda: VLLMVanilla(4096)],
+                         ids=["sarathi", "vllm"])
+def test_memory_rules_two_classes_every_time_model(time_model, make_policy):
+    wl = qt.Workload([qt.RequestClass(_lognormal(100), _lognormal(150), rate=1.5),
+                      qt.RequestClass(_lognormal(300), _lognormal(60), rate=1.5)])
+    res, _, n_fast = _same_run(wl, make_policy, time_model, n_requests=150, memory=5000)
+    assert n_fast == 0 and res.metrics["restarts"] > 0

@@ -91,10 +91,11 @@ def _feasible_used(state, batch: Batch, budget, memory) -> int | None:
     chunk_sum = 0
     if pre.size == 1:
         chunk_sum = int(chunk[0])
-        if not 1 <= chunk_sum <= int(state.prompt[pre[0]]) - int(state.prefilled[pre[0]]):
+        if not 1 <= chunk_sum <= (int(state.prefill_length[pre[0]])
+                                  - int(state.prefilled[pre[0]])):
             return None
     elif pre.size:
-        rem = state.prompt[pre] - state.prefilled[pre]
+        rem = state.prefill_length[pre] - state.prefilled[pre]
         if np.count_nonzero(chunk < 1) or np.count_nonzero(chunk > rem):
             return None
         chunk_sum = int(chunk.sum())
@@ -110,17 +111,19 @@ def _feasible_used(state, batch: Batch, budget, memory) -> int | None:
 
 
 def check_batch(state, batch: Batch, *, policy, iteration: int, budget, memory,
-                emit_first: bool) -> int:
+                emit_first: bool, recompute: bool = False) -> int:
     """Check Li, Dai, Peng's rules (2.5a–d), the token budget and KV memory; return the memory
-    of all resident requests after the batch. Raise :class:`InfeasibleBatchError` otherwise."""
+    of all resident requests after the batch. Raise :class:`InfeasibleBatchError` otherwise.
+    ``recompute``: evictions keep the generated tokens (``preemption="recompute"``)."""
     used = _feasible_used(state, batch, budget, memory)
     if used is not None:
         return used
     return _check_every_rule(state, batch, policy=policy, iteration=iteration, budget=budget,
-                             memory=memory, emit_first=emit_first)
+                             memory=memory, emit_first=emit_first, recompute=recompute)
 
 
-def _check_every_rule(state, batch, *, policy, iteration, budget, memory, emit_first) -> int:
+def _check_every_rule(state, batch, *, policy, iteration, budget, memory, emit_first,
+                      recompute=False) -> int:
     """The complete check, rule by rule, naming the first rule broken."""
 
     def fail(rule, detail):
@@ -145,14 +148,20 @@ def _check_every_rule(state, batch, *, policy, iteration, budget, memory, emit_f
             fail("evict", "evicted a request that holds no KV cache")
         prefilled = state.prefilled.copy()
         decoded = state.decoded.copy()
+        recomputed = state.recomputed.copy()
         prefilled[batch.evict] = 0
-        decoded[batch.evict] = 0
-        kv_total = int((prefilled + np.maximum(decoded - emit_first, 0)).sum())
-        in_decode = prefilled >= state.prompt
+        if recompute:
+            recomputed[batch.evict] = decoded[batch.evict]
+        else:
+            decoded[batch.evict] = recomputed[batch.evict] = 0
+        kv_total = int((prefilled + np.maximum(decoded - recomputed - emit_first, 0)).sum())
+        length = state.prompt + recomputed
+        in_decode = prefilled >= length
     else:
         prefilled, decoded = state.prefilled, state.decoded
         kv_total = state.memory_used - state.outside_kv
         in_decode = state.in_decode
+        length = state.prefill_length
     if pre.size and d.size:
         mark = np.zeros(n, dtype=bool)
         mark[pre] = True
@@ -160,7 +169,7 @@ def _check_every_rule(state, batch, *, policy, iteration, budget, memory, emit_f
             fail("2.5a", "a request is in both the prefill and the decode part")
     chunk_sum = 0
     if pre.size:
-        rem = state.prompt[pre] - prefilled[pre]
+        rem = length[pre] - prefilled[pre]
         if np.count_nonzero(chunk < 1) or np.count_nonzero(chunk > rem):
             fail("2.5b", "a prefill chunk is < 1 or larger than the remaining prompt")
         chunk_sum = _total(chunk)

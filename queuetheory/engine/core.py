@@ -7,7 +7,7 @@ import numpy as np
 from ..errors import InfeasibleBatchError
 from ..timing import BatchLoad
 from .batch import Batch, _total, check_batch
-from .conventions import check_first_token
+from .conventions import check_first_token, check_preemption
 from .log import ColumnLog, TBTHistogram
 from .state import RequestTable, State
 
@@ -36,6 +36,10 @@ class Engine:
     it runs ``output − 1`` decode iterations afterwards. ``"decode"`` is the model of Li, Dai,
     Peng (and Ao et al.): the prefill iteration emits nothing and each of the ``output``
     tokens takes a decode iteration of its own.
+
+    What an eviction does is the policy's ``preemption`` (:data:`PREEMPTION`):
+    ``"recompute"`` (vLLM's) keeps the generated tokens and prefills them again with the
+    prompt; ``"restart"`` (the papers' model) discards them.
     """
 
     def __init__(self, policy, time_model, *, memory=None, budget=None,
@@ -45,6 +49,7 @@ class Engine:
         self.memory = memory
         self.budget = budget
         self.first_token = check_first_token(first_token)
+        self.preemption = check_preemption(getattr(policy, "preemption", "restart"))
         self.table = RequestTable(first_token == "prefill", capacity)
         self.live = np.empty(0, dtype=np.int64)
         self.iteration = 0
@@ -54,12 +59,16 @@ class Engine:
         self.log = ColumnLog(_BATCH_COLUMNS)
         self.tbt = TBTHistogram(n_classes)
         self._pending = 0      # first table row not yet admitted (pre-loaded traces)
+        self._final = False    # the pre-loaded trace is all that arrives (a run that drains)
 
     # ---- arrivals -----------------------------------------------------------------------------
-    def load(self, trace) -> None:
-        """Pre-load a whole trace; rows are admitted by :meth:`admit_until` as time passes."""
+    def load(self, trace, final: bool = False) -> None:
+        """Pre-load a whole trace; rows are admitted by :meth:`admit_until` as time passes.
+        ``final``: nothing arrives after it (a run that drains), so once it is all admitted
+        policies see ``State.arrivals_done``."""
         self.table.append(trace)
         self._arrival = self.table.column("arrival")
+        self._final = bool(final)
 
     def admit_until(self, t: float) -> None:
         """Admit the pre-loaded requests that arrived at or before ``t``."""
@@ -99,7 +108,8 @@ class Engine:
     # ---- one iteration ----------------------------------------------------------------------
     def state(self, t: float) -> State:
         return State(self.table, self.live, t, self.budget, self.memory,
-                     kv_total=self.kv_total)
+                     kv_total=self.kv_total,
+                     arrivals_done=self._final and self._pending >= self.table.n)
 
     def step(self, t: float):
         """Run one batch starting at ``t``. Returns ``(duration, finished_ids)`` or the
@@ -128,7 +138,8 @@ class Engine:
             raise TypeError(f"{self.policy!r}.schedule returned {type(batch).__name__}, not Batch")
         used = check_batch(state, batch, policy=self.policy, iteration=self.iteration,
                            budget=self.budget, memory=self.memory,
-                           emit_first=bool(self.table.emit_first))
+                           emit_first=bool(self.table.emit_first),
+                           recompute=self.preemption == "recompute")
         if batch.evict.size:
             self._evict(state.rid[batch.evict])
         if batch.empty:
@@ -141,6 +152,8 @@ class Engine:
 
         decoded = tab.decoded[dec] + 1
         tab.decoded[dec] = decoded
+        if tab.recomputing and tab.emit_first:     # a decode writes back its previous token
+            decoded = decoded - tab.recomputed[dec]
         self.kv_total += chunk_sum + (decoded.size if not tab.emit_first
                                       else np.count_nonzero(decoded > 1))
         self.work -= chunk_sum + dec.size
@@ -190,7 +203,7 @@ class Engine:
         tab = self.table
         prefilled = tab.prefilled[pre] + chunk
         tab.prefilled[pre] = prefilled
-        done = prefilled >= tab.prompt[pre]
+        done = prefilled >= tab.prefill_length(pre)
         if not np.count_nonzero(done):
             return dec
         done = pre[done]
@@ -313,9 +326,19 @@ class Engine:
         return float(ends[-1]), np.sort(finished)
 
     def _evict(self, rid):
+        """Drop the KV cache of ``rid`` (:mod:`~queuetheory.engine.conventions`)."""
         tab = self.table
         self.kv_total -= int(tab.kv(rid).sum())
-        self.work += int(tab.prefilled[rid].sum() + tab.decoded[rid].sum())
-        tab.discarded[rid] += tab.decoded[rid]
-        tab.set_progress(rid, 0, 0)
         tab.restarts[rid] += 1
+        if self.preemption == "restart":
+            self.work += int(tab.prefilled[rid].sum() + tab.decoded[rid].sum())
+            tab.discarded[rid] += tab.decoded[rid]
+            tab.set_progress(rid, 0, 0)
+            return
+        # recompute: the generated tokens join the prompt in a prefill to come
+        decoded = tab.decoded[rid]
+        self.work += int((tab.prefilled[rid] + decoded - tab.recomputed[rid]).sum())
+        tab.recomputing = True
+        tab.recomputed[rid] = decoded
+        tab.prefilled[rid] = 0
+        tab.in_decode[rid] = False

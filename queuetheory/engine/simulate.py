@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from ..errors import check_positive
+from ..errors import CensoredRunWarning, UnsupportedSettingError, check_positive
 from ..timing import TimeModel
 from ..workload import Trace, Workload
 from .conventions import check_first_token
@@ -27,6 +28,7 @@ class Result:
     end_time: float
     policy: object
     time_model: TimeModel
+    warmup: float = 0.0
 
     @property
     def requests(self) -> pd.DataFrame:
@@ -35,7 +37,8 @@ class Result:
         n = t.n
         df = pd.DataFrame({f: t.column(f) for f in (
             "arrival", "prompt", "output", "cls", "lo", "hi", "priority", "prefilled",
-            "decoded", "restarts", "prefill_done", "first_token", "finish", "tbt_max")})
+            "decoded", "recomputed", "restarts", "prefill_done", "first_token", "finish",
+            "tbt_max")})
         admitted = np.zeros(n, dtype=bool)
         admitted[: self.engine._pending] = True
         df["admitted"] = admitted
@@ -64,14 +67,26 @@ class Result:
 
     @property
     def metrics(self) -> dict:
+        """:func:`~queuetheory.metrics.summarize` of the run: with ``warmup``, throughput,
+        latency, TTFT and the number in system are those of the steady-state window
+        ``[warmup, end]`` (:meth:`window`); ``arrived``, ``completed`` and ``unfinished``
+        always count the whole run."""
         from ..metrics import summarize
 
-        return summarize(self)
+        return summarize(self, start=self.warmup)
+
+    def window(self, t0: float, t1: float | None = None) -> dict:
+        """Figures of the window ``[t0, t1]`` (default: to the end): latency and TTFT of
+        the requests that arrived in it, output tokens emitted in it per unit time, the
+        time-average number in system over it (:func:`~queuetheory.metrics.window`)."""
+        from ..metrics import window
+
+        return window(self, t0, t1)
 
 
 def simulate(workload, policy, time_model, *, memory=None, token_budget=None, horizon=None,
              n_requests=None, seed=0, max_iterations=None, progress=False,
-             first_token="prefill", fast_path=True) -> Result:
+             first_token="prefill", fast_path=True, warmup: float = 0.0) -> Result:
     """Run ``policy`` on ``workload`` with batch durations from ``time_model``.
 
     Parameters
@@ -96,6 +111,14 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
         (:mod:`~queuetheory.engine.kernels`) and repeat steady decode-only batches in closed
         form (:meth:`Engine.advance`); the records are the same as with
         ``fast_path=False``, which decides every iteration
+    warmup : the time before which ``metrics`` discards requests and tokens (steady-state
+        figures; see :meth:`Result.window`)
+
+    A policy that cannot build feasible batches with this ``memory`` and ``first_token``
+    (:meth:`Policy.supports`) is refused with :class:`UnsupportedSettingError` before the
+    run starts. A run that ends with requests unfinished — any, when it should drain (no
+    ``horizon``), or more than 1 % of the arrivals at the horizon — warns
+    :class:`CensoredRunWarning`, saying how many and why.
     """
     if not isinstance(time_model, TimeModel):
         raise ValueError(f"time_model={time_model!r}: must be a queuetheory TimeModel")
@@ -113,6 +136,8 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
     if max_iterations is not None:
         check_positive("max_iterations", max_iterations, integer=True)
     emit_first = check_first_token(first_token) == "prefill"
+    check_positive("warmup", warmup, allow_zero=True)
+    _check_supported(policy, memory, first_token)
     if isinstance(workload, Trace):
         trace = workload
         if horizon is not None:
@@ -131,11 +156,10 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
                 f"memory={memory}: smaller than the KV peak {int(peak[worst])} of request "
                 f"{worst} (prompt {int(trace.prompt[worst])} + output {int(trace.output[worst])}); "
                 "it could never finish")
-    policy.check_trace(trace, first_token)
     n_classes = int(trace.cls.max()) + 1 if len(trace) else 1
     engine = Engine(policy, time_model, memory=memory, budget=budget, first_token=first_token,
                     n_classes=n_classes, capacity=max(16, len(trace)))
-    engine.load(trace)
+    engine.load(trace, final=horizon is None)
     policy.reset(seed=seed)
     stop = np.inf if horizon is None else float(horizon)
     limit = np.inf if max_iterations is None else int(max_iterations)
@@ -144,11 +168,44 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
     bulk = bulk_runner(engine, policy) if fast_path else None
     if bulk is not None:
         t = bulk(t, stop, limit)
-    else:
-        t = _step_by_step(engine, policy, t, stop, limit, fast_path, bar)
+    t = _step_by_step(engine, policy, t, stop, limit, fast_path, bar)
     if bar is not None:
         bar.close(t)
-    return Result(engine, trace, stop, t, policy, time_model)
+    result = Result(engine, trace, stop, t, policy, time_model, float(warmup))
+    _warn_if_censored(result, stop, limit)
+    return result
+
+
+def _check_supported(policy, memory, first_token) -> None:
+    """Refuse a setting the policy declares it cannot keep feasible."""
+    supports = getattr(policy, "supports", None)
+    reason = supports(memory=memory, first_token=first_token) if supports else None
+    if reason:
+        raise UnsupportedSettingError(policy, f"memory={memory}, first_token={first_token!r}",
+                                      reason)
+
+
+def _warn_if_censored(result, stop, limit) -> None:
+    """:class:`CensoredRunWarning` when requests are left unfinished: any in a run that
+    should drain (no horizon), over 1 % of the arrivals when a horizon cut the run."""
+    engine = result.engine
+    table = engine.table
+    arrived = int(np.searchsorted(table.column("arrival"), result.end_time, side="right"))
+    left = arrived - int(np.count_nonzero(~np.isnan(table.column("finish"))))
+    if left <= 0:
+        return
+    if engine.iteration >= limit:
+        why = f"max_iterations={int(limit)} stopped the run"
+    elif result.end_time >= stop:
+        if left <= 0.01 * arrived:
+            return
+        why = f"the horizon {stop:g} cut the run"
+    else:
+        why = (f"{result.policy!r} idled with work waiting at t = {result.end_time:g} and no "
+               "request left to arrive")
+    warnings.warn(f"{left} of {arrived} requests ({100 * left / max(arrived, 1):.1f} %) are "
+                  f"unfinished: {why}; metrics over completed requests leave them out "
+                  "(metrics['unfinished'])", CensoredRunWarning, stacklevel=3)
 
 
 def _step_by_step(engine, policy, t, stop, limit, fast_path, bar) -> float:

@@ -7,7 +7,7 @@ import numpy as np
 __all__ = ["RequestTable", "State"]
 
 _STATIC = ("arrival", "prompt", "output", "cls", "lo", "hi", "priority")
-_INT_DYNAMIC = ("prefilled", "decoded", "restarts", "discarded")
+_INT_DYNAMIC = ("prefilled", "decoded", "recomputed", "restarts", "discarded")
 _FLOAT_DYNAMIC = ("prefill_done", "first_token", "last_token", "finish", "tbt_max")
 
 
@@ -16,11 +16,15 @@ class RequestTable:
 
     Grows by doubling so that networks can add requests while they run. Besides the
     progress counts (``prefilled``, ``decoded``) the engine keeps ``in_decode`` (the prompt
-    is fully prefilled) and ``discarded`` (output tokens lost to evictions) up to date.
+    is fully prefilled), ``discarded`` (output tokens lost to restarts) and ``recomputed``
+    (output tokens a recompute preemption put back into the prefill: the request's prefill
+    is ``prompt + recomputed`` tokens long, see :mod:`~queuetheory.engine.conventions`) up
+    to date.
     """
 
     def __init__(self, emit_first: bool, capacity: int = 1024):
         self.emit_first = int(emit_first)
+        self.recomputing = False     # some request has been preempted by recompute
         self.n = 0
         self._cap = 0
         self._grow(max(capacity, 16))
@@ -58,10 +62,22 @@ class RequestTable:
         tokens done (states built by hand, requests handed over with their KV)."""
         self.prefilled[ids] = prefilled
         self.decoded[ids] = decoded
+        self.recomputed[ids] = 0
         self.in_decode[ids] = self.prefilled[ids] >= self.prompt[ids]
 
+    def prefill_length(self, rid: np.ndarray) -> np.ndarray:
+        """Tokens of each request's current prefill: its prompt, plus the output tokens a
+        recompute preemption put back (``recomputed``)."""
+        if not self.recomputing:
+            return self.prompt[rid]
+        return self.prompt[rid] + self.recomputed[rid]
+
     def kv(self, rid: np.ndarray) -> np.ndarray:
-        """Resident KV tokens: prompt tokens prefilled plus output tokens written back."""
+        """Resident KV tokens: prefill tokens (prompt and recomputed output) plus the output
+        tokens written back since."""
+        if self.recomputing:
+            return self.prefilled[rid] + np.maximum(
+                self.decoded[rid] - self.recomputed[rid] - self.emit_first, 0)
         if not self.emit_first:
             return self.prefilled[rid] + self.decoded[rid]
         return self.prefilled[rid] + np.maximum(self.decoded[rid] - self.emit_first, 0)
@@ -116,15 +132,19 @@ class State:
 
     Positions ``0 … n-1`` are in arrival order (FCFS order). Array attributes are computed
     on first use: ``rid``, ``arrival``, ``prompt``, ``output``, ``cls``, ``lo``, ``hi``,
-    ``priority``, ``prefilled``, ``decoded``, ``restarts``, ``discarded``, ``kv``,
-    ``remaining_prefill``, ``remaining_output``, ``in_decode`` (true once the prompt is fully
-    prefilled, ``p_i = 0`` in seed 004's notation), ``started``. Scalars: ``time``, ``budget``,
-    ``memory``, ``memory_used`` and ``memory_free``.
+    ``priority``, ``prefilled``, ``decoded``, ``recomputed``, ``restarts``, ``discarded``,
+    ``kv``, ``prefill_length`` (prompt plus recomputed output), ``remaining_prefill``,
+    ``remaining_output``, ``in_decode`` (true once the prefill is complete, ``p_i = 0`` in
+    seed 004's notation), ``started``. Scalars: ``time``, ``budget``, ``memory``,
+    ``memory_used`` and ``memory_free``; ``arrivals_done`` is true when no request will arrive
+    any more in a run that drains (``simulate`` without a horizon, once the whole trace is
+    admitted), so that a policy waiting for cohorts finishes its leftovers.
     """
 
     def __init__(self, table: RequestTable, live: np.ndarray, time: float, budget, memory,
-                 outside_kv: int = 0, kv_total: int | None = None):
+                 outside_kv: int = 0, kv_total: int | None = None, arrivals_done: bool = False):
         self._t = table
+        self.arrivals_done = bool(arrivals_done)
         self.rid = live
         self.n = int(live.size)
         self.time = float(time)
@@ -144,8 +164,14 @@ class State:
         return self._t.kv(self.rid)
 
     @_lazy
+    def prefill_length(self) -> np.ndarray:
+        if not self._t.recomputing:
+            return self.prompt
+        return self.prompt + self.recomputed
+
+    @_lazy
     def remaining_prefill(self) -> np.ndarray:
-        return self.prompt - self.prefilled
+        return self.prefill_length - self.prefilled
 
     @_lazy
     def remaining_output(self) -> np.ndarray:
@@ -168,7 +194,8 @@ class State:
         """The view restricted to ``positions`` (sorted); memory of the others still counts."""
         positions = np.sort(np.asarray(positions, dtype=np.int64))
         rest = self.memory_used - int(self.kv[positions].sum())
-        return State(self._t, self.rid[positions], self.time, self.budget, self.memory, rest)
+        return State(self._t, self.rid[positions], self.time, self.budget, self.memory, rest,
+                     arrivals_done=self.arrivals_done)
 
     def __repr__(self) -> str:
         return f"State(t={self.time:.6g}, n={self.n}, memory_used={self.memory_used})"

@@ -21,9 +21,15 @@ ORDERS = ("fcfs", "sjf_prompt", "sjf_decode", "sjf_total")
 
 
 class Policy:
-    """Base class of every scheduler. Public behaviour is defined here once."""
+    """Base class of every scheduler. Public behaviour is defined here once.
+
+    ``preemption`` says what the engine does with a request this policy evicts
+    (:mod:`~queuetheory.engine.conventions`): ``"restart"`` here, the papers' model, which
+    every paper's scheduler keeps; the classic schedulers default to vLLM's ``"recompute"``.
+    """
 
     token_budget: int | None = None
+    preemption: str = "restart"
 
     def reset(self, seed=0) -> None:
         """Forget everything from an earlier run; called by ``simulate`` before it starts."""
@@ -33,9 +39,11 @@ class Policy:
     def _reset(self) -> None:
         pass
 
-    def check_trace(self, trace, first_token: str) -> None:
-        """Refuse, with a ``ValueError``, a trace this policy could never finish (called by
-        ``simulate`` before the run); the default accepts every trace."""
+    def supports(self, *, memory, first_token) -> str | None:
+        """Why this policy cannot run with KV ``memory`` (None: unlimited) under the
+        ``first_token`` convention, or ``None`` when it builds feasible batches there.
+        ``simulate`` asks before it starts and refuses the setting with the reason."""
+        return None
 
     def schedule(self, state) -> Batch:
         if state.n == 0:
@@ -115,7 +123,7 @@ def ordered(state, positions: np.ndarray, order: str) -> np.ndarray:
 
 
 def take_decodes(cands: np.ndarray, budget: int, max_reqs=None) -> np.ndarray:
-    """The first candidates that fit: one decode token each (Li, Dai, Peng, rule 2.5c)."""
+    """The first candidates that fit: one decode token each (seed 004, rule 2.5c)."""
     k = min(cands.size, budget, np.inf if max_reqs is None else max_reqs)
     return cands[: int(k)]
 
@@ -143,15 +151,18 @@ def take_prefills(cands: np.ndarray, remaining: np.ndarray, budget: int, max_req
     return cands[:k], sizes
 
 
-def admissible(state, cands: np.ndarray) -> np.ndarray:
+def admissible(state, cands: np.ndarray, decodes: int | None = None) -> np.ndarray:
     """Prefill candidates that memory allows to run: every request already holding KV, and
-    new requests, in order, while their whole prompts fit in the memory left after one
-    decode token for each decoding request and the unfinished prompts of resident ones."""
+    new requests, in order, while their whole prefills fit in the memory left after the
+    batch's ``decodes`` decode tokens (default: one for each request in decode) and the
+    unfinished prefills of resident ones (see :func:`fit_memory`)."""
     if state.memory is None or cands.size == 0:
         return cands
     kv = state.kv
     promised = int(state.remaining_prefill[(kv > 0) & ~state.in_decode].sum())
-    room = state.memory_free - int(state.in_decode.sum()) - promised
+    if decodes is None:
+        decodes = int(state.in_decode.sum())
+    room = state.memory_free - decodes - promised
     new = kv[cands] == 0
     fits = np.cumsum(np.where(new, state.remaining_prefill[cands], 0)) <= room
     return cands[~new | fits]
@@ -160,28 +171,30 @@ def admissible(state, cands: np.ndarray) -> np.ndarray:
 def fit_memory(state, prefill, chunk, decode) -> Batch:
     """Make a batch respect KV memory the way vLLM does.
 
-    Requests already holding KV (running or paused) come first: if their decode tokens and
-    prefill chunks overflow the free memory, the most recently arrived resident requests are
-    evicted (progress lost, recomputed later) and no new request starts. A new request starts
-    only if its whole prompt fits in the memory not yet promised to the unfinished prompts of
-    resident requests, in batch order, stopping at the first that does not fit.
+    As vLLM's block manager, a request that has started its prefill holds KV for its whole
+    prefill (prompt, plus the tokens a recompute put back) from then on: the unwritten part
+    is promised. If the decode tokens overflow the memory neither written nor promised, the
+    most recently arrived resident requests are evicted — each frees what it holds and what
+    it was promised — until the rest fit (KV dropped; recomputed or restarted later, by the
+    policy's ``preemption``), and no new request starts. Otherwise a new request starts only
+    if its whole prefill fits in the memory left after the decode tokens and the promises,
+    in batch order, stopping at the first that does not fit.
     """
     prefill, chunk, decode = (np.asarray(a, dtype=np.int64) for a in (prefill, chunk, decode))
     kv = state.kv
     free = state.memory_free
     resident = kv[prefill] > 0
-    running = decode.size + int(chunk[resident].sum())
-    if running > free:
+    promise = np.where((kv > 0) & ~state.in_decode, state.remaining_prefill, 0)
+    free -= int(promise.sum())
+    if decode.size > free:
         victims = np.flatnonzero(kv > 0)[::-1]
         added = np.zeros(state.n, dtype=np.int64)
-        added[prefill] = chunk
-        added[decode] += 1
-        saving = np.cumsum(kv[victims] + added[victims])
-        evict = victims[: int(np.searchsorted(saving, running - free, side="left")) + 1]
+        added[decode] = 1
+        saving = np.cumsum(kv[victims] + promise[victims] + added[victims])
+        evict = victims[: int(np.searchsorted(saving, decode.size - free, side="left")) + 1]
         keep = resident & ~np.isin(prefill, evict)
         return Batch(prefill[keep], chunk[keep], decode[~np.isin(decode, evict)], evict)
-    promised = int(state.remaining_prefill[(kv > 0) & ~state.in_decode].sum())
-    room = free - decode.size - promised
+    room = free - decode.size
     new = np.flatnonzero(~resident)
     admitted = new[np.cumsum(state.remaining_prefill[prefill[new]]) <= room]
     keep = resident.copy()

@@ -9,7 +9,10 @@
 
 Every policy takes an ``order`` (``"fcfs"``, ``"sjf_prompt"``, ``"sjf_decode"``,
 ``"sjf_total"``) and an optional batch-size limit ``max_reqs``. With a KV-memory limit they
-trim prefills and preempt the most recent request, as vLLM does (:func:`fit_memory`).
+trim prefills and preempt the most recent request, as vLLM does (:func:`fit_memory`); a
+preempted request is recomputed, as in vLLM (``preemption="recompute"``, the default), or
+restarted (``preemption="restart"``, the papers' model); see
+:mod:`~queuetheory.engine.conventions`.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import Batch
+from ..engine.conventions import check_preemption
 from .base import (
     Policy,
     admissible,
@@ -35,16 +39,23 @@ __all__ = ["Sarathi", "Orca", "VLLMVanilla", "FasterTransformer", "KFCFS", "Stat
 class _TokenBudgetPolicy(Policy):
     chunk = True
 
-    def __init__(self, token_budget: int, *, order: str = "fcfs", max_reqs: int | None = None):
+    def __init__(self, token_budget: int, *, order: str = "fcfs", max_reqs: int | None = None,
+                 preemption: str = "recompute"):
         self.token_budget = check_budget(token_budget)
         self.order = check_order(order)
         self.max_reqs = check_max_reqs(max_reqs)
+        self.preemption = check_preemption(preemption)
 
     def _candidates(self, state):
         in_decode = state.in_decode
         dec = ordered(state, in_decode.nonzero()[0], self.order)
         pre = ordered(state, (~in_decode).nonzero()[0], self.order)
-        return admissible(state, pre), dec
+        return admissible(state, pre, self._decodes_beside_prefills(dec.size)), dec
+
+    def _decodes_beside_prefills(self, n_decode):
+        """The decode tokens of a batch that takes prefills, given ``n_decode`` requests in
+        decode (what the memory for new prefills must leave): all of them by default."""
+        return n_decode
 
     def _prefills(self, state, pre, budget, max_reqs, chunk=None):
         return take_prefills(pre, state.remaining_prefill[pre], budget, max_reqs,
@@ -66,7 +77,7 @@ class _TokenBudgetPolicy(Policy):
     def _no_prefill_candidate(self, state) -> bool:
         """No prefill can start now or over a decode-only stretch: memory left only shrinks,
         so a new request that :func:`admissible` turns away stays turned away."""
-        return not admissible(state, (~state.in_decode).nonzero()[0]).size
+        return not self._candidates(state)[0].size
 
     def _proved(self) -> bool:
         """The fast-path promises are proved for the classes of this module only: a
@@ -78,9 +89,16 @@ class _TokenBudgetPolicy(Policy):
         """A decode-only batch repeats while its members only decode: the ordered decode
         candidates keep their order under every ``order`` rule (members' keys all drop by one,
         non-members' do not change), so ``take_decodes`` picks the same members, and
-        :func:`fit_memory` keeps them as long as they fit, which the engine checks."""
-        return self._proved() and self._decode_only(batch) and self._steady_prefills(state,
-                                                                                    batch)
+        :func:`fit_memory` keeps them as long as they fit, which the engine checks — when no
+        resident request is part-way through its prefill (whose promised KV the engine's
+        check does not see)."""
+        return (self._proved() and self._decode_only(batch)
+                and (state.memory is None or not self._promised(state))
+                and self._steady_prefills(state, batch))
+
+    @staticmethod
+    def _promised(state) -> bool:
+        return bool(np.count_nonzero((state.kv > 0) & ~state.in_decode))
 
     def drains(self, state):
         """With every request in decode and no more of them than the token budget and
@@ -106,9 +124,14 @@ class Sarathi(_TokenBudgetPolicy):
                               self._left(self.max_reqs, d.size))
         return self._finish(state, p, c, d)
 
+    def _decodes_beside_prefills(self, n_decode):
+        return min(n_decode, self.token_budget,
+                   n_decode if self.max_reqs is None else self.max_reqs)
+
     def rule(self):
-        """FCFS Sarathi without a batch-size limit is the rule ``decode_first_fill``."""
-        if self._proved() and self.order == "fcfs" and self.max_reqs is None:
+        """FCFS Sarathi is the rule ``decode_first_fill`` (with ``max_reqs`` and, under
+        recompute preemption, a KV-memory limit too)."""
+        if self._proved() and self.order == "fcfs":
             return "decode_first_fill"
         return None
 
@@ -123,8 +146,9 @@ class Orca(_TokenBudgetPolicy):
     the last prompt is split at the budget, which makes it strictly work-conserving; with
     ``chunk=False`` only whole prompts enter and it is not."""
 
-    def __init__(self, token_budget, *, order="fcfs", max_reqs=None, chunk: bool = True):
-        super().__init__(token_budget, order=order, max_reqs=max_reqs)
+    def __init__(self, token_budget, *, order="fcfs", max_reqs=None, chunk: bool = True,
+                 preemption="recompute"):
+        super().__init__(token_budget, order=order, max_reqs=max_reqs, preemption=preemption)
         self.chunk = bool(chunk)
 
     def _schedule(self, state):
@@ -142,6 +166,13 @@ class VLLMVanilla(_TokenBudgetPolicy):
     Not work-conserving."""
 
     chunk = False
+
+    def _decodes_beside_prefills(self, n_decode):
+        return 0        # a prefill batch carries no decode
+
+    def rule(self):
+        """FCFS vanilla vLLM is the rule ``prefill_batches``."""
+        return "prefill_batches" if self._proved() and self.order == "fcfs" else None
 
     def _schedule(self, state):
         pre, dec = self._candidates(state)
@@ -162,13 +193,19 @@ class FasterTransformer(_TokenBudgetPolicy):
     batching: a cohort of up to ``max_reqs`` waiting requests is prefilled, then decoded until
     every member finishes, while arrivals wait (spec §2 item 4, ``ft_static``)."""
 
-    def __init__(self, token_budget, *, order="fcfs", max_reqs=None, mode: str = "iteration"):
-        super().__init__(token_budget, order=order, max_reqs=max_reqs)
+    def __init__(self, token_budget, *, order="fcfs", max_reqs=None, mode: str = "iteration",
+                 preemption="recompute"):
+        super().__init__(token_budget, order=order, max_reqs=max_reqs, preemption=preemption)
         if mode not in ("iteration", "request"):
             raise ValueError(f"mode={mode!r}: must be 'iteration' or 'request'")
         if mode == "request" and max_reqs is None:
             raise ValueError("max_reqs=None: request-level FasterTransformer needs a cohort size")
         self.mode = mode
+
+    def supports(self, *, memory, first_token) -> str | None:
+        if memory is not None and self.mode == "request":
+            return "request-level batching keeps its cohort whole and has no KV-memory rule"
+        return None
 
     def _reset(self):
         self._cohort = np.empty(0, dtype=np.int64)
@@ -203,8 +240,9 @@ class StaticPriority(_TokenBudgetPolicy):
     prefill tokens with the remaining budget. Lower classes fill what is left, so tokens mix
     only when the higher classes cannot fill a batch. Within a class: ``order``."""
 
-    def __init__(self, token_budget, class_order, *, order="fcfs", max_reqs=None):
-        super().__init__(token_budget, order=order, max_reqs=max_reqs)
+    def __init__(self, token_budget, class_order, *, order="fcfs", max_reqs=None,
+                 preemption="recompute"):
+        super().__init__(token_budget, order=order, max_reqs=max_reqs, preemption=preemption)
         self.class_order = tuple(int(c) for c in class_order)
         if len(set(self.class_order)) != len(self.class_order):
             raise ValueError(f"class_order={class_order!r}: lists a class twice")
@@ -244,6 +282,11 @@ class KFCFS(Policy):
         check_positive("Kd", Kd, integer=True)
         self.inner, self.Kp, self.Kd = inner, int(Kp), int(Kd)
         self.token_budget = getattr(inner, "token_budget", None)
+
+    @property
+    def preemption(self) -> str:
+        """The inner policy's: its evictions are its own."""
+        return self.inner.preemption
 
     def reset(self, seed=0):
         super().reset(seed)

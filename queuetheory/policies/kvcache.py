@@ -217,9 +217,10 @@ class AlphaProtection(Policy):
         self._live = np.empty(0, dtype=np.int64)
         self._done_at = None
 
+    def supports(self, *, memory, first_token) -> str | None:
+        return "α-protection needs a KV capacity M" if memory is None else None
+
     def _schedule(self, state) -> Batch:
-        if state.memory is None:
-            raise ValueError("AlphaProtection needs a memory capacity M (simulate(memory=...))")
         if self._watch(state):
             return Batch(until=np.inf)
         run = np.flatnonzero(state.started)

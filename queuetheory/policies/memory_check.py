@@ -32,11 +32,14 @@ class FuturePeak:
         last = np.asarray(last, dtype=np.int64)
         if np.any(last < t):
             raise ValueError("last: every running job must still be running in round t")
-        self.taus = np.unique(last)
-        alive = last[None, :] >= self.taus[:, None]
-        # load(τ) = Σ_{k: last_k ≥ τ} (m0_k + τ − t);  count(τ) = #{k: last_k ≥ τ}
-        self.load = (alive * (m0[None, :] + (self.taus[:, None] - t))).sum(axis=1)
-        self.count = alive.sum(axis=1)
+        # load(τ) = Σ_{k: last_k ≥ τ} (m0_k + τ − t);  count(τ) = #{k: last_k ≥ τ}: the jobs
+        # alive at τ are a suffix of the jobs sorted by last round, so suffix sums give both
+        order = np.argsort(last, kind="stable")
+        last, m0 = last[order], m0[order]
+        self.taus, first = np.unique(last, return_index=True)
+        held = np.concatenate([m0[::-1].cumsum()[::-1], [0]])     # Σ m0 over k ≥ i
+        self.count = last.size - first
+        self.load = held[first] + self.count * (self.taus - t)
 
     def peak(self) -> int:
         return int(self.load.max()) if self.load.size else 0

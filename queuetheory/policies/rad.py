@@ -1,4 +1,4 @@
-"""Schedulers of Bari, Hegde and de Veciana: RAD (Alg. 1), the cycle scheduler
+"""Schedulers of Bari, Hegde and de Veciana (seed 002): RAD (Alg. 1), the cycle scheduler
 (Alg. 2), request-level batching (Alg. 3), DistServe (Alg. 5), SLAI (§6), and uniformly
 random routing over ``r`` nodes. Sarathi-Serve (Alg. 4) is :class:`~queuetheory.policies.
 Sarathi` (``order="sjf_prompt"`` is SPF), or :meth:`SLAI.sarathi` with an active cap.
@@ -57,6 +57,12 @@ class _TiledPolicy(Policy):
     def t_lcm(self) -> int:
         return lcm(*self.tile)
 
+    def supports(self, *, memory, first_token) -> str | None:
+        if memory is not None:
+            return ("Bari, Hegde, de Veciana's model has no KV memory and this schedule has "
+                    "no memory rule; run it with memory=None")
+        return None
+
     def _reset(self):
         self._ric = 0
         self._cycles = []
@@ -96,7 +102,7 @@ class _TiledPolicy(Policy):
 
 
 class RAD(_TiledPolicy):
-    """Resource-Aware Dynamic scheduler (Alg. 1).
+    """Resource-Aware Dynamic scheduler (Alg. 1, L259–L283).
 
     Pure batches only: either one decode iteration for every decode-phase request (when
     ``t*_col`` of them decode, nothing waits, or ``n`` requests were started this cycle), or
@@ -130,7 +136,7 @@ class RAD(_TiledPolicy):
 
 
 class CycleScheduler(_TiledPolicy):
-    """Algorithm 2: prefill up to ``n`` waiting requests (each alone, ``t_lcm``
+    """Algorithm 2 (L805–L847): prefill up to ``n`` waiting requests (each alone, ``t_lcm``
     chunks), then decode them ``t*_col`` at a time (FCFS refill) until all finish; repeat."""
 
     def _reset(self):
@@ -162,6 +168,12 @@ class RequestLevel(Policy):
         check_positive("batch_size", batch_size, integer=True)
         self.batch_size = int(batch_size)
 
+    def supports(self, *, memory, first_token) -> str | None:
+        if memory is not None:
+            return ("Bari, Hegde, de Veciana's model has no KV memory and this schedule has "
+                    "no memory rule; run it with memory=None")
+        return None
+
     def _schedule(self, state):
         D = np.flatnonzero(state.in_decode)
         if D.size:
@@ -179,13 +191,13 @@ class PrefillOnly(Policy):
             check_positive("chunk", chunk, integer=True)
         self.chunk = chunk
 
-    def check_trace(self, trace, first_token):
-        """A prefill node finishes a request only if the prefill emits its one output token."""
-        if len(trace) and (first_token != "prefill" or trace.output.max() > 1):
-            raise ValueError(f"workload: PrefillOnly never decodes, so it finishes only requests "
-                             f"of output 1 with first_token='prefill' (got first_token="
-                             f"{first_token!r}, outputs up to {int(trace.output.max())}); "
-                             "run prefill and decode together with DistServe")
+    def supports(self, *, memory, first_token) -> str | None:
+        if first_token != "prefill":
+            return ("a prefill node hands requests over with their first token "
+                    "(first_token='prefill')")
+        if memory is not None:
+            return "a prefill node hands requests over after their prompt and has no memory rule"
+        return None
 
     def _schedule(self, state):
         j = np.flatnonzero(~state.in_decode)[:1]
@@ -202,12 +214,16 @@ class DecodeOnly(Policy):
             check_positive("cap", cap, integer=True)
         self.cap = cap
 
+    def supports(self, *, memory, first_token) -> str | None:
+        return ("a decode node serves requests handed over prefilled (DistServe, "
+                "Engine.add(ready=...)); simulate would never prefill them")
+
     def _schedule(self, state):
         return Batch(decode=np.flatnonzero(state.in_decode)[: self.cap])
 
 
 class SLAI(Policy):
-    """SLO-Aware LLM Inference (§6).
+    """SLO-Aware LLM Inference (§6, L329–L380).
 
     Each decode-phase request j has a last schedulable time (Eq. 8)
     ``C_j = e_j + TBT_j − δ t̄_batch`` (``e_j`` its last token's time, ``t̄_batch`` the running
@@ -323,7 +339,7 @@ def _trace(workload, horizon, n_requests, seed) -> Trace:
 
 def simulate_nodes(workload, make_policy, time_model, r: int, *, horizon=None, n_requests=None,
                    seed=0, **kwargs) -> list:
-    """Uniformly random resource planner: each request goes to one of ``r`` nodes
+    """Uniformly random resource planner (L233): each request goes to one of ``r`` nodes
     uniformly at random; the nodes run ``make_policy()`` independently. Returns one
     :class:`~queuetheory.engine.Result` per node (``first_token="prefill"`` by default)."""
     check_positive("r", r, integer=True)
@@ -335,8 +351,8 @@ def simulate_nodes(workload, make_policy, time_model, r: int, *, horizon=None, n
 
 
 class DistServe:
-    """Disaggregated serving (Alg. 5): ``r_prefill`` prefill nodes, ``r_decode``
-    decode nodes, KV transfer free. Arrivals go uniformly at random to a prefill node
+    """Disaggregated serving (Alg. 5, L927–L958): ``r_prefill`` prefill nodes, ``r_decode``
+    decode nodes, KV transfer free (L235). Arrivals go uniformly at random to a prefill node
     (oldest prompt alone, ``chunk`` tokens at a time); a finished prompt emits its first
     token and moves uniformly at random to a decode node, which decodes all (or the oldest
     ``decode_cap``) of its requests each batch."""
@@ -441,7 +457,7 @@ def slo_capacity(make_policy, make_workload, time_model, rates, *, horizon: floa
                  ttft: float = 0.5, tbt=(0.5, 0.1), seed=0, **kwargs):
     """The largest rate of ``rates`` (tried in increasing order until one fails) at which the
     median TTFT is at most ``ttft`` and every class's P99 TBT meets its target (the paper's
-    capacity figure). ``make_workload(rate)`` builds the workload; ``kwargs`` go to
+    capacity figure, L420). ``make_workload(rate)`` builds the workload; ``kwargs`` go to
     :func:`~queuetheory.engine.simulate` (``first_token="prefill"`` by default). Returns
     ``(rate or None, table)`` with one row per rate tried."""
     check_positive("horizon", horizon)

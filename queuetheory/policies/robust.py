@@ -13,8 +13,12 @@ its whole prompt in its first round.
 
 Memory look-ahead (eq. 3) is :class:`~queuetheory.policies.memory_check.FuturePeak` in round
 units relative to now: a running job with ``a`` tokens and assumed length ``ô`` holds
-``kv + 1`` after this round and runs ``ô − a`` more rounds; a new one holds ``P`` and runs
-``ô``. Decisions of the spec (§5) are referenced by number in the code.
+``kv + 1`` after this round and runs ``ô − a − 1`` more rounds; a new one holds ``P`` after
+this round and grows for ``ô − 1`` more (``ô`` under ``first_token="decode"``, where its
+admission round emits no token), so no batch overflows ``M`` under either convention when
+the lengths lie within the assumed ones. Every policy here needs a set ``memory``
+(``simulate`` refuses ``memory=None``). Decisions of the spec (§5) are referenced by number
+in the code.
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ class _RoundPolicy(Policy):
 
     on_fail = "break"
 
+    def supports(self, *, memory, first_token) -> str | None:
+        if memory is None:
+            return "the round model's admission rule (eq. 3) needs a KV capacity M"
+        return None
+
     def _reset(self):
         self._rank = np.empty(0)           # one uniform key per request id (a permutation σ)
 
@@ -45,8 +54,6 @@ class _RoundPolicy(Policy):
         return self._rank[rid]
 
     def _schedule(self, state):
-        if state.memory is None:
-            raise ValueError(f"memory=None: {type(self).__name__} needs a KV capacity M")
         self._see(state)
         running = np.flatnonzero(state.started)
         evict = self._evict(state, running)
@@ -62,7 +69,11 @@ class _RoundPolicy(Policy):
         else:
             est_run = np.maximum(est[running], a[running] + 1)          # spec §5 #5
             peak = FuturePeak(state.memory, 0, state.kv[running] + 1, est_run - a[running] - 1)
-            admit = order[peak.admit(state.prompt[order], est[order] - 1, on_fail=self.on_fail)]
+            # a new job emits its first token in its admission round under the paper's (and
+            # the real engines') convention; under first_token="decode" every one of its
+            # ô tokens takes a round after it, one more round of growth to foresee
+            rounds = est[order] - int(state.emit_first)
+            admit = order[peak.admit(state.prompt[order], rounds, on_fail=self.on_fail)]
         if admit.size == 0 and running.size == 0 and waiting.size:
             j = order[0]
             raise QueueTheoryError(
@@ -237,6 +248,9 @@ class AdaptiveRobust(Policy):
 
         self.threshold = two_point_threshold() if threshold is None else float(threshold)
         self.evict_key = evict_key
+
+    def supports(self, *, memory, first_token) -> str | None:
+        return _RoundPolicy.supports(self, memory=memory, first_token=first_token)
 
     def _reset(self):
         self._inner = None

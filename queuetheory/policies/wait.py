@@ -19,6 +19,20 @@ Conventions of the paper mapped onto the engine (written down once, here)
   eq. (8)'s ``l'_j + 1`` convention is ``(output + 1)`` summed over completed requests.
 * Decision epochs are batch completions and arrivals to an idle GPU (spec §3.0): the
   engine asks the policy after every batch and, when the policy idles, at the next arrival.
+* Leftovers: once no request will arrive any more in a run that drains
+  (``State.arrivals_done``: ``simulate`` without a horizon — ``n_requests`` or a finite
+  trace — has admitted its whole trace), a type or segment with fewer prompts waiting than
+  its threshold is ready all the same, and its cohorts run to completion, as the authors'
+  code does at the end of a trace. Without this a run that should drain strands its last
+  partial cohorts. A run with a horizon keeps Algorithm 1 literal to the end: the system
+  goes on past it, and what is left at the horizon is censored, not stranded.
+* Memory: WAIT given ``classes`` refuses a ``memory`` below ``M^π`` (eq. 9); without
+  ``classes``, and Nested WAIT with ``overflow="gate"``, keep every batch within ``memory``
+  by leaving out the ready types (segments) whose step does not fit. When nothing fits, the
+  resident requests decode alone, furthest along first, as many as fit — each finish frees
+  its cache — and if not even one token fits, the most recently started request is evicted
+  (its progress lost, recomputed later), as vLLM does; with nothing resident, the waiting
+  prompts that fit start, in arrival order, below their threshold.
 * Nested WAIT does not know types: it only reads a request's stage (``decoded``) and the
   segment boundaries; a request's ``output`` is used only by the engine to end it (EOS).
 """
@@ -44,6 +58,41 @@ def _first_per_group(positions: np.ndarray, group: np.ndarray, quota: np.ndarray
     return positions[rank < quota[group]]
 
 
+def _relieve(state) -> Batch:
+    """The batch when no cohort step fits the memory: decodes of resident requests, furthest
+    along first (most tokens decoded: the policy reads stages, never output lengths), as many
+    as fit; or, if not one token fits, evict the last started. With nothing resident, the
+    waiting prompts whose whole prefill fits, in arrival order (at least the first: a lone
+    request always fits, ``simulate`` checks it)."""
+    resident = np.flatnonzero(state.in_decode & (state.kv > 0))
+    if resident.size == 0:
+        waiting = np.flatnonzero(state.prefilled == 0)
+        fits = np.cumsum(state.prompt[waiting]) <= state.memory_free
+        new = waiting[: max(1, int(fits.sum()))] if waiting.size else waiting
+        return Batch(new, state.prompt[new])
+    room, evict = int(state.memory_free), resident[:0]
+    if room < 1:                     # the engine idles on an eviction alone: decode too
+        evict, resident = resident[-1:], resident[:-1]
+        room += int(state.kv[evict[0]])
+    if state.budget is not None:
+        room = min(room, int(state.budget))
+    order = resident[np.argsort(-state.decoded[resident], kind="stable")]
+    return Batch(decode=np.sort(order[:room]), evict=evict)
+
+
+def _fitting_groups(state, group: np.ndarray, need: np.ndarray, groups: int) -> np.ndarray:
+    """Whether each of ``groups`` step groups (types or segments) joins the batch: in index
+    order, a group joins while the tokens its members add (``need``) still fit ``memory``."""
+    per = np.bincount(group, weights=need, minlength=groups)
+    keep = np.zeros(groups, dtype=bool)
+    room = state.memory_free
+    for g in np.flatnonzero(per > 0):
+        if per[g] <= room:
+            keep[g] = True
+            room -= per[g]
+    return keep
+
+
 class WAIT(Policy):
     """WAIT (Algorithm 1): type ``j`` joins a batch only when at least
     ``n_j = thresholds[j]`` type-``j`` prompts wait for prefill; it then prefills the first
@@ -52,7 +101,9 @@ class WAIT(Policy):
 
     Every cohort has exactly ``n_j`` prompts, so total KV memory never exceeds
     ``M^π = Σ_j n_j (l'_j+1)(l_j + l'_j/2)`` (:func:`~queuetheory.fluid.wait_memory`).
-    Given ``classes`` (fixed lengths), the policy refuses to run with ``memory < M^π``.
+    Given ``classes`` (fixed lengths), the policy refuses to run with ``memory < M^π``;
+    without them it keeps to ``memory`` with the gate of the module notes, which also says
+    how leftovers finish once arrivals end.
     """
 
     def __init__(self, thresholds, classes=None):
@@ -78,13 +129,24 @@ class WAIT(Policy):
             raise ValueError(f"memory={state.memory}: below WAIT's M^π = {self.memory_bound:g} "
                              f"for thresholds {self.thresholds}; it could overflow (eq. 9)")
         waiting = state.prefilled == 0
-        ready = np.bincount(cls[waiting], minlength=self._n.size) >= self._n
+        m = self._n.size
+        ready = np.bincount(cls[waiting], minlength=m) >= self._n
+        if state.arrivals_done:                      # leftovers: every type present runs
+            ready |= np.bincount(cls, minlength=m) > 0
         if not ready.any():
             return Batch()
         mine = ready[cls]
         new = np.flatnonzero(waiting & mine)
         prefill = _first_per_group(new, cls[new], self._n)
         decode = np.flatnonzero(~waiting & mine)
+        if state.memory is not None and self.memory_bound is None:
+            members = np.concatenate([prefill, decode])
+            need = np.concatenate([state.prompt[prefill], np.ones(decode.size, np.int64)])
+            keep = _fitting_groups(state, cls[members], need, m)
+            if not keep.all():
+                prefill, decode = prefill[keep[cls[prefill]]], decode[keep[cls[decode]]]
+                if prefill.size + decode.size == 0:
+                    return _relieve(state)
         return Batch(prefill, state.prompt[prefill], decode)
 
 
@@ -101,7 +163,11 @@ class NestedWAIT(Policy):
     their caches. Prompts whose output ends inside a segment complete there (§3.0.4).
 
     ``overflow``: ``"soft"`` ignores memory (run with ``memory=None`` and compare the peak
-    with a bound, Theorem 2); ``"gate"`` shortens the prefix so the batch fits ``memory``.
+    with a bound, Theorem 2; ``simulate`` refuses a set ``memory``); ``"gate"`` shortens the
+    prefix so the batch fits ``memory``, and when not even the first segment fits, lets the
+    resident requests decode alone (module notes) — without it, paused later cohorts would
+    hold the memory that segment 1 waits for, and the engine would idle for ever.
+    Leftovers finish once arrivals end (module notes).
     """
 
     def __init__(self, segments, thresholds, *, overflow: str = "soft"):
@@ -132,10 +198,18 @@ class NestedWAIT(Policy):
         entry = ~started | ((seg > 0) & (d == self._b[np.maximum(seg - 1, 0)]))
         return seg, entry
 
+    def supports(self, *, memory, first_token) -> str | None:
+        if memory is not None and self.overflow == "soft":
+            return ("overflow='soft' ignores memory; use overflow='gate' to keep within it, "
+                    "or memory=None to compare the peak with a bound")
+        return None
+
     def _schedule(self, state):
         seg, entry = self.segment_of(state)
         L = self._n.size
         full = np.bincount(seg[entry], minlength=L) >= self._n
+        if state.arrivals_done:                     # leftovers: every segment runs
+            full[:] = True
         k = L if full.all() else int(np.argmin(full))       # I*: longest ready prefix
         if k == 0:
             return Batch()
@@ -149,7 +223,7 @@ class NestedWAIT(Policy):
             fits = state.memory_used + np.cumsum(per_seg) <= state.memory
             k = int(np.argmin(fits)) if not fits.all() else k
             if k == 0:
-                return Batch()
+                return _relieve(state)
             members = members[seg[members] < k]
         pre = members[state.prefilled[members] == 0]
         dec = members[state.prefilled[members] > 0]
