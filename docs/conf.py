@@ -58,6 +58,7 @@ autodoc_preserve_defaults = True
 napoleon_numpy_docstring = True
 napoleon_google_docstring = False
 napoleon_use_rtype = False
+napoleon_use_ivar = True        # an "Attributes" section is a field list, not new objects
 napoleon_use_param = False      # "name : what it is" lines are prose, not types to link
 
 # notebooks: executed once (by the test suite, else here), never stored with outputs in git;
