@@ -1,4 +1,4 @@
-"""A_min's asymptotic competitive ratio as a Rayleigh quotient (seed 003, §4.1).
+"""A_min's asymptotic competitive ratio as a Rayleigh quotient (Chen et al., §4.1).
 
 Chen, Ye, Zhou, Lemma 4.6: for a histogram ``x`` of output lengths on ``{ℓ, …, u}`` (prompt
 size ``s``), the ratio ``E TEL(A_min) / TEL(H-SF)`` tends, as ``M → ∞``, to ``xᵀAx / xᵀBx``.
@@ -96,7 +96,7 @@ def rayleigh(x, ell=1, s=0) -> float:
 
 
 def lemma46_ratio(x, ell=1, s=0) -> float:
-    """Lemma 4.6 as printed (L259–L266): the triple sum, evaluated term by term."""
+    """Lemma 4.6 as printed: the triple sum, evaluated term by term."""
     x = np.asarray(x, dtype=float)
     ks = np.arange(ell, ell + x.size, dtype=float)
     num = den = 0.0
@@ -168,7 +168,7 @@ def amin_ratio(u, ell=1, s=0, *, method="auto") -> AminRatio:
 
 def simplex_max(A, B, *, starts=8, seed=0) -> float:
     """``max xᵀAx/xᵀBx`` over histograms (``x ≥ 0``, ``B ≻ 0``) by multi-start SLSQP — the
-    competitive ratio when the top eigenvector is not one-signed (spec §3.5). Small sizes."""
+    competitive ratio when the top eigenvector is not one-signed. Small sizes."""
     A, B = np.asarray(A, dtype=float), np.asarray(B, dtype=float)
     n = A.shape[0]
     rng = np.random.default_rng(seed)
@@ -183,7 +183,7 @@ def simplex_max(A, B, *, starts=8, seed=0) -> float:
 
 
 def b_inverse(u, ell=1, s=0, *, exact=False):
-    """The tridiagonal ``B⁻¹`` (L338–L340): ``(B⁻¹)_ii = 1/d_i + 1/d_{i+1}`` (last ``1/d_u``),
+    """The tridiagonal ``B⁻¹``: ``(B⁻¹)_ii = 1/d_i + 1/d_{i+1}`` (last ``1/d_u``),
     ``(B⁻¹)_{i,i+1} = −1/d_{i+1}``, ``d_k = g_k − g_{k−1}``, ``g_k = k(s+k)``. Returns a sparse
     matrix, or an object array of Fractions with ``exact=True``."""
     u, ell = _check(u, ell, s)
@@ -207,7 +207,7 @@ def b_inverse(u, ell=1, s=0, *, exact=False):
 
 @dataclass(frozen=True)
 class TraceIdentity:
-    """``tr(B_u⁻¹A_u) = T_1 + 2T_2 = H_u`` in exact rationals (L342–L370)."""
+    """``tr(B_u⁻¹A_u) = T_1 + 2T_2 = H_u`` in exact rationals."""
 
     u: int
     trace: Fraction

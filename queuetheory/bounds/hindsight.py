@@ -1,4 +1,4 @@
-"""The hindsight-optimal schedule of seed 001's KV-cache model (App. B.1, L616–L634).
+"""The hindsight-optimal schedule of Jaillet et al.'s KV-cache model (App. B.1).
 
 Every request ``i`` (arrival ``a_i``, prompt ``s_i``, ``d_i`` rounds, see
 :func:`queuetheory.policies.kvcache.durations` for the two timing conventions) starts once,

@@ -1,4 +1,4 @@
-"""Claims of Li, Dai, Peng (seed 004) §4 on networks of LLM agents.
+"""Claims of Li, Dai, Peng §4 on networks of LLM agents.
 
 Each check builds the network with :mod:`queuetheory.networks`, simulates it with one shared
 engine per agent and judges stability by the block-means growth rate of the network's
@@ -111,7 +111,7 @@ def _fork_join(quick: bool) -> Outcome:
 
 
 @claim("li2025.network.rs_figure8",
-       statement="""Figure 8 (§4.3, L316–322): in the Rybko–Stolyar network of two LLM agents at
+       statement="""Figure 8 (§4.3): in the Rybko–Stolyar network of two LLM agents at
        ρ = 0.9 (b = 768, t ≡ 1, Poisson sizes (32,32) and (512,32)), the work-conserving 'up'
        priorities (each agent favours the exiting long task) are unstable: the number of
        requests grows without bound; the reversed 'down' priorities are stable.""",
@@ -135,7 +135,7 @@ def _rs_figure8(quick: bool) -> Outcome:
 
 
 @claim("li2025.network.rs_virtual_station",
-       statement="""Derived (spec §4.4, not in the paper): the 'up' priorities of the LLM
+       statement="""Derived (not in the paper): the 'up' priorities of the LLM
        Rybko–Stolyar network are unstable exactly when the virtual station of the two exiting
        long classes is overloaded, ρ_v = ρ(A2) + ρ(B2) > 1, although each agent's load ρ < 1;
        the threshold ρ* solves ρ_v(ρ*) = 1.""",

@@ -1,4 +1,4 @@
-"""The classic iteration-level schedulers of seed 004 §3 (spec ``throughput_optimal.md`` §2).
+"""The classic iteration-level schedulers of Li, Dai, Peng §3.
 
 | policy | mixes phases | priority | work-conserving |
 |---|---|---|---|
@@ -115,7 +115,7 @@ class _TokenBudgetPolicy(Policy):
 
 class Sarathi(_TokenBudgetPolicy):
     """Sarathi-Serve / vLLM with chunked prefill: decode-first, then chunked prefills up to
-    the token budget (seed 004 L222; spec §2 item 1). Strictly work-conserving."""
+    the token budget (Li, Dai, Peng). Strictly work-conserving."""
 
     def _schedule(self, state):
         pre, dec = self._candidates(state)
@@ -142,7 +142,7 @@ class Sarathi(_TokenBudgetPolicy):
 
 
 class Orca(_TokenBudgetPolicy):
-    """Orca: prefill-first with mixed batches (seed 004 L220). With ``chunk=True`` (default)
+    """Orca: prefill-first with mixed batches (Li, Dai, Peng). With ``chunk=True`` (default)
     the last prompt is split at the budget, which makes it strictly work-conserving; with
     ``chunk=False`` only whole prompts enter and it is not."""
 
@@ -159,7 +159,7 @@ class Orca(_TokenBudgetPolicy):
 
 
 class VLLMVanilla(_TokenBudgetPolicy):
-    """Vanilla vLLM: prefill-prioritised, no mixed batches (seed 004 L218, L224).
+    """Vanilla vLLM: prefill-prioritised, no mixed batches (Li, Dai, Peng).
 
     A batch is prefill-only (whole prompts in order until the next does not fit; a prompt
     longer than the budget is chunked) whenever a prompt waits, otherwise decode-only.
@@ -186,7 +186,7 @@ class VLLMVanilla(_TokenBudgetPolicy):
 
 
 class FasterTransformer(_TokenBudgetPolicy):
-    """FasterTransformer: decode-prioritised, no mixed batches (seed 004 L216, L233).
+    """FasterTransformer: decode-prioritised, no mixed batches (Li, Dai, Peng).
 
     ``mode="iteration"`` (default, the paper's description): a decode-only batch whenever a
     request decodes, else a prefill-only batch (chunked). ``mode="request"``: request-level
@@ -234,7 +234,7 @@ class FasterTransformer(_TokenBudgetPolicy):
 
 
 class StaticPriority(_TokenBudgetPolicy):
-    """Work-conserving static priority between classes (seed 004 §4.2 and L316).
+    """Work-conserving static priority between classes (Li, Dai, Peng §4.2).
 
     For each class in ``class_order`` (most important first): its decode tokens, then its
     prefill tokens with the remaining budget. Lower classes fill what is left, so tokens mix
@@ -271,9 +271,9 @@ class StaticPriority(_TokenBudgetPolicy):
 
 
 class KFCFS(Policy):
-    """``(K_p, K_d)``-FCFS (seed 004 L174): the inner policy only sees the ``K_p`` oldest
+    """``(K_p, K_d)``-FCFS (Li, Dai, Peng): the inner policy only sees the ``K_p`` oldest
     requests in prefill and the ``K_d`` oldest in decode. Work-conserving inner policies stay
-    so only when ``K_p, K_d >= b`` (spec §1.5)."""
+    so only when ``K_p, K_d >= b``."""
 
     def __init__(self, inner: Policy, Kp: int, Kd: int):
         from ..errors import check_positive

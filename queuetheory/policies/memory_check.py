@@ -1,6 +1,6 @@
-"""The future-peak KV-memory check of seed 001, eqs. (1)–(2), shared by every policy that
+"""The future-peak KV-memory check of Jaillet et al., eqs. (1)–(2), shared by every policy that
 admits a request only if the memory of all running requests stays within ``M`` until they
-finish (MC-SF of seed 001; A_max, A_min of seed 003).
+finish (MC-SF of Jaillet et al.; A_max, A_min of Chen et al.).
 
 A job that is in memory at round ``t`` with ``m`` tokens grows by one token per round until
 its last round ``e``, then frees everything. The total of a fixed set of jobs rises linearly

@@ -1,4 +1,4 @@
-"""Schedulers of seed 003 (Chen, Ye, Zhou): H-SF, A_max, A_random, A_min (Alg. 2 and 5), A_ℓ
+"""Schedulers of Chen, Ye, Zhou: H-SF, A_max, A_random, A_min (Alg. 2 and 5), A_ℓ
 (Alg. 6) and the A_min/A_ℓ switch, for outputs known only to lie in ``[lo, hi]``.
 
 Round model. The paper's step ``t`` (§1.2 of the spec) admits jobs, then every active job
@@ -99,8 +99,8 @@ class _RoundPolicy(Policy):
 class HSF(_RoundPolicy):
     """Hindsight shortest-first (Alg. 3): knows every ``o_i``; admits the shortest waiting jobs
     while eq. (3) holds with the true lengths; never evicts. The benchmark of Def. 3.1. With
-    equal prompts the longest feasible shortest-first prefix is Alg. 3's largest feasible set
-    (spec §2.1); with unequal prompts it is the same greedy rule, not a knapsack optimum."""
+    equal prompts the longest feasible shortest-first prefix is Alg. 3's largest feasible set;
+    with unequal prompts it is the same greedy rule, not a knapsack optimum."""
 
     def _estimate(self, state):
         return state.output
@@ -111,7 +111,7 @@ class HSF(_RoundPolicy):
 
 class ARandom(_RoundPolicy):
     """A_random (Alg. 4, analysis only): true lengths, one random permutation drawn at the
-    start, admission in that order stopping at the first job that does not fit (spec §5 #9)."""
+    start, admission in that order stopping at the first job that does not fit."""
 
     def _estimate(self, state):
         return state.output
@@ -166,7 +166,7 @@ class AMin(_LowerBounds):
     """A_min (Alg. 2; Alg. 5 when ``lo`` is the class lower bound): starts from ``õ_i = lo_i``,
     admits shortest-``õ`` first while eq. (3) holds with ``õ``, and when next round's memory
     would overflow evicts smallest-key first until it fits. An evicted job returns to the
-    waiting set (spec §5 #2) with ``õ_i ← max(õ_i, a_i)`` (§5 #3; ``a_i + 1`` with
+    waiting set with ``õ_i ← max(õ_i, a_i)`` (``a_i + 1`` with
     ``bound="generated+1"``, a job still unfinished after ``a_i`` tokens has ``o_i > a_i``).
 
     evict_key : ``"static"`` sorts by ``õ_i`` (literal Alg. 2); ``"dynamic"`` by
@@ -205,7 +205,7 @@ class AEll(_LowerBounds):
     """A_ℓ (Alg. 6, "promote-ℓ"), for two-point outputs ``o ∈ {lo, hi}``: a FIFO queue in a
     random initial order; jobs start with ``õ = lo``; a job still unfinished after ``õ_i``
     tokens is evicted, promoted to ``õ_i = hi_i`` and sent to the back of the queue. The
-    trigger is ``a_i ≥ õ_i`` (spec §5 #10: Alg. 6's "more than ℓ tokens" would also fire on
+    trigger is ``a_i ≥ õ_i`` (Alg. 6's "more than ℓ tokens" would also fire on
     promoted jobs and never terminate). Admission from the front, stopping at the first job
     that does not fit (§5 #11)."""
 
@@ -239,7 +239,7 @@ class AEll(_LowerBounds):
 
 
 class AdaptiveRobust(Policy):
-    """The switch of L444: A_ℓ when ``α = min lo / max hi`` (over the requests present at the
+    """The switch: A_ℓ when ``α = min lo / max hi`` (over the requests present at the
     first decision) is below ``threshold`` (default α* of :func:`two_point_threshold`), else
     A_min. ``chosen`` names the policy picked."""
 
