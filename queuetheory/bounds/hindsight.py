@@ -229,19 +229,25 @@ def _solve_cvxpy(a, s, d, memory, grid, name, relax, time_limit, start):
         xv = np.clip(x.value, 0, 1)
         starts = np.bincount(rows, weights=xv * cols, minlength=a.size)
         return float(prob.value), starts, prob.status, prob.status == "optimal", 0.0
-    hint = grid[1]
     chosen = np.zeros(rows.size, bool) if x.value is None else x.value > 0.5
-    if np.bincount(rows[chosen], minlength=a.size).tolist() != [1] * a.size:
-        starts = hint.astype(np.int64)     # no schedule found in time: MC-SF's stands
-    else:
+    starts = None
+    if np.bincount(rows[chosen], minlength=a.size).tolist() == [1] * a.size:
         starts = np.zeros(a.size, dtype=np.int64)
         starts[rows[chosen]] = cols[chosen]
-    tel = float((starts + d - a).sum())
+    starts, tel = _better(starts, grid, a, d)
     proven = prob.status == "optimal"
     info = prob.solver_stats.extra_stats
     bound = getattr(info, "mip_dual_bound", float("nan"))    # the cost is TEL itself
     gap = 0.0 if proven else _gap(tel, bound, d)
     return tel, starts, prob.status, proven, gap
+
+
+def _better(starts, grid, a, d):
+    """The solver's schedule, or MC-SF's where the solver found none or a worse one in time."""
+    upper, hint = grid[0], grid[1]
+    if starts is None or (starts + d - a).sum() > upper:
+        starts = hint.astype(np.int64)
+    return starts, float((starts + d - a).sum())
 
 
 def _gap(tel, bound, d) -> float:
@@ -254,7 +260,7 @@ def _gap(tel, bound, d) -> float:
 def _solve_cpsat(a, s, d, memory, grid, time_limit, workers, start):
     from ortools.sat.python import cp_model
 
-    upper, hint, rows, cols, horizon, mem = grid
+    _, hint, rows, cols, horizon, mem = grid
     n = a.size
     last = np.array([cols[rows == i].max() for i in range(n)])
     model = cp_model.CpModel()
@@ -291,11 +297,9 @@ def _solve_cpsat(a, s, d, memory, grid, time_limit, workers, start):
         solver.parameters.max_time_in_seconds = limit
     code = solver.solve(model)
     offset = float((d - a).sum())
-    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        starts = np.array([solver.value(v) for v in k], dtype=np.int64)
-        tel = float((starts + d - a).sum())
-    else:                                 # nothing found in time: MC-SF's schedule stands
-        starts, tel = hint.astype(np.int64), float(upper)
+    starts = (np.array([solver.value(v) for v in k], dtype=np.int64)
+              if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None)
+    starts, tel = _better(starts, grid, a, d)
     proven = code == cp_model.OPTIMAL
     gap = 0.0 if proven else _gap(tel, solver.best_objective_bound + offset, d)
     status = "optimal" if proven else "time_limit"
@@ -335,8 +339,8 @@ def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solve
         CP-SAT, cumulative profile) or a cvxpy MILP solver name; default
         :data:`DEFAULT_SOLVER`, chosen by ``benchmarks/jaillet2025_hindsight.py``
     time_limit : seconds, model building included; on a time-out ``proven`` is False, the
-        schedule is the best found (still feasible) and ``gap`` bounds its distance to the
-        optimum
+        schedule is the better of the solver's best and MC-SF's (both feasible) and ``gap``
+        bounds its distance to the optimum
     workers : CP-SAT's ``num_workers`` (the MILP uses HiGHS's default)
     """
     return _solve(arrival, prompt, output, memory, convention,
