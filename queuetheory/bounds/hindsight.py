@@ -17,7 +17,7 @@ identical requests start in index order (symmetry breaking). The LP relaxation i
 bound on the optimum (:func:`hindsight_lower_bound`); :func:`hindsight_brute_force` solves
 tiny instances by dynamic programming over rounds, independently of the MILP.
 
-Two exact formulations solve the same program (``solver=``):
+Two exact formulations solve the same program, alone or together (``solver=``):
 
 * ``"milp"`` — the time-indexed MILP above, HiGHS through cvxpy (or any cvxpy MILP solver
   named directly, e.g. ``"SCIPY"``);
@@ -28,7 +28,10 @@ Two exact formulations solve the same program (``solver=``):
   ``s_i + t − k_i``), all in one cumulative of capacity ``M``. The time-indexed rows are added
   as a redundant linear relaxation (``k_i = Σ_k k x_{i,k}``) and MC-SF's schedule is the hint.
 
-Both honour ``time_limit`` (the solver's own limit, less the model-building time) and report
+* ``"portfolio"`` — CP-SAT for a third of ``time_limit`` (it finds good schedules early),
+  then the MILP (its bound is the stronger); the better schedule and the better bound.
+
+All honour ``time_limit`` (the solver's own limit, less the model-building time) and report
 whether the optimum is proven and the relative gap ``(TEL − bound) / TEL``.
 """
 
@@ -51,7 +54,7 @@ __all__ = ["HindsightResult", "hindsight_optimum", "hindsight_lower_bound",
            "hindsight_brute_force", "schedule_memory"]
 
 _MILP_SOLVERS = ("HIGHS", "SCIPY")
-SOLVERS = ("cpsat", "milp")
+SOLVERS = ("cpsat", "milp", "portfolio")
 """The exact formulations of :func:`hindsight_optimum`; a cvxpy MILP solver name also works."""
 DEFAULT_SOLVER = "milp"
 
@@ -209,14 +212,15 @@ def _pick_solver(solver, mixed_integer: bool) -> str:
     raise RuntimeError(f"no MILP solver among {_MILP_SOLVERS} is installed for cvxpy")
 
 
-def _remaining(time_limit, start):
-    return None if time_limit is None else max(time_limit - (time.perf_counter() - start), 0.01)
+def _remaining(deadline):
+    """Seconds to ``deadline`` (a ``time.perf_counter`` value, or None for no limit)."""
+    return None if deadline is None else max(deadline - time.perf_counter(), 0.01)
 
 
-def _solve_cvxpy(a, s, d, memory, grid, name, relax, time_limit, start):
+def _solve_cvxpy(a, s, d, memory, grid, name, relax, deadline):
     prob, x = _program(a, s, d, memory, grid, relax)
     rows, cols = grid[2], grid[3]
-    limit = _remaining(time_limit, start)
+    limit = _remaining(deadline)
     opts = {}
     if limit is not None:
         opts = ({"time_limit": limit} if name == "HIGHS"
@@ -225,10 +229,10 @@ def _solve_cvxpy(a, s, d, memory, grid, name, relax, time_limit, start):
     if relax:
         if x.value is None:
             raise RuntimeError(f"hindsight LP: solver {name} returned status {prob.status} "
-                               f"(time_limit={time_limit})")
+                               f"(time left: {limit} s)")
         xv = np.clip(x.value, 0, 1)
         starts = np.bincount(rows, weights=xv * cols, minlength=a.size)
-        return float(prob.value), starts, prob.status, prob.status == "optimal", 0.0
+        return float(prob.value), starts, prob.status, prob.status == "optimal", prob.value
     chosen = np.zeros(rows.size, bool) if x.value is None else x.value > 0.5
     starts = None
     if np.bincount(rows[chosen], minlength=a.size).tolist() == [1] * a.size:
@@ -238,8 +242,7 @@ def _solve_cvxpy(a, s, d, memory, grid, name, relax, time_limit, start):
     proven = prob.status == "optimal"
     info = prob.solver_stats.extra_stats
     bound = getattr(info, "mip_dual_bound", float("nan"))    # the cost is TEL itself
-    gap = 0.0 if proven else _gap(tel, bound, d)
-    return tel, starts, prob.status, proven, gap
+    return tel, starts, prob.status, proven, tel if proven else bound
 
 
 def _better(starts, grid, a, d):
@@ -257,7 +260,7 @@ def _gap(tel, bound, d) -> float:
     return max(tel - bound, 0.0) / max(tel, 1.0)
 
 
-def _solve_cpsat(a, s, d, memory, grid, time_limit, workers, start):
+def _solve_cpsat(a, s, d, memory, grid, deadline, workers):
     from ortools.sat.python import cp_model
 
     _, hint, rows, cols, horizon, mem = grid
@@ -292,7 +295,7 @@ def _solve_cpsat(a, s, d, memory, grid, time_limit, workers, start):
     model.minimize(sum(k))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
-    limit = _remaining(time_limit, start)
+    limit = _remaining(deadline)
     if limit is not None:
         solver.parameters.max_time_in_seconds = limit
     code = solver.solve(model)
@@ -301,9 +304,8 @@ def _solve_cpsat(a, s, d, memory, grid, time_limit, workers, start):
               if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None)
     starts, tel = _better(starts, grid, a, d)
     proven = code == cp_model.OPTIMAL
-    gap = 0.0 if proven else _gap(tel, solver.best_objective_bound + offset, d)
     status = "optimal" if proven else "time_limit"
-    return tel, starts, status, proven, gap
+    return tel, starts, status, proven, tel if proven else solver.best_objective_bound + offset
 
 
 def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limit,
@@ -313,17 +315,40 @@ def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limi
     time_limit = _check_time_limit(time_limit)
     if isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or workers < 1:
         raise ValueError(f"workers={workers!r}: must be an integer >= 1")
-    name = "cpsat" if solver == "cpsat" and not relax else _pick_solver(solver, not relax)
+    own = solver in ("cpsat", "portfolio") and not relax
+    name = solver if own else _pick_solver(solver, not relax)
+    if name == "portfolio" and time_limit is None:
+        raise ValueError("time_limit=None: solver='portfolio' splits a time limit between "
+                         "CP-SAT and the MILP; give one")
     if a.size == 0:
         return HindsightResult(0.0, a, "optimal", 0.0, a, 0, 0.0, name, True, 0.0)
     grid = _grid(a, s, d, memory)
-    if name == "cpsat":
-        out = _solve_cpsat(a, s, d, memory, grid, time_limit, int(workers), start)
+    deadline = None if time_limit is None else start + time_limit
+    if name == "portfolio":
+        out = _solve_portfolio(a, s, d, memory, grid, deadline, int(workers))
+    elif name == "cpsat":
+        out = _solve_cpsat(a, s, d, memory, grid, deadline, int(workers))
     else:
-        out = _solve_cvxpy(a, s, d, memory, grid, name, relax, time_limit, start)
-    tel, starts, status, proven, gap = out
+        out = _solve_cvxpy(a, s, d, memory, grid, name, relax, deadline)
+    tel, starts, status, proven, bound = out
+    gap = 0.0 if proven or relax else _gap(tel, bound, d)
     return HindsightResult(tel, starts, status, time.perf_counter() - start, starts + d,
                            grid[4], float(grid[0]), name, proven, gap)
+
+
+def _solve_portfolio(a, s, d, memory, grid, deadline, workers):
+    """CP-SAT for a third of the time (it finds good schedules early), then the MILP (its
+    bound is the stronger): the better schedule, the better bound."""
+    now = time.perf_counter()
+    first = _solve_cpsat(a, s, d, memory, grid, now + (deadline - now) / 3, workers)
+    if first[3]:
+        return first
+    second = _solve_cvxpy(a, s, d, memory, grid, _pick_solver(None, True), False, deadline)
+    best = min(first, second, key=lambda r: r[0])
+    bounds = [r[4] for r in (first, second) if np.isfinite(r[4])]
+    bound = max(bounds, default=float("nan"))
+    proven = second[3] or (bool(bounds) and best[0] <= np.ceil(bound - 1e-6))
+    return best[0], best[1], "optimal" if proven else "time_limit", proven, bound
 
 
 def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solver=None,
@@ -336,7 +361,8 @@ def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solve
     memory : KV capacity ``M`` (an integer)
     convention : ``"ip"`` (``d_i = o_i``, the IP's own) or ``"eq1"`` (``d_i = o_i + 1``)
     solver : ``"milp"`` (time-indexed MILP, HiGHS through cvxpy), ``"cpsat"`` (OR-Tools
-        CP-SAT, cumulative profile) or a cvxpy MILP solver name; default
+        CP-SAT, cumulative profile), ``"portfolio"`` (both, sharing ``time_limit``, which it
+        needs) or a cvxpy MILP solver name; default
         :data:`DEFAULT_SOLVER`, chosen by ``benchmarks/jaillet2025_hindsight.py``
     time_limit : seconds, model building included; on a time-out ``proven`` is False, the
         schedule is the better of the solver's best and MC-SF's (both feasible) and ``gap``
