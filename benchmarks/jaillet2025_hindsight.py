@@ -3,9 +3,9 @@ time-indexed MILP (HiGHS through cvxpy) against the CP-SAT formulation, same ins
 
 Run by hand: ``python benchmarks/jaillet2025_hindsight.py [sizes] [reps] [limit] [solvers]``,
 e.g. ``python benchmarks/jaillet2025_hindsight.py 12,20,40 3 60 milp,cpsat``; the instances
-depend only on the sizes and reps, so runs with other solvers see the same ones. Semi-online random instances
-(all arrivals 0, s = 1, outputs uniform on 2…15) and online ones (arrivals uniform on 0…9,
-prompts 1…3), M = 20. CP-SAT runs with ``num_workers=1`` (HiGHS is single-threaded too), so
+depend only on the sizes and reps, so runs with other solvers see the same ones.
+Semi-online random instances (all arrivals 0, s = 1, outputs uniform on 2…15) and online ones
+(arrivals uniform on 0…9, prompts 1…3), M = 20. CP-SAT runs with ``num_workers=1`` (HiGHS is single-threaded too), so
 the comparison is one core each; the machine's other load shows in both columns alike.
 Each row: the solver's TEL, whether it is proven optimal, the relative gap and seconds; the
 summary gives the median seconds and how many instances each solver proved.
@@ -17,7 +17,6 @@ import time
 import numpy as np
 
 import queuetheory as qt
-
 
 
 def instance(kind, n, rng):
