@@ -1,14 +1,16 @@
 """Solve times of the App. B.1 hindsight optimum (Jaillet, Jiang, Podimata, Zhou): the
-time-indexed MILP (HiGHS through cvxpy) against the CP-SAT formulation, same instances.
+time-indexed MILP (HiGHS through cvxpy), the CP-SAT formulation and their portfolio, on the
+same instances.
 
 Run by hand: ``python benchmarks/jaillet2025_hindsight.py [sizes] [reps] [limit] [solvers]``,
 e.g. ``python benchmarks/jaillet2025_hindsight.py 12,20,40 3 60 milp,cpsat``; the instances
 depend only on the sizes and reps, so runs with other solvers see the same ones.
 Semi-online random instances (all arrivals 0, s = 1, outputs uniform on 2…15) and online ones
-(arrivals uniform on 0…9, prompts 1…3), M = 20. CP-SAT runs with ``num_workers=1`` (HiGHS is single-threaded too), so
-the comparison is one core each; the machine's other load shows in both columns alike.
-Each row: the solver's TEL, whether it is proven optimal, the relative gap and seconds; the
-summary gives the median seconds and how many instances each solver proved.
+(arrivals uniform on 0…9, prompts 1…3), M = 20. CP-SAT runs with ``num_workers=1`` (HiGHS
+is single-threaded too): one core each, on a 2-core machine that may be shared, so compare
+solvers within one run. Each row: the solver's TEL, whether it is proven optimal, the
+relative gap and seconds; the summary gives the median seconds and how many instances each
+solver proved.
 """
 
 import sys
