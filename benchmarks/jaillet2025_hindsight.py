@@ -1,6 +1,5 @@
 """Solve times of the App. B.1 hindsight optimum (Jaillet, Jiang, Podimata, Zhou): the
-time-indexed MILP (HiGHS through cvxpy), the CP-SAT formulation and their portfolio, on the
-same instances.
+time-indexed MILP (HiGHS through cvxpy) and the CP-SAT formulation, on the same instances.
 
 Run by hand: ``python benchmarks/jaillet2025_hindsight.py [sizes] [reps] [limit] [solvers]``,
 e.g. ``python benchmarks/jaillet2025_hindsight.py 12,20,40 3 60 milp,cpsat``; the instances

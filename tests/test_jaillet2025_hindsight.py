@@ -62,14 +62,14 @@ def test_formulations_agree_on_random_instances_up_to_twelve(seed):
         s, o = rng.integers(0, 4, n), rng.integers(1, 8, n)
         M = int(rng.integers(14, 24))
         res = [hindsight_optimum(a, s, o, M, solver=name, time_limit=120)
-               for name in ("milp", "cpsat", "portfolio")]
+               for name in ("milp", "cpsat")]
         assert all(r.proven for r in res), [r.status for r in res]
         assert len({r.total_latency for r in res}) == 1
         for r in res:
             assert np.all(r.starts >= a) and schedule_memory(r.starts, s, o).max() <= M
 
 
-@pytest.mark.parametrize("solver", ["milp", "cpsat", "portfolio"])
+@pytest.mark.parametrize("solver", ["milp", "cpsat"])
 def test_time_limit_is_honoured_and_gap_reported(solver):
     rng = np.random.default_rng(0)
     o = rng.integers(2, 16, 24)
@@ -112,8 +112,6 @@ def test_bad_solver_and_convention():
         hindsight_optimum([0], [1], [1], 5, solver="NOPE")
     with pytest.raises(ValueError, match="solver='cpsat'"):
         hindsight_lower_bound([0], [1], [1], 5, solver="cpsat")
-    with pytest.raises(ValueError, match="time_limit=None"):
-        hindsight_optimum([0], [1], [1], 5, solver="portfolio")
     with pytest.raises(ValueError, match="workers=0"):
         hindsight_optimum([0], [1], [1], 5, solver="cpsat", workers=0)
     with pytest.raises(ValueError, match="convention"):

@@ -17,7 +17,7 @@ identical requests start in index order (symmetry breaking). The LP relaxation i
 bound on the optimum (:func:`hindsight_lower_bound`); :func:`hindsight_brute_force` solves
 tiny instances by dynamic programming over rounds, independently of the MILP.
 
-Two exact formulations solve the same program, alone or together (``solver=``):
+Two exact formulations solve the same program (``solver=``):
 
 * ``"milp"`` — the time-indexed MILP above, HiGHS through cvxpy (or any cvxpy MILP solver
   named directly, e.g. ``"SCIPY"``);
@@ -28,10 +28,7 @@ Two exact formulations solve the same program, alone or together (``solver=``):
   ``s_i + t − k_i``), all in one cumulative of capacity ``M``. The time-indexed rows are added
   as a redundant linear relaxation (``k_i = Σ_k k x_{i,k}``) and MC-SF's schedule is the hint.
 
-* ``"portfolio"`` — CP-SAT for a third of ``time_limit`` (it finds good schedules early),
-  then the MILP (its bound is the stronger); the better schedule and the better bound.
-
-All honour ``time_limit`` (the solver's own limit, less the model-building time) and report
+Both honour ``time_limit`` (the solver's own limit, less the model-building time) and report
 whether the optimum is proven and the relative gap ``(TEL − bound) / TEL``.
 """
 
@@ -54,7 +51,7 @@ __all__ = ["HindsightResult", "hindsight_optimum", "hindsight_lower_bound",
            "hindsight_brute_force", "schedule_memory"]
 
 _MILP_SOLVERS = ("HIGHS", "SCIPY")
-SOLVERS = ("cpsat", "milp", "portfolio")
+SOLVERS = ("cpsat", "milp")
 """The exact formulations of :func:`hindsight_optimum`; a cvxpy MILP solver name also works."""
 DEFAULT_SOLVER = "milp"
 
@@ -315,18 +312,12 @@ def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limi
     time_limit = _check_time_limit(time_limit)
     if isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or workers < 1:
         raise ValueError(f"workers={workers!r}: must be an integer >= 1")
-    own = solver in ("cpsat", "portfolio") and not relax
-    name = solver if own else _pick_solver(solver, not relax)
-    if name == "portfolio" and time_limit is None:
-        raise ValueError("time_limit=None: solver='portfolio' splits a time limit between "
-                         "CP-SAT and the MILP; give one")
+    name = "cpsat" if solver == "cpsat" and not relax else _pick_solver(solver, not relax)
     if a.size == 0:
         return HindsightResult(0.0, a, "optimal", 0.0, a, 0, 0.0, name, True, 0.0)
     grid = _grid(a, s, d, memory)
     deadline = None if time_limit is None else start + time_limit
-    if name == "portfolio":
-        out = _solve_portfolio(a, s, d, memory, grid, deadline, int(workers))
-    elif name == "cpsat":
+    if name == "cpsat":
         out = _solve_cpsat(a, s, d, memory, grid, deadline, int(workers))
     else:
         out = _solve_cvxpy(a, s, d, memory, grid, name, relax, deadline)
@@ -334,21 +325,6 @@ def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limi
     gap = 0.0 if proven or relax else _gap(tel, bound, d)
     return HindsightResult(tel, starts, status, time.perf_counter() - start, starts + d,
                            grid[4], float(grid[0]), name, proven, gap)
-
-
-def _solve_portfolio(a, s, d, memory, grid, deadline, workers):
-    """CP-SAT for a third of the time (it finds good schedules early), then the MILP (its
-    bound is the stronger): the better schedule, the better bound."""
-    now = time.perf_counter()
-    first = _solve_cpsat(a, s, d, memory, grid, now + (deadline - now) / 3, workers)
-    if first[3]:
-        return first
-    second = _solve_cvxpy(a, s, d, memory, grid, _pick_solver(None, True), False, deadline)
-    best = min(first, second, key=lambda r: r[0])
-    bounds = [r[4] for r in (first, second) if np.isfinite(r[4])]
-    bound = max(bounds, default=float("nan"))
-    proven = second[3] or (bool(bounds) and best[0] <= np.ceil(bound - 1e-6))
-    return best[0], best[1], "optimal" if proven else "time_limit", proven, bound
 
 
 def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solver=None,
@@ -361,8 +337,7 @@ def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solve
     memory : KV capacity ``M`` (an integer)
     convention : ``"ip"`` (``d_i = o_i``, the IP's own) or ``"eq1"`` (``d_i = o_i + 1``)
     solver : ``"milp"`` (time-indexed MILP, HiGHS through cvxpy), ``"cpsat"`` (OR-Tools
-        CP-SAT, cumulative profile), ``"portfolio"`` (both, sharing ``time_limit``, which it
-        needs) or a cvxpy MILP solver name; default
+        CP-SAT, cumulative profile) or a cvxpy MILP solver name; default
         :data:`DEFAULT_SOLVER`, chosen by ``benchmarks/jaillet2025_hindsight.py``
     time_limit : seconds, model building included; on a time-out ``proven`` is False, the
         schedule is the better of the solver's best and MC-SF's (both feasible) and ``gap``
