@@ -341,7 +341,8 @@ def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solve
         :data:`DEFAULT_SOLVER`, chosen by ``benchmarks/jaillet2025_hindsight.py``
     time_limit : seconds, model building included; on a time-out ``proven`` is False, the
         schedule is the better of the solver's best and MC-SF's (both feasible) and ``gap``
-        bounds its distance to the optimum
+        bounds its distance to the optimum. HiGHS checks its limit between phases and may
+        overrun it by seconds from n ≈ 40 (presolve, root LP); CP-SAT keeps to it
     workers : CP-SAT's ``num_workers`` (the MILP uses HiGHS's default)
     """
     return _solve(arrival, prompt, output, memory, convention,
