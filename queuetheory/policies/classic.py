@@ -246,16 +246,28 @@ class StaticPriority(_TokenBudgetPolicy):
         self.class_order = tuple(int(c) for c in class_order)
         if len(set(self.class_order)) != len(self.class_order):
             raise ValueError(f"class_order={class_order!r}: lists a class twice")
+        index = [c for c in self.class_order if c >= 0]     # the engine's classes are >= 0
+        self._known = np.zeros(max(index, default=-1) + 1, bool)
+        self._known[index] = True
 
     def _schedule(self, state):
         budget, left = self.token_budget, self.max_reqs
         ps, cs, ds = [], [], []
         cls = state.cls
+        self._check_classes(cls)
+        # FCFS without a memory limit looks at no more candidates than the budget can take:
+        # every prefill candidate owes at least one prompt token, every decode one token
+        head = self.order == "fcfs" and state.memory is None
+        in_decode = state.in_decode
         for k in self.class_order:
             mine = cls == k
-            dec = ordered(state, np.flatnonzero(mine & state.in_decode), self.order)
-            pre = admissible(state, ordered(state, np.flatnonzero(mine & ~state.in_decode),
-                                            self.order))
+            dec = np.flatnonzero(mine & in_decode)
+            pre = np.flatnonzero(mine & ~in_decode)
+            if head:
+                dec, pre = dec[:budget], pre[:budget]
+            else:
+                dec = ordered(state, dec, self.order)
+                pre = admissible(state, ordered(state, pre, self.order))
             d = take_decodes(dec, budget, left)
             budget -= d.size
             left = self._left(left, d.size)
@@ -263,11 +275,14 @@ class StaticPriority(_TokenBudgetPolicy):
             budget -= int(c.sum())
             left = self._left(left, p.size)
             ps.append(p), cs.append(c), ds.append(d)
-        unknown = ~np.isin(cls, self.class_order)
-        if unknown.any():
+        return self._finish(state, np.concatenate(ps), np.concatenate(cs), np.concatenate(ds))
+
+    def _check_classes(self, cls):
+        known = self._known
+        if cls.size and (cls.max() >= known.size or not known[cls].all()):
+            unknown = (cls >= known.size) | ~known[np.minimum(cls, known.size - 1)]
             raise ValueError(f"class_order={self.class_order}: misses classes "
                              f"{sorted(set(cls[unknown].tolist()))} present in the system")
-        return self._finish(state, np.concatenate(ps), np.concatenate(cs), np.concatenate(ds))
 
 
 class KFCFS(Policy):
