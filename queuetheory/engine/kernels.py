@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import heapq
 from array import array
+from bisect import bisect_left
+from itertools import accumulate, repeat
 
 import numpy as np
 
@@ -58,13 +60,31 @@ def bulk_runner(engine, policy):
     return lambda t, stop, limit: _decode_first_fill_memory(engine, t, stop, limit)
 
 
+def _durations(time_model):
+    """``count_duration`` memoised: ``(table, new)``, where ``table.get((prefill_tokens,
+    decodes))`` is the duration of a batch seen before and ``new(prefill_tokens, decodes)``
+    computes, checks and keeps one (a dict look-up costs less than the model's calls)."""
+    table = {}
+
+    def new(prefill_tokens, decodes):
+        tau = time_model.count_duration(prefill_tokens, decodes)
+        if not tau > 0:
+            raise ValueError(f"{time_model!r} returned a non-positive duration {tau}")
+        if len(table) >= 1 << 16:           # bounded memory on long, varied runs
+            table.clear()
+        table[prefill_tokens, decodes] = tau
+        return tau
+
+    return table, new
+
+
 def _decode_first_fill(engine, t, stop, limit):
     tab = engine.table
     n = tab.n
     arrival = tab.column("arrival").tolist()
     prompt = tab.column("prompt").tolist()
     output = tab.column("output").tolist()
-    duration = engine.time_model.count_duration
+    taus, new_tau = _durations(engine.time_model)
     b = engine.budget
     e = tab.emit_first           # 1: the iteration that ends a prompt emits its first token
     prefill_end = [-1] * n       # iteration in which each prompt finished
@@ -103,9 +123,7 @@ def _decode_first_fill(engine, t, stop, limit):
             else:
                 head_done += c
         head = i
-        tau = duration(chunk_sum, decoding)
-        if not tau > 0:
-            raise ValueError(f"{engine.time_model!r} returned a non-positive duration {tau}")
+        tau = taus.get((chunk_sum, decoding)) or new_tau(chunk_sum, decoding)
         used = kv + chunk_sum + decoding
         work -= chunk_sum + decoding + e * done
         start.append(t)
@@ -190,7 +208,7 @@ def _decode_first_fill_memory(engine, t, stop, limit):
     arrival = tab.column("arrival").tolist()
     prompt = tab.column("prompt").tolist()
     output = tab.column("output").tolist()
-    duration = engine.time_model.count_duration
+    taus, new_tau = _durations(engine.time_model)
     b, e = engine.budget, tab.emit_first
     M = engine.memory if engine.memory is not None else float("inf")
     R = getattr(engine.policy, "max_reqs", None) or b
@@ -240,18 +258,15 @@ def _decode_first_fill_memory(engine, t, stop, limit):
             most = min(soon[0] - s if soon else limit - s, limit - s,
                        (free - d) // d + 1 if free < float("inf") else limit - s)
             if most > 1:
-                nxt = arrival[admitted] if admitted < n else float("inf")
-                tau = duration(0, d)
-                if not tau > 0:
-                    raise ValueError(f"{engine.time_model!r} returned a non-positive "
-                                     f"duration {tau}")
-                times = np.full(int(most) + 1, tau)
-                times[0] = t
-                times = times.cumsum()              # sequential, as t = t + τ
-                k = int(times[:-1].searchsorted(min(stop, nxt), side="left"))
+                bound = min(stop, arrival[admitted] if admitted < n else float("inf"))
+                tau = taus.get((0, d)) or new_tau(0, d)
+                if bound < float("inf"):    # no more iterations than can start before it
+                    most = min(most, int((bound - t) / tau) + 2)
+                times = list(accumulate(repeat(tau, int(most)), initial=t))  # t = t + τ
+                k = bisect_left(times, bound, 0, len(times) - 1)
                 if k:
-                    start.frombytes(times[:k].tobytes())
-                    t = float(times[k])
+                    start.extend(times[:k])
+                    t = times[k]
                     dur.extend(array("d", (tau,)) * k)
                     zeros = array("q", (0,)) * k
                     n_pre.extend(zeros)
@@ -259,9 +274,8 @@ def _decode_first_fill_memory(engine, t, stop, limit):
                     evicted_col.extend(zeros)
                     decs.extend(array("q", (d,)) * k)
                     in_sys.extend(array("q", (live,)) * k)
-                    step = np.arange(1, k + 1, dtype=np.int64) * d
-                    used_col.frombytes((used + step).tobytes())
-                    work_col.frombytes((work - step).tobytes())
+                    used_col.extend(range(used + d, used + d * k + 1, d))
+                    work_col.extend(range(work - d, work - d * k - 1, -d))
                     used += d * k
                     work -= d * k
                     peak = used if used > peak else peak
@@ -323,9 +337,7 @@ def _decode_first_fill_memory(engine, t, stop, limit):
                             leaving[last] = []
                             heapq.heappush(soon, last)
                         leaving[last].append((w, epoch[w]))
-        tau = duration(chunk_sum, d)
-        if not tau > 0:
-            raise ValueError(f"{engine.time_model!r} returned a non-positive duration {tau}")
+        tau = taus.get((chunk_sum, d)) or new_tau(chunk_sum, d)
         used += chunk_sum + d
         work -= chunk_sum + d + e * done
         start.append(t)
@@ -453,7 +465,7 @@ def _prefill_batches(engine, t, stop, limit):
     arrival = tab.column("arrival").tolist()
     prompt = tab.column("prompt").tolist()
     output = tab.column("output").tolist()
-    duration = engine.time_model.count_duration
+    taus, new_tau = _durations(engine.time_model)
     b, e = engine.budget, tab.emit_first
     M = engine.memory if engine.memory is not None else float("inf")
     max_reqs = getattr(engine.policy, "max_reqs", None)
@@ -553,9 +565,7 @@ def _prefill_batches(engine, t, stop, limit):
                 if not d:      # unreachable while every request fits in M alone
                     raise RuntimeError("prefill_batches: a preemption emptied the batch")
             decode_iters.append(s)
-        tau = duration(chunk_sum, d)
-        if not tau > 0:
-            raise ValueError(f"{engine.time_model!r} returned a non-positive duration {tau}")
+        tau = taus.get((chunk_sum, d)) or new_tau(chunk_sum, d)
         used += chunk_sum + d
         work -= chunk_sum + d + e * done
         start.append(t)
