@@ -221,6 +221,7 @@ def _decode_first_fill_memory(engine, t, stop, limit):
     finish = [-1] * n
     epoch = [0] * n                # bumped by a preemption: cancels a planned completion
     segments = array("q")          # closed residencies: (request, first iteration, tokens)
+    repeats = array("q")           # log rows that stand for k decode-only batches: (row, k)
     leaving: dict = {}             # iteration -> [(request, epoch)] completing in it
     soon: list = []                # a heap of leaving's keys
     resident: list = []            # in arrival order; the last may be prefilling
@@ -264,18 +265,18 @@ def _decode_first_fill_memory(engine, t, stop, limit):
                     most = min(most, int((bound - t) / tau) + 2)
                 times = list(accumulate(repeat(tau, int(most)), initial=t))  # t = t + τ
                 k = bisect_left(times, bound, 0, len(times) - 1)
-                if k:
-                    start.extend(times[:k])
+                if k:         # one row of the log stands for the k batches (_expand)
+                    start.append(t)
+                    dur.append(tau)
+                    n_pre.append(0)
+                    chunks.append(0)
+                    decs.append(d)
+                    evicted_col.append(0)
+                    used_col.append(used + d)
+                    in_sys.append(live)
+                    work_col.append(work - d)
+                    repeats.extend((len(start) - 1, k))
                     t = times[k]
-                    dur.extend(array("d", (tau,)) * k)
-                    zeros = array("q", (0,)) * k
-                    n_pre.extend(zeros)
-                    chunks.extend(zeros)
-                    evicted_col.extend(zeros)
-                    decs.extend(array("q", (d,)) * k)
-                    in_sys.extend(array("q", (live,)) * k)
-                    used_col.extend(range(used + d, used + d * k + 1, d))
-                    work_col.extend(range(work - d, work - d * k - 1, -d))
                     used += d * k
                     work -= d * k
                     peak = used if used > peak else peak
@@ -364,12 +365,40 @@ def _decode_first_fill_memory(engine, t, stop, limit):
     for v in resident:                     # residencies still open
         if seg_first[v] >= 0 and filled[v] >= length[v]:
             segments.extend((v, seg_first[v], max(s - seg_first[v], 0)))
-    _write_back_memory(engine, admitted, rows, segments, filled, recomputed, restarts,
-                       prefill_end, finish, resident, waiting)
+    _write_back_memory(engine, admitted, _expand(rows, repeats), segments, filled, recomputed,
+                       restarts, prefill_end, finish, resident, waiting)
     engine.work, engine.kv_total, engine.peak_memory = work, used, peak
     if any(restarts):
         tab.recomputing = True
     return t
+
+
+def _expand(rows, repeats):
+    """The batch log's columns, one entry per iteration, from the kernel's rows, where a row
+    ``r`` listed in ``repeats`` as ``(r, k)`` stands for ``k`` identical decode-only batches
+    of ``d`` decodes: memory grows and unfinished work falls by ``d`` a batch, and each
+    starts where the one before ends (``t + τ``, added in sequence as the engine adds them:
+    column by column over all such rows at once)."""
+    cols = [np.frombuffer(r, r.typecode) for r in rows]
+    if not repeats:
+        return cols
+    row, k = np.frombuffer(repeats, np.int64).reshape(-1, 2).T
+    reps = np.ones(cols[0].size, dtype=np.int64)
+    reps[row] = k
+    which = np.repeat(np.arange(reps.size), reps)
+    first = reps.cumsum() - reps                   # the row's first iteration
+    step = np.arange(which.size) - first[which]    # batches since then
+    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = (c[which] for c in cols)
+    used += step * decs
+    work -= step * decs
+    order = np.argsort(-k, kind="stable")
+    k, at, tau = k[order], first[row[order]], cols[1][row[order]]
+    longer = np.searchsorted(-k, -np.arange(int(k[0])), side="left")   # rows with k > j
+    for j in range(1, int(k[0])):
+        live = longer[j]
+        pos = at[:live] + j
+        start[pos] = start[pos - 1] + tau[:live]
+    return [start, dur, n_pre, chunks, decs, evicted, used, in_sys, work]
 
 
 def _write_back_memory(engine, admitted, rows, segments, filled, recomputed, restarts,
@@ -377,9 +406,9 @@ def _write_back_memory(engine, admitted, rows, segments, filled, recomputed, res
     """The engine's records and state after the memory-aware bulk run, as if it had stepped:
     each residency ``(request, first iteration, tokens)`` emitted its tokens at the ends of
     consecutive iterations; the first token of a later residency closes the gap from the
-    last token of the one before (the preemption's stall included)."""
-    cols = [np.frombuffer(r, r.typecode) for r in rows]
-    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = cols
+    last token of the one before (the preemption's stall included). ``rows``: the batch
+    log's columns, one entry per iteration (:func:`_expand`)."""
+    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = rows
     k = start.size
     s0 = engine.iteration
     if k:
