@@ -385,12 +385,14 @@ def _expand(rows, repeats):
     row, k = np.frombuffer(repeats, np.int64).reshape(-1, 2).T
     reps = np.ones(cols[0].size, dtype=np.int64)
     reps[row] = k
-    which = np.repeat(np.arange(reps.size), reps)
     first = reps.cumsum() - reps                   # the row's first iteration
-    step = np.arange(which.size) - first[which]    # batches since then
-    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = (c[which] for c in cols)
-    used += step * decs
-    work -= step * decs
+    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = (c.repeat(reps)
+                                                                    for c in cols)
+    step = np.arange(start.size)
+    step -= first.repeat(reps)                     # batches since the row's first
+    step *= decs
+    used += step
+    work -= step
     order = np.argsort(-k, kind="stable")
     k, at, tau = k[order], first[row[order]], cols[1][row[order]]
     longer = np.searchsorted(-k, -np.arange(int(k[0])), side="left")   # rows with k > j
