@@ -40,6 +40,10 @@ POLICIES = {
     "vllm": lambda b: qt.policies.VLLMVanilla(b),
     "static": lambda b: qt.policies.StaticPriority(512, [0]),
     "ft": lambda b: qt.policies.FasterTransformer(512),
+    # Chen et al.'s and Jaillet et al.'s schedulers need --memory
+    "amax": lambda b: qt.policies.AMax(),
+    "amin": lambda b: qt.policies.AMin(),
+    "mcsf": lambda b: qt.policies.MCSF(),
 }
 
 
