@@ -251,3 +251,10 @@ def test_column_log_first_bulk_write_then_rows():
     np.testing.assert_array_equal(log.column("x"), [0, 1, 2, 3, 4, 5, 6.5, 7, 8])
     np.testing.assert_array_equal(log.column("k"), [7] * 6 + [8, 9, 10])
     assert log.column("k").dtype == np.int64
+
+
+def test_static_priority_refuses_a_class_it_does_not_order():
+    wl = qt.Workload([qt.RequestClass(prompt=20, output=5, rate=1.0),
+                      qt.RequestClass(prompt=20, output=5, rate=1.0)])
+    with pytest.raises(ValueError, match=r"misses classes \[1\]"):
+        qt.simulate(wl, qt.policies.StaticPriority(64, [0]), qt.UnitTime(), n_requests=20)
