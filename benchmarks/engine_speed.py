@@ -44,6 +44,8 @@ POLICIES = {
     "amax": lambda b: qt.policies.AMax(),
     "amin": lambda b: qt.policies.AMin(),
     "mcsf": lambda b: qt.policies.MCSF(),
+    # Bari et al.'s SLAI, its TBT target 0.5 s in the time model's µs
+    "slai": lambda b: qt.policies.SLAI(512, tbt=(5e5,)),
 }
 
 
