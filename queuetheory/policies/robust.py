@@ -33,6 +33,17 @@ from .memory_check import FuturePeak
 __all__ = ["HSF", "AMax", "ARandom", "AMin", "AEll", "AdaptiveRobust"]
 
 
+def _grown(a: np.ndarray, size: int, fill) -> np.ndarray:
+    """``a`` with at least ``size`` entries, the new ones ``fill``: the length at least
+    doubles, so that per-request arrays grown as requests arrive cost amortised O(1) per
+    request (not a copy of the whole array at every arrival)."""
+    if size <= a.size:
+        return a
+    wider = np.full(max(size, 2 * a.size), fill, dtype=a.dtype)
+    wider[: a.size] = a
+    return wider
+
+
 class _RoundPolicy(Policy):
     """Shared loop: evict (hook), then admit waiting jobs in the hook's order while the
     future-peak check with the hook's length estimates passes; running jobs always decode."""
@@ -46,20 +57,26 @@ class _RoundPolicy(Policy):
 
     def _reset(self):
         self._rank = np.empty(0)           # one uniform key per request id (a permutation σ)
+        self._ranked = 0                   # ... drawn for the ids below this
 
     def _ranks(self, rid):
-        if rid.size and rid.max() >= self._rank.size:
-            extra = int(rid.max()) + 1 - self._rank.size
-            self._rank = np.concatenate([self._rank, self.rng.random(extra)])
+        if rid.size and rid.max() >= self._ranked:
+            top = int(rid.max()) + 1
+            self._rank = _grown(self._rank, top, 0.0)
+            self._rank[self._ranked: top] = self.rng.random(top - self._ranked)
+            self._ranked = top
         return self._rank[rid]
 
     def _schedule(self, state):
         self._see(state)
-        running = np.flatnonzero(state.started)
+        started = state.started
+        running = np.flatnonzero(started)
         evict = self._evict(state, running)
-        running = np.setdiff1d(running, evict)
-        waiting = np.flatnonzero(~state.started)
-        waiting = np.union1d(waiting, evict)
+        if evict.size:              # masks, not set operations: both stay sorted
+            started = started.copy()
+            started[evict] = False
+            running = np.flatnonzero(started)
+        waiting = np.flatnonzero(~started)
         order = waiting[self._order(state, waiting)]
         est = self._estimate(state)
         a = state.decoded
@@ -152,9 +169,8 @@ class _LowerBounds(_RoundPolicy):
 
     def _see(self, state):
         rid = state.rid
-        if rid.size and rid.max() >= self._lb.size:
-            grow = np.zeros(int(rid.max()) + 1 - self._lb.size, dtype=np.int64)
-            self._lb = np.concatenate([self._lb, grow])
+        if rid.size:
+            self._lb = _grown(self._lb, int(rid.max()) + 1, 0)
         new = self._lb[rid] == 0
         self._lb[rid[new]] = state.lo[new]
 
@@ -222,9 +238,8 @@ class AEll(_LowerBounds):
     def _see(self, state):
         super()._see(state)
         rid = state.rid
-        if rid.size and rid.max() >= self._queue.size:
-            start = self._queue.size
-            self._queue = np.concatenate([self._queue, np.full(int(rid.max()) + 1 - start, -1.0)])
+        if rid.size:
+            self._queue = _grown(self._queue, int(rid.max()) + 1, -1.0)
         self._enqueue(rid[self._queue[rid] < 0])
 
     def _evict(self, state, running):
