@@ -27,6 +27,14 @@ from ..timing import LinearMemoryTime
 from ..workload import RequestClass, TimeVarying, Workload
 from .base import Outcome, claim
 
+ENGINE = ('engine, first_token="decode" (a prompt holds l + k KV tokens at decode stage k, '
+          "l′ decode iterations); iteration time d0 + d1·memory (model (1)), continuous time")
+CHAIN = ("WAIT's exact embedded chain of stage-0 queues (the engine's memory and timing, "
+         'first_token="decode"), thousands of paths')
+FLUID = "fluid model of §2–§3 (deterministic rates, eqs. (5)–(8)), symbolic"
+FORMULA = "the paper's formulas, evaluated exactly (sympy, Fractions) or by root-finding"
+WALK = "the appendix's discrete-time random walks (Lindley recursions); no engine"
+
 D0 = D1 = 0.1
 PROP4 = (RequestClass(1, 1, 1.0), RequestClass(1, 2, 1.0))
 
@@ -112,7 +120,9 @@ def _grid(quick):
        statement="Eqs. (5)-(8): ΔT* = d0/(1−d1W), M* = d0W/(1−d1W), n_j* = ΔT*λ_j(l'_j+1), "
                  "Throughput* = Σλ_j(l'_j+1); M*/(d0+d1M*) = W; Prop-4 instance: K = "
                  "d0/(1−9d1), n = (2K, 3K), M* = 9K.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=FLUID,
+       scope="fluid: symbolic identities for m ≤ 3 types and the Prop-4 instance")
 def _fluid_equilibrium(quick: bool) -> Outcome:
     checks = {}
     for m in (1, 2) if quick else (1, 2, 3):
@@ -142,7 +152,9 @@ def _fluid_equilibrium(quick: bool) -> Outcome:
 @claim("ao2025.balance_l186",
        statement="Multi-type balance as printed at L186: (d0 + d1M*)λ_j = n_j*, together with "
                  "(5), yields M* of eq. (6).",
-       expected="refuted")
+       expected="refuted",
+       convention=FLUID,
+       scope="fluid: symbolic, every single-type parameter")
 def _balance(quick: bool) -> Outcome:
     lam, l, lp, d0, d1, M = sp.symbols("lambda l lp d0 d1 M", positive=True)
     target = d0 * lam * (lp + 1) * (l + lp / 2) / (1 - d1 * lam * (lp + 1) * (l + lp / 2))
@@ -164,7 +176,9 @@ def _balance(quick: bool) -> Outcome:
 @claim("ao2025.proposition1",
        statement="If λ_j d0 (l'_j+1)(l_j+l'_j/2) ≥ 1 then E[Latency] = Ω(T) under any policy "
                  "(printed with d0, L144-L150).",
-       expected="qualified")
+       expected="qualified",
+       convention=ENGINE,
+       scope="finite instances: one literal and one corrected instance, finite-horizon growth")
 def _prop1(quick: bool) -> Outcome:
     T = 4000.0 if quick else 20000.0
     # literal statement: λ d0 a ≥ 1 with d1 W < 1 — WAIT with strict thresholds is stable
@@ -196,7 +210,9 @@ def _prop1(quick: bool) -> Outcome:
 
 @claim("ao2025.proposition2",
        statement="If C ≥ M*, every online policy has E[Throughput] ≤ Throughput* = Σλ_j(l'_j+1).",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ENGINE,
+       scope="finite instances: the Prop-4 instance, four policies, several seeds")
 def _prop2(quick: bool) -> Outcome:
     T = 800.0 if quick else 5000.0
     worst = -np.inf
@@ -275,7 +291,9 @@ def _chain_slope(n: tuple, quick: bool):
        statement="WAIT with thresholds meeting (9): gap O(T^{-1/2}) and latency/TTFT O(T^{1/2}) "
                  "when critical; gap O(1/T) and latency/TTFT O(1) when strict. Memory never "
                  "exceeds M^π.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=CHAIN,
+       scope="asymptotic in T (log-log slope, T ≤ 4000 quick, 64000 full), Prop-4 instance")
 def _theorem1(quick: bool) -> Outcome:
     cond_c = fluid.wait_condition([1, 1], PROP4, D0, D1)
     cond_s = fluid.wait_condition([2, 2], PROP4, D0, D1)
@@ -308,7 +326,9 @@ def _theorem1(quick: bool) -> Outcome:
 @claim("ao2025.theorem1_per_type",
        statement="L316: type-j latency and TTFT are O(1) whenever ΔT < n_j/λ_j for that type, "
                  "regardless of the other types.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=CHAIN,
+       scope="asymptotic in T on one instance, n = (5, 4)")
 def _theorem1_per_type(quick: bool) -> Outcome:
     n = (5, 4)                     # ΔT = 0.1 + 0.1(3·5 + 6·4) = 4: type 1 strict, type 2 critical
     cond = fluid.wait_condition(n, PROP4, D0, D1)
@@ -331,7 +351,9 @@ def _theorem1_per_type(quick: bool) -> Outcome:
 @claim("ao2025.proposition3",
        statement="There is an instance with C = M* where every non-predictive online policy "
                  "has latency and TTFT Ω(T^{1/2}).",
-       expected="qualified")
+       expected="qualified",
+       convention=CHAIN,
+       scope="asymptotic in T, only the policies implemented here, Prop-4 instance")
 def _prop3(quick: bool) -> Outcome:
     Ts, mc, _, sc = _chain_slope((1, 1), quick)
     eT, eseeds = _grid(quick)
@@ -352,7 +374,9 @@ def _prop3(quick: bool) -> Outcome:
        statement="Lemma 6 and the Kingman bound of L919: under strict (9) WAIT's type-j stage-0 "
                  "queue is dominated by W̃^{t+ΔT} = max{2n_j, W̃^t + X_j − n_j}, X_j ~ "
                  "Poisson(λ_jΔT_[1..m]), so E[W_j] ≤ 2n_j + λ_jΔT/(2(n_j − λ_jΔT)).",
-       expected="confirmed")
+       expected="confirmed",
+       convention=CHAIN,
+       scope="finite T, n = (2, 2) on the Prop-4 instance")
 def _lemma6(quick: bool) -> Outcome:
     n = np.array([2, 2])
     Ts, mean, se, _ = _chain_slope((2, 2), quick)
@@ -404,7 +428,9 @@ def prop4_overflow_probability(classes=PROP4, capacity: int = 9, horizon: int = 
        statement="At C = M*, FCFS has a constant throughput gap Ω(1) on the Prop-4 instance; "
                  "from equilibrium, memory overflows within two iterations w.p. "
                  "p = 1 − 4.5e^{−2} ≈ 0.391.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ENGINE,
+       scope="exact constant (sympy); throughput gap over finite horizons")
 def _prop4(quick: bool) -> Outcome:
     p, safe = prop4_overflow_probability()
     p_ok = sp.simplify(p - (1 - sp.Rational(9, 2) * sp.exp(-2))) == 0
@@ -430,7 +456,9 @@ def _prop4(quick: bool) -> Outcome:
 @claim("ao2025.proposition5",
        statement="At C = M* there is an instance where every type-unaware online policy has a "
                  "throughput gap Ω(1).",
-       expected="qualified")
+       expected="qualified",
+       convention=ENGINE,
+       scope="finite instances: the type-unaware policies implemented here")
 def _prop5(quick: bool) -> Outcome:
     Ts, seeds = ((1000, 4000), (2, 1)) if quick else ((1000, 10000, 100000), (4, 2, 1))
     f = _scaling("fcfs", Ts, seeds, 9)
@@ -458,7 +486,9 @@ _SEG = fluid.segments(1, [1, 2], [1.0, 1.0])
 @claim("ao2025.theorem2",
        statement="Nested WAIT with thresholds meeting (10): gap O(1/T), latency and TTFT O(1); "
                  "memory stays below (12) with probability ≥ 1 − δ.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ENGINE,
+       scope="asymptotic in T on the Prop-4 instance, n = (10, 6)")
 def _theorem2(quick: bool) -> Outcome:
     n = (10, 6)
     cond = fluid.nested_condition(n, _SEG, D0, D1)
@@ -496,7 +526,9 @@ def _smallest_theta_counterexample(limit: int):
 
 @claim("ao2025.theorem2_theta_bound",
        statement="Theorem 2 (L443) and 4 (L573): θ_j ≥ 8(n_j − n_{j−1}p_j)/n_j.",
-       expected="refuted")
+       expected="refuted",
+       convention=FORMULA,
+       scope="finite instances: exhaustive over n_{j−1} ≤ 12 (quick) / 30 (full), p on a 1/20 grid")
 def _theta_printed(quick: bool) -> Outcome:
     ce = _smallest_theta_counterexample(12 if quick else 30)
     if ce is None:
@@ -514,7 +546,9 @@ def _theta_printed(quick: bool) -> Outcome:
        statement="For n_{k−1} > n_k > n_{k−1}p, (16) has a unique positive root θ, increasing in "
                  "D = n_k − n_{k−1}p, with θ ≥ 8D/n_{k−1} (18) and θ ≈ 2D/(n_{k−1}p(1−p)) as "
                  "D → 0; and P(max_i S^i ≥ c) ≤ e^{−θc} for the Binomial(n_{k−1},p) − n_k walk.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=FORMULA,
+       scope="finite instances: random (n_{k−1}, n_k, p) and one Monte Carlo walk")
 def _lemma8(quick: bool) -> Outcome:
     rng = np.random.default_rng(8)
     bad = []
@@ -554,7 +588,9 @@ def _lemma8(quick: bool) -> Outcome:
 @claim("ao2025.eq11_memory",
        statement="Eq. (11): a full Nested-WAIT batch uses M^π = Σ_j n_j (l + L'_j/2) Δl'_j, "
                  "L'_j = Σ_{k≤j} l'_k.",
-       expected="refuted")
+       expected="refuted",
+       convention=ENGINE,
+       scope="finite instances: exact memory of a full batch, and the engine")
 def _eq11(quick: bool) -> Outcome:
     n = (10, 6)
     printed = fluid.nested_memory(n, _SEG, form="paper")
@@ -577,7 +613,9 @@ def _eq11(quick: bool) -> Outcome:
 @claim("ao2025.paper_thresholds",
        statement="The experiments' thresholds follow (10): 15:14:12:8 for lengths 20,40,80,160 "
                  "with rates 20:40:80:160 (L478) and 66:43:…:1 for the 10 LMSYS bins (L484).",
-       expected="qualified")
+       expected="qualified",
+       convention=FORMULA,
+       scope="the paper's two threshold vectors, exactly")
 def _paper_thresholds(quick: bool) -> Outcome:
     from fractions import Fraction as F
 
@@ -605,7 +643,9 @@ def _paper_thresholds(quick: bool) -> Outcome:
 @claim("ao2025.theorem3",
        statement="With time-varying rates meeting (13), Nested WAIT keeps latency and TTFT "
                  "O(1) and memory within the bound w.p. ≥ 1 − δ.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ENGINE,
+       scope="asymptotic in T on one sinusoidal instance")
 def _theorem3(quick: bool) -> Outcome:
     a, period = 0.5, 60.0
     base = [RequestClass(1, 1, 0.5), RequestClass(1, 2, 0.5)]
@@ -656,7 +696,9 @@ def _theorem4_instance(m=20, L=4):
 @claim("ao2025.theorem4",
        statement="Nested WAIT on L < m merged segments with thresholds meeting (14): latency "
                  "O(1) and memory within (15) w.p. ≥ 1 − δ.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ENGINE,
+       scope="asymptotic in T on one instance (l′ = 1..20 in 4 segments)")
 def _theorem4(quick: bool) -> Outcome:
     d0, d1 = 0.1, 0.005
     lengths, rates, seg = _theorem4_instance()
@@ -688,7 +730,9 @@ def lmsys_surrogate(total_rate: float, m: int = 500):
 @claim("ao2025.memory_decomposition",
        statement="Figs. 16-18: the memory requirement (15) is dominated by the fluid term, is "
                  "U-shaped in the number of segments L, and L = 10 suffices.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=FORMULA,
+       scope="bound (15) on a surrogate of the LMSYS frequencies; assumed d0, d1")
 def _memory_decomposition(quick: bool) -> Outcome:
     d0, d1 = 0.02, 3e-8
     Ls = [1, 2, 4, 5, 10, 20, 25, 50, 100, 125, 250, 500]
@@ -738,7 +782,9 @@ def _lindley_paths(lam: int, T: int, paths: int, seed: int):
 @claim("ao2025.lemma1",
        statement="For W^{t+1} = W^t + X^t − λ1{W^t + X^t ≥ λ}, X ~ Poisson(λ): E[W^T] = "
                  "λE[T_stuck].",
-       expected="confirmed")
+       expected="confirmed",
+       convention=WALK,
+       scope="finite T, Monte Carlo and pathwise")
 def _lemma1(quick: bool) -> Outcome:
     lam, T = 3, 50
     X, W, _, stuck = _lindley_paths(lam, T, 20000 if quick else 200000, 1)
@@ -754,7 +800,9 @@ def _lemma1(quick: bool) -> Outcome:
 @claim("ao2025.lemma2_3",
        statement="Lemma 2: W̃^0 = 2λ, W̃^{t+1} = max{2λ, W̃^t + X^t − λ} satisfies W̃^t ≥ W^t + λ. "
                  "Lemma 3: W̃^T = 2λ + max(S^T, S^T − S^1, …, S^T − S^{T−1}, 0).",
-       expected="confirmed")
+       expected="confirmed",
+       convention=WALK,
+       scope="pathwise, finite T")
 def _lemma23(quick: bool) -> Outcome:
     ok2 = ok3 = True
     for lam in (1, 3, 7):
@@ -772,7 +820,9 @@ def _lemma23(quick: bool) -> Outcome:
 @claim("ao2025.lemma4",
        statement="Spitzer: E[max_{1≤k≤T}(S^k)^+] = Σ_{k=1}^T E[(S^k)^+]/k for S^k = Σ_{r≤k}"
                  "(X^r − λ), X ~ Poisson(λ).",
-       expected="confirmed")
+       expected="confirmed",
+       convention=WALK,
+       scope="finite T: exact sum against Monte Carlo")
 def _lemma4(quick: bool) -> Outcome:
     lam, T = 3, 20
     rhs = 0.0
@@ -790,7 +840,9 @@ def _lemma4(quick: bool) -> Outcome:
 
 @claim("ao2025.lemma5",
        statement="E[W^T] − λ ≤ E[Y^T] ≤ √λ Σ_{k=1}^T k^{−1/2}.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=WALK,
+       scope="finite T, Monte Carlo")
 def _lemma5(quick: bool) -> Outcome:
     worst = -np.inf
     rows = []
@@ -808,7 +860,9 @@ def _lemma5(quick: bool) -> Outcome:
 @claim("ao2025.lemma7_9",
        statement="Lemma 7 (and 9, time-varying p ≤ p*): W̃^{s+1} = max{n_k, W̃^s + Y^s − n_k}, "
                  "W̃^0 = n_k, dominates W^{s+1} = W^s + Y^s − n_k1{W^s + Y^s ≥ n_k} pathwise.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=WALK,
+       scope="pathwise, finite T, coupled Binomial draws")
 def _lemma79(quick: bool) -> Outcome:
     rng = np.random.default_rng(7)
     ok = True
@@ -834,7 +888,9 @@ def _lemma79(quick: bool) -> Outcome:
 @claim("ao2025.kingman",
        statement="For i.i.d. increments with mean −μ < 0 and variance σ², E[sup_n S_n] ≤ σ²/(2μ) "
                  "(used at L917, L957, L1003).",
-       expected="confirmed")
+       expected="confirmed",
+       convention=WALK,
+       scope="finite-T truncation of the supremum, Monte Carlo")
 def _kingman(quick: bool) -> Outcome:
     rng = np.random.default_rng(11)
     paths, S = (4000, 2000) if quick else (20000, 10000)
@@ -902,7 +958,9 @@ def scheduler_sweep(spec, rates, *, d0: float, d1: float, batch_limit: int,
 @claim("ao2025.scheduler_comparison",
        statement="§6.1 (Figs. 7-8): under the same batch size limit, WAIT's throughput surpasses "
                  "vLLM's and Sarathi's at all tested arrival rates, with acceptable latency.",
-       expected="qualified")
+       expected="qualified",
+       convention=ENGINE,
+       scope="finite-horizon experiment, model (1) instead of Vidur")
 def _scheduler_comparison(quick: bool) -> Outcome:
     rates = (60.0, 180.0) if quick else (20.0, 60.0, 100.0, 140.0, 180.0, 220.0)
     rows = scheduler_sweep(LOW_DEMAND, rates, d0=0.01, d1=2e-5, batch_limit=64,
@@ -933,7 +991,9 @@ def _scheduler_comparison(quick: bool) -> Outcome:
 @claim("ao2025.nested_comparison",
        statement="§6.2 (Figs. 11-13): Nested WAIT shows improved throughput and latency over vLLM "
                  "and Sarathi (m = 4: l = 10, l' = 20, 40, 80, 160, rates 20:40:80:160).",
-       expected="not-reproducible")
+       expected="not-reproducible",
+       convention=ENGINE,
+       scope="steady-state windows of finite runs, model (1) instead of Vidur, several seeds")
 def _nested_comparison(quick: bool) -> Outcome:
     from ..policies.classic import Sarathi, VLLMVanilla
 

@@ -45,6 +45,12 @@ from ..workload import RequestClass, Workload
 from ..workload.rad import table1_decode_std_bound, table1_workload
 from .base import Outcome, claim
 
+TILED = ('Eq. 7 tiled batch-time model (spec §9 illustrative parameters); engine '
+         'first_token="prefill" (Def. 1: the last prefill chunk emits the first token)')
+CLOSED = "Eqs. 6–12 in closed form (sympy, exact integers) with spec §9's parameters"
+SLAI_MODEL = ('calibrated Eq. 7 model (c0 = 5 ms), Table 1 workload, 200 000-token KV pool, '
+              'first_token="prefill"')
+
 PROMPTS = (256, 512, 1024, 2048)
 MAX_DECODE = 128
 
@@ -98,7 +104,9 @@ def _run(policy, rho, n_requests, seed=1):
        statement="The batch time (Eq. 7) is a staircase in the token count: its linear part "
                  "jumps by 1/μ_Lin at every multiple of t*_col and is flat in between "
                  "(L225), while each decode adds GeMV attention that grows with context.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=TILED,
+       scope="exact evaluation of the batch-time model")
 def _staircase(quick: bool) -> Outcome:
     tm = _tm()
     tc = tm.tile[1]
@@ -126,7 +134,9 @@ def _staircase(quick: bool) -> Outcome:
                  "t*_lcm chunks plus t*_col-wide decode batches, in closed form with ceilings "
                  "(sympy) and numerically; the Monte Carlo mean of T*^R converges to the exact "
                  "T̄^R (Proposition 2).",
-       expected="confirmed")
+       expected="confirmed",
+       convention=CLOSED,
+       scope="exact (sympy) and Monte Carlo over the illustrative length pmf")
 def _closed_form(quick: bool) -> Outcome:
     tm = _tm()
     tl = tm.t_lcm
@@ -163,7 +173,9 @@ def _closed_form(quick: bool) -> Outcome:
        statement="Prefilling in chunks of t*_lcm = LCM(t*_row, t*_col, t*_red) minimises the "
                  "prefill time (Eq. 10 step (c), L515–L523), so T*^R of Eq. 12 lower-bounds "
                  "every schedule (Proposition 1).",
-       expected="refuted")
+       expected="refuted",
+       convention=CLOSED,
+       scope="finite instances: exhaustive over chunkings of prompts up to k·t_lcm, six tiles")
 def _lcm_chunking(quick: bool) -> Outcome:
     tiles = [(128, 256, 32), (128, 128, 32), (64, 256, 64), (256, 128, 32), (256, 64, 32),
              (128, 64, 64)]
@@ -226,7 +238,9 @@ def _random_schedule(rng, tm_choices, prompts, decodes):
 @claim("bari2025.proposition1",
        statement="Any batches that complete requests R_1..R_k take at least Σ_j T*^R(j) "
                  "(Proposition 1, Eq. 9–10).",
-       expected="qualified")
+       expected="qualified",
+       convention=TILED,
+       scope="finite instances: random schedules and an exact chunking search")
 def _proposition1(quick: bool) -> Outcome:
     rng = np.random.default_rng(11)
     tm = _tm()
@@ -268,7 +282,9 @@ def _proposition1(quick: bool) -> Outcome:
 @claim("bari2025.theorem1",
        statement="If λ T̄^R > r, every planner and scheduler is unstable: Q(t)/t stays above "
                  "α = (λT̄^R/r − 1)/T^max (Theorem 1, Lemma 1).",
-       expected="qualified")
+       expected="qualified",
+       convention=TILED,
+       scope="finite-horizon growth at one overload; Lemma 1 at every batch")
 def _theorem1(quick: bool) -> Outcome:
     cap = _capacity()
     tm = _tm()
@@ -310,7 +326,9 @@ def _theorem1(quick: bool) -> Outcome:
 @claim("bari2025.theorem2",
        statement="Uniformly random routing with RAD on every node is stable whenever "
                  "λ T̄^R ≤ r(1 − ε) (n large enough), so λ* = r/T̄^R is the capacity.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=TILED,
+       scope="finite-horizon growth, r = 2 nodes (n = ∞ in simulation)")
 def _theorem2(quick: bool) -> Outcome:
     cap = _capacity()
     tm = _tm()
@@ -339,7 +357,9 @@ def _theorem2(quick: bool) -> Outcome:
        statement="A RAD cycle started with ≥ n pending requests lasts between Σ T*^R of its "
                  "requests and that plus (t*_col − 1) T^max (Eq. 23–25); mean cycle length "
                  "≤ r/λ + n T^max (Lemma 4).",
-       expected="confirmed")
+       expected="confirmed",
+       convention=TILED,
+       scope="finite instances: every backlogged cycle of one run")
 def _lemma3(quick: bool) -> Outcome:
     tm = _tm()
     n_cyc = 64
@@ -382,7 +402,9 @@ def _lemma3(quick: bool) -> Outcome:
                  "capacity(Alg. 2) ≥ capacity(Sarathi-Serve) and ≥ capacity(DistServe, best "
                  "static split) (§5); request-level batching (Alg. 3) is lowest (L72); RAD pays "
                  "with a higher TBT tail than Sarathi-Serve (L319).",
-       expected="confirmed")
+       expected="confirmed",
+       convention=TILED,
+       scope="finite-horizon experiment at ρ = 1.2")
 def _design(quick: bool) -> Outcome:
     tm = _tm()
     cap = _capacity()
@@ -418,7 +440,9 @@ def _design(quick: bool) -> Outcome:
 
 @claim("bari2025.table1_decode_std",
        statement="Table 1: decode lengths with median 415, P90 834 and std 101.",
-       expected="refuted")
+       expected="refuted",
+       convention="Table 1 read as median / P90 / std of the decode length (tokens ≥ 1)",
+       scope="every distribution on the integers (exact LP)")
 def _table1(quick: bool) -> Outcome:
     b = table1_decode_std_bound(415, 834, 101)
     return Outcome("confirmed" if b.possible else "refuted",
@@ -449,7 +473,9 @@ def _variants():
 @claim("bari2025.slai_ttft",
        statement="At high load the median TTFT orders SLAI (SPF, dynamic) < SLAI (SPF, fixed) "
                  "< Sarathi (SPF) < Sarathi (FCFS); paper: 1.5 s → 0.7 s (−53 %).",
-       expected="confirmed")
+       expected="confirmed",
+       convention=SLAI_MODEL,
+       scope="finite-horizon experiment, calibrated model")
 def _slai_ttft(quick: bool) -> Outcome:
     horizon = 150 if quick else 1200
     med = {}
@@ -471,7 +497,9 @@ def _slai_ttft(quick: bool) -> Outcome:
 @claim("bari2025.slai_free_tbt",
        statement="SLAI's free-tier P99 TBT is non-monotone in load (rise, drop, rise) while "
                  "Sarathi's rises monotonically (L416–L418).",
-       expected="confirmed")
+       expected="confirmed",
+       convention=SLAI_MODEL,
+       scope="finite-horizon experiment, calibrated model")
 def _slai_tbt(quick: bool) -> Outcome:
     horizon = 60 if quick else 800
     rates = (0.4, 1.8, 3.0) if quick else (0.4, 1.0, 1.8, 2.6, 3.4, 4.2)
@@ -495,7 +523,9 @@ def _slai_tbt(quick: bool) -> Outcome:
        statement="SLAI's gain over Sarathi-Serve (FCFS) shrinks as the paying share grows "
                  "5 % → 50 % → 95 % (paper: capacity +26 %, +22 %, +9 %), because fewer "
                  "decodes can be deferred.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=SLAI_MODEL,
+       scope="finite-horizon experiment, calibrated model")
 def _slai_share(quick: bool) -> Outcome:
     shares = (0.05, 0.5, 0.95)
     if not quick:
@@ -545,7 +575,9 @@ def _slai_share_capacity(shares):
 @claim("bari2025.slai_paying_priority",
        statement="SLAI (SPF with priority, dynamic offset) gives paying users a lower mean TTFT "
                  "than free users, with a small gain (Appendix F.2, L966).",
-       expected="qualified")
+       expected="qualified",
+       convention=SLAI_MODEL,
+       scope="finite-horizon experiment, calibrated model")
 def _slai_priority(quick: bool) -> Outcome:
     horizon = 100 if quick else 800
     res, s = _slai_run(SLAI(512, order="spf", offset="dynamic", paying_first=True), 2.4,

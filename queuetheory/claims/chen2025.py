@@ -27,6 +27,11 @@ from ..policies.robust_experiments import (
 )
 from .base import Outcome, claim
 
+ROUNDS = ('discrete rounds (§2, eqs. 1–3), unit time, a job holds s + (tokens so far); '
+          'engine first_token="prefill"')
+PERIOD = "period model of Lemmas 4.4–4.6 (fluid, M → ∞), exact matrices"
+FLUID_M = "fluid model, M → ∞ (closed forms of §3, §5, §8)"
+
 
 def _verdict(ok: bool, bad: str = "refuted") -> str:
     return "confirmed" if ok else bad
@@ -34,7 +39,9 @@ def _verdict(ok: bool, bad: str = "refuted") -> str:
 
 # ---- worked examples ---------------------------------------------------------------------------
 @claim("chen2025.example3_2", statement="""Example 3.2: n=5, s=1, o_i ∈ [1,4] with true o_i = 1,
-       M=10: TEL(H-SF) = 5 and TEL(A_max) = 9.""", expected="confirmed")
+       M=10: TEL(H-SF) = 5 and TEL(A_max) = 9.""", expected="confirmed",
+       convention=ROUNDS,
+       scope="the paper's finite instance")
 def _example32(quick):
     tr = paper_trace([1] * 5, 1, 1, 4)
     seeds = range(3 if quick else 20)
@@ -48,7 +55,9 @@ def _example32(quick):
 @claim("chen2025.example8_2", statement="""Example 8.2: M=7, s=1, o=(1,2,3,4): H-SF produces
        I_3 = ({1,2,3},∅,{4}) with TEL 12; I_1 = ({1,3},∅,{2},{4}), I_2 = ({3},{1,2},∅,{4}) and
        I_3 preserve corresponding order pairwise, I_3 ≤ I_1, I_3 ≤ I_2 (Def. 8.1).""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ROUNDS,
+       scope="the paper's finite instance")
 def _example82(quick):
     res = run_rounds(HSF(), paper_trace([1, 2, 3, 4], 1), 7)
     i3 = input_sequence(res)
@@ -69,7 +78,9 @@ def _example82(quick):
 
 # ---- the Rayleigh quotient ----------------------------------------------------------------------
 @claim("chen2025.lemma4_9", statement="""Lemma 4.9: A_u and B_u of Cor. 4.8 are positive definite
-       for every u ≥ 1 (checked for u ≤ 1000).""", expected="confirmed")
+       for every u ≥ 1 (checked for u ≤ 1000).""", expected="confirmed",
+       convention=PERIOD,
+       scope="u ≤ 1000 (Cholesky), exact Fourier transform")
 def _lemma49(quick):
     us = list(range(1, 61)) + ([200, 500, 1000] if quick else list(range(70, 1001, 10)))
     chol = True
@@ -94,7 +105,9 @@ def _lemma49(quick):
 
 @claim("chen2025.corollary4_8", statement="""Corollary 4.8: at s=0, ℓ=1 the A_min ratio of Lemma
        4.6 is xᵀA_u x/xᵀB_u x with a_ij = min²/(ij)(½(i+j)² − min²), b_ij = min(i,j)².""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=PERIOD,
+       scope="exact for u ≤ 12; numerically for several (s, ℓ, u)")
 def _cor48(quick):
     exact = True
     for u in range(1, 13):
@@ -118,7 +131,9 @@ def _cor48(quick):
 
 @claim("chen2025.trace_identity", statement="""L338–L370: B_u⁻¹ is tridiagonal with the printed
        entries, and tr(B_u⁻¹A_u) = T_1 + 2T_2 = H_u, the u-th harmonic number.""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=PERIOD,
+       scope="exact (Fractions) for the listed u")
 def _trace(quick):
     us = [2, 3, 5, 10, 40] if quick else [2, 3, 5, 10, 40, 80]
     results = {u: cp.trace_identity(u).holds for u in us}
@@ -138,7 +153,9 @@ def _trace(quick):
 @claim("chen2025.theorem4_3", statement="""Theorem 4.3 / Cor. 4.8 (the period model of Lemma 4.6):
        as M→∞, CR(A_min) = ρ(C_u),
        C_u = B_u⁻¹A_u, and ρ(C_u) ≤ tr(C_u) = H_u = O(log α⁻¹); the worst case is attained by a
-       histogram (the top eigenvector is positive).""", expected="confirmed")
+       histogram (the top eigenvector is positive).""", expected="confirmed",
+       convention=PERIOD,
+       scope="asymptotic (M → ∞), u ≤ 1000: the Rayleigh-quotient formula, not A_min in rounds")
 def _thm43(quick):
     us = list(range(1, 101)) + list(range(150, 1001, 50 if quick else 10))
     rows = [(u, cp.amin_ratio(u)) for u in us]
@@ -154,7 +171,9 @@ def _thm43(quick):
 
 
 @claim("chen2025.figure1", statement="""Figure 1: ρ(C_u) (s=0, ℓ=1) is fitted by
-       0.2555 ln(u+0.2793) + 1.1587 with R² > 0.9999.""", expected="qualified")
+       0.2555 ln(u+0.2793) + 1.1587 with R² > 0.9999.""", expected="qualified",
+       convention=PERIOD,
+       scope="u = 10 … 1000")
 def _figure1(quick):
     us = np.arange(10, 1001, 20 if quick else 1)
     rho = np.array([cp.amin_ratio(int(u)).value for u in us])
@@ -181,7 +200,9 @@ def _sim_ratio(policy, trace, memory, seeds):
 
 
 @claim("chen2025.theorem3_3", statement="""Theorem 3.3: CR(A_max) ≤ α⁻¹(1+α⁻¹)/2 + O(1/M).""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ROUNDS,
+       scope="finite instances (n = 120) and the M → ∞ fluid supremum")
 def _thm33(quick):
     rng = np.random.default_rng(7)
     worst = {}
@@ -204,7 +225,9 @@ def _thm33(quick):
 
 
 @claim("chen2025.theorem3_4", statement="""Theorem 3.4: CR(A_max) ≥ α⁻¹(1+α^{-1/2})/2.""",
-       expected="refuted")
+       expected="refuted",
+       convention=ROUNDS,
+       scope="finite M (exhaustive) and M → ∞ (fluid worst case), small and moderate α")
 def _thm34(quick):
     alphas = [(1, 4), (1, 10), (2, 20), (1, 100)] if quick else [(1, 2), (1, 4), (1, 10),
                                                                  (2, 20), (1, 100), (1, 400)]
@@ -234,7 +257,9 @@ def _thm34(quick):
 
 
 @claim("chen2025.theorem8_6_part2", statement="""Theorem 8.6 Part 2: CR(A_random) ≤ (1+α⁻¹)/2 +
-       O(1/M).""", expected="confirmed")
+       O(1/M).""", expected="confirmed",
+       convention=FLUID_M,
+       scope="M → ∞ (symbolic) and finite simulated instances")
 def _thm86b(quick):
     a, t = sp.symbols("alpha t", positive=True)
     # s = 0, u = 1, ℓ = α: the ratio 1 + r(w_u − w_ℓ)/(w_ℓ r² + 2 w_ℓ r + w_u) at r = 1/α
@@ -258,7 +283,9 @@ def _thm86b(quick):
 
 @claim("chen2025.theorem8_6_part1", statement="""Theorem 8.6 Part 1: for any feasible policy,
        the worst case over o ∈ [ℓ,u]^n equals the worst case over o ∈ {ℓ,u}^n.""",
-       expected="refuted")
+       expected="refuted",
+       convention=ROUNDS,
+       scope="finite instances: exact enumeration of all orders of A_random")
 def _thm86a(quick):
     found = {}
     for u in range(3, 12):
@@ -285,7 +312,9 @@ def _thm86a(quick):
 
 # ---- two-point, geometric, LG -------------------------------------------------------------------
 @claim("chen2025.theorem5_1", statement="""Theorem 5.1: with two-point outputs, CR(A_min) ≤
-       (3−α)/2 + O(1/M) ≤ 3/2.""", expected="confirmed")
+       (3−α)/2 + O(1/M) ≤ 3/2.""", expected="confirmed",
+       convention=PERIOD,
+       scope="M → ∞, symbolic in α")
 def _thm51(quick):
     a, t = sp.symbols("alpha t", positive=True)
     ell, u = a, 1
@@ -308,7 +337,9 @@ def _thm51(quick):
 
 
 @claim("chen2025.theorem5_2", statement="""Theorem 5.2: with two-point outputs, CR(A_ℓ) ≤
-       1 + α/(2(1−α)) for α ≤ ½ and ≤ 1 + 2α² for α ≥ ½ (+O(1/M)).""", expected="confirmed")
+       1 + α/(2(1−α)) for α ≤ ½ and ≤ 1 + 2α² for α ≥ ½ (+O(1/M)).""", expected="confirmed",
+       convention=FLUID_M,
+       scope="M → ∞ on a grid of 99 α, and one simulated instance")
 def _thm52(quick):
     alphas = np.linspace(0.01, 0.99, 99)
     t = np.concatenate([[0.0], np.logspace(-4, 4, 20001)])
@@ -328,7 +359,9 @@ def _thm52(quick):
 
 
 @claim("chen2025.alpha_star", statement="""L431–L439: A_ℓ's two-point bound beats A_min's iff
-       α < α* = (3−√5)/2 ≈ 0.382.""", expected="confirmed")
+       α < α* = (3−√5)/2 ≈ 0.382.""", expected="confirmed",
+       convention=FLUID_M,
+       scope="exact (sympy) and a grid of α")
 def _alpha_star(quick):
     root = cf.two_point_threshold(exact=True)
     exact = sp.simplify(root - (3 - sp.sqrt(5)) / 2) == 0
@@ -342,7 +375,9 @@ def _alpha_star(quick):
 
 
 @claim("chen2025.geometric", statement="""§5.2, Fig. 3 (left): under geometric outputs the CR of
-       A_min increases in q and is bounded by 1.7.""", expected="confirmed")
+       A_min increases in q and is bounded by 1.7.""", expected="confirmed",
+       convention=PERIOD,
+       scope="M → ∞, q on a grid up to 0.99 (0.998 full)")
 def _geometric(quick):
     qs = np.array([0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99]
                   + ([] if quick else [0.995, 0.998]))
@@ -356,7 +391,9 @@ def _geometric(quick):
 
 
 @claim("chen2025.theorem5_3", statement="""Theorem 5.3: under LG(p) outputs, CR(A_min) =
-       (1+q)²(1+3q+6q²+3q³+q⁴)/(1+2q+11q²+8q³+11q⁴+2q⁵+q⁶) ≤ 14/9.""", expected="confirmed")
+       (1+q)²(1+3q+6q²+3q³+q⁴)/(1+2q+11q²+8q³+11q⁴+2q⁵+q⁶) ≤ 14/9.""", expected="confirmed",
+       convention=PERIOD,
+       scope="M → ∞, symbolic in q")
 def _thm53(quick):
     qs = [0.1, 0.3, 0.5, 0.7, 0.9, 0.95] + ([] if quick else [0.98, 0.99])
     gap = max(abs(cf.lg_ratio(q) - float(cf.lg_ratio_closed(q))) for q in qs)
@@ -392,7 +429,9 @@ def _exp(setups, names, quick):
 
 @claim("chen2025.experiment1", statement="""Exp. 1 (Fig. 5): with the interval [1,1000] A_max's
        average latency is far above A_min's, and A_min is nearly identical to H-SF.""",
-       expected="qualified")
+       expected="qualified",
+       convention=ROUNDS,
+       scope="finite-horizon experiment on LMSYS-like lengths (unit time)")
 def _exp1(quick):
     df = _exp(("rough",), ("H-SF", "A_min", "A_max"), quick)
     r = df.loc["rough"]
@@ -409,7 +448,9 @@ def _exp1(quick):
 
 @claim("chen2025.experiment2", statement="""Exp. 2 (Fig. 6): with bucketed intervals [1,100], …,
        A_max's latency is about halved relative to Exp. 1, and A_min (Alg. 5) approaches H-SF.""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ROUNDS,
+       scope="finite-horizon experiment on LMSYS-like lengths (unit time)")
 def _exp2(quick):
     df = _exp(("rough", "buckets"), ("H-SF", "A_min", "A_max"), quick)
     halved = df.loc["buckets", "A_max"] <= 0.5 * df.loc["rough", "A_max"]
@@ -424,7 +465,9 @@ def _exp2(quick):
 
 @claim("chen2025.experiment3", statement="""Exp. 3 (Fig. 7): with [(1−x)o, (1+x)o], both A_max and
        A_min do well at x=0.1; at x ∈ {0.95, 0.99} A_max deteriorates while A_min stays close to
-       H-SF.""", expected="qualified")
+       H-SF.""", expected="qualified",
+       convention=ROUNDS,
+       scope="finite-horizon experiment on LMSYS-like lengths (unit time)")
 def _exp3(quick):
     names = ("H-SF", "A_min", "A_min dynamic", "A_max") + (() if quick else ("A_max random",))
     df = _exp((0.1, 0.95, 0.99), names, quick)
@@ -445,7 +488,9 @@ def _exp3(quick):
 
 # ---- proof steps ---------------------------------------------------------------------------------
 @claim("chen2025.lemma8_8", statement="""Lemma 8.8: E[TEL(o; A_max)] ≤ E[TEL(o; A_random(αM))]
-       under the shared-permutation coupling (Def. 8.7).""", expected="confirmed")
+       under the shared-permutation coupling (Def. 8.7).""", expected="confirmed",
+       convention=ROUNDS,
+       scope="finite instances, shared-permutation coupling, several seeds")
 def _lemma88(quick):
     rng = np.random.default_rng(8)
     pairs, rows = [], []
@@ -469,7 +514,9 @@ def _lemma88(quick):
 
 
 @claim("chen2025.theorem4_2", statement="""Theorem 4.2: as M→∞ no feasible policy without full
-       information of o has a smaller competitive ratio than A_min.""", expected="qualified")
+       information of o has a smaller competitive ratio than A_min.""", expected="qualified",
+       convention=FLUID_M,
+       scope="M → ∞ on the two-point subclass, and one simulated instance")
 def _thm42(quick):
     alphas = np.linspace(0.02, 0.98, 49)
     beats = alphas[cf.aell_two_point_sup(alphas) < cf.amin_two_point_sup(alphas)]
@@ -496,7 +543,9 @@ def _thm42(quick):
 
 @claim("chen2025.lemma4_6_rounds", statement="""Lemma 4.6 / Cor. 4.8 in the paper's own slotted
        model (§2, eqs. 1–3): E TEL(A_min)/TEL(H-SF) = xᵀAx/xᵀBx + O(1/M), with n/M large.""",
-       expected="refuted")
+       expected="refuted",
+       convention=ROUNDS,
+       scope="finite M up to 400 (quick) / 1600 (full), the worst histogram of u = 10")
 def _lemma46_rounds(quick):
     u = 10
     worst = cp.amin_ratio(u)

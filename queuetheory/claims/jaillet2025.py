@@ -23,6 +23,13 @@ from ..policies.kvcache import kv_token_limit, mcsf_schedule
 from ..policies.memory_check import FuturePeak
 from .base import Outcome, claim
 
+ROUNDS_IP = ('discrete rounds, App. B.1 ("ip" = first_token="prefill": a request holds '
+             "s … s+o−1 KV tokens over o rounds), one batch per round")
+ROUNDS_EQ1 = ('discrete rounds, Eq. (1) ("eq1" = first_token="decode": a request holds '
+              "s … s+o KV tokens over o+1 rounds), one batch per round")
+SECTION7 = ('engine in rounds (UnitTime), first_token="prefill" (App. B.1), M scaled to '
+            "4096, log-normal surrogate of the LMSYS lengths")
+
 __all__ = ["smallest_alg1_counterexample", "regret_experiment", "admission_work",
            "bernoulli_arrivals"]
 
@@ -72,7 +79,9 @@ def identical_jobs_gap(n: int, output: int = 10, prompt: int = 1, memory: int = 
 @claim("jaillet2025.theorem4_2",
        statement="Theorem 4.2: in the semi-online model Algorithm 1 (shortest output first "
                  "with the future-peak memory check) minimises the average end-to-end latency.",
-       expected="refuted")
+       expected="refuted",
+       convention=ROUNDS_EQ1,
+       scope="finite instances: exhaustive in order of size, exact optimum (dynamic program)")
 def _theorem4_2(quick: bool) -> Outcome:
     grid = dict(max_n=4, prompts=(1, 2), max_memory=8, max_output=5) if quick else {}
     found = smallest_alg1_counterexample(**grid)
@@ -137,7 +146,9 @@ def admission_work(memory: int, *, seed: int = 0, rounds: int = 40) -> int:
 
 @claim("jaillet2025.proposition4_1",
        statement="Proposition 4.1: one round of Algorithm 1 costs O(M^2) operations.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ROUNDS_IP,
+       scope="finite M = 64 … 512 (quick) / 2048 (full): operation counts")
 def _proposition4_1(quick: bool) -> Outcome:
     Ms = np.array([64, 128, 256, 512] if quick else [64, 128, 256, 512, 1024, 2048])
     work = np.array([admission_work(int(M)) for M in Ms])
@@ -193,7 +204,9 @@ def regret_experiment(horizons, seeds, *, probs=(0.25, 0.25, 0.25, 0.25), output
        statement="Theorem 5.3: under i.i.d. bounded arrivals and i.i.d. output lengths the "
                  "regret E[AEL(Algorithm 2) - OPT-bar] is bounded by a constant independent "
                  "of the horizon T.",
-       expected="refuted")
+       expected="refuted",
+       convention=ROUNDS_IP,
+       scope="finite horizons T = 100 … 800 (quick) / 3200 (full), several seeds")
 def _theorem5_3(quick: bool) -> Outcome:
     horizons = (100, 200, 400, 800) if quick else (100, 200, 400, 800, 1600, 3200)
     seeds = (0, 1) if quick else (0, 1, 2, 3, 4)
@@ -219,7 +232,9 @@ def _theorem5_3(quick: bool) -> Outcome:
        statement="Theorem 6.2: under adversarial arrivals no deterministic algorithm has a "
                  "competitive ratio independent of M (one long request, εM unit shorts at "
                  "t' + (1 − 2ε)M; ratio ≥ 1/ε).",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ROUNDS_IP,
+       scope="finite M along ε = M^(−1/4), exact optimum")
 def _theorem6_2(quick: bool) -> Outcome:
     ks = (4, 5, 6) if quick else (4, 5, 6, 7, 8)
     Ms = [k ** 4 for k in ks]                                # ε = M^{-1/4}, εM and 1/ε integers
@@ -245,7 +260,9 @@ def _theorem6_2(quick: bool) -> Outcome:
        statement="Theorem 6.4: under adversarial arrivals no randomized algorithm has a "
                  "competitive ratio independent of M (Yao's principle on the distribution "
                  "of Eq. (8): shorts at kM, k in {1-2ε, …, c+1-2ε}, probability ε/c each).",
-       expected="not-reproducible")
+       expected="not-reproducible",
+       convention=ROUNDS_IP,
+       scope="finite M, the printed and a corrected distribution")
 def _theorem6_4(quick: bool) -> Outcome:
     M, eps = (1024, 1 / 8) if quick else (4096, 1 / 8)
     rows = {}
@@ -337,7 +354,9 @@ def section7_experiment(rates, n: int, *, memory: int = MODEL_M, seed: int = 0,
        statement="Section 7 (Fig. 5): Algorithm 2 has the lowest average end-to-end latency of "
                  "the seven algorithms (α-protection greedy α ∈ {0.3, 0.25}, β-clearing "
                  "(α,β) ∈ {0.2,0.1}²) under both high and low demand.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=SECTION7,
+       scope="finite-horizon experiment")
 def _section7_latency(quick: bool) -> Outcome:
     rates = {"low": 0.6, "high": 1.5}
     table = section7_experiment(rates.values(), 250 if quick else 2000)
@@ -361,7 +380,9 @@ def _section7_latency(quick: bool) -> Outcome:
        statement="Section 7 (Fig. 7, L430, L444): under high demand the α-protection greedy "
                  "enters an endless clear-and-readmit loop for small α; the smallest loop-free "
                  "α is 0.21 (grid step 0.01).",
-       expected="qualified")
+       expected="qualified",
+       convention=SECTION7,
+       scope="finite-horizon experiment")
 def _section7_alpha_loop(quick: bool) -> Outcome:
     from ..policies.kvcache import AlphaProtection
 
@@ -389,7 +410,9 @@ def _section7_alpha_loop(quick: bool) -> Outcome:
 @claim("jaillet2025.kv_token_limit",
        statement="Section 7 (L403–L416): Llama2-70B on two A100 80 GB GPUs leaves room for "
                  "M = 16,492 KV tokens (2,621,440 bytes per token).",
-       expected="refuted")
+       expected="refuted",
+       convention="arithmetic of the stated model sizes (GB and GiB)",
+       scope="exact arithmetic")
 def _kv_token_limit(quick: bool) -> Outcome:
     per_token = 2 * 80 * 8192 * 2
     gb = kv_token_limit(70e9, 80, 8192, 2, 2, 80e9)
@@ -408,7 +431,9 @@ def _kv_token_limit(quick: bool) -> Outcome:
        statement="Section 7 (Fig. 10, L450): for α-protection β-clearing under high demand, "
                  "β in [0.05, 0.25] performs well; very low β is bad (not enough memory "
                  "cleared) and high β is bad (too much recomputation).",
-       expected="qualified")
+       expected="qualified",
+       convention=SECTION7,
+       scope="finite-horizon experiment")
 def _section7_beta(quick: bool) -> Outcome:
     from ..policies.kvcache import AlphaProtection
 

@@ -20,6 +20,10 @@ from ..timing import PiecewiseLinearTime, UnitTime
 from ..workload import RequestClass, Workload
 from .base import Outcome, claim
 
+ENGINE = ('engine, first_token="decode" (every output token takes a decode iteration), '
+          "token budget b, batch time t_b = c + a·max(0, b′ − b0) (2.3)")
+DTMC = "the unit-time slotted DTMC of App. B (Poisson arrivals per slot), exact drift"
+
 BUDGET = 512
 
 
@@ -55,7 +59,9 @@ def _classic(order="fcfs"):
        statement="""Theorem 1(a): if λ(m_p+m_d) < b/t_b, every work-conserving (K_p,K_d)-FCFS
        policy is positive recurrent — Sarathi-Serve and Orca (FCFS and SJF) are stable at every
        load below capacity.""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ENGINE,
+       scope="finite-horizon growth verdicts (99 % interval)")
 def _theorem1a(quick: bool) -> Outcome:
     horizon = 1.5e6 if quick else 6e6
     rhos = (0.9,) if quick else (0.5, 0.8, 0.9, 0.95)
@@ -80,7 +86,9 @@ def _theorem1a(quick: bool) -> Outcome:
 @claim("li2025.theorem1b",
        statement="""Theorem 1(b): if λ(m_p+m_d) > b/t_b, |X(n)| → ∞ under every policy, and the
        unfinished work of a work-conserving policy grows at rate λ(m_p+m_d) − b/t_b.""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ENGINE,
+       scope="finite-horizon growth slopes against the predicted rate")
 def _theorem1b(quick: bool) -> Outcome:
     horizon = 6e5 if quick else 3e6
     pols = {"Sarathi": policies.Sarathi(BUDGET), "Orca": policies.Orca(BUDGET),
@@ -118,7 +126,9 @@ def vllm_unit_time_threshold(budget: int, mean_output: float) -> float:
 @claim("li2025.vllm_unstable",
        statement="""Vanilla vLLM (prefill-prioritised, no mixed batches) is not work-conserving
        and becomes unstable at a load below capacity where Sarathi-Serve is stable.""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ENGINE,
+       scope="finite-horizon growth verdicts, unit-time and piecewise-linear")
 def _vllm_unstable(quick: bool) -> Outcome:
     # (1) unit-time model, b = 768, Poisson sizes (32, 32): heuristic threshold λ*
     b, md = 768, 32
@@ -154,7 +164,9 @@ def _vllm_unstable(quick: bool) -> Outcome:
 @claim("li2025.fastertransformer_unstable",
        statement="""FasterTransformer (decode-prioritised, no mixed batches) is not
        work-conserving and becomes unstable at a moderate load where Sarathi-Serve is stable.""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ENGINE,
+       scope="finite-horizon growth verdicts")
 def _ft_unstable(quick: bool) -> Outcome:
     horizon = 3e5 if quick else 9e5
     rho = 0.727

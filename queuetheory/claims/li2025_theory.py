@@ -22,13 +22,20 @@ from ..timing import PiecewiseLinearTime, UnitTime
 from ..workload import RequestClass, Workload
 from .base import Outcome, claim
 
+ENGINE = ('engine, first_token="decode" (every output token takes a decode iteration), '
+          "token budget b, batch time t_b = c + a·max(0, b′ − b0) (2.3)")
+DTMC = "the unit-time slotted DTMC of App. B (Poisson arrivals per slot), exact drift"
+FLUID = "fluid model of App. C (eqs. C.1–C.19), exact rationals, and its N-scaled engine"
+
 
 # ---- capacity -----------------------------------------------------------------------------------
 @claim("li2025.capacity_law",
        statement="""Capacity law (2.7), spec §1.3: with t_b = c + a·max(0, b − b0) a workload
        λ(m_p+m_d) = Λ is stable under a work-conserving policy iff b > b_min, where b_min = Λc
        if Λc ≤ b0 and Λ(c − a·b0)/(1 − aΛ) otherwise.""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ENGINE,
+       scope="closed form and finite-horizon growth verdicts around b_min")
 def _capacity_law(quick: bool) -> Outcome:
     tm = PiecewiseLinearTime(c=4.0, a=0.05, b0=16)
     lam, m = 0.5, 8
@@ -78,7 +85,9 @@ def _plot_capacity(ax, tm, load, b_min, rows):
 @claim("li2025.max_rate_premise",
        statement="""Theorem 1(b) takes b/t_b as the maximal token processing rate (L194):
        no load b' ≤ b is processed faster than the full batch.""",
-       expected="qualified")
+       expected="qualified",
+       convention="batch-time model (2.3) and its slot-rounded variant, exact",
+       scope="budgets b ≤ 2048")
 def _max_rate_premise(quick: bool) -> Outcome:
     llama = capacity.max_rate(capacity.LLAMA3_70B, 2048, warn=False)
     cases = {
@@ -131,7 +140,9 @@ PAPER_STATUS = {"Sarathi": True, "Orca(chunk=True)": True, "VLLMVanilla": False,
 @claim("li2025.work_conservation",
        statement="""Sarathi-Serve and Orca (mixed batches, chunked prefill) are work-conserving;
        vanilla vLLM and FasterTransformer are not (L214, L229, Fig. 5).""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=DTMC,
+       scope="random states, b = 16")
 def _work_conservation(quick: bool) -> Outcome:
     b = 16
     table = {}
@@ -164,7 +175,9 @@ def certificate_workload(lam: float = 1.0) -> Workload:
 @claim("li2025.linear_lyapunov",
        statement="""Proof sketch (L204–L208): f(X) = Σ(P_i + D_i) + R·b/t_b has negative drift
        outside a finite set under a work-conserving policy.""",
-       expected="qualified")
+       expected="qualified",
+       convention=DTMC,
+       scope="sampled states with bounded lengths, and single long requests")
 def _linear_lyapunov(quick: bool) -> Outcome:
     b, wl = 16, certificate_workload()
     lyap = drift.LinearLyapunov(b, 1.0)
@@ -195,7 +208,9 @@ def _linear_lyapunov(quick: bool) -> Outcome:
 
 @claim("li2025.appendix_b_moment_inequality",
        statement="""App. B (L426): E[(d_l + 1)²] ≤ 2E[d_l²] for the decode length d_l.""",
-       expected="refuted")
+       expected="refuted",
+       convention="decode lengths d ≥ 1 (integers), exact",
+       scope="every law: point masses and two-point laws, symbolic")
 def _moment_inequality(quick: bool) -> Outcome:
     d = sp.symbols("d", positive=True)
     pointwise = sp.solve_univariate_inequality((d + 1) ** 2 <= 2 * d**2, d, relational=False,
@@ -224,7 +239,9 @@ def _moment_inequality(quick: bool) -> Outcome:
        statement="""App. B (B.1): for any work-conserving policy the Lyapunov function
        f = Σ(p' + d' + ε(1(p'>0) + d')²/(4Lλ)) has one-step drift ≤ −ε/2 whenever f ≥ B,
        so the DTMC is positive recurrent under b > λ(m_p+m_d) (unit-time batches).""",
-       expected="qualified")
+       expected="qualified",
+       convention=DTMC,
+       scope="enumerated and random states, bounded length laws")
 def _appendix_b_drift(quick: bool) -> Outcome:
     b, wl = 16, certificate_workload()
     n = 120 if quick else 1500
@@ -264,7 +281,9 @@ def _appendix_b_drift(quick: bool) -> Outcome:
 @claim("li2025.c19_workload",
        statement="""(C.19), L563: the total workload f(t) = m_p Z_p(t) + (m_p+m_d) Z_d(t)
        satisfies f(t) = f(0) + λ(m_p+m_d)t − (B_p(t) + B_d(t)) along the fluid equations.""",
-       expected="refuted")
+       expected="refuted",
+       convention=FLUID,
+       scope="fluid: symbolic identity")
 def _c19(quick: bool) -> Outcome:
     printed = fluid.workload_identity_residual(fluid.printed_c19_workload)
     corrected = fluid.workload_identity_residual(fluid.engine_workload)
@@ -295,7 +314,9 @@ def _c19(quick: bool) -> Outcome:
        statement="""Prop. 2(a): under a work-conserving policy the fluid workload drains
        linearly, f(t) = max(0, f(0) − δt) with δ = b/t_b − λ(m_p+m_d), empty by f(0)/δ; fluid
        limits (N → ∞ initial requests, time and space scaled by N) follow the fluid path.""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=FLUID,
+       scope="fluid (exact phases) and N-scaled runs up to N = 1000 / 10 000")
 def _proposition2(quick: bool) -> Outcome:
     b, lam = 32, 1.0
     sizes = stats.binom(18, 0.5, loc=1)
@@ -349,7 +370,9 @@ def _plot_fluid(ax, policy, wl, b, lam, mp, md):
        statement="""§5, Fig. 9 (qualitative): a too-small token budget (128) costs latency, a
        moderate one (512) gives the lowest median end-to-end latency, a larger one (1024)
        improves TTFT; larger budgets lengthen each iteration.""",
-       expected="qualified")
+       expected="qualified",
+       convention=ENGINE,
+       scope="finite-horizon experiment, model (2.3) scaled by 0.6")
 def _budget_tradeoff(quick: bool) -> Outcome:
     tm = PiecewiseLinearTime(c=45.5 * 0.6, a=0.30 * 0.6, b0=64)      # spec §5.6, s = 0.6
     lam = 14.3 / 1000
