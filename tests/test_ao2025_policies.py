@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import queuetheory as qt
-from queuetheory.claims.ao2025 import wait_queue_chain
 from queuetheory.errors import InfeasibleBatchError
+from queuetheory.fluid import wait_queue_chain
 
 PROP4 = [qt.RequestClass(1, 1, 1.0), qt.RequestClass(1, 2, 1.0)]
 TM = qt.LinearMemoryTime(0.1, 0.1)

@@ -18,6 +18,7 @@ import sympy as sp
 from scipy import stats
 
 from .. import fluid
+from ..bounds.overflow import prop4_overflow_probability
 from ..engine import simulate
 from ..fluid.equilibrium import class_arrays
 from ..fluid.nested import _g
@@ -25,6 +26,7 @@ from ..metrics import growth_rate
 from ..policies.wait import WAIT, FCFSRestart, NestedWAIT
 from ..timing import LinearMemoryTime
 from ..workload import RequestClass, TimeVarying, Workload
+from ..workload.surrogates import lmsys_bin_rates
 from .base import Outcome, claim
 
 ENGINE = ('engine, first_token="decode" (a prompt holds l + k KV tokens at decode stage k, '
@@ -234,55 +236,10 @@ def _prop2(quick: bool) -> Outcome:
                    f"pathwise: {pathwise}", data={"runs": runs})
 
 
-def wait_queue_chain(classes, thresholds, d0: float, d1: float, horizons, *, paths: int,
-                     seed: int = 0, per_type: bool = False) -> np.ndarray:
-    """WAIT's stage-0 queues as an exact embedded chain, many sample paths at once.
-
-    Between decision epochs WAIT's state is, per type, the queue ``Q_j`` and the number
-    ``b_j`` of type-``j`` batches so far: a type-``j`` batch holds cohorts of ``n_j`` in
-    stages ``0..min(b_j, l'_j)``, so its memory is ``n_j Σ_{k ≤ min(b_j, l'_j)} (l_j + k)``
-    and Poisson arrivals over the batch time follow. When no type is ready the GPU idles
-    until the next arrival. Returns the queued tokens ``Σ_j Q_j (l_j + l'_j)`` at each
-    horizon (rows) for every path (columns), or with ``per_type`` the queues ``Q_j``
-    (horizons × paths × types). Used for the T-scaling of Theorem 1, which needs thousands
-    of paths; the engine runs the same policy in the other checks.
-    """
-    l, lo, lam = class_arrays(classes)
-    n = np.asarray(thresholds, dtype=np.int64)
-    rng = np.random.default_rng(seed)
-    m = l.size
-    cum = [n[j] * np.cumsum(l[j] + np.arange(lo[j] + 1)) for j in range(m)]
-    Q = np.zeros((paths, m), dtype=np.int64)
-    b = np.zeros((paths, m), dtype=np.int64)
-    t = np.zeros(paths)
-    Ts = np.asarray(horizons, dtype=float)
-    out = np.full((Ts.size, paths, m) if per_type else (Ts.size, paths), np.nan)
-    total = lam.sum()
-    pick = np.cumsum(lam) / total
-    while t.min() < Ts[-1]:
-        ready = Q >= n
-        busy = ready.any(axis=1)
-        mem = np.zeros(paths)
-        for j in range(m):
-            mem += ready[:, j] * cum[j][np.minimum(b[:, j], lo[j])]
-        dt = np.where(busy, d0 + d1 * mem, rng.exponential(1 / total, paths))
-        U = Q if per_type else Q @ (l + lo)
-        for i, T in enumerate(Ts):
-            hit = (t < T) & (t + dt >= T)
-            out[i, hit] = U[hit]
-        arr = rng.poisson(np.where(busy, dt, 0.0)[:, None] * lam)
-        kind = np.minimum(np.searchsorted(pick, rng.random(paths)), m - 1)
-        arr[np.arange(paths), kind] += ~busy
-        Q += arr - ready * n
-        b += ready
-        t += dt
-    return out
-
-
 @lru_cache(maxsize=8)
 def _chain_slope(n: tuple, quick: bool):
     Ts = (250, 1000, 4000) if quick else (250, 1000, 4000, 16000, 64000)
-    out = wait_queue_chain(PROP4, n, D0, D1, Ts, paths=600 if quick else 2000, seed=1)
+    out = fluid.wait_queue_chain(PROP4, n, D0, D1, Ts, paths=600 if quick else 2000, seed=1)
     mean = out.mean(axis=1)
     return Ts, mean, out.std(axis=1, ddof=1) / np.sqrt(out.shape[1]), _slope(Ts, mean)
 
@@ -333,7 +290,7 @@ def _theorem1_per_type(quick: bool) -> Outcome:
     n = (5, 4)                     # ΔT = 0.1 + 0.1(3·5 + 6·4) = 4: type 1 strict, type 2 critical
     cond = fluid.wait_condition(n, PROP4, D0, D1)
     Ts = (1000, 4000, 16000) if quick else (1000, 4000, 16000, 64000)
-    Q = wait_queue_chain(PROP4, n, D0, D1, Ts, paths=400 if quick else 2000, seed=2,
+    Q = fluid.wait_queue_chain(PROP4, n, D0, D1, Ts, paths=400 if quick else 2000, seed=2,
                          per_type=True).mean(axis=1)
     s1, s2 = _slope(Ts, Q[:, 0]), _slope(Ts, Q[:, 1])
     ok = cond.status == ("strict", "critical") and abs(s1) <= 0.15
@@ -396,34 +353,6 @@ def _lemma6(quick: bool) -> Outcome:
                    data={"wait": float(mean[-1]), "lindley": lindley, "kingman": bound})
 
 
-def prop4_overflow_probability(classes=PROP4, capacity: int = 9, horizon: int = 4,
-                               reach: int = 6):
-    """Prop. 4's overflow chance (A.3), computed: start from the fluid equilibrium batch
-    (one prompt per stage when ``ΔT* = 1``), let ``(X_1, X_2)`` prompts arrive in the next
-    iteration and the equilibrium one prompt per type per iteration after it; FCFS admits
-    all. The pairs whose memory stays ``≤ C`` for ``horizon`` iterations are safe; the
-    answer is ``1 − Σ_safe P(X_1)P(X_2)`` with ``X_j ~ Poisson(λ_j)``, exact in sympy."""
-    l, lo, lam = class_arrays(classes)
-    per_stage = np.rint(fluid.equilibrium(classes, D0, D1).per_stage).astype(int)
-    safe = []
-    for x in np.ndindex(*(reach,) * len(lo)):
-        # counts[j][k] = type-j prompts at stage k in the current batch
-        counts = [np.full(o + 1, x_j) for o, x_j in zip(lo, per_stage, strict=True)]
-        peak = 0
-        for it in range(horizon):
-            arrivals = x if it == 0 else per_stage
-            counts = [np.concatenate([[a], c[:-1]]) for a, c in zip(arrivals, counts,
-                                                                    strict=True)]
-            peak = max(peak, sum(int(np.dot(c, lj + np.arange(c.size)))
-                                 for c, lj in zip(counts, l, strict=True)))
-        if peak <= capacity:
-            safe.append(x)
-    pmf = [[sp.exp(-sp.nsimplify(lj)) * sp.nsimplify(lj) ** k / sp.factorial(k)
-            for k in range(reach)] for lj in lam]
-    p = 1 - sum(sp.Mul(*(pmf[j][k] for j, k in enumerate(x))) for x in safe)
-    return sp.simplify(p), safe
-
-
 @claim("ao2025.proposition4",
        statement="At C = M*, FCFS has a constant throughput gap Ω(1) on the Prop-4 instance; "
                  "from equilibrium, memory overflows within two iterations w.p. "
@@ -432,7 +361,7 @@ def prop4_overflow_probability(classes=PROP4, capacity: int = 9, horizon: int = 
        convention=ENGINE,
        scope="exact constant (sympy); throughput gap over finite horizons")
 def _prop4(quick: bool) -> Outcome:
-    p, safe = prop4_overflow_probability()
+    p, safe = prop4_overflow_probability(PROP4, D0, D1)
     p_ok = sp.simplify(p - (1 - sp.Rational(9, 2) * sp.exp(-2))) == 0
     Ts, seeds = ((1000, 4000), (2, 1)) if quick else ((1000, 10000, 100000), (4, 2, 1))
     f = _scaling("fcfs", Ts, seeds, 9)
@@ -717,16 +646,6 @@ def _theorem4(quick: bool) -> Outcome:
                    data={"T": list(Ts), "latency": lat, "U": U, "thresholds": n.tolist()})
 
 
-LMSYS_BINS = np.array([23, 11, 8, 7, 6, 4, 3, 2, 1, 1], dtype=float)
-
-
-def lmsys_surrogate(total_rate: float, m: int = 500):
-    """500 output lengths 1..500 with rates ∝ the paper's 10-bin proportions (L484), flat
-    inside each bin of 50: a surrogate of the LMSYS-Chat-1M frequencies of Fig. 15."""
-    per = np.repeat(LMSYS_BINS / LMSYS_BINS.sum(), m // LMSYS_BINS.size) / (m // LMSYS_BINS.size)
-    return np.arange(1, m + 1), per * total_rate
-
-
 @claim("ao2025.memory_decomposition",
        statement="Figs. 16-18: the memory requirement (15) is dominated by the fluid term, is "
                  "U-shaped in the number of segments L, and L = 10 suffices.",
@@ -741,7 +660,7 @@ def _memory_decomposition(quick: bool) -> Outcome:
         (50, 2000, 1e-3)]
     rows, ok = [], True
     for rate, T, delta in settings:
-        lengths, rates = lmsys_surrogate(rate)
+        lengths, rates = lmsys_bin_rates(rate)
         out = fluid.memory_decomposition(62, lengths, rates, Ls, d0, d1, delta=delta, horizon=T)
         tot = out["total"]
         k = int(np.argmin(tot))
@@ -758,7 +677,7 @@ def _memory_decomposition(quick: bool) -> Outcome:
                                     f"L=10/best {r['L10_over_best']:.3f}" for r in rows),
                    data={"rows": rows, "d0": d0, "d1": d1},
                    note="d0, d1 and the LMSYS frequencies are not given: d0 = 0.02, d1 = 3e-8 "
-                        "and rates flat within the paper's 10 bins (lmsys_surrogate); "
+                        "and rates flat within the paper's 10 bins (workload.lmsys_bin_rates); "
                         "thresholds are the smallest real ones meeting (14) with 5 % margin.")
 
 

@@ -1,14 +1,13 @@
-"""Claims of seed 001 (Jaillet, Jiang, Podimata, Zhou, arXiv 2502.07115 v1), in the "ip"
-timing convention (App. B.1) unless stated.
+"""Claims of Jaillet, Jiang, Podimata, Zhou (arXiv 2502.07115 v1), in the "ip" timing
+convention (App. B.1) unless a claim states otherwise (Theorem 4.2: Eq. (1), "eq1").
 
-Besides the claims, this module holds the searches the verdicts come from:
-:func:`smallest_alg1_counterexample` (exhaustive, Theorem 4.2), :func:`regret_experiment`
-(Theorem 5.3), :func:`admission_work` (Proposition 4.1) and :func:`section7_experiment`.
+Besides the claims, this module holds the experiments the verdicts come from:
+:func:`regret_experiment` (Theorem 5.3), :func:`admission_work` (Proposition 4.1) and
+:func:`section7_experiment`; the Theorem 4.2 search is
+:func:`queuetheory.bounds.smallest_alg1_counterexample`.
 """
 
 from __future__ import annotations
-
-from itertools import combinations_with_replacement
 
 import numpy as np
 from scipy import stats
@@ -19,8 +18,11 @@ from ..bounds.adversarial import (
     theorem64_ratio,
 )
 from ..bounds.hindsight import hindsight_brute_force, hindsight_optimum
-from ..policies.kvcache import kv_token_limit, mcsf_schedule
+from ..bounds.mcsf_search import identical_jobs_gap, smallest_alg1_counterexample
+from ..plotting import gantt
+from ..policies.kvcache import durations, kv_token_limit, mcsf_schedule
 from ..policies.memory_check import FuturePeak
+from ..workload.surrogates import lmsys_length_sample
 from .base import Outcome, claim
 
 ROUNDS_IP = ('discrete rounds, App. B.1 ("ip" = first_token="prefill": a request holds '
@@ -30,52 +32,10 @@ ROUNDS_EQ1 = ('discrete rounds, Eq. (1) ("eq1" = first_token="decode": a request
 SECTION7 = ('engine in rounds (UnitTime), first_token="prefill" (App. B.1), M scaled to '
             "4096, log-normal surrogate of the LMSYS lengths")
 
-__all__ = ["smallest_alg1_counterexample", "regret_experiment", "admission_work",
-           "bernoulli_arrivals"]
+__all__ = ["regret_experiment", "admission_work", "bernoulli_arrivals"]
 
 
 # ---- Theorem 4.2: exhaustive search ------------------------------------------------------------
-def smallest_alg1_counterexample(max_n: int = 4, prompts=(1, 2, 3), max_memory: int = 14,
-                                 max_output: int = 7) -> dict:
-    """Search semi-online instances (all arrivals 0, equal prompts) in order of the number
-    of requests, then the memory, then the prompt, then the output multiset, and return the
-    first where Algorithm 1's total latency exceeds the exact optimum (dynamic program).
-
-    Returns ``{"found": bool, "searched": {n: instances}, ...instance and both schedules}``.
-    """
-    searched = {}
-    for n in range(1, max_n + 1):
-        searched[n] = 0
-        for M in range(2, max_memory + 1):
-            for s in prompts:
-                for o in combinations_with_replacement(range(1, max_output + 1), n):
-                    if s + o[-1] - 1 > M:
-                        continue
-                    searched[n] += 1
-                    a, p, out = np.zeros(n, np.int64), np.full(n, s), np.array(o)
-                    alg = mcsf_schedule(a, p, out, M)
-                    alg_tel = int((alg + out).sum())
-                    if alg_tel == int(out.sum()):                 # every request starts at 0
-                        continue
-                    opt = hindsight_brute_force(a, p, out, M)
-                    if opt.total_latency < alg_tel:
-                        return {"found": True, "searched": searched, "n": n, "memory": M,
-                                "prompt": s, "output": out, "alg_starts": alg,
-                                "alg_latency": alg_tel, "opt_starts": opt.starts,
-                                "opt_latency": int(opt.total_latency)}
-    return {"found": False, "searched": searched}
-
-
-def identical_jobs_gap(n: int, output: int = 10, prompt: int = 1, memory: int = 100,
-                       cap: int = 2) -> tuple[float, float]:
-    """Average latency of Algorithm 1 and of the capped (``cap`` starts per round) variant on
-    ``n`` identical jobs: the waves-versus-staggering mechanism behind Theorem 4.2's failure."""
-    a, s, o = np.zeros(n, np.int64), np.full(n, prompt), np.full(n, output)
-    alg = mcsf_schedule(a, s, o, memory)
-    capped = mcsf_schedule(a, s, o, memory, max_starts=cap)
-    return float((alg + o).mean()), float((capped + o).mean())
-
-
 @claim("jaillet2025.theorem4_2",
        statement="Theorem 4.2: in the semi-online model Algorithm 1 (shortest output first "
                  "with the future-peak memory check) minimises the average end-to-end latency.",
@@ -84,29 +44,67 @@ def identical_jobs_gap(n: int, output: int = 10, prompt: int = 1, memory: int = 
        scope="finite instances: exhaustive in order of size, exact optimum (dynamic program)")
 def _theorem4_2(quick: bool) -> Outcome:
     grid = dict(max_n=4, prompts=(1, 2), max_memory=8, max_output=5) if quick else {}
-    found = smallest_alg1_counterexample(**grid)
-    data = {"searched": found["searched"]}
-    if not found["found"]:
-        return Outcome("confirmed", f"no counterexample among {found['searched']} instances",
-                       data)
-    n, M, s, o = found["n"], found["memory"], found["prompt"], found["output"]
-    milp = hindsight_optimum(np.zeros(n, np.int64), np.full(n, s), o, M)
-    alg_w, cap_w = identical_jobs_gap(50 if quick else 200)
-    data.update({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in found.items()
-                 if k != "searched"})
-    data.update(milp_latency=milp.total_latency, milp_starts=milp.starts.tolist(),
-                identical_jobs=(alg_w, cap_w))
-    verdict = "refuted" if milp.total_latency < found["alg_latency"] else "confirmed"
+    found = {conv: smallest_alg1_counterexample(**grid, convention=conv)
+             for conv in ("eq1", "ip")}
+    ce = found["eq1"]
+    data = {conv: {"searched": f.searched} for conv, f in found.items()}
+    if not ce.found:
+        return Outcome("confirmed", f"no counterexample under Eq. (1) among {ce.searched} "
+                       "instances", data)
+    for conv, f in found.items():
+        if f.found:
+            n = f.output.size
+            milp = hindsight_optimum(np.zeros(n, np.int64), np.full(n, f.prompt), f.output,
+                                     f.memory, convention=conv)
+            data[conv].update(memory=f.memory, prompt=f.prompt, output=f.output.tolist(),
+                              alg_starts=f.alg_starts.tolist(), alg_latency=f.alg_latency,
+                              opt_starts=f.opt_starts.tolist(), opt_latency=f.opt_latency,
+                              milp_latency=milp.total_latency)
+    # does the App. B.1 counterexample also refute the theorem under Eq. (1)?
+    ip = found["ip"]
+    ip_under_eq1 = None
+    if ip.found:
+        n = ip.output.size
+        a, s = np.zeros(n, np.int64), np.full(n, ip.prompt)
+        alg = mcsf_schedule(a, s, ip.output, ip.memory, convention="eq1")
+        d = durations(ip.output, "eq1")
+        ip_under_eq1 = (int((alg + d).sum()), int(hindsight_brute_force(
+            a, s, ip.output, ip.memory, convention="eq1").total_latency))
+    alg_w, cap_w = identical_jobs_gap(50 if quick else 200, convention="eq1")
+    milp_agrees = data["eq1"]["milp_latency"] == ce.opt_latency
+    verdict = "refuted" if milp_agrees and ce.opt_latency < ce.alg_latency else "confirmed"
+    d = data["eq1"]
     return Outcome(
         verdict,
-        f"smallest counterexample: n={n}, s={s}, M={M}, o={o.tolist()}: Algorithm 1 starts "
-        f"{found['alg_starts'].tolist()} TEL {found['alg_latency']} vs optimum starts "
-        f"{found['opt_starts'].tolist()} TEL {found['opt_latency']} (MILP {milp.total_latency:g})",
-        data,
-        note=f"No counterexample with fewer requests ({found['searched']} instances searched "
-             "per n). Mechanism: equal short jobs started together peak together, so memory "
-             f"sits idle; identical jobs (o=10, s=1, M=100, n={50 if quick else 200}): "
-             f"Algorithm 1 AEL {alg_w:.2f} vs {cap_w:.2f} with at most 2 starts per round.")
+        f"smallest under Eq. (1): n={ce.output.size}, s={ce.prompt}, M={ce.memory}, "
+        f"o={d['output']}: Algorithm 1 starts {d['alg_starts']} TEL {ce.alg_latency} vs "
+        f"optimum starts {d['opt_starts']} TEL {ce.opt_latency} (dynamic program; MILP "
+        f"{d['milp_latency']:g})"
+        + (f"; under App. B.1 the smallest is o={data['ip']['output']}, s={ip.prompt}, "
+           f"M={ip.memory}: {ip.alg_latency} vs {ip.opt_latency}, which under Eq. (1) gives "
+           f"{ip_under_eq1[0]} vs {ip_under_eq1[1]}" if ip.found else ""),
+        {**data, "ip_instance_under_eq1": ip_under_eq1, "identical_jobs": (alg_w, cap_w)},
+        note="Theorem 4.2 sits in §4, whose memory model is Eq. (1) (a request holds s … s+o "
+             "over o+1 rounds, first_token='decode'); App. B.1's IP uses s … s+o−1 over o "
+             "rounds. The search runs in both, in order of the number of requests, then M, "
+             f"then s, then the output multiset ({ce.searched} instances per n under Eq. (1)); "
+             "no instance with fewer requests is a counterexample. TEL counts each request's "
+             "completion round (start + rounds). Mechanism: equal short jobs started together "
+             "peak together, so memory sits idle; identical jobs (o=10, s=1, M=100, "
+             f"n={50 if quick else 200}): Algorithm 1 AEL {alg_w:.2f} vs {cap_w:.2f} with at "
+             "most 2 starts per round.",
+        plot=lambda ax: _plot_alg1_counterexample(ax, ce))
+
+
+def _plot_alg1_counterexample(ax, ce):
+    n = ce.output.size
+    d = ce.durations
+    labels = ([f"Alg. 1: o={o}" for o in ce.output] + [f"optimum: o={o}" for o in ce.output])
+    colors = ["C3"] * n + ["C0"] * n
+    gantt(ax, np.r_[ce.alg_starts, ce.opt_starts], np.r_[d, d], labels=labels, colors=colors,
+          title=f"Theorem 4.2 under Eq. (1): s={ce.prompt}, M={ce.memory}; TEL "
+                f"{ce.alg_latency} (Algorithm 1) vs {ce.opt_latency} (optimum)",
+          xlabel="round", ylabel="request (rounds it runs)")
 
 
 # ---- Proposition 4.1: work per round ---------------------------------------------------------
@@ -299,22 +297,6 @@ BENCHMARKS = {"greedy α=0.30": (0.3, None), "greedy α=0.25": (0.25, None),
 """The six benchmark configurations of Figure 5 (L444, L456)."""
 
 
-def lmsys_surrogate(n: int, rate: float, *, memory: int = MODEL_M, seed: int = 0):
-    """Arrival rounds, prompts and outputs standing in for the LMSYS-Chat-1M sample (L399;
-    spec decision D9): log-normal lengths matched on the reported medians and means (input
-    11 / 40.62, output 45 / 85.32 words), redrawn when ``s + o − 1 > M``; Poisson arrivals
-    at ``rate`` per round, floored to whole rounds."""
-    rng = np.random.default_rng(seed)
-    s, o = np.empty(0, np.int64), np.empty(0, np.int64)
-    while s.size < n:
-        ds = np.maximum(1, np.rint(rng.lognormal(np.log(11), 1.616, 2 * n))).astype(np.int64)
-        do = np.maximum(1, np.rint(rng.lognormal(np.log(45), 1.131, 2 * n))).astype(np.int64)
-        keep = ds + do - 1 <= memory
-        s, o = np.r_[s, ds[keep]], np.r_[o, do[keep]]
-    arrival = np.floor(np.cumsum(rng.exponential(1 / rate, n)))
-    return arrival, s[:n], o[:n]
-
-
 def section7_run(policy, arrival, prompt, output, memory: int = MODEL_M) -> dict:
     """One engine run (``UnitTime`` rounds, "ip" convention): average latency, completions,
     peak memory, restarts and the loop flag of the α-protection benchmarks."""
@@ -341,7 +323,7 @@ def section7_experiment(rates, n: int, *, memory: int = MODEL_M, seed: int = 0,
     benchmarks = BENCHMARKS if benchmarks is None else benchmarks
     table = {}
     for rate in rates:
-        a, s, o = lmsys_surrogate(n, rate, memory=memory, seed=seed)
+        a, s, o = lmsys_length_sample(n, rate, memory=memory, seed=seed)
         row = {"MC-SF": section7_run(MCSF(), a, s, o, memory)["mean_latency"]}
         for name, (alpha, beta) in benchmarks.items():
             row[name] = section7_run(AlphaProtection(alpha, beta), a, s, o, memory)[
@@ -388,7 +370,7 @@ def _section7_alpha_loop(quick: bool) -> Outcome:
 
     alphas = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
     n = 300 if quick else 2000
-    a, s, o = lmsys_surrogate(n, 1.5, memory=MODEL_M)
+    a, s, o = lmsys_length_sample(n, 1.5, memory=MODEL_M)
     loops = {al: section7_run(AlphaProtection(al), a, s, o)["loop_at"] is not None
              for al in alphas}
     free = [al for al in alphas if all(not loops[b] for b in alphas if b >= al)]
@@ -438,7 +420,7 @@ def _section7_beta(quick: bool) -> Outcome:
     from ..policies.kvcache import AlphaProtection
 
     betas = (0.01, 0.05, 0.1, 0.2, 0.5)
-    a, s, o = lmsys_surrogate(300 if quick else 2000, 1.5, memory=MODEL_M)
+    a, s, o = lmsys_length_sample(300 if quick else 2000, 1.5, memory=MODEL_M)
     ael = {b: section7_run(AlphaProtection(0.1, b), a, s, o)["mean_latency"] for b in betas}
     good = min(ael[b] for b in (0.05, 0.1, 0.2))
     high_bad, low_bad = ael[0.5] > 1.1 * good, ael[0.01] > 1.1 * good
