@@ -94,3 +94,13 @@ __all__ += ["Alg1Counterexample", "smallest_alg1_counterexample", "identical_job
 from .overflow import prop4_overflow_probability  # noqa: E402  (seed 000)
 
 __all__ += ["prop4_overflow_probability"]
+from .random_order import (  # noqa: E402  (seed 003)
+    RandomOrderWorstCase,
+    hsf_tel,
+    random_order_tel,
+    random_order_worst_case,
+    smallest_two_point_counterexample,
+)
+
+__all__ += ["RandomOrderWorstCase", "hsf_tel", "random_order_tel", "random_order_worst_case",
+            "smallest_two_point_counterexample"]
