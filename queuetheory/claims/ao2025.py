@@ -14,6 +14,7 @@ import math
 from functools import lru_cache
 
 import numpy as np
+import pandas as pd
 import sympy as sp
 from scipy import stats
 
@@ -23,6 +24,7 @@ from ..engine import simulate
 from ..fluid.equilibrium import class_arrays
 from ..fluid.nested import _g
 from ..metrics import growth_rate
+from ..plotting import band, finish, reference_curve, series_style
 from ..policies.wait import WAIT, FCFSRestart, NestedWAIT
 from ..timing import LinearMemoryTime
 from ..workload import RequestClass, TimeVarying, Workload
@@ -907,38 +909,107 @@ def _scheduler_comparison(quick: bool) -> Outcome:
                         "arrives). Model (1) with d0 = 0.01, d1 = 2e-5 stands in for Vidur.")
 
 
+def steady_window(res, start: float, end: float) -> dict:
+    """Steady-state figures of one run over the window ``[start, end]`` (warm-up before
+    ``start`` discarded): output tokens completed per time unit by requests finishing in the
+    window, the mean latency of requests arriving in its first half (and how many of those
+    did not finish by ``end``)."""
+    req = res.requests
+    fin, arr = req["finish"].to_numpy(), req["arrival"].to_numpy()
+    done = (fin >= start) & (fin <= end)
+    cohort = (arr >= start) & (arr < (start + end) / 2)
+    finished = cohort & ~np.isnan(fin)
+    return {"throughput": float(req["output"].to_numpy()[done].sum() / (end - start)),
+            "latency": float(req["latency"].to_numpy()[finished].mean()),
+            "unfinished": int((cohort & np.isnan(fin)).sum()), "cohort": int(cohort.sum())}
+
+
+NESTED_LENGTHS, NESTED_RATES = (20, 40, 80, 160), (20, 40, 80, 160)
+PAPER_NESTED_THRESHOLDS = (15, 14, 12, 8)
+"""§6.2's thresholds (L478) for lengths 20, 40, 80, 160 and rates 20:40:80:160."""
+
+
 @claim("ao2025.nested_comparison",
        statement="§6.2 (Figs. 11-13): Nested WAIT shows improved throughput and latency over vLLM "
                  "and Sarathi (m = 4: l = 10, l' = 20, 40, 80, 160, rates 20:40:80:160).",
-       expected="not-reproducible",
+       expected="qualified",
        convention=ENGINE,
        scope="steady-state windows of finite runs, model (1) instead of Vidur, several seeds")
 def _nested_comparison(quick: bool) -> Outcome:
     from ..policies.classic import Sarathi, VLLMVanilla
 
-    lengths, rel = [20, 40, 80, 160], np.array([20, 40, 80, 160.0])
-    qps, d0, d1, T = 35.0, 0.01, 2e-6, (30.0 if quick else 300.0)
-    seg = fluid.segments(10, lengths, qps * rel / rel.sum())
-    n = fluid.nested_thresholds(seg, d0, d1, margin=0.05)
-    B = int(np.dot(n, seg.widths))
-    C = int(math.ceil(fluid.nested_memory_bound(n, seg, delta=0.01, horizon=T, d0=d0).total))
-    classes = [RequestClass(10, o, float(r)) for o, r in zip(lengths, seg.rates, strict=True)]
-    out = {}
-    for name, pol in (("Nested WAIT", NestedWAIT(lengths, n, overflow="gate")),
-                      ("vLLM", VLLMVanilla(4096, max_reqs=B)),
-                      ("Sarathi", Sarathi(512, max_reqs=B))):
-        m = simulate(Workload(classes), pol, LinearMemoryTime(d0, d1), memory=C, horizon=T,
-                     seed=0, first_token="decode").metrics
-        out[name] = (m["throughput"], m["mean_latency"], m["restarts"])
-    nw = out["Nested WAIT"]
-    wins = all(nw[0] > v[0] and nw[1] < v[1] for k, v in out.items() if k != "Nested WAIT")
-    return Outcome("confirmed" if wins else "not-reproducible",
-                   figure=f"QPS {qps:g}, n = {n.tolist()}, B = {B}, C = bound (12) = {C}: "
-                          + "; ".join(f"{k} throughput {v[0]:.0f}, latency {v[1]:.2f} s, "
-                                      f"restarts {v[2]}" for k, v in out.items()),
-                   data={k: list(v) for k, v in out.items()},
-                   note="Under model (1), the only timing the paper specifies, Nested WAIT at "
-                        "fluid-guided strict thresholds and the memory of (12) is beaten by the "
-                        "work-conserving schedulers, which need no eviction at that memory. The "
-                        "paper's Vidur A100 runs (timings, B, C, horizon unstated) cannot be "
-                        "re-run here.")
+    rel = np.array(NESTED_RATES, dtype=float)
+    seg = fluid.segments(10, NESTED_LENGTHS, rel / rel.sum())
+    n = np.array(PAPER_NESTED_THRESHOLDS)
+    B = int(np.dot(n, seg.widths))                        # a full Nested WAIT batch
+    C = int(1.5 * fluid.nested_memory(n, seg))            # the same KV memory for all three
+    d0, d1 = 0.01, 2e-6
+    T = 240.0 if quick else 900.0
+    rates = (35.0, 60.0) if quick else (20.0, 35.0, 45.0, 55.0, 65.0, 80.0)
+    seeds = range(2 if quick else 3)
+    mean_out = float(np.dot(rel, NESTED_LENGTHS) / rel.sum())
+    policies = {"Nested WAIT": lambda: NestedWAIT(NESTED_LENGTHS, n, overflow="gate"),
+                "vLLM": lambda: VLLMVanilla(4096, max_reqs=B),
+                "Sarathi": lambda: Sarathi(512, max_reqs=B)}
+    rows = []
+    for qps in rates:
+        classes = [RequestClass(10, o, qps * r / rel.sum())
+                   for o, r in zip(NESTED_LENGTHS, rel, strict=True)]
+        for name, build in policies.items():
+            for seed in seeds:
+                res = simulate(Workload(classes), build(), LinearMemoryTime(d0, d1), memory=C,
+                               horizon=T, seed=seed, first_token="decode")
+                rows.append({"qps": qps, "policy": name, "seed": seed,
+                             "restarts": res.metrics["restarts"],
+                             **steady_window(res, T / 3, T)})
+    df = pd.DataFrame(rows)
+    agg = df.groupby(["qps", "policy"])[["throughput", "latency", "unfinished"]].mean()
+    spread = df.groupby(["qps", "policy"])["throughput"].agg(["min", "max"])
+    offered = {q: q * mean_out for q in rates}
+    saturated = [q for q in rates
+                 if agg.loc[(q, "Sarathi"), "throughput"] < 0.97 * offered[q]]
+    below = [q for q in rates if q not in saturated]
+    nw = {q: agg.loc[(q, "Nested WAIT")] for q in rates}
+    others = {q: agg.loc[[(q, "vLLM"), (q, "Sarathi")]] for q in rates}
+    thr_wins = {q: bool(spread.loc[(q, "Nested WAIT"), "min"]
+                        > max(spread.loc[(q, "vLLM"), "max"], spread.loc[(q, "Sarathi"), "max"]))
+                for q in rates}
+    lat_wins = {q: bool(nw[q]["latency"] < others[q]["latency"].min()) for q in rates}
+    carried = {q: bool(agg.loc[(q, "Nested WAIT"), "throughput"] >= 0.97 * offered[q])
+               for q in below}
+    all_win = all(thr_wins.values()) and all(lat_wins.values())
+    thr_above = bool(saturated) and all(thr_wins[q] for q in saturated)
+    verdict = ("confirmed" if all_win else "qualified" if thr_above else "not-reproducible")
+    fmt = "; ".join(
+        f"QPS {q:g}: " + ", ".join(f"{k} {agg.loc[(q, k), 'throughput']:.0f} tok/s, "
+                                   f"{agg.loc[(q, k), 'latency']:.1f} s" for k in policies)
+        for q in rates)
+    return Outcome(verdict,
+                   f"n = {n.tolist()} (the paper's ratio), B = {B} requests, C = {C} tokens for "
+                   f"all; window [T/3, T], T = {T:g} s, {len(seeds)} seeds — {fmt}; saturated "
+                   f"at QPS {saturated} (offered {mean_out:.1f} tokens a request)",
+                   {"rows": rows, "saturated": saturated, "throughput_wins": thr_wins,
+                    "latency_wins": lat_wins, "carried_below_saturation": carried},
+                   note="A fair run: the paper's threshold ratio 15:14:12:8 at its full batch "
+                        "(B requests) as the batch limit of all three, the same KV memory C, "
+                        "warm-up discarded (throughput over [T/3, T], latency of the requests "
+                        "arriving in [T/3, T/2]). Nested WAIT has the highest throughput at "
+                        f"QPS {[q for q in rates if thr_wins[q]]} and the lowest latency at "
+                        f"QPS {[q for q in rates if lat_wins[q]]}; below saturation it carries "
+                        f"the offered load at QPS {[q for q, c in carried.items() if c]} "
+                        "(so do the others), but its cohorts wait for n_i prompts each, so its "
+                        "latency is the highest. The throughput claim holds above saturation; "
+                        "the latency claim does not. Model (1) with d0 = 0.01, d1 = 2e-6 "
+                        "stands in for the paper's Vidur A100 runs (timings, B, C and horizon "
+                        "unstated).",
+                   plot=lambda ax: _plot_nested(ax, agg, spread, rates, offered, policies))
+
+
+def _plot_nested(ax, agg, spread, rates, offered, policies):
+    for i, k in enumerate(policies):
+        band(ax, rates, [agg.loc[(q, k), "throughput"] for q in rates],
+             [spread.loc[(q, k), "min"] for q in rates], [spread.loc[(q, k), "max"] for q in rates],
+             label=k, style=series_style(i))
+    reference_curve(ax, rates, [offered[q] for q in rates], "offered load")
+    finish(ax, title="§6.2: steady-state throughput, the paper's thresholds 15:14:12:8",
+           xlabel="arrival rate (requests/s)", ylabel="output tokens per second", logy=False)
