@@ -104,3 +104,6 @@ from .random_order import (  # noqa: E402  (seed 003)
 
 __all__ += ["RandomOrderWorstCase", "hsf_tel", "random_order_tel", "random_order_worst_case",
             "smallest_two_point_counterexample"]
+from .quantile_std import QuantileStd, min_std_given_quantiles  # noqa: E402  (seed 002)
+
+__all__ += ["QuantileStd", "min_std_given_quantiles"]
