@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["new_axes", "finish", "band", "reference", "reference_curve", "series_style",
-           "spans_decades", "plot_paths", "gantt", "bars"]
+           "spans_decades", "plot_paths", "gantt", "bars", "lines"]
 
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 _LINESTYLES = ("-", "--", "-.", ":")
@@ -151,6 +151,29 @@ def bars(ax, values: dict, *, title: str, ylabel: str, xlabel: str = "", groups=
         allv.append(reference_value)
     return finish(ax, title=title, xlabel=xlabel or " ", ylabel=ylabel, y=allv, logy=logy,
                   logx=False)
+
+
+def lines(ax, x, series: dict, *, title: str, xlabel: str, ylabel: str,
+          references: dict | None = None, logx: bool | None = None, logy: bool | None = None,
+          markers: bool = True):
+    """One line per ``{label: y}`` of ``series`` against ``x`` (or ``{label: (x, y)}``), in
+    :func:`series_style`; ``references`` adds labelled horizontal reference lines
+    ``{label: value}`` (bounds, the paper's figures)."""
+    xs, ys = [], []
+    for i, (name, y) in enumerate(series.items()):
+        xi, yi = y if isinstance(y, tuple) else (x, y)
+        style = series_style(i)
+        if not markers:
+            style["marker"] = None
+        ax.plot(np.asarray(xi, dtype=float), np.asarray(yi, dtype=float), label=name, **style)
+        xs.append(np.asarray(xi, dtype=float).ravel())
+        ys.append(np.asarray(yi, dtype=float).ravel())
+    for i, (name, value) in enumerate((references or {}).items()):
+        reference(ax, value, name, linestyle=_LINESTYLES[(i + 1) % len(_LINESTYLES)])
+        ys.append(np.array([float(value)]))
+    return finish(ax, title=title, xlabel=xlabel, ylabel=ylabel,
+                  x=np.concatenate(xs) if xs else None, y=np.concatenate(ys) if ys else None,
+                  logx=logx, logy=logy)
 
 
 def plot_paths(results: dict, ax=None, quantity: str = "unfinished_tokens", *,

@@ -17,7 +17,7 @@ import sympy as sp
 from ..bounds import competitive as cp
 from ..bounds import competitive_closed_forms as cf
 from ..bounds import random_order as rorder
-from ..plotting import finish, reference, reference_curve, series_style
+from ..plotting import bars, finish, gantt, lines, reference, reference_curve, series_style
 from ..policies.robust import HSF, AEll, AMax, AMin, ARandom
 from ..policies.robust_experiments import (
     corresponding_order,
@@ -51,8 +51,26 @@ def _example32(quick):
     h = {tel(run_rounds(HSF(), tr, 10, seed=s)) for s in seeds}
     m = {tel(run_rounds(AMax(), tr, 10, seed=s)) for s in seeds}
     ok = h == {5.0} and m == {9.0}
+    runs = {"H-SF": run_rounds(HSF(), tr, 10), "A_max": run_rounds(AMax(), tr, 10)}
     return Outcome(_verdict(ok), f"TEL(H-SF) = {sorted(h)}, TEL(A_max) = {sorted(m)} over seeds",
-                   {"hsf": sorted(h), "amax": sorted(m)})
+                   {"hsf": sorted(h), "amax": sorted(m)},
+                   plot=lambda ax: _gantt_runs(ax, runs, "Example 3.2: n=5, s=1, o=1, "
+                                               "o ∈ [1,4], M=10"))
+
+
+def _gantt_runs(ax, runs: dict, title: str):
+    """The runs' schedules (last start to finish of every job) as one Gantt chart."""
+    starts, lengths, labels, colors = [], [], [], []
+    for i, (name, res) in enumerate(runs.items()):
+        req = res.requests
+        st = (req["finish"] - req["output"]).to_numpy()
+        starts += st.tolist()
+        lengths += req["output"].tolist()
+        labels += [f"{name}: job {j + 1} (o={o})" for j, o in enumerate(req["output"])]
+        colors += [f"C{i}"] * len(st)
+    gantt(ax, starts, lengths, labels=labels, colors=colors,
+          title=title + " — " + ", ".join(f"{k} TEL {tel(r):g}" for k, r in runs.items()),
+          xlabel="round", ylabel="job")
 
 
 @claim("chen2025.example8_2", statement="""Example 8.2: M=7, s=1, o=(1,2,3,4): H-SF produces
@@ -76,7 +94,9 @@ def _example82(quick):
         "I3<=I2": is_delayed(i3, i2),
     }
     return Outcome(_verdict(all(checks.values())),
-                   f"H-SF gives {[sorted(s) for s in i3]}, TEL {tel(res):g}", checks)
+                   f"H-SF gives {[sorted(s) for s in i3]}, TEL {tel(res):g}", checks,
+                   plot=lambda ax: _gantt_runs(ax, {"H-SF": res},
+                                               "Example 8.2: M=7, s=1, o=(1,2,3,4)"))
 
 
 # ---- the Rayleigh quotient ----------------------------------------------------------------------
@@ -100,10 +120,16 @@ def _lemma49(quick):
                              conds="none")
     fourier = sp.simplify(g_hat - 12 / ((1 + xi**2) * (4 + xi**2))) == 0
     ok = chol and fourier and min(min(v) for v in lam.values()) > 0
+    small = list(range(1, 61, 3))
+    eig = {name: [float(np.linalg.eigvalsh(cp.amin_matrices(u)[k])[0]) for u in small]
+           for k, name in enumerate(("λ_min(A_u)", "λ_min(B_u)"))}
     return Outcome(_verdict(ok), f"Cholesky of A_u and B_u succeeds for {len(us)} sizes up to "
                    f"u={max(us)}: {chol}; λ_min(A_60) = {lam[60][0]:.3g}, λ_min(B_60) = "
                    f"{lam[60][1]:.4f}; ĝ(ξ) = 12/((1+ξ²)(4+ξ²)): {fourier}",
-                   {"us": us, "cholesky": chol, "lambda_min": lam, "fourier": fourier})
+                   {"us": us, "cholesky": chol, "lambda_min": lam, "fourier": fourier},
+                   plot=lambda ax: lines(ax, small, eig, title="Lemma 4.9: the smallest "
+                                         "eigenvalues of A_u and B_u stay positive",
+                                         xlabel="u", ylabel="smallest eigenvalue", logy=True))
 
 
 @claim("chen2025.corollary4_8", statement="""Corollary 4.8: at s=0, ℓ=1 the A_min ratio of Lemma
@@ -121,15 +147,29 @@ def _cor48(quick):
             exact &= v == m * m / (i * j) * ((i + j) ** 2 / 2 - m * m) and B[a, b] == m * m
     rng = np.random.default_rng(3)
     gap = 0.0
+    pairs = []
     for s, ell, u in [(0, 1, 10), (0, 2, 9), (1, 1, 12), (2.5, 3, 15), (20, 5, 30)]:
         for _ in range(5):
             x = rng.random(u - ell + 1)
             A, B = cp.amin_matrices(u, ell, s)
-            gap = max(gap, abs(cp.lemma46_ratio(x, ell, s) - x @ A @ x / (x @ B @ x)),
+            direct, matrix = cp.lemma46_ratio(x, ell, s), x @ A @ x / (x @ B @ x)
+            pairs.append((direct, matrix))
+            gap = max(gap, abs(direct - matrix),
                       abs(cp.rayleigh(x, ell, s) - cp.lemma46_ratio(x, ell, s)))
     ok = exact and gap < 1e-10
     return Outcome(_verdict(ok), f"exact match of Cor. 4.8 for u ≤ 12: {exact}; Lemma 4.6 "
-                   f"vs matrix form (any s, ℓ, u): max gap {gap:.1e}", {"exact": exact, "gap": gap})
+                   f"vs matrix form (any s, ℓ, u): max gap {gap:.1e}", {"exact": exact, "gap": gap},
+                   plot=lambda ax: _plot_identity(ax, pairs, "Corollary 4.8: Lemma 4.6's ratio "
+                                                  "against the matrix form xᵀAx/xᵀBx",
+                                                  "Lemma 4.6, direct sum", "xᵀA_u x / xᵀB_u x"))
+
+
+def _plot_identity(ax, pairs, title, xlabel, ylabel):
+    a, b = np.array(pairs, dtype=float).T
+    ax.plot(a, b, "o", ms=4, mfc="none", label="random histograms x")
+    lo, hi = min(a.min(), b.min()), max(a.max(), b.max())
+    ax.plot([lo, hi], [lo, hi], color="0.25", ls="--", lw=1, label="equality")
+    finish(ax, title=title, xlabel=xlabel, ylabel=ylabel, logx=False, logy=False)
 
 
 @claim("chen2025.trace_identity", statement="""L338–L370: B_u⁻¹ is tridiagonal with the printed
@@ -149,8 +189,15 @@ def _trace(quick):
             if i < u:
                 printed &= Bi[i - 1, i] == Bi[i, i - 1] == Fraction(-1, 2 * i + 1)
     ok = all(results.values()) and printed
+    grid = np.arange(1, 41)
+    traces = [float(np.trace(np.linalg.solve(*cp.amin_matrices(int(u))[::-1]))) for u in grid]
+    harmonic = np.cumsum(1 / grid)
     return Outcome(_verdict(ok), f"tr(B⁻¹A) = H_u exactly for u ∈ {us}; printed B⁻¹: {printed}",
-                   {"holds": results, "printed_b_inverse": printed})
+                   {"holds": results, "printed_b_inverse": printed},
+                   plot=lambda ax: lines(ax, grid, {"tr(B_u⁻¹A_u), numeric": traces,
+                                                    "H_u = Σ 1/k": harmonic},
+                                         title="L338–L370: the trace of C_u is the harmonic "
+                                               "number", xlabel="u", ylabel="value"))
 
 
 @claim("chen2025.theorem4_3", statement="""Theorem 4.3 / Cor. 4.8 (the period model of Lemma 4.6):
@@ -167,10 +214,21 @@ def _thm43(quick):
     positive = all(r.one_signed for _, r in rows)
     vals = {u: r.value for u, r in rows}
     ok = below and positive and abs(vals[2] - 1.25) < 1e-12
+    u_arr = np.array(us)
     return Outcome(_verdict(ok), f"ρ(C_2) = {vals[2]:.6f}, ρ(C_10) = {vals[10]:.6f}, ρ(C_100) = "
                    f"{vals[100]:.6f}, ρ(C_1000) = {vals[1000]:.6f} ≤ H_1000 = {harm[999]:.4f}; "
                    f"eigenvector positive for all {len(us)} u: {positive}",
-                   {"rho": vals, "below_harmonic": below, "one_signed": positive})
+                   {"rho": vals, "below_harmonic": below, "one_signed": positive},
+                   note="What this certifies is the formula: the Rayleigh quotient of Cor. 4.8 "
+                        "(the period model of Lemma 4.6) is ρ(C_u) ≤ tr C_u = H_u, with a "
+                        "positive top eigenvector. It does not certify the algorithm: "
+                        "chen2025.lemma4_6_rounds finds A_min's ratio in the paper's round "
+                        "model above ρ(C_u), by a gap that does not shrink with M.",
+                   plot=lambda ax: lines(ax, u_arr, {"ρ(C_u) (Cor. 4.8)": [vals[u] for u in us],
+                                                     "H_u (the bound)": harm[u_arr - 1]},
+                                         title="Theorem 4.3: the Rayleigh-quotient ratio "
+                                               "against H_u", xlabel="u = 1/α (ℓ = 1)",
+                                         ylabel="competitive ratio", logx=True, markers=False))
 
 
 @claim("chen2025.figure1", statement="""Figure 1: ρ(C_u) (s=0, ℓ=1) is fitted by
@@ -186,6 +244,7 @@ def _figure1(quick):
     ok_a_c = 0.25 <= fit.a <= 0.26 and 1.14 <= fit.c <= 1.17 and fit.r2 > 0.9999
     b_ok = abs(fit.b - 0.2793) < 0.1
     verdict = "confirmed" if ok_a_c and b_ok else ("qualified" if ok_a_c else "refuted")
+    refit = fit.a * np.log(us + fit.b) + fit.c
     return Outcome(verdict, f"refit a={fit.a:.4f}, b={fit.b:.3f}, c={fit.c:.4f}, R²={fit.r2:.7f}; "
                    f"paper's curve within {gap.max():.4f} (u ≥ 10), "
                    f"{gap[us >= 100].max():.4f} (u ≥ 100)",
@@ -193,7 +252,14 @@ def _figure1(quick):
                     "max_gap": float(gap.max()), "max_gap_100": float(gap[us >= 100].max())},
                    note="The log law, a and c reproduce; the shift b is not identified by the "
                         "data (the refit's b differs from 0.2793 while R² stays > 0.9999), so "
-                        "the curve is one of many equally good fits.")
+                        "the curve is one of many equally good fits.",
+                   plot=lambda ax: lines(ax, us, {"ρ(C_u)": rho,
+                                                  "paper: 0.2555 ln(u+0.2793) + 1.1587": paper,
+                                                  f"refit: {fit.a:.4f} ln(u+{fit.b:.3f}) + "
+                                                  f"{fit.c:.4f}": refit},
+                                         title="Figure 1: ρ(C_u) and its logarithmic fits",
+                                         xlabel="u", ylabel="ρ(C_u)", logx=True,
+                                         markers=False))
 
 
 # ---- A_max, A_random --------------------------------------------------------------------------
@@ -224,7 +290,14 @@ def _thm33(quick):
     ok = all(m <= b and f <= b for m, f, b in worst.values())
     txt = "; ".join(f"α={e}/{u}: sim max {m:.2f}, fluid sup {f:.2f} ≤ {b:.2f}"
                     for (e, u), (m, f, b) in worst.items())
-    return Outcome(_verdict(ok), txt, {str(k): v for k, v in worst.items()})
+    table = {"simulated max": {}, "fluid sup": {}, "Theorem 3.3 bound": {}}
+    for (e, u), (m, f, b) in worst.items():
+        for name, v in zip(table, (m, f, b), strict=True):
+            table[name][f"α={e}/{u}"] = v
+    return Outcome(_verdict(ok), txt, {str(k): v for k, v in worst.items()},
+                   plot=lambda ax: bars(ax, table, title="Theorem 3.3: A_max's ratio against "
+                                        "its upper bound", ylabel="E TEL(A_max) / TEL(H-SF)",
+                                        logy=True))
 
 
 @claim("chen2025.theorem3_4", statement="""Theorem 3.4: CR(A_max) ≥ α⁻¹(1+α^{-1/2})/2.""",
@@ -322,10 +395,15 @@ def _thm86b(quick):
                      (1 + u / ell) / 2))
     ok = (tight and all(w <= b + 1e-9 for w, b in worst.values())
           and all(r <= b for r, b in sims))
+    table = {"worst histogram (fluid)": {k: v[0] for k, v in worst.items()},
+             "bound (1+α⁻¹)/2": {k: v[1] for k, v in worst.items()}}
     return Outcome(_verdict(ok), f"fluid sup over all histograms = (1+α⁻¹)/2 (e.g. α=1/4: "
                    f"{worst['1/4'][0]:.4f}), tight at N_ℓ/N_u = 1/α: {tight}; simulated "
                    f"{', '.join(f'{r:.2f} ≤ {b:.1f}' for r, b in sims)}",
-                   {"worst": worst, "sims": sims, "tight": tight})
+                   {"worst": worst, "sims": sims, "tight": tight},
+                   plot=lambda ax: bars(ax, table, title="Theorem 8.6 Part 2: A_random's worst "
+                                        "case against (1+α⁻¹)/2", xlabel="α = ℓ/u",
+                                        ylabel="competitive ratio", logy=False))
 
 
 @claim("chen2025.theorem8_6_part1", statement="""Theorem 8.6 Part 1: for any feasible policy,
@@ -414,9 +492,16 @@ def _thm51(quick):
         w = np.linalg.eigvals(np.linalg.solve(B[np.ix_(idx, idx)], A[np.ix_(idx, idx)])).real.max()
         gap = max(gap, abs(w - (3 - ell_ / u_) / 2))
     ok = symbolic and tight and numeric and gap < 1e-10
+    ts = np.logspace(-1, 3, 200)
+    curves = {f"α = {al}": cf.amin_two_point(al, ts) for al in (0.05, 0.2, 0.5)}
     return Outcome(_verdict(ok), f"Lemma 4.6 on {{ℓ,u}} = 1 + α(1−α²)t/(α²t²+2α²t+1): {symbolic}; "
                    f"= (3−α)/2 at t = 1/α: {tight}; restricted eigenvalue gap {gap:.1e}",
-                   {"symbolic": symbolic, "tight": tight, "gap": gap})
+                   {"symbolic": symbolic, "tight": tight, "gap": gap},
+                   plot=lambda ax: lines(ax, ts, curves, references={
+                       f"(3−α)/2, α = {al}": (3 - al) / 2 for al in (0.05, 0.2, 0.5)},
+                       title="Theorem 5.1: A_min's two-point ratio and its bound",
+                       xlabel="t = x_ℓ / x_u", ylabel="competitive ratio", logx=True,
+                       logy=False, markers=False))
 
 
 @claim("chen2025.theorem5_2", statement="""Theorem 5.2: with two-point outputs, CR(A_ℓ) ≤
@@ -435,10 +520,15 @@ def _thm52(quick):
     sim = _sim_ratio(AEll(), paper_trace(o, 0, ell, u), 600, range(2 if quick else 5))
     fluid = float(cf.aell_two_point(ell / u, 10.0))
     ok = analytic and sim <= float(cf.aell_two_point_sup(ell / u)) + 0.02
+    curves = {"sup over t on a grid": sup, "Theorem 5.2 bound": bound,
+              "simulated, α = 0.1": ([ell / u], [sim])}
     return Outcome(_verdict(ok), f"sup_t on a grid meets the bound for 99 α: {analytic}; simulated "
                    f"A_ℓ at α=0.1, N_ℓ/N_u=10: {sim:.4f} (fluid {fluid:.4f}, bound "
                    f"{float(cf.aell_two_point_sup(ell / u)):.4f})",
-                   {"analytic": analytic, "sim": sim, "fluid": fluid})
+                   {"analytic": analytic, "sim": sim, "fluid": fluid},
+                   plot=lambda ax: lines(ax, alphas, curves, title="Theorem 5.2: A_ℓ's "
+                                         "two-point ratio against its bound", xlabel="α = ℓ/u",
+                                         ylabel="competitive ratio", logy=False))
 
 
 @claim("chen2025.alpha_star", statement="""L431–L439: A_ℓ's two-point bound beats A_min's iff
@@ -452,9 +542,23 @@ def _alpha_star(quick):
     better = cf.aell_two_point_sup(grid) < cf.amin_two_point_sup(grid)
     consistent = bool(np.all(better == (grid < float(root))))
     ok = exact and consistent
+    curves = {"A_ℓ: Theorem 5.2": cf.aell_two_point_sup(grid),
+              "A_min: (3−α)/2 (Theorem 5.1)": cf.amin_two_point_sup(grid),
+              "A_ℓ: numeric sup over t": [cf.aell_two_point(a, np.logspace(-3, 4, 4001)).max()
+                                         for a in grid[::9]]}
+    curves["A_ℓ: numeric sup over t"] = (grid[::9], curves["A_ℓ: numeric sup over t"])
     return Outcome(_verdict(ok), f"α* = {sp.nsimplify(root)} = {float(root):.6f}; the switch "
                    f"point on a grid agrees: {consistent}", {"alpha_star": float(root)},
-                   note="The paper's 'α² − 3α + 1 = 0' is the boundary of α² − 3α + 1 > 0.")
+                   note="The paper's 'α² − 3α + 1 = 0' is the boundary of α² − 3α + 1 > 0.",
+                   plot=lambda ax: _plot_alpha_star(ax, grid, curves, float(root)))
+
+
+def _plot_alpha_star(ax, grid, curves, root):
+    lines(ax, grid, curves, title="L431–L439: where A_ℓ's two-point bound beats A_min's",
+          xlabel="α = ℓ/u", ylabel="two-point competitive ratio", logy=False, markers=False)
+    reference(ax, root, f"α* = (3−√5)/2 = {root:.3f}", axis="x", color="C3", linestyle=":")
+    finish(ax, title="L431–L439: where A_ℓ's two-point bound beats A_min's",
+           xlabel="α = ℓ/u", ylabel="two-point competitive ratio", logy=False)
 
 
 @claim("chen2025.geometric", statement="""§5.2, Fig. 3 (left): under geometric outputs the CR of
@@ -470,7 +574,13 @@ def _geometric(quick):
               and abs(vals[qs == 0.99][0] - float(limit)) < 1e-3)
     return Outcome(_verdict(ok), f"CR_G(0.5) = {vals[2]:.4f}, CR_G(0.99) = {vals[9]:.5f}, limit "
                    f"q→1: {limit} = {float(limit):.6f} < 1.7", {"q": qs.tolist(),
-                                                                 "cr": vals.tolist()})
+                                                                 "cr": vals.tolist()},
+                   plot=lambda ax: lines(ax, qs, {"CR_G(q), matrix form": vals},
+                                         references={"the paper's bound 1.7": 1.7,
+                                                     f"limit q → 1: {float(limit):.4f}":
+                                                     float(limit)},
+                                         title="§5.2: A_min under geometric outputs",
+                                         xlabel="q", ylabel="competitive ratio", logy=False))
 
 
 @claim("chen2025.theorem5_3", statement="""Theorem 5.3: under LG(p) outputs, CR(A_min) =
@@ -487,8 +597,16 @@ def _thm53(quick):
     increasing = all(dnum.subs(q, v) > 0 for v in np.linspace(0.01, 0.99, 99))
     limit = cf.lg_limit(exact=True)
     ok = gap < 1e-9 and increasing and limit == sp.Rational(14, 9)
+    qgrid = np.linspace(0.02, 0.98, 49)
+    closed = [float(cf.lg_ratio_closed(v)) for v in qgrid]
+    matrix = ([float(v) for v in qs], [cf.lg_ratio(v) for v in qs])
     return Outcome(_verdict(ok), f"closed form vs matrix: max gap {gap:.1e}; increasing in q; "
-                   f"sup = {limit}", {"gap": gap, "limit": str(limit)})
+                   f"sup = {limit}", {"gap": gap, "limit": str(limit)},
+                   plot=lambda ax: lines(ax, qgrid, {"closed form": closed,
+                                                     "matrix form": matrix},
+                                         references={"sup = 14/9": 14 / 9},
+                                         title="Theorem 5.3: A_min under LG(p) outputs",
+                                         xlabel="q", ylabel="competitive ratio", logy=False))
 
 
 # ---- experiments (model form) ------------------------------------------------------------
@@ -526,7 +644,14 @@ def _exp1(quick):
                    f"{gap_hsf:.2f}", df.to_dict(),
                    note="A_min ≪ A_max reproduces; 'nearly identical to H-SF' does not in the "
                         "unit-time round model on LMSYS-like lengths (the paper's M and Vidur "
-                        "time model are not given).")
+                        "time model are not given).",
+                   plot=lambda ax: _plot_latency(ax, df, "Experiment 1 (Fig. 5): interval "
+                                                 "[1, 1000]"))
+
+
+def _plot_latency(ax, df, title, ylabel="average latency (rounds)"):
+    bars(ax, {name: df[name].to_dict() for name in df.columns}, title=title, ylabel=ylabel,
+         xlabel="prediction setting")
 
 
 @claim("chen2025.experiment2", statement="""Exp. 2 (Fig. 6): with bucketed intervals [1,100], …,
@@ -543,7 +668,9 @@ def _exp2(quick):
                    f"A_max {df.loc['rough', 'A_max']:.1f} → {df.loc['buckets', 'A_max']:.1f}; "
                    f"A_min/H-SF {df.loc['rough', 'A_min'] / df.loc['rough', 'H-SF']:.2f} → "
                    f"{df.loc['buckets', 'A_min'] / df.loc['buckets', 'H-SF']:.2f}",
-                   df.to_dict(), note="A_max falls by far more than half.")
+                   df.to_dict(), note="A_max falls by far more than half.",
+                   plot=lambda ax: _plot_latency(ax, df, "Experiment 2 (Fig. 6): one interval "
+                                                 "against ten bucketed intervals"))
 
 
 @claim("chen2025.experiment3", statement="""Exp. 3 (Fig. 7): with [(1−x)o, (1+x)o], both A_max and
@@ -566,7 +693,10 @@ def _exp3(quick):
                    + ", ".join(f"{v:.2f}" for v in rel["A_min dynamic"]) + "; A_max "
                    + ", ".join(f"{v:.2f}" for v in rel["A_max"]), rel.to_dict(),
                    note="Holds with the dynamic eviction key max(õ, a) (spec §5 #4); with the "
-                        "literal static key A_min is not close to H-SF at x = 0.95, 0.99.")
+                        "literal static key A_min is not close to H-SF at x = 0.95, 0.99.",
+                   plot=lambda ax: _plot_latency(ax, rel, "Experiment 3 (Fig. 7): intervals "
+                                                 "[(1−x)o, (1+x)o]",
+                                                 ylabel="average latency / H-SF's"))
 
 
 # ---- proof steps ---------------------------------------------------------------------------------
@@ -593,7 +723,12 @@ def _lemma88(quick):
     return Outcome(_verdict(ok, "qualified"), f"{len(rows)} instances: mean TEL(A_max) ≤ mean "
                    f"TEL(A_random(αM)) on all: {ok}; per-realisation violation rate "
                    f"{violations:.2f}; largest ratio {max(m / r for m, r in rows):.2f}",
-                   {"means": rows, "violation_rate": violations})
+                   {"means": rows, "violation_rate": violations},
+                   plot=lambda ax: _plot_identity(ax, [(r, m) for m, r in rows],
+                                                  "Lemma 8.8: E TEL(A_max) against "
+                                                  "E TEL(A_random(αM)), per instance",
+                                                  "mean TEL of A_random(αM) (rounds)",
+                                                  "mean TEL of A_max (rounds)"))
 
 
 @claim("chen2025.theorem4_2", statement="""Theorem 4.2: as M→∞ no feasible policy without full
@@ -618,6 +753,12 @@ def _thm42(quick):
                    f"simulated TEL A_ℓ {t_ell:.0f} vs A_min {t_min:.0f} (ℓ=5, u=50)",
                    {"alphas_where_aell_better": beats.tolist(), "tel_aell": t_ell,
                     "tel_amin": t_min},
+                   plot=lambda ax: lines(ax, alphas, {
+                       "A_ℓ (Theorem 5.2)": cf.aell_two_point_sup(alphas),
+                       "A_min (Theorem 5.1)": cf.amin_two_point_sup(alphas)},
+                       title="Theorem 4.2: A_ℓ's two-point worst case is below A_min's",
+                       xlabel="α = ℓ/u", ylabel="two-point competitive ratio (M → ∞)",
+                       logy=False, markers=False),
                    note="Holds at best over the whole interval class [ℓ,u]^n; A_ℓ uses no more "
                         "information than A_min yet has a strictly smaller worst case on the "
                         "two-point subclass for α < α*. The exchange proof is informal "
@@ -655,6 +796,14 @@ def _lemma46_rounds(quick):
                    f"(dynamic) vs ρ(C_10) = {worst.value:.4f}; gap over M: "
                    + ", ".join(f"{g:.2f}" for g in gaps)
                    + f"; restarts {[r['restarts'] for r in rows]}", {"rows": rows},
+                   plot=lambda ax: lines(ax, [r["M"] for r in rows], {
+                       name: [r[key] for r in rows] for name, key in (
+                           ("A_min, static key", "static"), ("A_min, dynamic key", "dynamic"),
+                           ("A_random", "a_random"))},
+                       references={f"ρ(C_{u}) (Lemma 4.6, fluid)": worst.value},
+                       title="Lemma 4.6 in the round model: A_min's ratio against ρ(C_u)",
+                       xlabel="memory M (tokens)", ylabel="TEL / TEL(H-SF)", logx=True,
+                       logy=False),
                    note="The period model (Lemma 4.4) assumes that in period i a fraction "
                         "1 − (s+i)/(s+j) of the length-j jobs started with õ = i is deleted, so "
                         "short jobs overtake long ones. In the slotted model the completions of "
