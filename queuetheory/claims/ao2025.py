@@ -25,7 +25,15 @@ from ..engine import simulate
 from ..fluid.equilibrium import class_arrays
 from ..fluid.nested import _g
 from ..metrics import growth_rate
-from ..plotting import band, bars, finish, reference_curve, series_style
+from ..plotting import (
+    band,
+    bars,
+    finish,
+    lines,
+    plot_paths,
+    reference_curve,
+    series_style,
+)
 from ..policies.wait import WAIT, FCFSRestart, NestedWAIT
 from ..timing import LinearMemoryTime
 from ..workload import RequestClass, TimeVarying, Workload
@@ -71,6 +79,25 @@ def _run_prop4(name: str, T: float, seed: int, memory: int | None, scale: float 
     res = simulate(Workload(classes), _policy(name), LinearMemoryTime(D0, D1), memory=memory,
                    horizon=T, seed=seed, first_token="decode")
     return _summary(res, T)
+
+
+def _plot_scaling(ax, T, series: dict, title: str, ylabel: str = "queued work (tokens)"):
+    """Means against the horizon on log-log axes, ±2 s.e. bands where given, and the √T and
+    flat references of Theorem 1 through the first point."""
+    T = np.asarray(T, dtype=float)
+    for i, (name, (mean, se)) in enumerate(series.items()):
+        mean = np.asarray(mean, dtype=float)
+        if se is None:
+            ax.plot(T, mean, label=name, **series_style(i))
+        else:
+            se = np.asarray(se, dtype=float)
+            band(ax, T, mean, mean - 2 * se, mean + 2 * se, label=f"{name} (±2 s.e.)",
+                 style=series_style(i))
+    first = np.asarray(next(iter(series.values()))[0], dtype=float)[0]
+    reference_curve(ax, T, first * np.sqrt(T / T[0]), "∝ √T (critical)")
+    reference_curve(ax, T, np.full(T.size, first), "flat (strict)", linestyle=":")
+    finish(ax, title=title, xlabel="horizon T (model units)", ylabel=ylabel, logx=True,
+           logy=True)
 
 
 def _summary(res, T) -> dict:
@@ -149,9 +176,18 @@ def _fluid_equilibrium(quick: bool) -> Outcome:
     checks["numeric_matches_symbolic"] = bool(np.isclose(eq.memory, 9) and
                                               np.allclose(eq.active, [2, 3]))
     ok = all(checks.values())
+    Ws = np.linspace(0.5, 9.5, 7)
+    mem_num = [fluid.equilibrium([RequestClass(1, 1, w / 3)], D0, D1).memory for w in Ws]
+    mem_closed = D0 * Ws / (1 - D1 * Ws)
     return Outcome(_verdict(ok), figure=f"sympy: (5)+(7) ⇒ (6), M*/(d0+d1M*) = W for m ≤ "
                    f"{3 if not quick else 2}; Prop-4: n* = ({act[0]}K, {act[1]}K), M* = {mem}K",
-                   data={k: bool(v) for k, v in checks.items()})
+                   data={k: bool(v) for k, v in checks.items()},
+                   plot=lambda ax: lines(
+                       ax, Ws, {"numeric equilibrium (eqs. (5)-(8))": mem_num,
+                                "eq. (6): d0W/(1 − d1W)": mem_closed},
+                       title="Eq. (6): fluid KV memory against the load W (d0 = d1 = 0.1)",
+                       xlabel="memory load W = Σλ_j(l′_j+1)(l_j+l′_j/2)",
+                       ylabel="M* (tokens)", logy=True))
 
 
 @claim("ao2025.balance_l186",
@@ -230,7 +266,12 @@ def _prop1(quick: bool) -> Outcome:
                           f"{g_lit.verdict} (rel. slope {g_lit.relative:.3f}); d1W = 1.2: "
                           f"{g_over.verdict} (rel. slope {g_over.relative:.3f})",
                    data={"literal": g_lit.__dict__, "corrected": g_over.__dict__},
-                   note="Holds with d1 in place of d0: Ω(T) latency iff d1·W ≥ 1 (or C < M*).")
+                   note="Holds with d1 in place of d0: Ω(T) latency iff d1·W ≥ 1 (or C < M*).",
+                   plot=lambda ax: plot_paths(
+                       {"λd0a ≥ 1, d1W < 1 (the literal condition)": res,
+                        "d1W = 1.2 (the corrected condition)": res2}, ax,
+                       quantity="in_system", time_label="time (model units)",
+                       title="Proposition 1: requests in system under the two conditions"))
 
 
 @claim("ao2025.proposition2",
@@ -256,7 +297,13 @@ def _prop2(quick: bool) -> Outcome:
     ok = pathwise and worst <= 1 + 4 * se
     return Outcome(_verdict(ok), figure=f"max throughput/Throughput* = {worst:.4f} over "
                    f"{len(runs)} runs (≤ 1 + 4 s.e. = {1 + 4 * se:.4f}); completed ≤ arrived "
-                   f"pathwise: {pathwise}", data={"runs": runs})
+                   f"pathwise: {pathwise}", data={"runs": runs},
+                   plot=lambda ax: bars(
+                       ax, {n: max(r for m, _, r in runs if m == n)
+                            for n in dict.fromkeys(m for m, _, _ in runs)},
+                       title="Proposition 2: largest throughput / Throughput* per policy",
+                       ylabel="throughput / Throughput*", reference_value=1 + 4 * se,
+                       reference_label="1 + 4 s.e.", logy=False))
 
 
 @lru_cache(maxsize=8)
@@ -300,7 +347,10 @@ def _theorem1(quick: bool) -> Outcome:
                          "engine_strict": _plain(strict)},
                    note="The T-scaling uses wait_queue_chain (WAIT's exact embedded chain of "
                         "stage-0 queues, thousands of paths); memory and the engine contrast "
-                        "run WAIT on the engine with memory = M^π.")
+                        "run WAIT on the engine with memory = M^π.",
+                   plot=lambda ax: _plot_scaling(
+                       ax, Ts, {"critical n=(1,1)": (mc, sec), "strict n=(2,2)": (ms, ses)},
+                       "Theorem 1: WAIT's queued work against the horizon"))
 
 
 @claim("ao2025.theorem1_per_type",
@@ -325,7 +375,12 @@ def _theorem1_per_type(quick: bool) -> Outcome:
                    note="The critical type's queue is flat too: when the strict type is not "
                         "ready its batches are shorter than ΔT(n), so its drift is negative. "
                         "The critical case's O(√T) is an upper bound, attained when every "
-                        "batch takes the full ΔT (n = (1,1), ao2025.theorem1).")
+                        "batch takes the full ΔT (n = (1,1), ao2025.theorem1).",
+                   plot=lambda ax: lines(
+                       ax, Ts, {"type 1 (strict)": Q[:, 0], "type 2 (critical)": Q[:, 1]},
+                       title="L316: per-type stage-0 queues of WAIT, n = (5, 4)",
+                       xlabel="horizon T (model units)", ylabel="mean queue (prompts)",
+                       logx=True))
 
 
 @claim("ao2025.proposition3",
@@ -347,7 +402,11 @@ def _prop3(quick: bool) -> Outcome:
                          "fcfs_latency": fcfs["latency"].tolist()},
                    note="The paper gives neither the instance nor a proof. Checked only for "
                         "the policies implemented here, on the Prop-4 instance, where WAIT's "
-                        "only thresholds with M^π ≤ 9 meeting (9) are n = (1,1) (critical).")
+                        "only thresholds with M^π ≤ 9 meeting (9) are n = (1,1) (critical).",
+                   plot=lambda ax: _plot_scaling(
+                       ax, eT, {"FCFS latency (engine)": (fcfs["latency"], None)},
+                       "Proposition 3: FCFS latency at C = M* = 9",
+                       ylabel="mean latency (model units)"))
 
 
 @claim("ao2025.lemma6",
@@ -373,7 +432,12 @@ def _lemma6(quick: bool) -> Outcome:
     ok = mean[-1] <= lindley + 4 * se[-1] and lindley <= bound
     return Outcome(_verdict(ok), figure=f"n=(2,2), T={Ts[-1]}: WAIT queued tokens {mean[-1]:.1f} ± "
                    f"{se[-1]:.1f} ≤ coupled Lindley {lindley:.1f} ≤ Kingman {bound:.1f}",
-                   data={"wait": float(mean[-1]), "lindley": lindley, "kingman": bound})
+                   data={"wait": float(mean[-1]), "lindley": lindley, "kingman": bound},
+                   plot=lambda ax: bars(
+                       ax, {"WAIT (embedded chain)": float(mean[-1]), "coupled Lindley": lindley,
+                            "Kingman bound": bound},
+                       title=f"Lemma 6: WAIT's queue and its dominating bounds, T = {Ts[-1]}",
+                       ylabel="queued tokens", logy=False))
 
 
 @claim("ao2025.proposition4",
@@ -402,7 +466,13 @@ def _prop4(quick: bool) -> Outcome:
                          "queue_slope": float(f["growth_slope"][-1]),
                          "wait_gap": w["gap"].tolist()},
                    note="A.3's 'Queue Length₂(t) ≥ 0.3t' is heuristic; the measured growth of "
-                        "the whole queue is the 'queue' slope above.")
+                        "the whole queue is the 'queue' slope above.",
+                   plot=lambda ax: lines(
+                       ax, Ts, {"FCFS, C = 9": f["gap"]},
+                       references={"WAIT n=(1,1), the largest T": float(w["gap"][-1])},
+                       title="Proposition 4: FCFS's throughput gap at C = M*",
+                       xlabel="horizon T (model units)", ylabel="1 − throughput / offered",
+                       logx=True, logy=False))
 
 
 @claim("ao2025.proposition5",
@@ -427,7 +497,13 @@ def _prop5(quick: bool) -> Outcome:
                    data={"fcfs": f["gap"].tolist(), "nested": nw["gap"].tolist()},
                    note="Only the type-unaware policies implemented here are checked (FCFS "
                         "with restarts; Nested WAIT with the only thresholds whose full batch "
-                        "fits 9, gated at C): the universal statement cannot be computed.")
+                        "fits 9, gated at C): the universal statement cannot be computed.",
+                   plot=lambda ax: lines(
+                       ax, None, {"FCFS": (Ts, f["gap"]),
+                                  "Nested WAIT n=(2,1), gated": (nT, nw["gap"])},
+                       title="Proposition 5: type-unaware policies at C = M* = 9",
+                       xlabel="horizon T (model units)", ylabel="1 − throughput / offered",
+                       logx=True, logy=False))
 
 
 # ---- Nested WAIT ---------------------------------------------------------------------------
@@ -460,7 +536,12 @@ def _theorem2(quick: bool) -> Outcome:
                           f"{max(r['peak_memory'] for r in runs)} vs bound (12) {min(bounds):.1f}"
                           f", overflow frequency {over:.2f} ≤ δ = {delta}",
                    data={"T": list(Ts), **_plain(s),
-                         "bounds": bounds})
+                         "bounds": bounds},
+                   plot=lambda ax: lines(
+                       ax, Ts, {"mean latency": s["latency"], "mean TTFT": s["ttft"]},
+                       title="Theorem 2: Nested WAIT n = (10, 6) over the horizon",
+                       xlabel="horizon T (model units)", ylabel="time (model units)",
+                       logx=True))
 
 
 def _smallest_theta_counterexample(limit: int):
@@ -554,10 +635,17 @@ def _lemma8(quick: bool) -> Outcome:
     tail_ok = all(np.mean(mx >= c) <= math.exp(-th * c) + 4 * math.sqrt(
         math.exp(-th * c) / mx.size) for c in (1, 2, 4, 6))
     ok = not bad and approx_ok and tail_ok
+    cs = np.arange(1, 9)
+    tails = [float(np.mean(mx >= c)) for c in cs]
     return Outcome(_verdict(ok), figure=f"{len(bad)} failures of root/sign/monotone/(18) on random "
                    f"instances; small-D relative error {errs[0]:.3f} → {errs[2]:.4f}; "
                    f"(10,6,0.5): θ = {th:.4f}, tail bound holds: {tail_ok}",
-                   data={"failures": bad, "approx_errors": errs})
+                   data={"failures": bad, "approx_errors": errs},
+                   plot=lambda ax: lines(
+                       ax, cs, {"P(max_i S^i ≥ c), Monte Carlo": tails,
+                                "e^(−θc)": np.exp(-th * cs)},
+                       title=f"Lemma 8: the tail bound, Bin(10, ½) − 6 walk (θ = {th:.3f})",
+                       xlabel="level c (prompts)", ylabel="probability", logy=True))
 
 
 @claim("ao2025.eq11_memory",
@@ -656,6 +744,10 @@ def _paper_thresholds(quick: bool) -> Outcome:
                        "below": sum(r < q for r, q in zip(ratio, p, strict=True)),
                        "pairs": len(p)}
     critical = all(f["equal"] == f["pairs"] and f["below"] == 0 for f in found.values())
+    rates_s, n_s = cases["synthetic"]
+    reach_s = [sum(F(r) for r in rates_s[i:]) for i in range(len(rates_s))]
+    conts = [reach_s[i + 1] / reach_s[i] for i in range(len(rates_s) - 1)]
+    ratios = [F(n_s[i + 1], n_s[i]) for i in range(len(n_s) - 1)]
     return Outcome("qualified" if critical else "refuted",
                    figure="n_{i+1}/n_i = p_i exactly (Fractions) for "
                           + ", ".join(f"{k}: {v['equal']}/{v['pairs']}" for k, v in found.items()),
@@ -663,7 +755,12 @@ def _paper_thresholds(quick: bool) -> Outcome:
                    note="The thresholds are the tail sums Λ_i, so the ratio constraint of (10) "
                         "holds with equality — the boundary, not the strict condition Theorem 2 "
                         "needs (θ = 0, entry queues with zero drift). Strict thresholds: "
-                        "fluid.nested_thresholds(rule='lp') or tail sums times β^{i−1}.")
+                        "fluid.nested_thresholds(rule='lp') or tail sums times β^{i−1}.",
+                   plot=lambda ax: bars(
+                       ax, {"n_{i+1}/n_i (thresholds)": dict(enumerate(map(float, ratios))),
+                            "p_i (continuation)": dict(enumerate(map(float, conts)))},
+                       title="L478: the synthetic thresholds 15:14:12:8 sit on (10)'s boundary",
+                       xlabel="segment boundary i", ylabel="ratio", logy=False))
 
 
 @claim("ao2025.theorem3",
@@ -693,7 +790,12 @@ def _theorem3(quick: bool) -> Outcome:
                           f"{tv.holds} (window arrivals {tv.arrivals:.2f} < {n[0]}, p* "
                           f"{tv.p_star.round(3).tolist()}); latency slope {sl:.2f}, U slope "
                           f"{su:.2f}, overflow frequency {np.mean(over):.2f}",
-                   data={"T": list(Ts), "latency": lat, "U": U})
+                   data={"T": list(Ts), "latency": lat, "U": U},
+                   plot=lambda ax: lines(
+                       ax, Ts, {"mean latency (model units)": lat, "U(T) (tokens)": U},
+                       title="Theorem 3: Nested WAIT under time-varying rates",
+                       xlabel="horizon T (model units)", ylabel="latency / unfinished work",
+                       logx=True))
 
 
 def _nested_horizon_sweep(workload, segments, n, seg, time_model, Ts, seeds):
@@ -740,7 +842,12 @@ def _theorem4(quick: bool) -> Outcome:
                    figure=f"l' = 1..20 in L = 4 segments {seg.bounds.tolist()}, n = {n.tolist()}: "
                           f"latency {lat[-1]:.1f} (slope {sl:.2f}), U slope {su:.2f}, overflow "
                           f"frequency {np.mean(over):.2f}",
-                   data={"T": list(Ts), "latency": lat, "U": U, "thresholds": n.tolist()})
+                   data={"T": list(Ts), "latency": lat, "U": U, "thresholds": n.tolist()},
+                   plot=lambda ax: lines(
+                       ax, Ts, {"mean latency (model units)": lat, "U(T) (tokens)": U},
+                       title="Theorem 4: Nested WAIT on 4 merged segments",
+                       xlabel="horizon T (model units)", ylabel="latency / unfinished work",
+                       logx=True))
 
 
 @claim("ao2025.memory_decomposition",
@@ -767,7 +874,7 @@ def _memory_decomposition(quick: bool) -> Outcome:
         ok &= u_shape and share > 0.5 and ten < 1.1
         rows.append({"rate": rate, "T": T, "delta": delta, "best_L": Ls[k],
                      "batch_share": float(share), "L10_over_best": float(ten),
-                     "u_shape": bool(u_shape)})
+                     "u_shape": bool(u_shape), "total": [float(v) for v in tot]})
     return Outcome(_verdict(ok, "qualified"),
                    figure="; ".join(f"rate {r['rate']}, T {r['T']}, δ {r['delta']:g}: best L = "
                                     f"{r['best_L']}, fluid share {r['batch_share']:.2f}, "
@@ -775,7 +882,13 @@ def _memory_decomposition(quick: bool) -> Outcome:
                    data={"rows": rows, "d0": d0, "d1": d1},
                    note="d0, d1 and the LMSYS frequencies are not given: d0 = 0.02, d1 = 3e-8 "
                         "and rates flat within the paper's 10 bins (workload.lmsys_bin_rates); "
-                        "thresholds are the smallest real ones meeting (14) with 5 % margin.")
+                        "thresholds are the smallest real ones meeting (14) with 5 % margin.",
+                   plot=lambda ax: lines(
+                       ax, Ls, {f"rate {r['rate']}, T {r['T']}, δ {r['delta']:g}": r["total"]
+                                for r in rows},
+                       title="Figs. 16-18: memory requirement (15) against the segments L",
+                       xlabel="number of segments L", ylabel="memory (15) (tokens)",
+                       logx=True))
 
 
 # ---- Appendix lemmas -----------------------------------------------------------------------
@@ -810,7 +923,12 @@ def _lemma1(quick: bool) -> Outcome:
     ok = abs(z) < 4 and pathwise
     return Outcome(_verdict(ok), figure=f"λ={lam}, T={T}: E[W^T] = {W[:, -1].mean():.3f}, "
                    f"λE[T_stuck] = {lam * stuck.mean():.3f} (z = {z:.2f}); W^T − λT_stuck = "
-                   f"ΣX − λT pathwise: {pathwise}")
+                   f"ΣX − λT pathwise: {pathwise}",
+                   plot=lambda ax: bars(
+                       ax, {"E[W^T]": float(W[:, -1].mean()),
+                            "λ E[T_stuck]": float(lam * stuck.mean())},
+                       title=f"Lemma 1: E[W^T] = λ E[T_stuck] (λ = {lam}, T = {T})",
+                       ylabel="expected backlog (prompts)", logy=False))
 
 
 @claim("ao2025.lemma2_3",
@@ -830,7 +948,13 @@ def _lemma23(quick: bool) -> Outcome:
         ok3 &= bool(np.array_equal(formula, Wt[:, -1]))
     return Outcome(_verdict(ok2 and ok3),
                    figure=f"pathwise on shared Poisson draws, λ ∈ {{1,3,7}}: Lemma 2 {ok2}, "
-                          f"Lemma 3 {ok3}")
+                          f"Lemma 3 {ok3}",
+                   plot=lambda ax: lines(
+                       ax, np.arange(W.shape[1]), {"W^t + λ (one path)": W[0] + lam,
+                                                   "W̃^t (Lemma 2)": Wt[0]},
+                       title=f"Lemmas 2-3: the dominating walk W̃ ≥ W + λ (λ = {lam})",
+                       xlabel="step t", ylabel="backlog (prompts)", logy=False,
+                       markers=False))
 
 
 @claim("ao2025.lemma4",
@@ -851,7 +975,12 @@ def _lemma4(quick: bool) -> Outcome:
     se = mx.std(ddof=1) / math.sqrt(mx.size)
     ok = abs(mx.mean() - rhs) < 4 * se
     return Outcome(_verdict(ok), figure=f"λ={lam}, T={T}: exact Σ E[(S^k)^+]/k = {rhs:.4f}, MC "
-                   f"E[max (S^k)^+] = {mx.mean():.4f} ± {se:.4f}")
+                   f"E[max (S^k)^+] = {mx.mean():.4f} ± {se:.4f}",
+                   plot=lambda ax: bars(
+                       ax, {"Monte Carlo E[max (S^k)^+]": float(mx.mean()),
+                            "Spitzer Σ E[(S^k)^+]/k (exact)": rhs},
+                       title=f"Lemma 4 (Spitzer's identity), λ = {lam}, T = {T}",
+                       ylabel="expected maximum", logy=False))
 
 
 @claim("ao2025.lemma5",
@@ -870,7 +999,12 @@ def _lemma5(quick: bool) -> Outcome:
         rows.append((lam, T, float(val), bound))
     return Outcome(_verdict(worst <= 1),
                    figure=", ".join(f"λ={a}, T={b}: {c:.2f} ≤ {d:.2f}" for a, b, c, d in rows),
-                   data={"rows": rows})
+                   data={"rows": rows},
+                   plot=lambda ax: bars(
+                       ax, {"E[W^T] − λ": {f"λ={a}, T={b}": c for a, b, c, _ in rows},
+                            "√λ Σ k^(−1/2)": {f"λ={a}, T={b}": d for a, b, _, d in rows}},
+                       title="Lemma 5: the backlog against its √T-type bound",
+                       ylabel="prompts", logy=False))
 
 
 @claim("ao2025.lemma7_9",
@@ -883,6 +1017,7 @@ def _lemma79(quick: bool) -> Outcome:
     rng = np.random.default_rng(7)
     ok = True
     paths, S = (2000, 200) if quick else (5000, 1000)
+    path = []                                   # one path of the first instance, for the figure
     for n_prev, n_k, p_star in ((10, 6, 0.5), (20, 9, 0.4), (5, 4, 0.7)):
         W = np.zeros(paths, dtype=np.int64)
         Wt = np.full(paths, n_k)
@@ -897,8 +1032,16 @@ def _lemma79(quick: bool) -> Outcome:
             Wt = np.maximum(n_k, Wt + Y - n_k)
             Wstar = np.maximum(n_k, Wstar + Ystar - n_k)
             ok &= bool(np.all(Wt >= W) and np.all(Wstar >= Wt))
+            if n_prev == 10:
+                path.append((W[0], Wt[0], Wstar[0]))
     return Outcome(_verdict(ok), figure=f"pathwise on coupled Binomial draws ({paths} paths × "
-                   f"{S} steps, 3 instances): W ≤ W̃ ≤ W̃(p*): {ok}")
+                   f"{S} steps, 3 instances): W ≤ W̃ ≤ W̃(p*): {ok}",
+                   plot=lambda ax: lines(
+                       ax, np.arange(len(path)), dict(zip(
+                           ("W (time-varying p ≤ p*)", "W̃ (Lemma 7)", "W̃ with p = p* (Lemma 9)"),
+                           np.array(path).T, strict=True)),
+                       title="Lemmas 7, 9: dominating walks on one path (n = 10 → 6, p* = ½)",
+                       xlabel="step s", ylabel="queue (prompts)", logy=False, markers=False))
 
 
 @claim("ao2025.kingman",
@@ -923,8 +1066,14 @@ def _kingman(quick: bool) -> Outcome:
         se = mx.std(ddof=1) / math.sqrt(paths)
         bound = var / (2 * mu)
         ok &= mx.mean() <= bound + 4 * se
-        rows.append(f"{name}: {mx.mean():.3f} ≤ {bound:.3f}")
-    return Outcome(_verdict(ok), figure="; ".join(rows))
+        rows.append((name, float(mx.mean()), bound))
+    table = {"E[sup S_n], Monte Carlo": {n: m for n, m, _ in rows},
+             "Kingman σ²/(2μ)": {n: b for n, _, b in rows}}
+    return Outcome(_verdict(ok), figure="; ".join(f"{n}: {m:.3f} ≤ {b:.3f}" for n, m, b in rows),
+                   data={"rows": rows},
+                   plot=lambda ax: bars(ax, table, title="Kingman's bound on the supremum of a "
+                                        "negative-drift walk", ylabel="E[sup_n S_n]",
+                                        logy=False))
 
 
 # ---- §6 experiments under model (1) ---------------------------------------------------------
@@ -1001,7 +1150,13 @@ def _scheduler_comparison(quick: bool) -> Outcome:
                         "WAIT's throughput is higher once the rate saturates them; below "
                         "saturation every scheduler carries the offered load, WAIT a few per "
                         "cent less in a finite horizon (its cohorts stall until a full cohort "
-                        "arrives). Model (1) with d0 = 0.01, d1 = 2e-5 stands in for Vidur.")
+                        "arrives). Model (1) with d0 = 0.01, d1 = 2e-5 stands in for Vidur.",
+                   plot=lambda ax: lines(
+                       ax, rates, {"WAIT / vLLM": over_v, "WAIT / Sarathi": over_s},
+                       references={"equal throughput": 1.0},
+                       title="§6.1: WAIT's throughput relative to vLLM and Sarathi (C = M^π)",
+                       xlabel="arrival rate (requests/s)", ylabel="throughput ratio",
+                       logy=False))
 
 
 def steady_window(res, start: float, end: float) -> dict:
