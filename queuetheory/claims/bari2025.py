@@ -32,7 +32,7 @@ from ..bounds.rad_capacity import (
 )
 from ..engine import simulate
 from ..metrics import growth_rate
-from ..plotting import finish, reference, series_style
+from ..plotting import bars, finish, lines, plot_paths, reference, series_style
 from ..policies import Sarathi
 from ..policies.rad import (
     RAD,
@@ -130,7 +130,12 @@ def _staircase(quick: bool) -> Outcome:
                    f"linear term steps at {at} tokens by "
                    f"{heights[0] * 1e3:.3f} ms; 512-token batch with 0/32/64/128 decodes at "
                    f"position 513: {', '.join(f'{x * 1e3:.2f}' for x in dec)} ms (Fig. 5c shape)",
-                   {"steps": at, "fig5c_s": dec})
+                   {"steps": at, "fig5c_s": dec},
+                   plot=lambda ax: lines(
+                       ax, tokens, {"linear term of Eq. 7": lin * 1e3},
+                       title="Eq. 7: the linear term is a staircase in the token count",
+                       xlabel="tokens in the batch", ylabel="time (ms)", logx=False,
+                       logy=False, markers=False))
 
 
 @claim("bari2025.eq12_closed_form",
@@ -170,7 +175,12 @@ def _closed_form(quick: bool) -> Outcome:
                    f"RAD prefill batches vs closed form: rel. err {worst:.1e}; sympy vs numpy "
                    f"{sym_err:.1e}; Eq. 6 bracket over 8 chunks {bracket} = {closed_bracket}; "
                    f"T̄^R exact {exact.T_R:.6f} s vs MC {mc.T_R:.6f} ± {mc.stderr:.1e} (z={z:.2f})",
-                   {"T_R": exact.T_R, "T_R_mc": mc.T_R, "z": z, "lambda_star": exact.lambda_star})
+                   {"T_R": exact.T_R, "T_R_mc": mc.T_R, "z": z, "lambda_star": exact.lambda_star},
+                   plot=lambda ax: bars(
+                       ax, {"Monte Carlo (± 4 s.e. below)": mc.T_R, "exact T̄^R": exact.T_R},
+                       title=f"Proposition 2: T̄^R exact against Monte Carlo (s.e. "
+                             f"{mc.stderr:.1e} s)",
+                       ylabel="mean request time T̄^R (s)", logy=False))
 
 
 @claim("bari2025.lcm_chunking_optimal",
@@ -313,7 +323,15 @@ def _proposition1(quick: bool) -> Outcome:
                    {"min_lb": worst_lb, "min_paper": worst_paper, "per_tile": per_tile.ratio},
                    note="Holds with the ceiling-free T*^R_LB (spec §3.8) for every schedule; "
                         "with the paper's T*^R only when every batch uses t* and t*_lcm = "
-                        "t*_col.")
+                        "t*_col.",
+                   plot=lambda ax: bars(
+                       ax, {"any schedule / Σ T*^R_LB": worst_lb,
+                            "t* only / Σ T*^R": worst_paper,
+                            "per-batch tiles / Σ T*^R": worst_mixed,
+                            "per-chunk tiles (L^P=2048) / t_lcm": float(per_tile.ratio)},
+                       title="Proposition 1: the smallest schedule time over its lower bound",
+                       ylabel="ratio (≥ 1 where the bound holds)", reference_value=1.0,
+                       reference_label="bound", logy=False))
 
 
 @claim("bari2025.theorem1",
@@ -328,11 +346,11 @@ def _theorem1(quick: bool) -> Outcome:
     rho = 1.3 * cap.T_R / cap.T_R_LB
     n = 1500 if quick else 6000
     T_max = t_max(tm, max(PROMPTS) + MAX_DECODE, safe=True)
-    rows = {}
+    rows, results = {}, {}
     lemma1 = True
     for name, pol in (("RAD", RAD(tm.tile)), ("Sarathi", Sarathi(512)),
                       ("Sarathi-SPF", Sarathi(512, order="sjf_prompt"))):
-        res = _run(pol, rho, n)
+        res = results[name] = _run(pol, rho, n)
         g = growth_rate(res)
         req = res.requests
         lb = request_time(req["prompt"].to_numpy(), req["output"].to_numpy() - 1, tm,
@@ -356,7 +374,10 @@ def _theorem1(quick: bool) -> Outcome:
                    note="Valid with T̄^R_LB (λ > r/T̄^R_LB ⇒ unstable); with the paper's T̄^R "
                         "the proof's step (c) fails when t*_lcm > t*_col (see "
                         "bari2025.lcm_chunking_optimal). Proof also needs Assumption 3 and "
-                        "bounded lengths (I-6).")
+                        "bounded lengths (I-6).",
+                   plot=lambda ax: plot_paths(
+                       results, ax, quantity="in_system", time_label="time (s)",
+                       title=f"Theorem 1: requests in system at λ = {rho:.2f} λ*"))
 
 
 # ---- Theorem 2, Lemmas 3-4, design principles ----------------------------------------------------
@@ -387,7 +408,12 @@ def _theorem2(quick: bool) -> Outcome:
                    f"done per second {work:.4f} (1 = λ* reached)",
                    {"stable": stable, "work": work, "rate": rate},
                    note="n = ∞ in simulation; Theorem 2's sufficient n is far larger "
-                        "(see rad_n_min), I-25.")
+                        "(see rad_n_min), I-25.",
+                   plot=lambda ax: plot_paths(
+                       {**{f"node {i + 1} of 2, ρ = 0.85": res for i, res in enumerate(nodes)},
+                        "one node, ρ = 1.3": over}, ax, quantity="in_system",
+                       time_label="time (s)",
+                       title="Theorem 2: RAD behind random routing, below and above λ*"))
 
 
 @claim("bari2025.lemma3_cycle_bounds",
@@ -431,7 +457,13 @@ def _lemma3(quick: bool) -> Outcome:
                    {"excess": excess, "cycles": len(back), "rad_n_capacity": own},
                    note="The excess per cycle is the decode tail with fewer than t*_col "
                         "requests; it is roughly constant in n, so RAD's capacity n/(n T̄^R + "
-                        "excess) reaches λ* only as n grows (n = ∞ in the other claims).")
+                        "excess) reaches λ* only as n grows (n = ∞ in the other claims).",
+                   plot=lambda ax: lines(
+                       ax, np.arange(1, len(excess) + 1),
+                       {"cycle length − Σ T*^R of its requests": excess},
+                       references={"allowance (t*_col − 1) T^max": (tm.tile[1] - 1) * T_max},
+                       title=f"Lemma 3: excess of {len(excess)} backlogged RAD cycles, n = {n_cyc}",
+                       xlabel="cycle", ylabel="time (s)", logy=True))
 
 
 @claim("bari2025.design_principles",
@@ -472,7 +504,12 @@ def _design(quick: bool) -> Outcome:
                         "decode batches (L319). Alg. 2 decodes back to back (L845–L847), but "
                         "with the first token emitted by the last prefill chunk (Def. 1) its "
                         "first gap spans the rest of the prefill phase, so its P99 TBT is the "
-                        "largest; its 'low TBT' holds only for the later gaps.")
+                        "largest; its 'low TBT' holds only for the later gaps.",
+                   plot=lambda ax: bars(
+                       ax, work, title="§5: optimal work done per second at ρ = 1.2 (1 = λ*)",
+                       ylabel="work rate / λ*", reference_value=split.share,
+                       reference_label=f"DistServe best static split ({split.share:.3f})",
+                       logy=False))
 
 
 @claim("bari2025.table1_decode_std",
@@ -551,7 +588,10 @@ def _slai_ttft(quick: bool) -> Outcome:
                    + f"; reduction {100 * cut:.0f} % (paper 53 % on a real GPU)",
                    {"median_ttft": med, "reduction": cut},
                    note="Calibrated Eq. 7 model (c0 = 5 ms, spec §9 parameters, not the paper's "
-                        "GPU); the ordering, not the number, is the claim.")
+                        "GPU); the ordering, not the number, is the claim.",
+                   plot=lambda ax: bars(
+                       ax, med, title="SLAI: median TTFT at 2.4 requests/s",
+                       ylabel="median TTFT (s)", logy=False))
 
 
 @claim("bari2025.slai_free_tbt",
@@ -576,7 +616,13 @@ def _slai_tbt(quick: bool) -> Outcome:
                    "free P99 TBT, SLAI (SPF, fixed): "
                    + ", ".join(f"{r}: {x:.3f} s" for r, x in zip(rates, slai, strict=True))
                    + "; Sarathi: " + ", ".join(f"{x:.3f}" for x in sar),
-                   {"rates": rates, "slai": slai, "sarathi": sar})
+                   {"rates": rates, "slai": slai, "sarathi": sar},
+                   plot=lambda ax: lines(
+                       ax, rates, {"SLAI (SPF, fixed)": slai,
+                                   "Sarathi": (rates if len(sar) == len(rates)
+                                               else [rates[0], rates[-1]], sar)},
+                       title="SLAI: the free tier's P99 TBT against the load",
+                       xlabel="arrival rate (requests/s)", ylabel="P99 TBT (s)", logy=False))
 
 
 @claim("bari2025.slai_paying_share",
@@ -606,7 +652,12 @@ def _slai_share(quick: bool) -> Outcome:
                    {"gain": gain},
                    note="quick=True measures the median-TTFT reduction at one high load; "
                         "quick=False measures the capacity at median TTFT ≤ 0.5 s and P99 TBT "
-                        "targets (slo_capacity) for each share.")
+                        "targets (slo_capacity) for each share.",
+                   plot=lambda ax: bars(
+                       ax, {f"{int(100 * s)} % paying": 100 * g
+                            for s, g in zip(shares, gain, strict=True)},
+                       title="SLAI's median-TTFT reduction over Sarathi (FCFS), 2.4 req/s",
+                       ylabel="reduction (%)", logy=False))
 
 
 def _slai_share_capacity(shares):
@@ -628,7 +679,14 @@ def _slai_share_capacity(shares):
                    "capacity (req/s) Sarathi FCFS → SLAI SPF dynamic for 5/50/95 % paying: "
                    + ", ".join(f"{a} → {b}" for a, b in caps)
                    + " on a 0.2 req/s grid (paper 1.15 → 1.45, 1.4, 1.25: +26/22/9 %)",
-                   {"capacity": caps, "gain": gain})
+                   {"capacity": caps, "gain": gain},
+                   plot=lambda ax: bars(
+                       ax, {"Sarathi (FCFS)": {f"{int(100 * s)} %": c[0]
+                                               for s, c in zip(shares, caps, strict=True)},
+                            "SLAI (SPF, dynamic)": {f"{int(100 * s)} %": c[1]
+                                                    for s, c in zip(shares, caps, strict=True)}},
+                       title="SLAI: capacity at the latency targets, by paying share",
+                       xlabel="paying share", ylabel="capacity (requests/s)", logy=False))
 
 
 
@@ -653,4 +711,10 @@ def _slai_priority(quick: bool) -> Outcome:
                    {"paying": paying, "free": free, "paying_gain": gain},
                    note=f"Paying users do get the lower mean TTFT, but in the calibrated model "
                         f"priority cuts it by {100 * gain:.0f} % at this load, not the paper's "
-                        "'small' gain; the direction holds, the size does not carry over.")
+                        "'small' gain; the direction holds, the size does not carry over.",
+                   plot=lambda ax: bars(
+                       ax, {"with paying priority": {"paying": paying, "free": free},
+                            "without": {"paying": float(s0.loc[1, "mean_ttft"]),
+                                        "free": float(s0.loc[0, "mean_ttft"])}},
+                       title="SLAI: mean TTFT by tier, 2.4 requests/s, 5 % paying",
+                       ylabel="mean TTFT (s)", logy=False))
