@@ -80,7 +80,8 @@ def _theorem1a(quick: bool) -> Outcome:
         f"{worst[1][1]:+.4f} ({worst[0]})",
         data={k: {"verdict": v[0], "relative_slope": v[1]} for k, v in rows.items()},
         note="Llama-3-70B fit scaled by s = 0.8, b = 512, Poisson sizes with means (129, 112).",
-        plot=lambda ax: plot_paths(paths, ax, time_scale=1000, time_label="time (s)"))
+        plot=lambda ax: plot_paths(paths, ax, time_scale=1000, time_label="time (s)",
+                                   title="Theorem 1(a): unfinished work below capacity"))
 
 
 @claim("li2025.theorem1b",
@@ -114,7 +115,9 @@ def _theorem1b(quick: bool) -> Outcome:
         f"Sarathi at ρ=1.2: slope {s['slope']:.4f} tok/ms vs λ(m_p+m_d) − b/t_b = "
         f"{s['predicted']:.4f}; all {len(rows)} runs unstable",
         data=rows, plot=lambda ax: plot_paths(paths, ax, predicted_slope=predicted, time_scale=1000,
-                                               time_label="time (s)"))
+                                               time_label="time (s)",
+                                               title="Theorem 1(b): unfinished work at ρ = 1.2 "
+                                                     "against the predicted growth"))
 
 
 def vllm_unit_time_threshold(budget: int, mean_output: float) -> float:
@@ -137,9 +140,10 @@ def _vllm_unstable(quick: bool) -> Outcome:
     sizes = stats.poisson(31, loc=1)
     wl = Workload([RequestClass(sizes, sizes, lam)], arrivals="poisson-slot")
     slots = 8000 if quick else 40000
-    verdicts = {}
+    verdicts, paths = {}, {}
     for name, pol in (("VLLMVanilla", policies.VLLMVanilla(b)), ("Sarathi", policies.Sarathi(b))):
-        res = simulate(wl, pol, UnitTime(), horizon=slots, seed=1, first_token="decode")
+        res = paths[name] = simulate(wl, pol, UnitTime(), horizon=slots, seed=1,
+                                     first_token="decode")
         verdicts[f"unit:{name}"] = growth_rate(res).verdict
     rho_unit = lam * 64 / b
     # (2) piecewise-linear model, short requests at high rate (spec §5.6 stress test)
@@ -158,7 +162,10 @@ def _vllm_unstable(quick: bool) -> Outcome:
         f"{verdicts['unit:VLLMVanilla']}, Sarathi {verdicts['unit:Sarathi']}; piecewise-linear "
         f"ρ={rho_pl:.3f}: vLLM {verdicts['pl:VLLMVanilla']}, Sarathi {verdicts['pl:Sarathi']}",
         data={"verdicts": verdicts, "lambda_star": lam_star, "rho_unit": rho_unit,
-              "rho_piecewise": rho_pl})
+              "rho_piecewise": rho_pl},
+        plot=lambda ax: plot_paths(paths, ax, time_label="time (slots)",
+                                   title=f"Vanilla vLLM against Sarathi, unit time, ρ = "
+                                         f"{rho_unit:.3f}"))
 
 
 @claim("li2025.fastertransformer_unstable",
@@ -170,10 +177,11 @@ def _vllm_unstable(quick: bool) -> Outcome:
 def _ft_unstable(quick: bool) -> Outcome:
     horizon = 3e5 if quick else 9e5
     rho = 0.727
-    verdicts, completed = {}, {}
+    verdicts, completed, paths = {}, {}, {}
     for name, pol in (("FasterTransformer", policies.FasterTransformer(BUDGET)),
                       ("Sarathi", policies.Sarathi(BUDGET))):
         res, g, _ = _run(pol, rho, 0.6, horizon)
+        paths[name] = res
         verdicts[name] = g.verdict
         completed[name] = res.metrics["completed"]
     ok = verdicts["FasterTransformer"] == "unstable" and verdicts["Sarathi"] == "stable"
@@ -182,4 +190,6 @@ def _ft_unstable(quick: bool) -> Outcome:
         f"ρ={rho}: FasterTransformer {verdicts['FasterTransformer']} "
         f"({completed['FasterTransformer']} completed), Sarathi {verdicts['Sarathi']} "
         f"({completed['Sarathi']} completed)",
-        data={"verdicts": verdicts, "completed": completed})
+        data={"verdicts": verdicts, "completed": completed},
+        plot=lambda ax: plot_paths(paths, ax, time_scale=1000, time_label="time (s)",
+                                   title=f"FasterTransformer against Sarathi at ρ = {rho}"))

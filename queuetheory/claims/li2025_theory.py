@@ -18,7 +18,7 @@ from ..bounds import capacity, drift, work_conserving
 from ..engine import simulate
 from ..fluid import engine as fluid
 from ..metrics import growth_rate
-from ..plotting import finish, series_style
+from ..plotting import bars, finish, lines, reference, reference_curve, series_style
 from ..timing import PiecewiseLinearTime, UnitTime
 from ..workload import RequestClass, Workload
 from .base import Outcome, claim
@@ -72,15 +72,15 @@ def _capacity_law(quick: bool) -> Outcome:
 
 def _plot_capacity(ax, tm, load, b_min, rows):
     b = np.arange(1, int(2 * b_min))
-    ax.plot(b, [capacity.token_capacity(tm, int(k)) for k in b], label="b / t_b")
-    ax.axhline(load, color="k", ls="--", lw=1, label="λ(m_p+m_d)")
-    ax.axvline(b_min, color="grey", ls=":", label=f"b_min = {b_min:.1f}")
-    for k, r in rows.items():
-        ax.plot(k, capacity.token_capacity(tm, k), "o",
-                color="tab:green" if r["verdict"] == "stable" else "tab:red")
-    ax.set_xlabel("token budget b")
-    ax.set_ylabel("tokens per time unit")
-    ax.legend(fontsize=7)
+    ax.plot(b, [capacity.token_capacity(tm, int(k)) for k in b], label="b / t_b", color="C0")
+    reference(ax, load, "offered load λ(m_p+m_d)")
+    reference(ax, b_min, f"b_min = {b_min:.1f}", axis="x", linestyle=":")
+    for verdict, color in (("stable", "C2"), ("unstable", "C3")):
+        ks = [k for k, r in rows.items() if r["verdict"] == verdict]
+        ax.plot(ks, [capacity.token_capacity(tm, k) for k in ks], "o", color=color,
+                label=f"Sarathi runs: {verdict}")
+    finish(ax, title="Capacity law (2.7): b/t_b against the budget, simulated verdicts",
+           xlabel="token budget b (tokens)", ylabel="tokens per time unit", logy=False)
 
 
 @claim("li2025.max_rate_premise",
@@ -106,6 +106,7 @@ def _max_rate_premise(quick: bool) -> Outcome:
     ok = llama.at_budget and len(found) == len(cases)
     first = found.get("c < a·b0", {})
     slot = found.get("Llama-3-70B, 50 ms slots", {})
+    bs = np.unique(np.geomspace(1, 512, 60).astype(int))
     return Outcome(
         "qualified" if ok else "refuted" if not llama.at_budget else "confirmed",
         f"holds for Llama-3-70B (c − a·b0 = {45.5 - 0.3 * 64:.1f} > 0, b'/t_b' maximal at "
@@ -114,7 +115,13 @@ def _max_rate_premise(quick: bool) -> Outcome:
         f"{slot.get('argmax')}, {slot.get('max_rate', 0):.3f} vs {slot.get('full_rate', 0):.3f})",
         data=found,
         note="Corrected statement: under (2.3) b/t_b is the maximal rate iff c ≥ a·b0; with "
-             "integer-slot durations check max_{b'≤b} b'/t_{b'} (qt.bounds.max_rate).")
+             "integer-slot durations check max_{b'≤b} b'/t_{b'} (qt.bounds.max_rate).",
+                   plot=lambda ax: lines(
+            ax, bs, {name: [capacity.token_capacity(tm, int(k)) for k in bs]
+                     for name, tm in {"Llama-3-70B (c ≥ a·b0)": capacity.LLAMA3_70B,
+                                      **cases}.items()},
+            title="L194: is b/t_b the largest token rate? b′/t_b′ against b′",
+            xlabel="tokens in the batch b′", ylabel="tokens per ms", logx=True))
 
 
 # ---- work-conservation --------------------------------------------------------------------------
@@ -162,7 +169,12 @@ def _work_conservation(quick: bool) -> Outcome:
             f"{k} (p'={v['witness'][0]}, d'={v['witness'][1]}: load {v['load']} < "
             f"min(b, avail={v['avail']}))" for k, v in table.items()
             if k in PAPER_STATUS and not v["strict"]),
-        data=table, note="b = 16; random states, witnesses shrunk greedily.")
+        data=table, note="b = 16; random states, witnesses shrunk greedily.",
+                   plot=lambda ax: bars(
+            ax, {"strictly work-conserving": {k: float(v["strict"]) for k, v in table.items()},
+                 "weakly": {k: float(v["weak"]) for k, v in table.items()}},
+            title="Work-conservation of the classic schedulers (b = 16), 1 = yes",
+            ylabel="work-conserving (1) or not (0)", logy=False))
 
 
 # ---- Lyapunov functions --------------------------------------------------------------------------
@@ -204,7 +216,14 @@ def _linear_lyapunov(quick: bool) -> Outcome:
         note="Holds when lengths are bounded (large f forces ≥ b requests, hence full batches); "
              "with unbounded decode lengths (only E[d²] < ∞, as Theorem 1 assumes) states with "
              "few long requests give partial batches and positive drift — App. B's quadratic "
-             "term repairs this.")
+             "term repairs this.",
+                   plot=lambda ax: lines(
+            ax, list(unbounded), {"one request with d′ left": list(unbounded.values())},
+            references={"worst over states with ≥ b requests": worst_bounded,
+                        "zero drift": 0.0},
+            title="L204–L208: the linear Lyapunov function's one-step drift",
+            xlabel="remaining decode length d′ (tokens)", ylabel="drift (tokens per slot)",
+            logx=True, logy=False))
 
 
 @claim("li2025.appendix_b_moment_inequality",
@@ -307,7 +326,12 @@ def _appendix_b_drift(quick: bool) -> Outcome:
               {**certs, "Sarathi, printed L": printed, "Sarathi, corrected L": fixed}.items()},
         note="Holds with L = max(E[d²], E[(d+1)²]/2) and *strict* work-conservation "
              "(b' = min(b, avail)), which L444 uses; drift is exact (length laws enumerated). "
-             "Non-work-conserving vLLM and FasterTransformer have positive drift beyond B.")
+             "Non-work-conserving vLLM and FasterTransformer have positive drift beyond B.",
+                   plot=lambda ax: bars(
+            ax, {"worst drift beyond B": {k: c.worst_drift for k, c in certs.items()}},
+            title="App. B (B.1): worst one-step drift of the quadratic Lyapunov function",
+            ylabel="drift", reference_value=certs["Sarathi"].threshold,
+            reference_label="−ε/2 (the certificate)", logy=False))
 
 
 # ---- fluid model ---------------------------------------------------------------------------------
@@ -390,14 +414,14 @@ def _proposition2(quick: bool) -> Outcome:
 def _plot_fluid(ax, policy, wl, b, lam, mp, md):
     T = fluid.drain_time(fluid.engine_workload(1, 0, mp, md), lam, mp, md, b, 1.0)
     t = np.linspace(0, 1.5 * T, 200)
-    for N in (10, 100, 1000):
+    for i, N in enumerate((10, 100, 1000)):
         run = fluid.scaled_run(policy, wl, UnitTime(), N, t)
-        ax.plot(t, run.f, lw=0.8, label=f"f̂, N = {N}")
-    ax.plot(t, fluid.fluid_path("sarathi", 1, 0, lam, mp, md, b, 1.0, t).f, "k--",
-            label="fluid max(0, f(0) − δt)")
-    ax.set_xlabel("scaled time")
-    ax.set_ylabel("workload f = (m_p+m_d)Z_p + m_d Z_d")
-    ax.legend(fontsize=7)
+        ax.plot(t, run.f, lw=0.8, label=f"f̂, N = {N}", **{**series_style(i), "marker": None})
+    reference_curve(ax, t, fluid.fluid_path("sarathi", 1, 0, lam, mp, md, b, 1.0, t).f,
+                    "fluid max(0, f(0) − δt)")
+    finish(ax, title="Proposition 2(a): scaled workloads drain along the fluid path",
+           xlabel="scaled time (slots / N)", ylabel="workload f = (m_p+m_d)Z_p + m_d Z_d",
+           logy=False)
 
 
 # ---- token budget trade-off ----------------------------------------------------------------------
@@ -443,9 +467,7 @@ def _budget_tradeoff(quick: bool) -> Outcome:
 
 def _plot_tradeoff(ax, rows):
     b = list(rows)
-    ax.plot(b, [rows[k]["ttft"] / 1000 for k in b], "o-", label="mean TTFT (s)")
-    ax.plot(b, [rows[k]["p50_e2e"] / 1000 for k in b], "s-", label="median E2E (s)")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("token budget b")
-    ax.legend(fontsize=7)
+    lines(ax, b, {"mean TTFT": [rows[k]["ttft"] / 1000 for k in b],
+                  "median end-to-end latency": [rows[k]["p50_e2e"] / 1000 for k in b]},
+          title="§5, Fig. 9: latency against the token budget (Sarathi, 14.3 qps)",
+          xlabel="token budget b (tokens)", ylabel="time (s)", logx=True, logy=True)
