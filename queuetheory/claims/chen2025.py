@@ -684,7 +684,14 @@ def _exp2(quick):
        A_min do well at x=0.1; at x ∈ {0.95, 0.99} A_max deteriorates while A_min stays close to
        H-SF.""", expected="qualified",
        convention=ROUNDS,
-       scope="finite-horizon experiment on LMSYS-like lengths (unit time)")
+       scope="finite-horizon experiment on LMSYS-like lengths (unit time); quick n = 200, "
+             "M = 4000, full n = 1000, M = 16000",
+       expected_full="not-reproducible",
+       full_differs="""On the full instance (n = 1000, M = 16000, three repetitions) A_min
+       is not close to H-SF at x = 0.99 even with the dynamic eviction key (about 1.36× H-SF,
+       against 1.25 allowed), and with the literal static key it is worse than A_max at
+       x = 0.95; the small quick instance does not show this. In the unit-time round model the
+       claim is reproduced only in the narrower form the quick check records.""")
 def _exp3(quick):
     names = ("H-SF", "A_min", "A_min dynamic", "A_max") + (() if quick else ("A_max random",))
     df = _exp((0.1, 0.95, 0.99), names, quick)
@@ -694,13 +701,18 @@ def _exp3(quick):
     static_close = rel.loc[["0.95", "0.99"], "A_min"].max() < 1.25
     dynamic_close = rel.loc[["0.95", "0.99"], "A_min dynamic"].max() < 1.25
     verdict = ("confirmed" if good01 and amax_worse and static_close
-               else "qualified" if good01 and amax_worse and dynamic_close else "refuted")
+               else "qualified" if good01 and amax_worse and dynamic_close
+               else "not-reproducible")
     return Outcome(verdict, "latency / H-SF at x=0.1, 0.95, 0.99 — A_min "
                    + ", ".join(f"{v:.2f}" for v in rel["A_min"]) + "; A_min dynamic "
                    + ", ".join(f"{v:.2f}" for v in rel["A_min dynamic"]) + "; A_max "
                    + ", ".join(f"{v:.2f}" for v in rel["A_max"]), rel.to_dict(),
-                   note="Holds with the dynamic eviction key max(õ, a) (spec §5 #4); with the "
-                        "literal static key A_min is not close to H-SF at x = 0.95, 0.99.",
+                   note=("Holds with the dynamic eviction key max(õ, a) (spec §5 #4); with the "
+                         "literal static key A_min is not close to H-SF at x = 0.95, 0.99."
+                         if verdict == "qualified" else
+                         "A_min is not within 1.25× H-SF at x = 0.95, 0.99 with either "
+                         "eviction key (static, or the dynamic max(õ, a) of spec §5 #4)"
+                         if verdict == "not-reproducible" else "As stated."),
                    plot=lambda ax: _plot_latency(ax, rel, "Experiment 3 (Fig. 7): intervals "
                                                  "[(1−x)o, (1+x)o]",
                                                  ylabel="average latency / H-SF's"))
