@@ -21,7 +21,8 @@ from pathlib import Path
 from . import claims as ledger
 from .claims import VERDICTS, Outcome
 
-__all__ = ["run_ledger", "LedgerRow", "write_report", "format_table", "load_rows"]
+__all__ = ["run_ledger", "LedgerRow", "write_report", "format_table", "load_rows", "full_runs",
+           "record_full_runs"]
 
 FULL_RUNS = Path(__file__).parent / "claims" / "full_runs.json"
 """The full checks computed so far: ``{claim id: {"verdict", "seconds"}}`` (see
@@ -31,6 +32,20 @@ FULL_RUNS = Path(__file__).parent / "claims" / "full_runs.json"
 def full_runs() -> dict:
     """The record of full-mode checks run to completion: verdict and seconds per claim."""
     return json.loads(FULL_RUNS.read_text()) if FULL_RUNS.exists() else {}
+
+
+def record_full_runs(out: Path, path: Path = FULL_RUNS) -> dict:
+    """Merge the full-mode outcomes cached in the report folder ``out`` (verdict and
+    seconds per claim; crashed checks are left out) into the record at ``path``, and return
+    the record. A maintainer runs this after a full ``queuetheory reproduce``."""
+    record = json.loads(Path(path).read_text()) if Path(path).exists() else {}
+    for row in load_rows(Path(out), quick=False).values():
+        if row.outcome is not None:
+            record[row.claim.id] = {"verdict": row.verdict,
+                                    "seconds": round(float(row.outcome.seconds), 1)}
+    ordered = {c.id: record[c.id] for c in ledger.all() if c.id in record}
+    Path(path).write_text(json.dumps(ordered, indent=1) + "\n")
+    return ordered
 
 
 @dataclass

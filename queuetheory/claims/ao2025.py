@@ -702,25 +702,27 @@ def _eq11(quick: bool) -> Outcome:
 
 
 def _smallest_eq11_gaps(max_types: int = 3, max_size: int = 24):
-    """The smallest instances (by m, then l + l'_m + Σ n_i) where (11) under- and overstates
-    the exact full-batch memory: (the instance, (11), exact) each, or None."""
+    """The smallest instances (by l + l'_m + Σ n_i, then the number of types m) where (11)
+    under- and overstates the exact full-batch memory: (the instance, (11), exact) each, or
+    None."""
     found = {}
-    for m in range(1, max_types + 1):
-        for size in range(2 * m + 1, max_size):
+    for size in range(3, max_size):
+        for m in range(1, max_types + 1):
             for l in range(1, size):
                 for lens in itertools.combinations(range(1, size - l), m):
                     rest = size - l - lens[-1]
-                    for n in itertools.product(range(1, rest + 1), repeat=m):
-                        if sum(n) != rest:
-                            continue
-                        seg = fluid.segments(l, list(lens), [1.0] * m)
+                    if rest < m:
+                        continue
+                    seg = fluid.segments(l, list(lens), [1.0] * m)
+                    for cuts in itertools.combinations(range(1, rest), m - 1):
+                        n = tuple(int(k) for k in np.diff((0, *cuts, rest)))
                         pr, ex = (fluid.nested_memory(n, seg, form=f)
                                   for f in ("paper", "exact"))
                         side = "under" if pr < ex else "over" if pr > ex else None
                         if side and side not in found:
                             found[side] = (f"l={l}, l'={lens}, n={n}", pr, ex)
-                if len(found) == 2:
-                    return found["under"], found["over"]
+        if len(found) == 2:
+            break
     return found.get("under"), found.get("over")
 
 
