@@ -30,8 +30,9 @@ from ..policies.robust_experiments import (
 )
 from .base import Outcome, claim
 
-ROUNDS = ('discrete rounds (§2, eqs. 1–3), unit time, a job holds s + (tokens so far); '
-          'engine first_token="prefill"')
+ROUNDS = ("discrete rounds (§2, eqs. 1–3), unit time; a job holds s+1 … s+o KV tokens over "
+          "its o rounds (peak s + o, Example 3.2): the engine with prompt s + 1 and "
+          'first_token="prefill"')
 PERIOD = "period model of Lemmas 4.4–4.6 (fluid, M → ∞), exact matrices"
 FLUID_M = "fluid model, M → ∞ (closed forms of §3, §5, §8)"
 
