@@ -449,7 +449,10 @@ def _budget_tradeoff(quick: bool) -> Outcome:
         rows[b] = {"ttft": m["mean_ttft"], "p50_e2e": m["p50_latency"], "tbt": m["mean_tbt"]}
     above = [b for b in rows if b > b_min]
     small_bad = rows[128]["ttft"] > 3 * rows[above[0]]["ttft"]
-    tbt_grows = all(rows[x]["tbt"] <= rows[y]["tbt"] for x, y in itertools.pairwise(above))
+    # "larger budgets lengthen each iteration": TBT does not fall (beyond 1 %, the noise of
+    # one run) as the budget grows
+    tbt_grows = all(rows[y]["tbt"] >= 0.99 * rows[x]["tbt"]
+                    for x, y in itertools.pairwise(above))
     e2e = [rows[b]["p50_e2e"] for b in above]
     e2e_flat = (max(e2e) - min(e2e)) / min(e2e) < 0.05
     ttft_falls = rows[1024]["ttft"] <= rows[512]["ttft"]
