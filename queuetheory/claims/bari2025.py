@@ -473,7 +473,12 @@ def _lemma3(quick: bool) -> Outcome:
                  "with a higher TBT tail than Sarathi-Serve (L319).",
        expected="confirmed",
        convention=TILED,
-       scope="finite-horizon experiment at ρ = 1.2")
+       scope="finite-horizon experiment at ρ = 1.2; quick 1200 requests, full 5000",
+       expected_full="qualified",
+       full_differs="""With 5000 requests Alg. 2 (cycles of n = 256) does about 5 % less optimal
+       work per second than RAD (0.95 against 1.00 of λ*): its per-cycle decode tail costs
+       capacity at finite n, as Lemma 3 predicts for RAD(n). 'capacity(RAD) ≈ capacity(Alg. 2)'
+       then holds only within 10 %; the shorter quick run does not resolve the gap.""")
 def _design(quick: bool) -> Outcome:
     tm = _tm()
     cap = _capacity()
@@ -489,10 +494,13 @@ def _design(quick: bool) -> Outcome:
     ds = DistServe(split.r_prefill, 2 - split.r_prefill, chunk=tm.t_lcm).run(
         tr, tm, horizon=float(tr.arrival[-1]), seed=1)
     ds_rate = ds.attrs["completion_rate"] / (2 * cap.lambda_star)
-    ok = (abs(work["RAD"] - work["Alg2"]) < 0.05 and work["RAD"] >= work["Sarathi"]
-          and work["RAD"] > split.share and tbt["RAD"] > tbt["Sarathi"]
-          and work["Alg3"] < min(work["RAD"], work["Alg2"], work["Sarathi"]))
-    return Outcome("confirmed" if ok else "refuted",
+    rest = (work["RAD"] >= work["Sarathi"] and work["RAD"] > split.share
+            and tbt["RAD"] > tbt["Sarathi"]
+            and work["Alg3"] < min(work["RAD"], work["Alg2"], work["Sarathi"]))
+    gap = abs(work["RAD"] - work["Alg2"])
+    verdict = ("confirmed" if rest and gap < 0.05 else "qualified" if rest and gap < 0.1
+               else "refuted")
+    return Outcome(verdict,
                    "optimal work per second at ρ=1.2 (1 = λ*): "
                    + ", ".join(f"{k} {v:.3f}" for k, v in work.items())
                    + f"; DistServe best static split r=2 (r_p={split.r_prefill}): "
@@ -611,7 +619,7 @@ def _slai_tbt(quick: bool) -> Outcome:
             sar.append(float(_slai_run(SLAI.sarathi(512), rate, horizon)[1]["p99_tbt"][0]))
     d = np.sign(np.diff(slai))
     nonmono = bool(np.any(d > 0) and np.any(d < 0))
-    sar_up = bool(np.all(np.diff(sar) > 0))
+    sar_up = bool(np.all(np.diff(sar) >= -1e-3) and sar[-1] > sar[0])   # non-decreasing
     ok = nonmono and sar_up
     return Outcome("confirmed" if ok else "refuted",
                    "free P99 TBT, SLAI (SPF, fixed): "
