@@ -55,7 +55,7 @@ def test_recorded_full_runs_agree_with_the_claims():
     for cid, run in runs.items():
         c = qt.claims.get(cid)
         assert run["verdict"] == c.expected_full, cid
-        assert run["seconds"] > 0
+        assert run["seconds"] >= 0
 
 
 @pytest.mark.parametrize("claim", qt.claims.all(), ids=lambda c: c.id)
