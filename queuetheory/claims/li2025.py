@@ -115,15 +115,21 @@ def _theorem1b(quick: bool) -> Outcome:
             holds = g.ci_low <= excess <= g.ci_high or abs(g.slope / excess - 1) < 0.02
         else:                 # at least the predicted rate
             holds = g.ci_high >= excess
-        ok &= holds and g.verdict == "unstable"
+        # contradicted by a conclusive "stable" or a slope off the prediction; a run too close
+        # to capacity for its horizon ("inconclusive") contradicts nothing
+        ok &= holds and g.verdict != "stable"
         rows[f"{name}@{rho}" + (f" seed {seed}" if seed else "")] = {
             "slope": g.slope, "predicted": excess, "ci": (g.ci_low, g.ci_high),
-            "holds": holds}
+            "holds": holds, "verdict": g.verdict}
     s = rows[f"Sarathi@{1.2}"]
     return Outcome(
         "confirmed" if ok else "refuted",
         f"Sarathi at ρ=1.2: slope {s['slope']:.4f} tok/ms vs λ(m_p+m_d) − b/t_b = "
-        f"{s['predicted']:.4f}; all {len(rows)} runs unstable",
+        f"{s['predicted']:.4f}; "
+        + ", ".join(f"{sum(r['verdict'] == v for r in rows.values())} {v}"
+                    for v in ("unstable", "inconclusive", "stable"))
+        + f" of {len(rows)} runs; slope within its prediction: "
+        f"{sum(r['holds'] for r in rows.values())}",
         data=rows, plot=lambda ax: plot_paths(paths, ax, predicted_slope=predicted, time_scale=1000,
                                                time_label="time (s)",
                                                title="Theorem 1(b): unfinished work at ρ = 1.2 "
