@@ -49,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
                    "chen2025 or li2025")
     r.add_argument("--out", metavar="DIR", default="report", help="report folder (default report)")
     r.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    r.add_argument("--fresh", action="store_true", help="full mode: recompute every claim "
+                   "instead of resuming from the report folder's cache")
 
     s = sub.add_parser("simulate", help="simulate one engine and print its metrics")
     s.add_argument("--policy", choices=POLICIES, default="sarathi",
@@ -93,7 +95,8 @@ def _reproduce(a) -> int:
         raise SystemExit(f"queuetheory: error: --only {a.only!r}: must be one of "
                          f"{', '.join(sorted(papers()))}")
     print(f"checking claims ({'quick' if a.quick else 'full'} mode)...", flush=True)
-    rows = run_ledger(quick=a.quick, only=a.only,
+    rows = run_ledger(quick=a.quick, only=a.only, out=Path(a.out),
+                      resume=not a.quick and not a.fresh,
                       on_row=lambda r: print(f"  {r.claim.id}: {r.verdict}", flush=True))
     print(format_table(rows))
     report = write_report(rows, Path(a.out), a.quick)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["new_axes", "finish", "band", "reference", "series_style", "spans_decades",
-           "plot_paths"]
+__all__ = ["new_axes", "finish", "band", "reference", "reference_curve", "series_style",
+           "spans_decades", "plot_paths", "gantt", "bars", "lines"]
 
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 _LINESTYLES = ("-", "--", "-.", ":")
@@ -96,6 +96,84 @@ def reference(ax, value: float, label: str, *, axis: str = "y", color: str = "0.
         raise ValueError(f"axis={axis!r}: must be 'x' or 'y'")
     draw = ax.axhline if axis == "y" else ax.axvline
     return draw(float(value), color=color, linestyle=linestyle, lw=1.0, label=label)
+
+
+def reference_curve(ax, x, y, label: str, *, color: str = "0.25", linestyle: str = "--"):
+    """A labelled reference curve: a bound that depends on the parameter on the x axis."""
+    (line,) = ax.plot(np.asarray(x, dtype=float), np.asarray(y, dtype=float), color=color,
+                      linestyle=linestyle, lw=1.0, label=label)
+    return line
+
+
+def gantt(ax, starts, durations, *, labels=None, colors=None, title: str,
+          xlabel: str = "round", ylabel: str = "request"):
+    """A schedule as a Gantt chart: request ``i`` runs ``[starts[i], starts[i] +
+    durations[i])``, one row per request (labelled ``labels[i]``, default its index)."""
+    starts = np.asarray(starts, dtype=float)
+    durations = np.asarray(durations, dtype=float)
+    if starts.shape != durations.shape:
+        raise ValueError(f"starts, durations: shapes {starts.shape} and {durations.shape} "
+                         "differ")
+    labels = [str(i) for i in range(starts.size)] if labels is None else list(labels)
+    for i, (s, d) in enumerate(zip(starts, durations, strict=True)):
+        c = colors[i] if colors is not None else f"C{i % 10}"
+        ax.barh(i, d, left=s, height=0.6, color=c, alpha=0.8, edgecolor="k", lw=0.5)
+    ax.set_yticks(range(starts.size), labels)
+    ax.invert_yaxis()
+    end = float((starts + durations).max()) if starts.size else 1.0
+    ax.set_xlim(min(0.0, float(starts.min()) if starts.size else 0.0), end + 0.5)
+    return finish(ax, title=title, xlabel=xlabel, ylabel=ylabel, logx=False, logy=False,
+                  legend=False)
+
+
+def bars(ax, values: dict, *, title: str, ylabel: str, xlabel: str = "", groups=None,
+         reference_value: float | None = None, reference_label: str = "",
+         logy: bool | None = None):
+    """Bars of ``values``: ``{label: number}``, or ``{series: {group: number}}`` drawn as
+    grouped bars (``groups`` fixes their order); ``reference_value`` adds a labelled
+    reference line (a bound, the paper's figure)."""
+    first = next(iter(values.values()), None)
+    nested = isinstance(first, dict)
+    series = values if nested else {"": values}
+    groups = list(groups or (first if nested else values))
+    width = 0.8 / len(series)
+    allv = []
+    for i, (name, vals) in enumerate(series.items()):
+        x = np.arange(len(groups)) + (i - (len(series) - 1) / 2) * width
+        y = [float(vals.get(g, np.nan)) for g in groups]
+        allv += y
+        ax.bar(x, y, width=width * 0.95, color=f"C{i % 10}", label=name or None)
+    ax.set_xticks(range(len(groups)), [str(g) for g in groups],
+                  rotation=30 if max(len(str(g)) for g in groups) > 8 else 0,
+                  ha="right" if max(len(str(g)) for g in groups) > 8 else "center")
+    if reference_value is not None:
+        reference(ax, reference_value, reference_label)
+        allv.append(reference_value)
+    return finish(ax, title=title, xlabel=xlabel or " ", ylabel=ylabel, y=allv, logy=logy,
+                  logx=False)
+
+
+def lines(ax, x, series: dict, *, title: str, xlabel: str, ylabel: str,
+          references: dict | None = None, logx: bool | None = None, logy: bool | None = None,
+          markers: bool = True):
+    """One line per ``{label: y}`` of ``series`` against ``x`` (or ``{label: (x, y)}``), in
+    :func:`series_style`; ``references`` adds labelled horizontal reference lines
+    ``{label: value}`` (bounds, the paper's figures)."""
+    xs, ys = [], []
+    for i, (name, y) in enumerate(series.items()):
+        xi, yi = y if isinstance(y, tuple) else (x, y)
+        style = series_style(i)
+        if not markers:
+            style["marker"] = None
+        ax.plot(np.asarray(xi, dtype=float), np.asarray(yi, dtype=float), label=name, **style)
+        xs.append(np.asarray(xi, dtype=float).ravel())
+        ys.append(np.asarray(yi, dtype=float).ravel())
+    for i, (name, value) in enumerate((references or {}).items()):
+        reference(ax, value, name, linestyle=_LINESTYLES[(i + 1) % len(_LINESTYLES)])
+        ys.append(np.array([float(value)]))
+    return finish(ax, title=title, xlabel=xlabel, ylabel=ylabel,
+                  x=np.concatenate(xs) if xs else None, y=np.concatenate(ys) if ys else None,
+                  logx=logx, logy=logy)
 
 
 def plot_paths(results: dict, ax=None, quantity: str = "unfinished_tokens", *,

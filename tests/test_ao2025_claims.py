@@ -4,7 +4,8 @@ by tests/test_ledger.py (one run per claim); here: coverage and Prop. 4's consta
 import sympy as sp
 
 import queuetheory as qt
-from queuetheory.claims.ao2025 import prop4_overflow_probability
+from queuetheory.bounds import prop4_overflow_probability
+from queuetheory.claims.ao2025 import D0, D1, PROP4
 
 CLAIMS = qt.claims.all("ao2025")
 
@@ -19,9 +20,9 @@ def test_ao2025_ledger_covers_the_spec():
 
 
 def test_proposition4_overflow_constant_is_computed():
-    p, safe = prop4_overflow_probability()
+    p, safe = prop4_overflow_probability(PROP4, D0, D1)
     assert sp.simplify(p - (1 - sp.Rational(9, 2) * sp.exp(-2))) == 0
     assert sorted(safe) == [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0)]
     # a larger capacity leaves more pairs safe, so the overflow chance drops
-    p12, safe12 = prop4_overflow_probability(capacity=12)
+    p12, safe12 = prop4_overflow_probability(PROP4, D0, D1, capacity=12)
     assert set(safe) < set(safe12) and float(p12) < float(p)

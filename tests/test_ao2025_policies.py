@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import queuetheory as qt
-from queuetheory.claims.ao2025 import wait_queue_chain
+from queuetheory.fluid import wait_queue_chain
 
 PROP4 = [qt.RequestClass(1, 1, 1.0), qt.RequestClass(1, 2, 1.0)]
 # Ao et al.'s convention: every output token takes a decode iteration (module notes of wait.py)

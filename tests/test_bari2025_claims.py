@@ -17,3 +17,26 @@ def test_fast_claims_report_their_numbers():
     assert out.data["ratio_6"] < 1 and "(256, 128, 32)" in out.data["broken"]
     out = qt.claims.get("bari2025.eq12_closed_form").check(quick=True)
     assert abs(out.data["z"]) < 4 and out.data["lambda_star"] > 0
+
+
+def test_smallest_std_given_quantiles_matches_a_grid_search():
+    import itertools
+
+    import numpy as np
+    import pytest
+
+    from queuetheory.bounds import min_std_given_quantiles
+
+    res = min_std_given_quantiles({0.5: 1, 0.9: 3}, 3)
+    x = np.arange(1, 4)
+    best = np.inf
+    for a, b in itertools.product(range(11), repeat=2):     # every pmf on a 0.1 grid
+        p = np.array([a, b, 10 - a - b]) / 10
+        if p[2] < 0 or p[0] < 0.5 or p[2] < 0.1:
+            continue
+        m = p @ x
+        best = min(best, float(np.sqrt(p @ (x - m) ** 2)))
+    assert res.std <= best + 1e-9 and res.std > best - 0.05
+    assert min_std_given_quantiles({0.5: 2}, 3).std == pytest.approx(0, abs=1e-6)
+    with pytest.raises(ValueError, match="quantiles"):
+        min_std_given_quantiles({1.5: 2}, 3)

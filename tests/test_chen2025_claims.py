@@ -24,3 +24,26 @@ def test_refuted_claims_carry_their_counterexample():
     for name in ("theorem3_4", "theorem8_6_part1"):
         out = qt.claims.get(f"chen2025.{name}").check(quick=True)
         assert out.verdict == "refuted" and out.note and out.data
+
+
+def test_random_order_expectation_is_exact_on_a_hand_case():
+    from fractions import Fraction
+
+    from queuetheory.bounds import hsf_tel, random_order_tel
+
+    # s = 0 (engine prompt 1), M = 3, o = (2, 3): H-SF starts the short job at 0 and the long
+    # at 1 (TEL 2 + 4); the order (3, 2) delays the short job to round 3 (TEL 3 + 5)
+    assert hsf_tel([2, 3], 1, 3) == 6
+    assert random_order_tel([2, 3], 1, 3) == Fraction(7)
+    assert random_order_tel([3, 3], 1, 3) == hsf_tel([3, 3], 1, 3)
+
+
+def test_random_order_refuses_what_it_cannot_enumerate():
+    import pytest
+
+    from queuetheory.bounds import random_order_tel
+
+    with pytest.raises(ValueError, match="at most 8"):
+        random_order_tel([1] * 9, 1, 20)
+    with pytest.raises(ValueError, match="memory=2"):
+        random_order_tel([3], 1, 2)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import queuetheory as qt
+from queuetheory.bounds import smallest_alg1_counterexample
 from queuetheory.bounds.adversarial import (
     long_short_latency,
     theorem62_deterministic_bound,
@@ -11,22 +12,26 @@ from queuetheory.bounds.adversarial import (
     theorem64_distribution,
     theorem64_ratio,
 )
-from queuetheory.claims.jaillet2025 import smallest_alg1_counterexample
 from queuetheory.policies.kvcache import mcsf_schedule
 
 
-def test_theorem4_2_refuted_smallest_counterexample_has_four_requests():
-    found = smallest_alg1_counterexample(max_n=4, prompts=(1,), max_memory=5, max_output=4)
-    assert found["found"] and found["n"] == 4
-    assert found["searched"][3] > 0            # every smaller instance was tried first
-    n, M, o = found["n"], found["memory"], found["output"]
-    milp = qt.bounds.hindsight_optimum(np.zeros(n, int), np.ones(n, int), o, M)
-    assert milp.total_latency == found["opt_latency"] < found["alg_latency"]
+@pytest.mark.parametrize("convention", ["eq1", "ip"])
+def test_theorem4_2_refuted_smallest_counterexample_has_four_requests(convention):
+    found = smallest_alg1_counterexample(max_n=4, prompts=(1,), max_memory=5, max_output=4,
+                                         convention=convention)
+    assert found.found and found.output.size == 4
+    assert found.searched[3] > 0            # every smaller instance was tried first
+    n, M, o = found.output.size, found.memory, found.output
+    milp = qt.bounds.hindsight_optimum(np.zeros(n, int), np.ones(n, int), o, M,
+                                       convention=convention)
+    assert milp.total_latency == found.opt_latency < found.alg_latency
 
 
-def test_theorem4_2_no_counterexample_below_four_requests():
-    found = smallest_alg1_counterexample(max_n=3, prompts=(1, 2), max_memory=8, max_output=5)
-    assert not found["found"]
+@pytest.mark.parametrize("convention", ["eq1", "ip"])
+def test_theorem4_2_no_counterexample_below_four_requests(convention):
+    found = smallest_alg1_counterexample(max_n=3, prompts=(1, 2), max_memory=8, max_output=5,
+                                         convention=convention)
+    assert not found.found
 
 
 def test_theorem6_2_exact_optimum_matches_milp():

@@ -87,3 +87,26 @@ from .hindsight import (  # noqa: E402  (seeds 001, 003)
 __all__ += ["HindsightResult", "hindsight_optimum", "hindsight_lower_bound",
             "hindsight_brute_force", "schedule_memory", "theorem62_instance",
             "theorem62_deterministic_bound", "theorem64_ratio", "long_short_latency"]
+from .mcsf_search import (  # noqa: E402  (seed 001)
+    Alg1Counterexample,
+    identical_jobs_gap,
+    smallest_alg1_counterexample,
+)
+
+__all__ += ["Alg1Counterexample", "smallest_alg1_counterexample", "identical_jobs_gap"]
+from .overflow import prop4_overflow_probability  # noqa: E402  (seed 000)
+
+__all__ += ["prop4_overflow_probability"]
+from .random_order import (  # noqa: E402  (seed 003)
+    RandomOrderWorstCase,
+    hsf_tel,
+    random_order_tel,
+    random_order_worst_case,
+    smallest_two_point_counterexample,
+)
+
+__all__ += ["RandomOrderWorstCase", "hsf_tel", "random_order_tel", "random_order_worst_case",
+            "smallest_two_point_counterexample"]
+from .quantile_std import QuantileStd, min_std_given_quantiles  # noqa: E402  (seed 002)
+
+__all__ += ["QuantileStd", "min_std_given_quantiles"]

@@ -29,6 +29,7 @@ __all__ = [
     "ceil_sum", "request_time", "request_time_sym", "rad_capacity", "RadCapacity",
     "distserve_split", "DistServeSplit", "t_max", "rad_n_min", "cycle_time_bound",
     "lemma4_bound", "optimal_chunking", "Chunking", "lcm_chunking_counterexample",
+    "uniform_chunk_bracket",
 ]
 
 VARIANTS = ("paper", "rad", "lb")
@@ -369,3 +370,24 @@ def lcm_chunking_counterexample(tm: TiledGPUTime, k_max: int = 6, *,
         if res.ratio < 1 and (objective == "attention" or res.ratio < 1 - 1e-12):
             return res
     return None
+
+
+def uniform_chunk_bracket(prompt: int, chunk: int, tm: TiledGPUTime, *,
+                          ceilings: bool = True) -> Fraction:
+    """The Eq. 6 attention bracket of a ``prompt``-token prefill in chunks of ``chunk``
+    tokens (the last one shorter), each alone in its batch, at ``tm``'s tile.
+
+    ``ceilings=False`` drops the ceilings as step (a) of the proof of Proposition 1 does:
+    a chunk ``(i, c)`` then costs ``2 d c (i + c − 1)/(t_row t_col t_red)``, which summed
+    over the chunks is smallest for one-token chunks (``d L (L + 1)/(t_row t_col t_red)``),
+    not for ``t*_lcm`` ones (``d L (L + t_lcm)/(…)``).
+    """
+    check_positive("prompt", prompt, integer=True)
+    check_positive("chunk", chunk, integer=True)
+    starts = np.arange(0, int(prompt), int(chunk))
+    sizes = np.minimum(int(chunk), int(prompt) - starts)
+    if ceilings:
+        return Fraction(int(tm.prefill_bracket(starts + 1, sizes).sum()))
+    tr, tc, tk = tm.tile
+    ends = starts + sizes                      # i + c − 1 with i = start + 1
+    return Fraction(2 * tm.model.d * int(np.dot(sizes, ends)), tr * tc * tk)

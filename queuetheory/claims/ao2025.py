@@ -10,22 +10,43 @@ work averaged over ``[T/2, T]`` (spec §1.5's ``U(T)``).
 
 from __future__ import annotations
 
+import itertools
 import math
 from functools import lru_cache
 
 import numpy as np
+import pandas as pd
 import sympy as sp
 from scipy import stats
 
 from .. import fluid
+from ..bounds.overflow import prop4_overflow_probability
 from ..engine import simulate
 from ..fluid.equilibrium import class_arrays
 from ..fluid.nested import _g
 from ..metrics import growth_rate
+from ..plotting import (
+    band,
+    bars,
+    finish,
+    lines,
+    plot_paths,
+    reference_curve,
+    series_style,
+)
 from ..policies.wait import WAIT, FCFSRestart, NestedWAIT
 from ..timing import LinearMemoryTime
 from ..workload import RequestClass, TimeVarying, Workload
+from ..workload.surrogates import lmsys_bin_rates
 from .base import Outcome, claim
+
+ENGINE = ('engine, first_token="decode" (a prompt holds l + k KV tokens at decode stage k, '
+          "l′ decode iterations); iteration time d0 + d1·memory (model (1)), continuous time")
+CHAIN = ("WAIT's exact embedded chain of stage-0 queues (the engine's memory and timing, "
+         'first_token="decode"), thousands of paths')
+FLUID = "fluid model of §2–§3 (deterministic rates, eqs. (5)–(8)), symbolic"
+FORMULA = "the paper's formulas, evaluated exactly (sympy, Fractions) or by root-finding"
+WALK = "the appendix's discrete-time random walks (Lindley recursions); no engine"
 
 D0 = D1 = 0.1
 PROP4 = (RequestClass(1, 1, 1.0), RequestClass(1, 2, 1.0))
@@ -58,6 +79,25 @@ def _run_prop4(name: str, T: float, seed: int, memory: int | None, scale: float 
     res = simulate(Workload(classes), _policy(name), LinearMemoryTime(D0, D1), memory=memory,
                    horizon=T, seed=seed, first_token="decode")
     return _summary(res, T)
+
+
+def _plot_scaling(ax, T, series: dict, title: str, ylabel: str = "queued work (tokens)"):
+    """Means against the horizon on log-log axes, ±2 s.e. bands where given, and the √T and
+    flat references of Theorem 1 through the first point."""
+    T = np.asarray(T, dtype=float)
+    for i, (name, (mean, se)) in enumerate(series.items()):
+        mean = np.asarray(mean, dtype=float)
+        if se is None:
+            ax.plot(T, mean, label=name, **series_style(i))
+        else:
+            se = np.asarray(se, dtype=float)
+            band(ax, T, mean, mean - 2 * se, mean + 2 * se, label=f"{name} (±2 s.e.)",
+                 style=series_style(i))
+    first = np.asarray(next(iter(series.values()))[0], dtype=float)[0]
+    reference_curve(ax, T, first * np.sqrt(T / T[0]), "∝ √T (critical)")
+    reference_curve(ax, T, np.full(T.size, first), "flat (strict)", linestyle=":")
+    finish(ax, title=title, xlabel="horizon T (model units)", ylabel=ylabel, logx=True,
+           logy=True)
 
 
 def _summary(res, T) -> dict:
@@ -112,7 +152,9 @@ def _grid(quick):
        statement="Eqs. (5)-(8): ΔT* = d0/(1−d1W), M* = d0W/(1−d1W), n_j* = ΔT*λ_j(l'_j+1), "
                  "Throughput* = Σλ_j(l'_j+1); M*/(d0+d1M*) = W; Prop-4 instance: K = "
                  "d0/(1−9d1), n = (2K, 3K), M* = 9K.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=FLUID,
+       scope="fluid: symbolic identities for m ≤ 3 types and the Prop-4 instance")
 def _fluid_equilibrium(quick: bool) -> Outcome:
     checks = {}
     for m in (1, 2) if quick else (1, 2, 3):
@@ -134,15 +176,26 @@ def _fluid_equilibrium(quick: bool) -> Outcome:
     checks["numeric_matches_symbolic"] = bool(np.isclose(eq.memory, 9) and
                                               np.allclose(eq.active, [2, 3]))
     ok = all(checks.values())
+    Ws = np.linspace(0.5, 9.5, 7)
+    mem_num = [fluid.equilibrium([RequestClass(1, 1, w / 3)], D0, D1).memory for w in Ws]
+    mem_closed = D0 * Ws / (1 - D1 * Ws)
     return Outcome(_verdict(ok), figure=f"sympy: (5)+(7) ⇒ (6), M*/(d0+d1M*) = W for m ≤ "
                    f"{3 if not quick else 2}; Prop-4: n* = ({act[0]}K, {act[1]}K), M* = {mem}K",
-                   data={k: bool(v) for k, v in checks.items()})
+                   data={k: bool(v) for k, v in checks.items()},
+                   plot=lambda ax: lines(
+                       ax, Ws, {"numeric equilibrium (eqs. (5)-(8))": mem_num,
+                                "eq. (6): d0W/(1 − d1W)": mem_closed},
+                       title="Eq. (6): fluid KV memory against the load W (d0 = d1 = 0.1)",
+                       xlabel="memory load W = Σλ_j(l′_j+1)(l_j+l′_j/2)",
+                       ylabel="M* (tokens)", logy=True))
 
 
 @claim("ao2025.balance_l186",
        statement="Multi-type balance as printed: (d0 + d1M*)λ_j = n_j*, together with "
                  "(5), yields M* of eq. (6).",
-       expected="refuted")
+       expected="erratum",
+       convention=FLUID,
+       scope="fluid: symbolic, every single-type parameter")
 def _balance(quick: bool) -> Outcome:
     lam, l, lp, d0, d1, M = sp.symbols("lambda l lp d0 d1 M", positive=True)
     target = d0 * lam * (lp + 1) * (l + lp / 2) / (1 - d1 * lam * (lp + 1) * (l + lp / 2))
@@ -151,12 +204,32 @@ def _balance(quick: bool) -> Outcome:
     printed_ok = sp.simplify(printed - target) == 0
     fixed_ok = sp.simplify(fixed - target) == 0
     ex = {lam: 1, l: 1, lp: 1, d0: sp.Rational(1, 10), d1: sp.Rational(1, 10)}
-    verdict = "refuted" if (not printed_ok and fixed_ok) else _verdict(printed_ok)
+    # independent leg: the numeric equilibrium (eqs. (5)-(8), fluid.equilibrium)
+    numeric = fluid.equilibrium([RequestClass(1, 1, 1.0)], 0.1, 0.1).memory
+    numeric_ok = abs(numeric - float(target.subs(ex))) < 1e-9
+    verdict = ("erratum" if (not printed_ok and fixed_ok and numeric_ok)
+               else _verdict(printed_ok))
+    lams = np.linspace(0.05, 1.2, 60)
+    curves = {name: [float(expr.subs({**ex, lam: v})) for v in lams]
+              for name, expr in (("printed balance", printed), ("eq. (6)", target))}
     return Outcome(verdict, figure=f"single type l=l'=λ=1, d0=d1=1/10: printed balance gives "
-                   f"M* = {printed.subs(ex)}, eq. (6) gives {target.subs(ex)}",
-                   data={"printed_matches": bool(printed_ok), "corrected_matches": bool(fixed_ok)},
-                   note="The balance holds as (d0 + d1M*)λ_j = n_j*/(l'_j+1) (arrivals per "
-                        "iteration = completions = prompts in the last stage).")
+                   f"M* = {printed.subs(ex)}, eq. (6) gives {target.subs(ex)} (numeric "
+                   f"equilibrium {numeric:g}); with the factor (l'_j + 1) restored the balance "
+                   f"gives eq. (6) exactly: {fixed_ok}",
+                   data={"printed_matches": bool(printed_ok), "corrected_matches": bool(fixed_ok),
+                         "numeric_equilibrium": numeric},
+                   note="A misprint: the balance holds as (d0 + d1M*)λ_j(l'_j+1) = n_j* "
+                        "(arrivals per iteration = completions = prompts in the last stage); "
+                        "eq. (6) and everything built on it stand.",
+                   plot=lambda ax: _plot_balance(ax, lams, curves))
+
+
+def _plot_balance(ax, lams, curves):
+    for i, (name, y) in enumerate(curves.items()):
+        ax.plot(lams, y, label=name, **{**series_style(i), "marker": None})
+    finish(ax, title="L186's balance against eq. (6): fluid memory M* (l = l' = 1, "
+           "d0 = d1 = 0.1)", xlabel="arrival rate λ (requests per time unit)",
+           ylabel="M* (tokens)", logy=True)
 
 
 # ---- Propositions 1-5 ----------------------------------------------------------------------
@@ -164,7 +237,9 @@ def _balance(quick: bool) -> Outcome:
 @claim("ao2025.proposition1",
        statement="If λ_j d0 (l'_j+1)(l_j+l'_j/2) ≥ 1 then E[Latency] = Ω(T) under any policy "
                  "(printed with d0).",
-       expected="qualified")
+       expected="qualified",
+       convention=ENGINE,
+       scope="finite instances: one literal and one corrected instance, finite-horizon growth")
 def _prop1(quick: bool) -> Outcome:
     T = 4000.0 if quick else 20000.0
     # literal statement: λ d0 a ≥ 1 with d1 W < 1 — WAIT with strict thresholds is stable
@@ -191,12 +266,19 @@ def _prop1(quick: bool) -> Outcome:
                           f"{g_lit.verdict} (rel. slope {g_lit.relative:.3f}); d1W = 1.2: "
                           f"{g_over.verdict} (rel. slope {g_over.relative:.3f})",
                    data={"literal": g_lit.__dict__, "corrected": g_over.__dict__},
-                   note="Holds with d1 in place of d0: Ω(T) latency iff d1·W ≥ 1 (or C < M*).")
+                   note="Holds with d1 in place of d0: Ω(T) latency iff d1·W ≥ 1 (or C < M*).",
+                   plot=lambda ax: plot_paths(
+                       {"λd0a ≥ 1, d1W < 1 (the literal condition)": res,
+                        "d1W = 1.2 (the corrected condition)": res2}, ax,
+                       quantity="in_system", time_label="time (model units)",
+                       title="Proposition 1: requests in system under the two conditions"))
 
 
 @claim("ao2025.proposition2",
        statement="If C ≥ M*, every online policy has E[Throughput] ≤ Throughput* = Σλ_j(l'_j+1).",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ENGINE,
+       scope="finite instances: the Prop-4 instance, four policies, several seeds")
 def _prop2(quick: bool) -> Outcome:
     T = 800.0 if quick else 5000.0
     worst = -np.inf
@@ -215,58 +297,19 @@ def _prop2(quick: bool) -> Outcome:
     ok = pathwise and worst <= 1 + 4 * se
     return Outcome(_verdict(ok), figure=f"max throughput/Throughput* = {worst:.4f} over "
                    f"{len(runs)} runs (≤ 1 + 4 s.e. = {1 + 4 * se:.4f}); completed ≤ arrived "
-                   f"pathwise: {pathwise}", data={"runs": runs})
-
-
-def wait_queue_chain(classes, thresholds, d0: float, d1: float, horizons, *, paths: int,
-                     seed: int = 0, per_type: bool = False) -> np.ndarray:
-    """WAIT's stage-0 queues as an exact embedded chain, many sample paths at once.
-
-    Between decision epochs WAIT's state is, per type, the queue ``Q_j`` and the number
-    ``b_j`` of type-``j`` batches so far: a type-``j`` batch holds cohorts of ``n_j`` in
-    stages ``0..min(b_j, l'_j)``, so its memory is ``n_j Σ_{k ≤ min(b_j, l'_j)} (l_j + k)``
-    and Poisson arrivals over the batch time follow. When no type is ready the GPU idles
-    until the next arrival. Returns the queued tokens ``Σ_j Q_j (l_j + l'_j)`` at each
-    horizon (rows) for every path (columns), or with ``per_type`` the queues ``Q_j``
-    (horizons × paths × types). Used for the T-scaling of Theorem 1, which needs thousands
-    of paths; the engine runs the same policy in the other checks.
-    """
-    l, lo, lam = class_arrays(classes)
-    n = np.asarray(thresholds, dtype=np.int64)
-    rng = np.random.default_rng(seed)
-    m = l.size
-    cum = [n[j] * np.cumsum(l[j] + np.arange(lo[j] + 1)) for j in range(m)]
-    Q = np.zeros((paths, m), dtype=np.int64)
-    b = np.zeros((paths, m), dtype=np.int64)
-    t = np.zeros(paths)
-    Ts = np.asarray(horizons, dtype=float)
-    out = np.full((Ts.size, paths, m) if per_type else (Ts.size, paths), np.nan)
-    total = lam.sum()
-    pick = np.cumsum(lam) / total
-    while t.min() < Ts[-1]:
-        ready = Q >= n
-        busy = ready.any(axis=1)
-        mem = np.zeros(paths)
-        for j in range(m):
-            mem += ready[:, j] * cum[j][np.minimum(b[:, j], lo[j])]
-        dt = np.where(busy, d0 + d1 * mem, rng.exponential(1 / total, paths))
-        U = Q if per_type else Q @ (l + lo)
-        for i, T in enumerate(Ts):
-            hit = (t < T) & (t + dt >= T)
-            out[i, hit] = U[hit]
-        arr = rng.poisson(np.where(busy, dt, 0.0)[:, None] * lam)
-        kind = np.minimum(np.searchsorted(pick, rng.random(paths)), m - 1)
-        arr[np.arange(paths), kind] += ~busy
-        Q += arr - ready * n
-        b += ready
-        t += dt
-    return out
+                   f"pathwise: {pathwise}", data={"runs": runs},
+                   plot=lambda ax: bars(
+                       ax, {n: max(r for m, _, r in runs if m == n)
+                            for n in dict.fromkeys(m for m, _, _ in runs)},
+                       title="Proposition 2: largest throughput / Throughput* per policy",
+                       ylabel="throughput / Throughput*", reference_value=1 + 4 * se,
+                       reference_label="1 + 4 s.e.", logy=False))
 
 
 @lru_cache(maxsize=8)
 def _chain_slope(n: tuple, quick: bool):
     Ts = (250, 1000, 4000) if quick else (250, 1000, 4000, 16000, 64000)
-    out = wait_queue_chain(PROP4, n, D0, D1, Ts, paths=600 if quick else 2000, seed=1)
+    out = fluid.wait_queue_chain(PROP4, n, D0, D1, Ts, paths=600 if quick else 2000, seed=1)
     mean = out.mean(axis=1)
     return Ts, mean, out.std(axis=1, ddof=1) / np.sqrt(out.shape[1]), _slope(Ts, mean)
 
@@ -275,7 +318,9 @@ def _chain_slope(n: tuple, quick: bool):
        statement="WAIT with thresholds meeting (9): gap O(T^{-1/2}) and latency/TTFT O(T^{1/2}) "
                  "when critical; gap O(1/T) and latency/TTFT O(1) when strict. Memory never "
                  "exceeds M^π.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=CHAIN,
+       scope="asymptotic in T (log-log slope, T ≤ 4000 quick, 64000 full), Prop-4 instance")
 def _theorem1(quick: bool) -> Outcome:
     cond_c = fluid.wait_condition([1, 1], PROP4, D0, D1)
     cond_s = fluid.wait_condition([2, 2], PROP4, D0, D1)
@@ -302,18 +347,23 @@ def _theorem1(quick: bool) -> Outcome:
                          "engine_strict": _plain(strict)},
                    note="The T-scaling uses wait_queue_chain (WAIT's exact embedded chain of "
                         "stage-0 queues, thousands of paths); memory and the engine contrast "
-                        "run WAIT on the engine with memory = M^π.")
+                        "run WAIT on the engine with memory = M^π.",
+                   plot=lambda ax: _plot_scaling(
+                       ax, Ts, {"critical n=(1,1)": (mc, sec), "strict n=(2,2)": (ms, ses)},
+                       "Theorem 1: WAIT's queued work against the horizon"))
 
 
 @claim("ao2025.theorem1_per_type",
        statement="L316: type-j latency and TTFT are O(1) whenever ΔT < n_j/λ_j for that type, "
                  "regardless of the other types.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=CHAIN,
+       scope="asymptotic in T on one instance, n = (5, 4)")
 def _theorem1_per_type(quick: bool) -> Outcome:
     n = (5, 4)                     # ΔT = 0.1 + 0.1(3·5 + 6·4) = 4: type 1 strict, type 2 critical
     cond = fluid.wait_condition(n, PROP4, D0, D1)
     Ts = (1000, 4000, 16000) if quick else (1000, 4000, 16000, 64000)
-    Q = wait_queue_chain(PROP4, n, D0, D1, Ts, paths=400 if quick else 2000, seed=2,
+    Q = fluid.wait_queue_chain(PROP4, n, D0, D1, Ts, paths=400 if quick else 2000, seed=2,
                          per_type=True).mean(axis=1)
     s1, s2 = _slope(Ts, Q[:, 0]), _slope(Ts, Q[:, 1])
     ok = cond.status == ("strict", "critical") and abs(s1) <= 0.15
@@ -325,13 +375,20 @@ def _theorem1_per_type(quick: bool) -> Outcome:
                    note="The critical type's queue is flat too: when the strict type is not "
                         "ready its batches are shorter than ΔT(n), so its drift is negative. "
                         "The critical case's O(√T) is an upper bound, attained when every "
-                        "batch takes the full ΔT (n = (1,1), ao2025.theorem1).")
+                        "batch takes the full ΔT (n = (1,1), ao2025.theorem1).",
+                   plot=lambda ax: lines(
+                       ax, Ts, {"type 1 (strict)": Q[:, 0], "type 2 (critical)": Q[:, 1]},
+                       title="L316: per-type stage-0 queues of WAIT, n = (5, 4)",
+                       xlabel="horizon T (model units)", ylabel="mean queue (prompts)",
+                       logx=True))
 
 
 @claim("ao2025.proposition3",
        statement="There is an instance with C = M* where every non-predictive online policy "
                  "has latency and TTFT Ω(T^{1/2}).",
-       expected="qualified")
+       expected="qualified",
+       convention=CHAIN,
+       scope="asymptotic in T, only the policies implemented here, Prop-4 instance")
 def _prop3(quick: bool) -> Outcome:
     Ts, mc, _, sc = _chain_slope((1, 1), quick)
     eT, eseeds = _grid(quick)
@@ -345,14 +402,20 @@ def _prop3(quick: bool) -> Outcome:
                          "fcfs_latency": fcfs["latency"].tolist()},
                    note="The paper gives neither the instance nor a proof. Checked only for "
                         "the policies implemented here, on the Prop-4 instance, where WAIT's "
-                        "only thresholds with M^π ≤ 9 meeting (9) are n = (1,1) (critical).")
+                        "only thresholds with M^π ≤ 9 meeting (9) are n = (1,1) (critical).",
+                   plot=lambda ax: _plot_scaling(
+                       ax, eT, {"FCFS latency (engine)": (fcfs["latency"], None)},
+                       "Proposition 3: FCFS latency at C = M* = 9",
+                       ylabel="mean latency (model units)"))
 
 
 @claim("ao2025.lemma6",
        statement="Lemma 6 and the Kingman bound: under strict (9) WAIT's type-j stage-0 "
                  "queue is dominated by W̃^{t+ΔT} = max{2n_j, W̃^t + X_j − n_j}, X_j ~ "
                  "Poisson(λ_jΔT_[1..m]), so E[W_j] ≤ 2n_j + λ_jΔT/(2(n_j − λ_jΔT)).",
-       expected="confirmed")
+       expected="confirmed",
+       convention=CHAIN,
+       scope="finite T, n = (2, 2) on the Prop-4 instance")
 def _lemma6(quick: bool) -> Outcome:
     n = np.array([2, 2])
     Ts, mean, se, _ = _chain_slope((2, 2), quick)
@@ -369,44 +432,23 @@ def _lemma6(quick: bool) -> Outcome:
     ok = mean[-1] <= lindley + 4 * se[-1] and lindley <= bound
     return Outcome(_verdict(ok), figure=f"n=(2,2), T={Ts[-1]}: WAIT queued tokens {mean[-1]:.1f} ± "
                    f"{se[-1]:.1f} ≤ coupled Lindley {lindley:.1f} ≤ Kingman {bound:.1f}",
-                   data={"wait": float(mean[-1]), "lindley": lindley, "kingman": bound})
-
-
-def prop4_overflow_probability(classes=PROP4, capacity: int = 9, horizon: int = 4,
-                               reach: int = 6):
-    """Prop. 4's overflow chance (A.3), computed: start from the fluid equilibrium batch
-    (one prompt per stage when ``ΔT* = 1``), let ``(X_1, X_2)`` prompts arrive in the next
-    iteration and the equilibrium one prompt per type per iteration after it; FCFS admits
-    all. The pairs whose memory stays ``≤ C`` for ``horizon`` iterations are safe; the
-    answer is ``1 − Σ_safe P(X_1)P(X_2)`` with ``X_j ~ Poisson(λ_j)``, exact in sympy."""
-    l, lo, lam = class_arrays(classes)
-    per_stage = np.rint(fluid.equilibrium(classes, D0, D1).per_stage).astype(int)
-    safe = []
-    for x in np.ndindex(*(reach,) * len(lo)):
-        # counts[j][k] = type-j prompts at stage k in the current batch
-        counts = [np.full(o + 1, x_j) for o, x_j in zip(lo, per_stage, strict=True)]
-        peak = 0
-        for it in range(horizon):
-            arrivals = x if it == 0 else per_stage
-            counts = [np.concatenate([[a], c[:-1]]) for a, c in zip(arrivals, counts,
-                                                                    strict=True)]
-            peak = max(peak, sum(int(np.dot(c, lj + np.arange(c.size)))
-                                 for c, lj in zip(counts, l, strict=True)))
-        if peak <= capacity:
-            safe.append(x)
-    pmf = [[sp.exp(-sp.nsimplify(lj)) * sp.nsimplify(lj) ** k / sp.factorial(k)
-            for k in range(reach)] for lj in lam]
-    p = 1 - sum(sp.Mul(*(pmf[j][k] for j, k in enumerate(x))) for x in safe)
-    return sp.simplify(p), safe
+                   data={"wait": float(mean[-1]), "lindley": lindley, "kingman": bound},
+                   plot=lambda ax: bars(
+                       ax, {"WAIT (embedded chain)": float(mean[-1]), "coupled Lindley": lindley,
+                            "Kingman bound": bound},
+                       title=f"Lemma 6: WAIT's queue and its dominating bounds, T = {Ts[-1]}",
+                       ylabel="queued tokens", logy=False))
 
 
 @claim("ao2025.proposition4",
        statement="At C = M*, FCFS has a constant throughput gap Ω(1) on the Prop-4 instance; "
                  "from equilibrium, memory overflows within two iterations w.p. "
                  "p = 1 − 4.5e^{−2} ≈ 0.391.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ENGINE,
+       scope="exact constant (sympy); throughput gap over finite horizons")
 def _prop4(quick: bool) -> Outcome:
-    p, safe = prop4_overflow_probability()
+    p, safe = prop4_overflow_probability(PROP4, D0, D1)
     p_ok = sp.simplify(p - (1 - sp.Rational(9, 2) * sp.exp(-2))) == 0
     Ts, seeds = ((1000, 4000), (2, 1)) if quick else ((1000, 10000, 100000), (4, 2, 1))
     f = _scaling("fcfs", Ts, seeds, 9)
@@ -424,13 +466,21 @@ def _prop4(quick: bool) -> Outcome:
                          "queue_slope": float(f["growth_slope"][-1]),
                          "wait_gap": w["gap"].tolist()},
                    note="A.3's 'Queue Length₂(t) ≥ 0.3t' is heuristic; the measured growth of "
-                        "the whole queue is the 'queue' slope above.")
+                        "the whole queue is the 'queue' slope above.",
+                   plot=lambda ax: lines(
+                       ax, Ts, {"FCFS, C = 9": f["gap"]},
+                       references={"WAIT n=(1,1), the largest T": float(w["gap"][-1])},
+                       title="Proposition 4: FCFS's throughput gap at C = M*",
+                       xlabel="horizon T (model units)", ylabel="1 − throughput / offered",
+                       logx=True, logy=False))
 
 
 @claim("ao2025.proposition5",
        statement="At C = M* there is an instance where every type-unaware online policy has a "
                  "throughput gap Ω(1).",
-       expected="qualified")
+       expected="qualified",
+       convention=ENGINE,
+       scope="finite instances: the type-unaware policies implemented here")
 def _prop5(quick: bool) -> Outcome:
     Ts, seeds = ((1000, 4000), (2, 1)) if quick else ((1000, 10000, 100000), (4, 2, 1))
     f = _scaling("fcfs", Ts, seeds, 9)
@@ -451,7 +501,13 @@ def _prop5(quick: bool) -> Outcome:
                         "Nested WAIT's gate once deadlocked here (the next full batch never "
                         "fit beside the paused caches); it now lets the resident prompts "
                         "decode alone, and its gap is smaller but stays, with a queue that "
-                        "grows (qt.metrics.growth_rate on the number in system).")
+                        "grows (qt.metrics.growth_rate on the number in system).",
+                   plot=lambda ax: lines(
+                       ax, None, {"FCFS": (Ts, f["gap"]),
+                                  "Nested WAIT n=(2,1), gated": (Ts, nw["gap"])},
+                       title="Proposition 5: type-unaware policies at C = M* = 9",
+                       xlabel="horizon T (model units)", ylabel="1 − throughput / offered",
+                       logx=True, logy=False))
 
 
 # ---- Nested WAIT ---------------------------------------------------------------------------
@@ -462,7 +518,9 @@ _SEG = fluid.segments(1, [1, 2], [1.0, 1.0])
 @claim("ao2025.theorem2",
        statement="Nested WAIT with thresholds meeting (10): gap O(1/T), latency and TTFT O(1); "
                  "memory stays below (12) with probability ≥ 1 − δ.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ENGINE,
+       scope="asymptotic in T on the Prop-4 instance, n = (10, 6)")
 def _theorem2(quick: bool) -> Outcome:
     n = (10, 6)
     cond = fluid.nested_condition(n, _SEG, D0, D1)
@@ -482,7 +540,12 @@ def _theorem2(quick: bool) -> Outcome:
                           f"{max(r['peak_memory'] for r in runs)} vs bound (12) {min(bounds):.1f}"
                           f", overflow frequency {over:.2f} ≤ δ = {delta}",
                    data={"T": list(Ts), **_plain(s),
-                         "bounds": bounds})
+                         "bounds": bounds},
+                   plot=lambda ax: lines(
+                       ax, Ts, {"mean latency": s["latency"], "mean TTFT": s["ttft"]},
+                       title="Theorem 2: Nested WAIT n = (10, 6) over the horizon",
+                       xlabel="horizon T (model units)", ylabel="time (model units)",
+                       logx=True))
 
 
 def _smallest_theta_counterexample(limit: int):
@@ -499,26 +562,53 @@ def _smallest_theta_counterexample(limit: int):
 
 
 @claim("ao2025.theorem2_theta_bound",
-       statement="Theorem 2 and 4: θ_j ≥ 8(n_j − n_{j−1}p_j)/n_j.",
-       expected="refuted")
+       statement="Theorems 2 and 4: θ_j ≥ 8(n_j − n_{j−1}p_j)/n_j.",
+       expected="erratum",
+       convention=FORMULA,
+       scope="finite instances: exhaustive over n_{j−1} ≤ 12 (quick) / 30 (full), p on a 1/20 grid")
 def _theta_printed(quick: bool) -> Outcome:
-    ce = _smallest_theta_counterexample(12 if quick else 30)
+    limit = 12 if quick else 30
+    ce = _smallest_theta_counterexample(limit)
     if ce is None:
-        return Outcome("confirmed", figure="no counterexample with n_prev ≤ 30")
+        return Outcome("confirmed", figure=f"no counterexample with n_prev ≤ {limit}")
     n_prev, n, p, th = ce
-    return Outcome("refuted",
-                   figure=f"(n_{{j−1}}, n_j, p) = ({n_prev}, {n}, {p}): θ = {th:.4f} < printed "
-                          f"bound {fluid.theta_bound(n_prev, n, p, printed=True):.4f}",
-                   data={"n_prev": n_prev, "n": n, "p": p, "theta": th},
-                   note="The bound proved, θ_j ≥ 8(n_j − n_{j−1}p)/n_{j−1}, holds "
-                        "(claim ao2025.lemma8).")
+    # the bound the proof gives (denominator n_{j−1}) on the same grid, against θ from (16)
+    proved_fails = [(a, b, q / 20) for a in range(2, limit + 1) for b in range(1, a)
+                    for q in range(1, 20) if b > a * q / 20
+                    and fluid.theta(a, b, q / 20) < fluid.theta_bound(a, b, q / 20)]
+    verdict = "erratum" if not proved_fails else "refuted"
+    ns = np.arange(6, 10)
+    curves = {"θ, the root of (16)": [fluid.theta(10, k, 0.5) for k in ns],
+              "printed 8(n_j − n_{j−1}p)/n_j": [fluid.theta_bound(10, k, 0.5, printed=True)
+                                               for k in ns],
+              "proved 8(n_j − n_{j−1}p)/n_{j−1}": [fluid.theta_bound(10, k, 0.5) for k in ns]}
+    return Outcome(verdict,
+                   figure=f"smallest (n_{{j−1}}, n_j, p) = ({n_prev}, {n}, {p}): θ = {th:.4f} < "
+                          f"printed bound {fluid.theta_bound(n_prev, n, p, printed=True):.4f}; "
+                          f"the proved bound (denominator n_{{j−1}}) holds on all "
+                          f"(n_{{j−1}} ≤ {limit}, p on a 1/20 grid): {not proved_fails}",
+                   data={"n_prev": n_prev, "n": n, "p": p, "theta": th,
+                         "proved_bound_failures": proved_fails},
+                   note="A misprint: the bound proved at L1316 has denominator n_{j−1}, not n_j. "
+                        "Theorems 2 and 4 use θ_j itself in the memory bound (12)/(15), so "
+                        "they stand; only the displayed lower bound on θ_j is wrong.",
+                   plot=lambda ax: _plot_theta(ax, ns, curves))
+
+
+def _plot_theta(ax, ns, curves):
+    for i, (name, y) in enumerate(curves.items()):
+        ax.plot(ns, y, label=name, **series_style(i))
+    finish(ax, title="θ_j against its printed and proved lower bounds (n_{j−1} = 10, p = 0.5)",
+           xlabel="n_j (prompts per stage)", ylabel="θ_j (1/token)", logy=False)
 
 
 @claim("ao2025.lemma8",
        statement="For n_{k−1} > n_k > n_{k−1}p, (16) has a unique positive root θ, increasing in "
                  "D = n_k − n_{k−1}p, with θ ≥ 8D/n_{k−1} (18) and θ ≈ 2D/(n_{k−1}p(1−p)) as "
                  "D → 0; and P(max_i S^i ≥ c) ≤ e^{−θc} for the Binomial(n_{k−1},p) − n_k walk.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=FORMULA,
+       scope="finite instances: random (n_{k−1}, n_k, p) and one Monte Carlo walk")
 def _lemma8(quick: bool) -> Outcome:
     rng = np.random.default_rng(8)
     bad = []
@@ -549,16 +639,25 @@ def _lemma8(quick: bool) -> Outcome:
     tail_ok = all(np.mean(mx >= c) <= math.exp(-th * c) + 4 * math.sqrt(
         math.exp(-th * c) / mx.size) for c in (1, 2, 4, 6))
     ok = not bad and approx_ok and tail_ok
+    cs = np.arange(1, 9)
+    tails = [float(np.mean(mx >= c)) for c in cs]
     return Outcome(_verdict(ok), figure=f"{len(bad)} failures of root/sign/monotone/(18) on random "
                    f"instances; small-D relative error {errs[0]:.3f} → {errs[2]:.4f}; "
                    f"(10,6,0.5): θ = {th:.4f}, tail bound holds: {tail_ok}",
-                   data={"failures": bad, "approx_errors": errs})
+                   data={"failures": bad, "approx_errors": errs},
+                   plot=lambda ax: lines(
+                       ax, cs, {"P(max_i S^i ≥ c), Monte Carlo": tails,
+                                "e^(−θc)": np.exp(-th * cs)},
+                       title=f"Lemma 8: the tail bound, Bin(10, ½) − 6 walk (θ = {th:.3f})",
+                       xlabel="level c (prompts)", ylabel="probability", logy=True))
 
 
 @claim("ao2025.eq11_memory",
        statement="Eq. (11): a full Nested-WAIT batch uses M^π = Σ_j n_j (l + L'_j/2) Δl'_j, "
                  "L'_j = Σ_{k≤j} l'_k.",
-       expected="refuted")
+       expected="refuted",
+       convention=ENGINE,
+       scope="finite instances: exact memory of a full batch, and the engine")
 def _eq11(quick: bool) -> Outcome:
     n = (10, 6)
     printed = fluid.nested_memory(n, _SEG, form="paper")
@@ -567,21 +666,76 @@ def _eq11(quick: bool) -> Outcome:
     res = simulate(Workload(list(PROP4)), NestedWAIT((1, 2), n), LinearMemoryTime(D0, D1),
                    horizon=1000.0, seed=0, first_token="decode")
     full = float(np.rint((res.batches["duration"].to_numpy() - D0) / D1).max())
-    ok = np.isclose(full, printed)
-    return Outcome("confirmed" if ok else "refuted",
+    # §6.2's instance, the paper's thresholds
+    seg62 = fluid.segments(10, NESTED_LENGTHS, NESTED_RATES)
+    p62 = fluid.nested_memory(PAPER_NESTED_THRESHOLDS, seg62, form="paper")
+    e62 = fluid.nested_memory(PAPER_NESTED_THRESHOLDS, seg62)
+    under, over = _smallest_eq11_gaps()
+    # what (11) does to Theorem 2's guarantee (12) on the Prop-4 instance
+    seeds = range(3 if quick else 10)
+    runs = [_run_prop4("nested:10,6", 8000.0, k, None) for k in seeds]
+    exceed = {form: float(np.mean([r["peak_memory"] > fluid.nested_memory_bound(
+        n, _SEG, delta=0.1, iterations=r["iterations"], form=form).total for r in runs]))
+        for form in ("paper", "exact")}
+    refuted = bool(full == exact != printed and p62 != e62 and under and over)
+    cases = {"Prop-4, n=(10,6)": printed / exact, "§6.2, n=(15,14,12,8)": p62 / e62,
+             "smallest under": under[1] / under[2], "smallest over": over[1] / over[2]}
+    return Outcome("refuted" if refuted else "confirmed",
                    figure=f"Prop-4 types, n=(10,6): (11) gives {printed:g}, the exact sum "
-                          f"Σ n_i Σ_(k∈S_i)(l+k) gives {exact:g}; largest batch in the "
-                          f"engine {full:g}",
-                   data={"printed": printed, "exact": exact, "engine_peak": int(full)},
-                   note="The full-batch memory is n_1(l'_1+1)(l+l'_1/2) + Σ_{i≥2} n_i "
-                        "(l'_i−l'_{i−1})(l+(l'_{i−1}+l'_i+1)/2): (11) omits stage 0 and uses "
-                        "cumulative lengths (fluid.nested_memory(form='exact')).")
+                          f"Σ n_i Σ_(k∈S_i)(l+k) {exact:g} = the engine's largest batch "
+                          f"{full:g}; §6.2 with the paper's thresholds: (11) {p62:g} > exact "
+                          f"{e62:g}; smallest understatement {under[0]}: {under[1]:g} < "
+                          f"{under[2]:g}, overstatement {over[0]}: {over[1]:g} > {over[2]:g}; "
+                          f"bound (12) built on (11) is exceeded in {exceed['paper']:.0%} of "
+                          f"{len(runs)} runs (on the exact memory: {exceed['exact']:.0%}, "
+                          "δ = 0.1)",
+                   data={"printed": printed, "exact": exact, "engine_peak": int(full),
+                         "section62": (p62, e62), "smallest_under": under,
+                         "smallest_over": over, "bound12_exceeded": exceed},
+                   note="(11) is not a bound in either direction: it omits stage 0 (too small "
+                        "for short segments) and uses cumulative lengths L'_j (too large for "
+                        "many segments). The full-batch memory is n_1(l'_1+1)(l+l'_1/2) + "
+                        "Σ_{i≥2} n_i (l'_i−l'_{i−1})(l+(l'_{i−1}+l'_i+1)/2) "
+                        "(fluid.nested_memory(form='exact')), which the engine's batch times "
+                        "confirm. Where (11) understates, the memory bound (12) built on it "
+                        "fails: Theorem 2's memory guarantee needs the exact sum.",
+                   plot=lambda ax: bars(ax, cases, title="Eq. (11) against the exact "
+                                        "full-batch memory of Nested WAIT",
+                                        ylabel="(11) / exact memory", reference_value=1.0,
+                                        reference_label="exact", logy=False))
+
+
+def _smallest_eq11_gaps(max_types: int = 3, max_size: int = 24):
+    """The smallest instances (by l + l'_m + Σ n_i, then the number of types m) where (11)
+    under- and overstates the exact full-batch memory: (the instance, (11), exact) each, or
+    None."""
+    found = {}
+    for size in range(3, max_size):
+        for m in range(1, max_types + 1):
+            for l in range(1, size):
+                for lens in itertools.combinations(range(1, size - l), m):
+                    rest = size - l - lens[-1]
+                    if rest < m:
+                        continue
+                    seg = fluid.segments(l, list(lens), [1.0] * m)
+                    for cuts in itertools.combinations(range(1, rest), m - 1):
+                        n = tuple(int(k) for k in np.diff((0, *cuts, rest)))
+                        pr, ex = (fluid.nested_memory(n, seg, form=f)
+                                  for f in ("paper", "exact"))
+                        side = "under" if pr < ex else "over" if pr > ex else None
+                        if side and side not in found:
+                            found[side] = (f"l={l}, l'={lens}, n={n}", pr, ex)
+        if len(found) == 2:
+            break
+    return found.get("under"), found.get("over")
 
 
 @claim("ao2025.paper_thresholds",
        statement="The experiments' thresholds follow (10): 15:14:12:8 for lengths 20,40,80,160 "
                  "with rates 20:40:80:160 and 66:43:…:1 for the 10 LMSYS bins.",
-       expected="qualified")
+       expected="qualified",
+       convention=FORMULA,
+       scope="the paper's two threshold vectors, exactly")
 def _paper_thresholds(quick: bool) -> Outcome:
     from fractions import Fraction as F
 
@@ -596,6 +750,10 @@ def _paper_thresholds(quick: bool) -> Outcome:
                        "below": sum(r < q for r, q in zip(ratio, p, strict=True)),
                        "pairs": len(p)}
     critical = all(f["equal"] == f["pairs"] and f["below"] == 0 for f in found.values())
+    rates_s, n_s = cases["synthetic"]
+    reach_s = [sum(F(r) for r in rates_s[i:]) for i in range(len(rates_s))]
+    conts = [reach_s[i + 1] / reach_s[i] for i in range(len(rates_s) - 1)]
+    ratios = [F(n_s[i + 1], n_s[i]) for i in range(len(n_s) - 1)]
     return Outcome("qualified" if critical else "refuted",
                    figure="n_{i+1}/n_i = p_i exactly (Fractions) for "
                           + ", ".join(f"{k}: {v['equal']}/{v['pairs']}" for k, v in found.items()),
@@ -603,13 +761,20 @@ def _paper_thresholds(quick: bool) -> Outcome:
                    note="The thresholds are the tail sums Λ_i, so the ratio constraint of (10) "
                         "holds with equality — the boundary, not the strict condition Theorem 2 "
                         "needs (θ = 0, entry queues with zero drift). Strict thresholds: "
-                        "fluid.nested_thresholds(rule='lp') or tail sums times β^{i−1}.")
+                        "fluid.nested_thresholds(rule='lp') or tail sums times β^{i−1}.",
+                   plot=lambda ax: bars(
+                       ax, {"n_{i+1}/n_i (thresholds)": dict(enumerate(map(float, ratios))),
+                            "p_i (continuation)": dict(enumerate(map(float, conts)))},
+                       title="L478: the synthetic thresholds 15:14:12:8 sit on (10)'s boundary",
+                       xlabel="segment boundary i", ylabel="ratio", logy=False))
 
 
 @claim("ao2025.theorem3",
        statement="With time-varying rates meeting (13), Nested WAIT keeps latency and TTFT "
                  "O(1) and memory within the bound w.p. ≥ 1 − δ.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ENGINE,
+       scope="asymptotic in T on one sinusoidal instance")
 def _theorem3(quick: bool) -> Outcome:
     a, period = 0.5, 60.0
     base = [RequestClass(1, 1, 0.5), RequestClass(1, 2, 0.5)]
@@ -631,7 +796,12 @@ def _theorem3(quick: bool) -> Outcome:
                           f"{tv.holds} (window arrivals {tv.arrivals:.2f} < {n[0]}, p* "
                           f"{tv.p_star.round(3).tolist()}); latency slope {sl:.2f}, U slope "
                           f"{su:.2f}, overflow frequency {np.mean(over):.2f}",
-                   data={"T": list(Ts), "latency": lat, "U": U})
+                   data={"T": list(Ts), "latency": lat, "U": U},
+                   plot=lambda ax: lines(
+                       ax, Ts, {"mean latency (model units)": lat, "U(T) (tokens)": U},
+                       title="Theorem 3: Nested WAIT under time-varying rates",
+                       xlabel="horizon T (model units)", ylabel="latency / unfinished work",
+                       logx=True))
 
 
 def _nested_horizon_sweep(workload, segments, n, seg, time_model, Ts, seeds):
@@ -660,7 +830,9 @@ def _theorem4_instance(m=20, L=4):
 @claim("ao2025.theorem4",
        statement="Nested WAIT on L < m merged segments with thresholds meeting (14): latency "
                  "O(1) and memory within (15) w.p. ≥ 1 − δ.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ENGINE,
+       scope="asymptotic in T on one instance (l′ = 1..20 in 4 segments)")
 def _theorem4(quick: bool) -> Outcome:
     d0, d1 = 0.1, 0.005
     lengths, rates, seg = _theorem4_instance()
@@ -676,23 +848,20 @@ def _theorem4(quick: bool) -> Outcome:
                    figure=f"l' = 1..20 in L = 4 segments {seg.bounds.tolist()}, n = {n.tolist()}: "
                           f"latency {lat[-1]:.1f} (slope {sl:.2f}), U slope {su:.2f}, overflow "
                           f"frequency {np.mean(over):.2f}",
-                   data={"T": list(Ts), "latency": lat, "U": U, "thresholds": n.tolist()})
-
-
-LMSYS_BINS = np.array([23, 11, 8, 7, 6, 4, 3, 2, 1, 1], dtype=float)
-
-
-def lmsys_surrogate(total_rate: float, m: int = 500):
-    """500 output lengths 1..500 with rates ∝ the paper's 10-bin proportions, flat
-    inside each bin of 50: a surrogate of the LMSYS-Chat-1M frequencies of Fig. 15."""
-    per = np.repeat(LMSYS_BINS / LMSYS_BINS.sum(), m // LMSYS_BINS.size) / (m // LMSYS_BINS.size)
-    return np.arange(1, m + 1), per * total_rate
+                   data={"T": list(Ts), "latency": lat, "U": U, "thresholds": n.tolist()},
+                   plot=lambda ax: lines(
+                       ax, Ts, {"mean latency (model units)": lat, "U(T) (tokens)": U},
+                       title="Theorem 4: Nested WAIT on 4 merged segments",
+                       xlabel="horizon T (model units)", ylabel="latency / unfinished work",
+                       logx=True))
 
 
 @claim("ao2025.memory_decomposition",
        statement="Figs. 16-18: the memory requirement (15) is dominated by the fluid term, is "
                  "U-shaped in the number of segments L, and L = 10 suffices.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=FORMULA,
+       scope="bound (15) on a surrogate of the LMSYS frequencies; assumed d0, d1")
 def _memory_decomposition(quick: bool) -> Outcome:
     d0, d1 = 0.02, 3e-8
     Ls = [1, 2, 4, 5, 10, 20, 25, 50, 100, 125, 250, 500]
@@ -701,7 +870,7 @@ def _memory_decomposition(quick: bool) -> Outcome:
         (50, 2000, 1e-3)]
     rows, ok = [], True
     for rate, T, delta in settings:
-        lengths, rates = lmsys_surrogate(rate)
+        lengths, rates = lmsys_bin_rates(rate)
         out = fluid.memory_decomposition(62, lengths, rates, Ls, d0, d1, delta=delta, horizon=T)
         tot = out["total"]
         k = int(np.argmin(tot))
@@ -711,15 +880,21 @@ def _memory_decomposition(quick: bool) -> Outcome:
         ok &= u_shape and share > 0.5 and ten < 1.1
         rows.append({"rate": rate, "T": T, "delta": delta, "best_L": Ls[k],
                      "batch_share": float(share), "L10_over_best": float(ten),
-                     "u_shape": bool(u_shape)})
+                     "u_shape": bool(u_shape), "total": [float(v) for v in tot]})
     return Outcome(_verdict(ok, "qualified"),
                    figure="; ".join(f"rate {r['rate']}, T {r['T']}, δ {r['delta']:g}: best L = "
                                     f"{r['best_L']}, fluid share {r['batch_share']:.2f}, "
                                     f"L=10/best {r['L10_over_best']:.3f}" for r in rows),
                    data={"rows": rows, "d0": d0, "d1": d1},
                    note="d0, d1 and the LMSYS frequencies are not given: d0 = 0.02, d1 = 3e-8 "
-                        "and rates flat within the paper's 10 bins (lmsys_surrogate); "
-                        "thresholds are the smallest real ones meeting (14) with 5 % margin.")
+                        "and rates flat within the paper's 10 bins (workload.lmsys_bin_rates); "
+                        "thresholds are the smallest real ones meeting (14) with 5 % margin.",
+                   plot=lambda ax: lines(
+                       ax, Ls, {f"rate {r['rate']}, T {r['T']}, δ {r['delta']:g}": r["total"]
+                                for r in rows},
+                       title="Figs. 16-18: memory requirement (15) against the segments L",
+                       xlabel="number of segments L", ylabel="memory (15) (tokens)",
+                       logx=True))
 
 
 # ---- Appendix lemmas -----------------------------------------------------------------------
@@ -742,7 +917,9 @@ def _lindley_paths(lam: int, T: int, paths: int, seed: int):
 @claim("ao2025.lemma1",
        statement="For W^{t+1} = W^t + X^t − λ1{W^t + X^t ≥ λ}, X ~ Poisson(λ): E[W^T] = "
                  "λE[T_stuck].",
-       expected="confirmed")
+       expected="confirmed",
+       convention=WALK,
+       scope="finite T, Monte Carlo and pathwise")
 def _lemma1(quick: bool) -> Outcome:
     lam, T = 3, 50
     X, W, _, stuck = _lindley_paths(lam, T, 20000 if quick else 200000, 1)
@@ -752,13 +929,20 @@ def _lemma1(quick: bool) -> Outcome:
     ok = abs(z) < 4 and pathwise
     return Outcome(_verdict(ok), figure=f"λ={lam}, T={T}: E[W^T] = {W[:, -1].mean():.3f}, "
                    f"λE[T_stuck] = {lam * stuck.mean():.3f} (z = {z:.2f}); W^T − λT_stuck = "
-                   f"ΣX − λT pathwise: {pathwise}")
+                   f"ΣX − λT pathwise: {pathwise}",
+                   plot=lambda ax: bars(
+                       ax, {"E[W^T]": float(W[:, -1].mean()),
+                            "λ E[T_stuck]": float(lam * stuck.mean())},
+                       title=f"Lemma 1: E[W^T] = λ E[T_stuck] (λ = {lam}, T = {T})",
+                       ylabel="expected backlog (prompts)", logy=False))
 
 
 @claim("ao2025.lemma2_3",
        statement="Lemma 2: W̃^0 = 2λ, W̃^{t+1} = max{2λ, W̃^t + X^t − λ} satisfies W̃^t ≥ W^t + λ. "
                  "Lemma 3: W̃^T = 2λ + max(S^T, S^T − S^1, …, S^T − S^{T−1}, 0).",
-       expected="confirmed")
+       expected="confirmed",
+       convention=WALK,
+       scope="pathwise, finite T")
 def _lemma23(quick: bool) -> Outcome:
     ok2 = ok3 = True
     for lam in (1, 3, 7):
@@ -770,13 +954,21 @@ def _lemma23(quick: bool) -> Outcome:
         ok3 &= bool(np.array_equal(formula, Wt[:, -1]))
     return Outcome(_verdict(ok2 and ok3),
                    figure=f"pathwise on shared Poisson draws, λ ∈ {{1,3,7}}: Lemma 2 {ok2}, "
-                          f"Lemma 3 {ok3}")
+                          f"Lemma 3 {ok3}",
+                   plot=lambda ax: lines(
+                       ax, np.arange(W.shape[1]), {"W^t + λ (one path)": W[0] + lam,
+                                                   "W̃^t (Lemma 2)": Wt[0]},
+                       title=f"Lemmas 2-3: the dominating walk W̃ ≥ W + λ (λ = {lam})",
+                       xlabel="step t", ylabel="backlog (prompts)", logy=False,
+                       markers=False))
 
 
 @claim("ao2025.lemma4",
        statement="Spitzer: E[max_{1≤k≤T}(S^k)^+] = Σ_{k=1}^T E[(S^k)^+]/k for S^k = Σ_{r≤k}"
                  "(X^r − λ), X ~ Poisson(λ).",
-       expected="confirmed")
+       expected="confirmed",
+       convention=WALK,
+       scope="finite T: exact sum against Monte Carlo")
 def _lemma4(quick: bool) -> Outcome:
     lam, T = 3, 20
     rhs = 0.0
@@ -789,12 +981,19 @@ def _lemma4(quick: bool) -> Outcome:
     se = mx.std(ddof=1) / math.sqrt(mx.size)
     ok = abs(mx.mean() - rhs) < 4 * se
     return Outcome(_verdict(ok), figure=f"λ={lam}, T={T}: exact Σ E[(S^k)^+]/k = {rhs:.4f}, MC "
-                   f"E[max (S^k)^+] = {mx.mean():.4f} ± {se:.4f}")
+                   f"E[max (S^k)^+] = {mx.mean():.4f} ± {se:.4f}",
+                   plot=lambda ax: bars(
+                       ax, {"Monte Carlo E[max (S^k)^+]": float(mx.mean()),
+                            "Spitzer Σ E[(S^k)^+]/k (exact)": rhs},
+                       title=f"Lemma 4 (Spitzer's identity), λ = {lam}, T = {T}",
+                       ylabel="expected maximum", logy=False))
 
 
 @claim("ao2025.lemma5",
        statement="E[W^T] − λ ≤ E[Y^T] ≤ √λ Σ_{k=1}^T k^{−1/2}.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=WALK,
+       scope="finite T, Monte Carlo")
 def _lemma5(quick: bool) -> Outcome:
     worst = -np.inf
     rows = []
@@ -806,17 +1005,25 @@ def _lemma5(quick: bool) -> Outcome:
         rows.append((lam, T, float(val), bound))
     return Outcome(_verdict(worst <= 1),
                    figure=", ".join(f"λ={a}, T={b}: {c:.2f} ≤ {d:.2f}" for a, b, c, d in rows),
-                   data={"rows": rows})
+                   data={"rows": rows},
+                   plot=lambda ax: bars(
+                       ax, {"E[W^T] − λ": {f"λ={a}, T={b}": c for a, b, c, _ in rows},
+                            "√λ Σ k^(−1/2)": {f"λ={a}, T={b}": d for a, b, _, d in rows}},
+                       title="Lemma 5: the backlog against its √T-type bound",
+                       ylabel="prompts", logy=False))
 
 
 @claim("ao2025.lemma7_9",
        statement="Lemma 7 (and 9, time-varying p ≤ p*): W̃^{s+1} = max{n_k, W̃^s + Y^s − n_k}, "
                  "W̃^0 = n_k, dominates W^{s+1} = W^s + Y^s − n_k1{W^s + Y^s ≥ n_k} pathwise.",
-       expected="confirmed")
+       expected="confirmed",
+       convention=WALK,
+       scope="pathwise, finite T, coupled Binomial draws")
 def _lemma79(quick: bool) -> Outcome:
     rng = np.random.default_rng(7)
     ok = True
     paths, S = (2000, 200) if quick else (5000, 1000)
+    path = []                                   # one path of the first instance, for the figure
     for n_prev, n_k, p_star in ((10, 6, 0.5), (20, 9, 0.4), (5, 4, 0.7)):
         W = np.zeros(paths, dtype=np.int64)
         Wt = np.full(paths, n_k)
@@ -831,13 +1038,24 @@ def _lemma79(quick: bool) -> Outcome:
             Wt = np.maximum(n_k, Wt + Y - n_k)
             Wstar = np.maximum(n_k, Wstar + Ystar - n_k)
             ok &= bool(np.all(Wt >= W) and np.all(Wstar >= Wt))
+            if n_prev == 10:
+                path.append((W[0], Wt[0], Wstar[0]))
     return Outcome(_verdict(ok), figure=f"pathwise on coupled Binomial draws ({paths} paths × "
-                   f"{S} steps, 3 instances): W ≤ W̃ ≤ W̃(p*): {ok}")
+                   f"{S} steps, 3 instances): W ≤ W̃ ≤ W̃(p*): {ok}",
+                   plot=lambda ax: lines(
+                       ax, np.arange(len(path)), dict(zip(
+                           ("W (time-varying p ≤ p*)", "W̃ (Lemma 7)", "W̃ with p = p* (Lemma 9)"),
+                           np.array(path).T, strict=True)),
+                       title="Lemmas 7, 9: dominating walks on one path (n = 10 → 6, p* = ½)",
+                       xlabel="step s", ylabel="queue (prompts)", logy=False, markers=False))
 
 
 @claim("ao2025.kingman",
-       statement="For i.i.d. increments with mean −μ < 0 and variance σ², E[sup_n S_n] ≤ σ²/(2μ).",
-       expected="confirmed")
+       statement="For i.i.d. increments with mean −μ < 0 and variance σ², E[sup_n S_n] ≤ σ²/(2μ) "
+                 "(used in the appendix proofs).",
+       expected="confirmed",
+       convention=WALK,
+       scope="finite-T truncation of the supremum, Monte Carlo")
 def _kingman(quick: bool) -> Outcome:
     rng = np.random.default_rng(11)
     paths, S = (4000, 2000) if quick else (20000, 10000)
@@ -854,8 +1072,14 @@ def _kingman(quick: bool) -> Outcome:
         se = mx.std(ddof=1) / math.sqrt(paths)
         bound = var / (2 * mu)
         ok &= mx.mean() <= bound + 4 * se
-        rows.append(f"{name}: {mx.mean():.3f} ≤ {bound:.3f}")
-    return Outcome(_verdict(ok), figure="; ".join(rows))
+        rows.append((name, float(mx.mean()), bound))
+    table = {"E[sup S_n], Monte Carlo": {n: m for n, m, _ in rows},
+             "Kingman σ²/(2μ)": {n: b for n, _, b in rows}}
+    return Outcome(_verdict(ok), figure="; ".join(f"{n}: {m:.3f} ≤ {b:.3f}" for n, m, b in rows),
+                   data={"rows": rows},
+                   plot=lambda ax: bars(ax, table, title="Kingman's bound on the supremum of a "
+                                        "negative-drift walk", ylabel="E[sup_n S_n]",
+                                        logy=False))
 
 
 # ---- §6 experiments under model (1) ---------------------------------------------------------
@@ -905,12 +1129,18 @@ def scheduler_sweep(spec, rates, *, d0: float, d1: float, batch_limit: int,
 @claim("ao2025.scheduler_comparison",
        statement="§6.1 (Figs. 7-8): under the same batch size limit, WAIT's throughput surpasses "
                  "vLLM's and Sarathi's at all tested arrival rates, with acceptable latency.",
-       expected="qualified")
+       expected="qualified",
+       convention=ENGINE,
+       scope="finite-horizon experiment, model (1) instead of Vidur")
 def _scheduler_comparison(quick: bool) -> Outcome:
     rates = (60.0, 180.0) if quick else (20.0, 60.0, 100.0, 140.0, 180.0, 220.0)
-    rows = scheduler_sweep(LOW_DEMAND, rates, d0=0.01, d1=2e-5, batch_limit=64,
-                           horizon=30.0 if quick else 200.0)
-    thr = {(r["qps"], r["policy"]): r["throughput"] for r in rows}
+    seeds = (0, 1) if quick else (0, 1, 2)
+    rows = [dict(r, seed=k) for k in seeds
+            for r in scheduler_sweep(LOW_DEMAND, rates, d0=0.01, d1=2e-5, batch_limit=64,
+                                     horizon=30.0 if quick else 200.0, seed=k)]
+    thr = {(q, name): float(np.mean([r["throughput"] for r in rows
+                                     if r["qps"] == q and r["policy"] == name]))
+           for q in rates for name in ("WAIT", "vLLM", "Sarathi")}
     over_v = np.array([thr[q, "WAIT"] / thr[q, "vLLM"] for q in rates])
     over_s = np.array([thr[q, "WAIT"] / thr[q, "Sarathi"] for q in rates])
     beats_all = bool(np.all(over_v > 1.01) and np.all(over_s > 1.01))
@@ -921,48 +1151,127 @@ def _scheduler_comparison(quick: bool) -> Outcome:
     return Outcome(verdict,
                    figure="WAIT/vLLM throughput " + ", ".join(f"{x:.3f}" for x in over_v)
                           + "; WAIT/Sarathi " + ", ".join(f"{x:.3f}" for x in over_s)
-                          + f" at QPS {list(rates)} (low demand, B = 64, C = M^π = {memory}); "
+                          + f" at QPS {list(rates)} (low demand, B = 64, C = M^π = {memory}, "
+                          f"mean of {len(seeds)} seeds); "
                           + "restarts " + ", ".join(f"{r['policy']} {r['restarts']}"
-                                                    for r in rows if r["qps"] == rates[-1]),
+                                                    for r in rows if r["qps"] == rates[-1]
+                                                    and r["seed"] == 0),
                    data={"rows": rows},
                    note="Holds under load: with C = WAIT's M^π (the C ≈ M* regime of the "
                         "paper) the vLLM- and Sarathi-style schedulers evict and restart and "
                         "WAIT's throughput is higher once the rate saturates them; below "
                         "saturation every scheduler carries the offered load, WAIT a few per "
                         "cent less in a finite horizon (its cohorts stall until a full cohort "
-                        "arrives). Model (1) with d0 = 0.01, d1 = 2e-5 stands in for Vidur.")
+                        "arrives). Model (1) with d0 = 0.01, d1 = 2e-5 stands in for Vidur.",
+                   plot=lambda ax: lines(
+                       ax, rates, {"WAIT / vLLM": over_v, "WAIT / Sarathi": over_s},
+                       references={"equal throughput": 1.0},
+                       title="§6.1: WAIT's throughput relative to vLLM and Sarathi (C = M^π)",
+                       xlabel="arrival rate (requests/s)", ylabel="throughput ratio",
+                       logy=False))
+
+
+def steady_window(res, start: float, end: float) -> dict:
+    """Steady-state figures of one run over the window ``[start, end]`` (warm-up before
+    ``start`` discarded): output tokens completed per time unit by requests finishing in the
+    window, the mean latency of requests arriving in its first half (and how many of those
+    did not finish by ``end``)."""
+    req = res.requests
+    fin, arr = req["finish"].to_numpy(), req["arrival"].to_numpy()
+    done = (fin >= start) & (fin <= end)
+    cohort = (arr >= start) & (arr < (start + end) / 2)
+    finished = cohort & ~np.isnan(fin)
+    return {"throughput": float(req["output"].to_numpy()[done].sum() / (end - start)),
+            "latency": float(req["latency"].to_numpy()[finished].mean()),
+            "unfinished": int((cohort & np.isnan(fin)).sum()), "cohort": int(cohort.sum())}
+
+
+NESTED_LENGTHS, NESTED_RATES = (20, 40, 80, 160), (20, 40, 80, 160)
+PAPER_NESTED_THRESHOLDS = (15, 14, 12, 8)
+"""§6.2's thresholds (L478) for lengths 20, 40, 80, 160 and rates 20:40:80:160."""
 
 
 @claim("ao2025.nested_comparison",
        statement="§6.2 (Figs. 11-13): Nested WAIT shows improved throughput and latency over vLLM "
                  "and Sarathi (m = 4: l = 10, l' = 20, 40, 80, 160, rates 20:40:80:160).",
-       expected="not-reproducible")
+       expected="qualified",
+       convention=ENGINE,
+       scope="steady-state windows of finite runs, model (1) instead of Vidur, several seeds")
 def _nested_comparison(quick: bool) -> Outcome:
     from ..policies.classic import Sarathi, VLLMVanilla
 
-    lengths, rel = [20, 40, 80, 160], np.array([20, 40, 80, 160.0])
-    qps, d0, d1, T = 35.0, 0.01, 2e-6, (30.0 if quick else 300.0)
-    seg = fluid.segments(10, lengths, qps * rel / rel.sum())
-    n = fluid.nested_thresholds(seg, d0, d1, margin=0.05)
-    B = int(np.dot(n, seg.widths))
-    C = int(math.ceil(fluid.nested_memory_bound(n, seg, delta=0.01, horizon=T, d0=d0).total))
-    classes = [RequestClass(10, o, float(r)) for o, r in zip(lengths, seg.rates, strict=True)]
-    out = {}
-    for name, pol in (("Nested WAIT", NestedWAIT(lengths, n, overflow="gate")),
-                      ("vLLM", VLLMVanilla(4096, max_reqs=B)),
-                      ("Sarathi", Sarathi(512, max_reqs=B))):
-        m = simulate(Workload(classes), pol, LinearMemoryTime(d0, d1), memory=C, horizon=T,
-                     seed=0, first_token="decode").metrics
-        out[name] = (m["throughput"], m["mean_latency"], m["restarts"])
-    nw = out["Nested WAIT"]
-    wins = all(nw[0] > v[0] and nw[1] < v[1] for k, v in out.items() if k != "Nested WAIT")
-    return Outcome("confirmed" if wins else "not-reproducible",
-                   figure=f"QPS {qps:g}, n = {n.tolist()}, B = {B}, C = bound (12) = {C}: "
-                          + "; ".join(f"{k} throughput {v[0]:.0f}, latency {v[1]:.2f} s, "
-                                      f"restarts {v[2]}" for k, v in out.items()),
-                   data={k: list(v) for k, v in out.items()},
-                   note="Under model (1), the only timing the paper specifies, Nested WAIT at "
-                        "fluid-guided strict thresholds and the memory of (12) is beaten by the "
-                        "work-conserving schedulers, which need no eviction at that memory. The "
-                        "paper's Vidur A100 runs (timings, B, C, horizon unstated) cannot be "
-                        "re-run here.")
+    rel = np.array(NESTED_RATES, dtype=float)
+    seg = fluid.segments(10, NESTED_LENGTHS, rel / rel.sum())
+    n = np.array(PAPER_NESTED_THRESHOLDS)
+    B = int(np.dot(n, seg.widths))                        # a full Nested WAIT batch
+    C = int(1.5 * fluid.nested_memory(n, seg))            # the same KV memory for all three
+    d0, d1 = 0.01, 2e-6
+    T = 240.0 if quick else 900.0
+    rates = (35.0, 60.0) if quick else (20.0, 35.0, 45.0, 55.0, 65.0, 80.0)
+    seeds = range(2 if quick else 3)
+    mean_out = float(np.dot(rel, NESTED_LENGTHS) / rel.sum())
+    policies = {"Nested WAIT": lambda: NestedWAIT(NESTED_LENGTHS, n, overflow="gate"),
+                "vLLM": lambda: VLLMVanilla(4096, max_reqs=B),
+                "Sarathi": lambda: Sarathi(512, max_reqs=B)}
+    rows = []
+    for qps in rates:
+        classes = [RequestClass(10, o, qps * r / rel.sum())
+                   for o, r in zip(NESTED_LENGTHS, rel, strict=True)]
+        for name, build in policies.items():
+            for seed in seeds:
+                res = simulate(Workload(classes), build(), LinearMemoryTime(d0, d1), memory=C,
+                               horizon=T, seed=seed, first_token="decode")
+                rows.append({"qps": qps, "policy": name, "seed": seed,
+                             "restarts": res.metrics["restarts"],
+                             **steady_window(res, T / 3, T)})
+    df = pd.DataFrame(rows)
+    agg = df.groupby(["qps", "policy"])[["throughput", "latency", "unfinished"]].mean()
+    spread = df.groupby(["qps", "policy"])["throughput"].agg(["min", "max"])
+    offered = {q: q * mean_out for q in rates}
+    saturated = [q for q in rates
+                 if agg.loc[(q, "Sarathi"), "throughput"] < 0.97 * offered[q]]
+    below = [q for q in rates if q not in saturated]
+    nw = {q: agg.loc[(q, "Nested WAIT")] for q in rates}
+    others = {q: agg.loc[[(q, "vLLM"), (q, "Sarathi")]] for q in rates}
+    thr_wins = {q: bool(spread.loc[(q, "Nested WAIT"), "min"]
+                        > max(spread.loc[(q, "vLLM"), "max"], spread.loc[(q, "Sarathi"), "max"]))
+                for q in rates}
+    lat_wins = {q: bool(nw[q]["latency"] < others[q]["latency"].min()) for q in rates}
+    carried = {q: bool(agg.loc[(q, "Nested WAIT"), "throughput"] >= 0.97 * offered[q])
+               for q in below}
+    all_win = all(thr_wins.values()) and all(lat_wins.values())
+    thr_above = bool(saturated) and all(thr_wins[q] for q in saturated)
+    verdict = ("confirmed" if all_win else "qualified" if thr_above else "not-reproducible")
+    fmt = "; ".join(
+        f"QPS {q:g}: " + ", ".join(f"{k} {agg.loc[(q, k), 'throughput']:.0f} tok/s, "
+                                   f"{agg.loc[(q, k), 'latency']:.1f} s" for k in policies)
+        for q in rates)
+    return Outcome(verdict,
+                   f"n = {n.tolist()} (the paper's ratio), B = {B} requests, C = {C} tokens for "
+                   f"all; window [T/3, T], T = {T:g} s, {len(seeds)} seeds — {fmt}; saturated "
+                   f"at QPS {saturated} (offered {mean_out:.1f} tokens a request)",
+                   {"rows": rows, "saturated": saturated, "throughput_wins": thr_wins,
+                    "latency_wins": lat_wins, "carried_below_saturation": carried},
+                   note="A fair run: the paper's threshold ratio 15:14:12:8 at its full batch "
+                        "(B requests) as the batch limit of all three, the same KV memory C, "
+                        "warm-up discarded (throughput over [T/3, T], latency of the requests "
+                        "arriving in [T/3, T/2]). Nested WAIT has the highest throughput at "
+                        f"QPS {[q for q in rates if thr_wins[q]]} and the lowest latency at "
+                        f"QPS {[q for q in rates if lat_wins[q]]}; below saturation it carries "
+                        f"the offered load at QPS {[q for q, c in carried.items() if c]} "
+                        "(so do the others), but its cohorts wait for n_i prompts each, so its "
+                        "latency is the highest. The throughput claim holds above saturation; "
+                        "the latency claim does not. Model (1) with d0 = 0.01, d1 = 2e-6 "
+                        "stands in for the paper's Vidur A100 runs (timings, B, C and horizon "
+                        "unstated).",
+                   plot=lambda ax: _plot_nested(ax, agg, spread, rates, offered, policies))
+
+
+def _plot_nested(ax, agg, spread, rates, offered, policies):
+    for i, k in enumerate(policies):
+        band(ax, rates, [agg.loc[(q, k), "throughput"] for q in rates],
+             [spread.loc[(q, k), "min"] for q in rates], [spread.loc[(q, k), "max"] for q in rates],
+             label=k, style=series_style(i))
+    reference_curve(ax, rates, [offered[q] for q in rates], "offered load")
+    finish(ax, title="§6.2: steady-state throughput, the paper's thresholds 15:14:12:8",
+           xlabel="arrival rate (requests/s)", ylabel="output tokens per second", logy=False)

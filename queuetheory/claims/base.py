@@ -2,9 +2,21 @@
 
 A claim is a statement of a paper turned into a computation. Its ``check(quick=True)``
 measures, and returns an :class:`Outcome` whose verdict follows from what was measured:
-``confirmed``, ``refuted`` (with the counterexample found), ``qualified`` (holds under the
-corrected statement, which is given) or ``not-reproducible`` (and why). ``Claim.expected``
-is the verdict the ledger records; the test suite asserts that the check still reaches it.
+
+- ``confirmed``: the statement holds as printed, in the scope the claim states;
+- ``refuted``: a stated result is false as printed, under the paper's own convention and
+  hypotheses; the outcome carries the smallest counterexample the code finds;
+- ``erratum``: a misprinted formula or constant whose results stand once corrected; the
+  outcome gives the correction;
+- ``qualified``: the result holds in a corrected or narrower scope, which is given;
+- ``not-reproducible``: what the paper reports cannot be re-derived here (and why).
+
+Every claim states the ``convention`` it is checked under (memory and first-token
+convention, and the model: discrete rounds, fluid, M → ∞; the engine's names
+``first_token="prefill" | "decode"`` where the engine runs) and its ``scope`` (finite
+instances, asymptotic, fluid). ``Claim.expected`` is the verdict the ledger records for the
+quick check, ``Claim.expected_full`` the one for the full check (the same unless
+``full_differs`` says why); the test suite asserts that the checks still reach them.
 """
 
 from __future__ import annotations
@@ -15,7 +27,7 @@ from dataclasses import dataclass, field
 
 __all__ = ["Claim", "Outcome", "VERDICTS", "claim", "all", "get", "papers"]
 
-VERDICTS = ("confirmed", "refuted", "qualified", "not-reproducible")
+VERDICTS = ("confirmed", "refuted", "erratum", "qualified", "not-reproducible")
 
 PAPERS = {
     "ao2025": "Ao, Luo, Simchi-Levi, Wang — Fluid-guided online scheduling with memory constraints",
@@ -37,7 +49,9 @@ class Outcome:
     note: str = ""
     seconds: float = float("nan")
     plot: Callable | None = field(default=None, repr=False)
-    """Optional ``plot(ax)`` drawing what was measured on a matplotlib Axes."""
+    """Optional ``plot(ax)`` drawing what was measured on a matplotlib Axes, in the style of
+    :mod:`queuetheory.plotting` (a title, labelled axes with units, bounds as reference
+    lines)."""
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -51,6 +65,14 @@ class Claim:
     statement: str
     expected: str
     run: Callable[[bool], Outcome] = field(repr=False, compare=False)
+    convention: str = ""
+    """Memory and first-token convention and model (discrete rounds, fluid, M → ∞)."""
+    scope: str = ""
+    """What the verdict covers: finite instances, asymptotic, fluid."""
+    expected_full: str = ""
+    """The full check's recorded verdict (``expected`` when they agree)."""
+    full_differs: str = ""
+    """Why the full verdict differs from the quick one (empty when they agree)."""
 
     def check(self, quick: bool = True) -> Outcome:
         start = time.perf_counter()
@@ -58,22 +80,40 @@ class Claim:
         out.seconds = time.perf_counter() - start
         return out
 
+    def expected_for(self, quick: bool) -> str:
+        return self.expected if quick else (self.expected_full or self.expected)
+
 
 _REGISTRY: dict[str, Claim] = {}
 
 
-def claim(id: str, statement: str, expected: str):
-    """Decorator registering ``fn(quick) -> Outcome`` as a claim of the paper ``id`` names."""
+def claim(id: str, statement: str, expected: str, *, convention: str, scope: str,
+          expected_full: str | None = None, full_differs: str = ""):
+    """Decorator registering ``fn(quick) -> Outcome`` as a claim of the paper ``id`` names.
+
+    ``convention`` and ``scope`` are required (see :class:`Claim`); ``expected_full`` is the
+    full check's verdict when it differs from the quick one, and then ``full_differs`` says
+    why.
+    """
     paper = id.split(".", 1)[0]
     if paper not in PAPERS:
         raise ValueError(f"claim id {id!r}: paper prefix must be one of {sorted(PAPERS)}")
-    if expected not in VERDICTS:
-        raise ValueError(f"expected={expected!r}: must be one of {VERDICTS}")
+    for name, v in (("expected", expected), ("expected_full", expected_full or expected)):
+        if v not in VERDICTS:
+            raise ValueError(f"{name}={v!r}: must be one of {VERDICTS}")
+    if not convention.strip() or not scope.strip():
+        raise ValueError(f"claim {id!r}: convention and scope must be given")
+    full = expected_full or expected
+    if (full != expected) != bool(full_differs.strip()):
+        raise ValueError(f"claim {id!r}: full_differs must say why exactly when "
+                         f"expected_full={full!r} differs from expected={expected!r}")
 
     def register(fn):
         if id in _REGISTRY:
             raise ValueError(f"claim {id!r} registered twice")
-        _REGISTRY[id] = Claim(id, paper, " ".join(statement.split()), expected, fn)
+        _REGISTRY[id] = Claim(id, paper, " ".join(statement.split()), expected, fn,
+                              " ".join(convention.split()), " ".join(scope.split()), full,
+                              " ".join(full_differs.split()))
         return fn
 
     return register

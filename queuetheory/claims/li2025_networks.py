@@ -20,6 +20,9 @@ from ..networks import (
 from ..policies import Orca
 from .base import Outcome, claim
 
+NETWORK = ('networks of engines (queuetheory.networks), first_token="decode", unit-time or '
+           "piecewise-linear batches")
+
 
 def _verdict(net, horizon, seed=0, quantity="tokens"):
     return simulate(net, horizon=horizon, seed=seed).growth_rate(quantity)
@@ -29,7 +32,9 @@ def _verdict(net, horizon, seed=0, quantity="tokens"):
        statement="""Proposition 1 (§4.1, eq. 4.1): K identical engines running a work-conserving
        (K_p,K_d)-FCFS policy behind a random, join-least-requests or join-least-tokens load
        balancer are stable when λ(m_p+m_d) < K·b/t_b; above it the work grows.""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=NETWORK,
+       scope="finite-horizon growth verdicts")
 def _prop1(quick: bool) -> Outcome:
     Ks = (2,) if quick else (2, 4, 8)
     rhos = (0.9, 1.1) if quick else (0.8, 0.95, 1.05)
@@ -55,7 +60,9 @@ def _prop1(quick: bool) -> Outcome:
        statement="""§4.2, eq. (4.2): one engine serving two request types is stable under any
        work-conserving policy when Σ_j λ^j(m_p^j+m_d^j) < b/t_b, so in particular under either
        static priority between the types (types (32,32) and (512,32), b=768, t≡1, ρ=0.9).""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=NETWORK,
+       scope="finite-horizon growth verdicts")
 def _two_types(quick: bool) -> Outcome:
     horizon = 3000 if quick else 20000
     runs = {}
@@ -78,7 +85,9 @@ def _two_types(quick: bool) -> Outcome:
        fork to agents 1 and 2, join, agent 3) is positive recurrent under any work-conserving
        (K_p,K_d)-FCFS policy at each agent whenever λ(m_p^j+m_d^j) < b^j/t_b^j for every
        agent j.""",
-       expected="qualified")
+       expected="qualified",
+       convention=NETWORK,
+       scope="finite-horizon growth verdicts")
 def _fork_join(quick: bool) -> Outcome:
     horizon = 6000 if quick else 20000     # quick: interval's top at about half the tolerance
     cases = [("Sarathi", 0.95, None)] if quick else [
@@ -108,7 +117,7 @@ def _fork_join(quick: bool) -> Outcome:
                    note="Qualified: a conjecture cannot be confirmed by simulation. Monte Carlo "
                         "evidence (bounded total tokens and join buffer over the horizon) "
                         "supports it at the loads tested; the paper gives no parameters, the "
-                        "sizes are spec §4.3's.")
+                        "sizes are this package's choice (queuetheory.networks.fork_join).")
 
 
 @claim("li2025.network.rs_figure8",
@@ -116,7 +125,9 @@ def _fork_join(quick: bool) -> Outcome:
        ρ = 0.9 (b = 768, t ≡ 1, Poisson sizes (32,32) and (512,32)), the work-conserving 'up'
        priorities (each agent favours the exiting long task) are unstable: the number of
        requests grows without bound; the reversed 'down' priorities are stable.""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=NETWORK,
+       scope="finite-horizon growth verdicts")
 def _rs_figure8(quick: bool) -> Outcome:
     # quick: the stable side needs the longer run for a clear margin (interval's top at
     # about half the tolerance); the growing side is clear early and costs more per slot
@@ -143,7 +154,9 @@ def _rs_figure8(quick: bool) -> Outcome:
        Rybko–Stolyar network are unstable exactly when the virtual station of the two exiting
        long classes is overloaded, ρ_v = ρ(A2) + ρ(B2) > 1, although each agent's load ρ < 1;
        the threshold ρ* solves ρ_v(ρ*) = 1.""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=NETWORK,
+       scope="finite-horizon growth verdicts")
 def _rs_virtual(quick: bool) -> Outcome:
     report = stability_report(rybko_stolyar("up", 0.9))
     rho_v = float(report.virtual_station_loads["load"].max())
@@ -174,7 +187,9 @@ def _rs_virtual(quick: bool) -> Outcome:
        exponential two-station, four-class network with priority to the exiting classes, the
        network is unstable when λ(m_2+m_4) > 1 although both station loads are below 1, and
        stable when λ(m_2+m_4) < 1.""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=NETWORK,
+       scope="finite-horizon growth verdicts (exponential network)")
 def _rs_classic(quick: bool) -> Outcome:
     horizon = 4000 if quick else 40000
     runs = []

@@ -17,17 +17,25 @@ from ..bounds import capacity, drift, work_conserving
 from ..engine import simulate
 from ..fluid import engine as fluid
 from ..metrics import growth_rate
+from ..plotting import bars, finish, lines, reference, reference_curve, series_style
 from ..timing import PiecewiseLinearTime, UnitTime
 from ..workload import RequestClass, Workload
 from .base import Outcome, claim
 
+ENGINE = ('engine, first_token="decode" (every output token takes a decode iteration), '
+          "token budget b, batch time t_b = c + a·max(0, b′ − b0) (2.3)")
+DTMC = "the unit-time slotted DTMC of App. B (Poisson arrivals per slot), exact drift"
+FLUID = "fluid model of App. C (eqs. C.1–C.19), exact rationals, and its N-scaled engine"
+
 
 # ---- capacity -----------------------------------------------------------------------------------
 @claim("li2025.capacity_law",
-       statement="""Capacity law (2.7), spec §1.3: with t_b = c + a·max(0, b − b0) a workload
+       statement="""Capacity law (2.7): with t_b = c + a·max(0, b − b0) a workload
        λ(m_p+m_d) = Λ is stable under a work-conserving policy iff b > b_min, where b_min = Λc
        if Λc ≤ b0 and Λ(c − a·b0)/(1 − aΛ) otherwise.""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=ENGINE,
+       scope="closed form and finite-horizon growth verdicts around b_min")
 def _capacity_law(quick: bool) -> Outcome:
     tm = PiecewiseLinearTime(c=4.0, a=0.05, b0=16)
     lam, m = 0.5, 8
@@ -46,11 +54,16 @@ def _capacity_law(quick: bool) -> Outcome:
         rows[b] = {"rho": wl.token_rate / capacity.token_capacity(tm, b), "verdict": g.verdict,
                    "relative_slope": g.relative, "ci": (g.ci_low, g.ci_high)}
     predicted = {b: "stable" if b > b_min else "unstable" for b in budgets}
-    agree = all(rows[b]["verdict"] == predicted[b] for b in budgets)
+    # a run contradicts the law only with a conclusive verdict on the wrong side; an
+    # inconclusive one (a budget too close to b_min for the horizon) contradicts nothing
+    contradicted = [b for b in budgets if rows[b]["verdict"] in ("stable", "unstable")
+                    and rows[b]["verdict"] != predicted[b]]
+    both_sides = {rows[b]["verdict"] for b in budgets if rows[b]["verdict"] == predicted[b]}
     closed_ok = searched == math.floor(b_min) + 1
     llama = capacity.llama3_70b_table()
     return Outcome(
-        "confirmed" if agree and closed_ok else "refuted",
+        "refuted" if contradicted or not closed_ok
+        else "confirmed" if both_sides == {"stable", "unstable"} else "not-reproducible",
         f"b_min = {b_min:.2f} (search: smallest stable integer {searched}); Sarathi "
         + ", ".join(f"b={b} (ρ={r['rho']:.3f}): {r['verdict']}" for b, r in rows.items())
         + f"; Llama-3-70B b/t_b at b=512: {llama.loc[512, 'capacity']:.1f} tok/s",
@@ -63,21 +76,23 @@ def _capacity_law(quick: bool) -> Outcome:
 
 def _plot_capacity(ax, tm, load, b_min, rows):
     b = np.arange(1, int(2 * b_min))
-    ax.plot(b, [capacity.token_capacity(tm, int(k)) for k in b], label="b / t_b")
-    ax.axhline(load, color="k", ls="--", lw=1, label="λ(m_p+m_d)")
-    ax.axvline(b_min, color="grey", ls=":", label=f"b_min = {b_min:.1f}")
-    for k, r in rows.items():
-        ax.plot(k, capacity.token_capacity(tm, k), "o",
-                color="tab:green" if r["verdict"] == "stable" else "tab:red")
-    ax.set_xlabel("token budget b")
-    ax.set_ylabel("tokens per time unit")
-    ax.legend(fontsize=7)
+    ax.plot(b, [capacity.token_capacity(tm, int(k)) for k in b], label="b / t_b", color="C0")
+    reference(ax, load, "offered load λ(m_p+m_d)")
+    reference(ax, b_min, f"b_min = {b_min:.1f}", axis="x", linestyle=":")
+    for verdict, color in (("stable", "C2"), ("unstable", "C3")):
+        ks = [k for k, r in rows.items() if r["verdict"] == verdict]
+        ax.plot(ks, [capacity.token_capacity(tm, k) for k in ks], "o", color=color,
+                label=f"Sarathi runs: {verdict}")
+    finish(ax, title="Capacity law (2.7): b/t_b against the budget, simulated verdicts",
+           xlabel="token budget b (tokens)", ylabel="tokens per time unit", logy=False)
 
 
 @claim("li2025.max_rate_premise",
        statement="""Theorem 1(b) takes b/t_b as the maximal token processing rate:
        no load b' ≤ b is processed faster than the full batch.""",
-       expected="qualified")
+       expected="qualified",
+       convention="batch-time model (2.3) and its slot-rounded variant, exact",
+       scope="budgets b ≤ 2048")
 def _max_rate_premise(quick: bool) -> Outcome:
     llama = capacity.max_rate(capacity.LLAMA3_70B, 2048, warn=False)
     cases = {
@@ -95,6 +110,7 @@ def _max_rate_premise(quick: bool) -> Outcome:
     ok = llama.at_budget and len(found) == len(cases)
     first = found.get("c < a·b0", {})
     slot = found.get("Llama-3-70B, 50 ms slots", {})
+    bs = np.unique(np.geomspace(1, 512, 60).astype(int))
     return Outcome(
         "qualified" if ok else "refuted" if not llama.at_budget else "confirmed",
         f"holds for Llama-3-70B (c − a·b0 = {45.5 - 0.3 * 64:.1f} > 0, b'/t_b' maximal at "
@@ -103,7 +119,13 @@ def _max_rate_premise(quick: bool) -> Outcome:
         f"{slot.get('argmax')}, {slot.get('max_rate', 0):.3f} vs {slot.get('full_rate', 0):.3f})",
         data=found,
         note="Corrected statement: under (2.3) b/t_b is the maximal rate iff c ≥ a·b0; with "
-             "integer-slot durations check max_{b'≤b} b'/t_{b'} (qt.bounds.max_rate).")
+             "integer-slot durations check max_{b'≤b} b'/t_{b'} (qt.bounds.max_rate).",
+                   plot=lambda ax: lines(
+            ax, bs, {name: [capacity.token_capacity(tm, int(k)) for k in bs]
+                     for name, tm in {"Llama-3-70B (c ≥ a·b0)": capacity.LLAMA3_70B,
+                                      **cases}.items()},
+            title="L194: is b/t_b the largest token rate? b′/t_b′ against b′",
+            xlabel="tokens in the batch b′", ylabel="tokens per ms", logx=True))
 
 
 # ---- work-conservation --------------------------------------------------------------------------
@@ -130,7 +152,9 @@ PAPER_STATUS = {"Sarathi": True, "Orca(chunk=True)": True, "VLLMVanilla": False,
 @claim("li2025.work_conservation",
        statement="""Sarathi-Serve and Orca (mixed batches, chunked prefill) are work-conserving;
        vanilla vLLM and FasterTransformer are not (Fig. 5).""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=DTMC,
+       scope="random states, b = 16")
 def _work_conservation(quick: bool) -> Outcome:
     b = 16
     table = {}
@@ -149,7 +173,12 @@ def _work_conservation(quick: bool) -> Outcome:
             f"{k} (p'={v['witness'][0]}, d'={v['witness'][1]}: load {v['load']} < "
             f"min(b, avail={v['avail']}))" for k, v in table.items()
             if k in PAPER_STATUS and not v["strict"]),
-        data=table, note="b = 16; random states, witnesses shrunk greedily.")
+        data=table, note="b = 16; random states, witnesses shrunk greedily.",
+                   plot=lambda ax: bars(
+            ax, {"strictly work-conserving": {k: float(v["strict"]) for k, v in table.items()},
+                 "weakly": {k: float(v["weak"]) for k, v in table.items()}},
+            title="Work-conservation of the classic schedulers (b = 16), 1 = yes",
+            ylabel="work-conserving (1) or not (0)", logy=False))
 
 
 # ---- Lyapunov functions --------------------------------------------------------------------------
@@ -163,7 +192,9 @@ def certificate_workload(lam: float = 1.0) -> Workload:
 @claim("li2025.linear_lyapunov",
        statement="""Proof sketch: f(X) = Σ(P_i + D_i) + R·b/t_b has negative drift
        outside a finite set under a work-conserving policy.""",
-       expected="qualified")
+       expected="qualified",
+       convention=DTMC,
+       scope="sampled states with bounded lengths, and single long requests")
 def _linear_lyapunov(quick: bool) -> Outcome:
     b, wl = 16, certificate_workload()
     lyap = drift.LinearLyapunov(b, 1.0)
@@ -189,12 +220,21 @@ def _linear_lyapunov(quick: bool) -> Outcome:
         note="Holds when lengths are bounded (large f forces ≥ b requests, hence full batches); "
              "with unbounded decode lengths (only E[d²] < ∞, as Theorem 1 assumes) states with "
              "few long requests give partial batches and positive drift — App. B's quadratic "
-             "term repairs this.")
+             "term repairs this.",
+                   plot=lambda ax: lines(
+            ax, list(unbounded), {"one request with d′ left": list(unbounded.values())},
+            references={"worst over states with ≥ b requests": worst_bounded,
+                        "zero drift": 0.0},
+            title="L204–L208: the linear Lyapunov function's one-step drift",
+            xlabel="remaining decode length d′ (tokens)", ylabel="drift (tokens per slot)",
+            logx=True, logy=False))
 
 
 @claim("li2025.appendix_b_moment_inequality",
        statement="""App. B: E[(d_l + 1)²] ≤ 2E[d_l²] for the decode length d_l.""",
-       expected="refuted")
+       expected="erratum",
+       convention="decode lengths d ≥ 1 (integers), exact",
+       scope="every law: point masses and two-point laws, symbolic")
 def _moment_inequality(quick: bool) -> Outcome:
     d = sp.symbols("d", positive=True)
     pointwise = sp.solve_univariate_inequality((d + 1) ** 2 <= 2 * d**2, d, relational=False,
@@ -208,22 +248,56 @@ def _moment_inequality(quick: bool) -> Outcome:
                          if Fraction((i + 1) ** 2 + (j + 1) ** 2, 2) > i**2 + j**2]
     wl = certificate_workload()
     L_fix, L_printed = (drift.appendix_b_constant(wl), drift.appendix_b_constant(wl, printed=True))
+    # the results with the correction: App. B's drift certificate for Sarathi on outputs in
+    # {1, 2} (where E[(d+1)²] > 2E[d²]) fails with the printed L and holds with the corrected L
+    b2 = 8
+    short = Workload([RequestClass(stats.binom(6, 0.5, loc=1), np.array([1, 2]), 1.0)],
+                     arrivals="poisson-slot")
+    n = 120 if quick else 1500
+    cert = {name: drift.drift_certificate(policies.Sarathi(b2), short, b2, n_random=n,
+                                          printed_constant=printed)
+            for name, printed in (("printed", True), ("corrected", False))}
+    stands = cert["corrected"].certified
+    verdict = ("erratum" if smallest is not None and stands
+               else "refuted" if smallest is not None else "confirmed")
+    ks = np.arange(1, 8)
     return Outcome(
-        "refuted" if smallest is not None else "confirmed",
+        verdict,
         f"smallest counterexample d ≡ {smallest}: E[(d+1)²] = {(smallest + 1) ** 2} > "
-        f"2E[d²] = {2 * smallest**2}; pointwise it holds only on {pointwise}",
+        f"2E[d²] = {2 * smallest**2}; pointwise it holds only on {pointwise}; App. B's "
+        f"certificate for Sarathi (b = {b2}, outputs in {{1, 2}}): worst drift "
+        f"{cert['printed'].worst_drift:+.3f} > −ε/2 = {cert['printed'].threshold:+.3f} with the "
+        "printed L, "
+        f"{cert['corrected'].worst_drift:+.3f} ≤ −ε/2 = {cert['corrected'].threshold:+.3f} "
+        "with the corrected L",
         data={"smallest_point_mass": smallest, "pointwise_set": str(pointwise),
               "failing_uniform_two_point": failing_two_point,
-              "certificate_law_L": {"corrected": L_fix, "printed": L_printed}},
-        note="Corrected constant L := max(E[d²], E[(d+1)²]/2) (qt.bounds.appendix_b_constant); "
-             "every step of App. B then goes through.")
+              "certificate_law_L": {"corrected": L_fix, "printed": L_printed},
+              "certificate": {k: {"worst_drift": c.worst_drift, "threshold": c.threshold,
+                                  "certified": c.certified} for k, c in cert.items()}},
+        note="A misprinted constant: with L := max(E[d²], E[(d+1)²]/2) "
+             "(qt.bounds.appendix_b_constant; L := E[d²] + 1 also works, since "
+             "E[(d+1)²] ≤ 2E[d²] + 2) every step of App. B goes through and Theorem 1(a) "
+             "stands (li2025.appendix_b_drift). The inequality itself fails only for laws "
+             "with much mass at d ≤ 2, which the drift certificate above exercises.",
+        plot=lambda ax: _plot_moment(ax, ks))
+
+
+def _plot_moment(ax, ks):
+    ax.plot(ks, (ks + 1.0) ** 2, label="E[(d+1)²], d ≡ k", **series_style(0))
+    ax.plot(ks, 2.0 * ks**2, label="2E[d²] (the printed bound)", **series_style(1))
+    ax.plot(ks, 2.0 * ks**2 + 2, label="2(E[d²] + 1) (a corrected bound)", **series_style(2))
+    finish(ax, title="App. B's moment inequality on point masses d ≡ k",
+           xlabel="decode length k (tokens)", ylabel="second moment (tokens²)", logy=True)
 
 
 @claim("li2025.appendix_b_drift",
        statement="""App. B (B.1): for any work-conserving policy the Lyapunov function
        f = Σ(p' + d' + ε(1(p'>0) + d')²/(4Lλ)) has one-step drift ≤ −ε/2 whenever f ≥ B,
        so the DTMC is positive recurrent under b > λ(m_p+m_d) (unit-time batches).""",
-       expected="qualified")
+       expected="qualified",
+       convention=DTMC,
+       scope="enumerated and random states, bounded length laws")
 def _appendix_b_drift(quick: bool) -> Outcome:
     b, wl = 16, certificate_workload()
     n = 120 if quick else 1500
@@ -256,14 +330,21 @@ def _appendix_b_drift(quick: bool) -> Outcome:
               {**certs, "Sarathi, printed L": printed, "Sarathi, corrected L": fixed}.items()},
         note="Holds with L = max(E[d²], E[(d+1)²]/2) and *strict* work-conservation "
              "(b' = min(b, avail)), which L444 uses; drift is exact (length laws enumerated). "
-             "Non-work-conserving vLLM and FasterTransformer have positive drift beyond B.")
+             "Non-work-conserving vLLM and FasterTransformer have positive drift beyond B.",
+                   plot=lambda ax: bars(
+            ax, {"worst drift beyond B": {k: c.worst_drift for k, c in certs.items()}},
+            title="App. B (B.1): worst one-step drift of the quadratic Lyapunov function",
+            ylabel="drift", reference_value=certs["Sarathi"].threshold,
+            reference_label="−ε/2 (the certificate)", logy=False))
 
 
 # ---- fluid model ---------------------------------------------------------------------------------
 @claim("li2025.c19_workload",
-       statement="""(C.19), L563: the total workload f(t) = m_p Z_p(t) + (m_p+m_d) Z_d(t)
+       statement="""(C.19): the total workload f(t) = m_p Z_p(t) + (m_p+m_d) Z_d(t)
        satisfies f(t) = f(0) + λ(m_p+m_d)t − (B_p(t) + B_d(t)) along the fluid equations.""",
-       expected="refuted")
+       expected="erratum",
+       convention=FLUID,
+       scope="fluid: symbolic identity")
 def _c19(quick: bool) -> Outcome:
     printed = fluid.workload_identity_residual(fluid.printed_c19_workload)
     corrected = fluid.workload_identity_residual(fluid.engine_workload)
@@ -281,20 +362,24 @@ def _c19(quick: bool) -> Outcome:
             break
     ok = printed != 0 and corrected == 0
     return Outcome(
-        "refuted" if ok else "confirmed",
+        "erratum" if ok else "refuted" if printed != 0 else "confirmed",
         f"printed: ḟ − [λ(m_p+m_d) − Ḃ_p − Ḃ_d] = {printed} ≠ 0 (e.g. {example}); "
         f"corrected (m_p+m_d)Z_p + m_d Z_d: residual {corrected}",
         data={"printed_residual": str(printed), "corrected_residual": str(corrected),
               "example": example},
-        note="Corrected statement: f = (m_p+m_d)Z_p + m_d Z_d (qt.fluid.engine_workload). The "
-             "same swap is printed in §4.2 and in Prop. 1.")
+        note="A misprint (the coefficients of Z_p and Z_d swapped): with f = (m_p+m_d)Z_p + "
+             "m_d Z_d (qt.fluid.engine_workload) the identity holds exactly, and the fluid "
+             "results built on it stand (li2025.proposition2_fluid drains at the predicted "
+             "rate). The same swap is printed at L266 (§4.2) and L678 (Prop. 1).")
 
 
 @claim("li2025.proposition2_fluid",
        statement="""Prop. 2(a): under a work-conserving policy the fluid workload drains
        linearly, f(t) = max(0, f(0) − δt) with δ = b/t_b − λ(m_p+m_d), empty by f(0)/δ; fluid
        limits (N → ∞ initial requests, time and space scaled by N) follow the fluid path.""",
-       expected="confirmed")
+       expected="confirmed",
+       convention=FLUID,
+       scope="fluid (exact phases) and N-scaled runs up to N = 1000 / 10 000")
 def _proposition2(quick: bool) -> Outcome:
     b, lam = 32, 1.0
     sizes = stats.binom(18, 0.5, loc=1)
@@ -333,14 +418,14 @@ def _proposition2(quick: bool) -> Outcome:
 def _plot_fluid(ax, policy, wl, b, lam, mp, md):
     T = fluid.drain_time(fluid.engine_workload(1, 0, mp, md), lam, mp, md, b, 1.0)
     t = np.linspace(0, 1.5 * T, 200)
-    for N in (10, 100, 1000):
+    for i, N in enumerate((10, 100, 1000)):
         run = fluid.scaled_run(policy, wl, UnitTime(), N, t)
-        ax.plot(t, run.f, lw=0.8, label=f"f̂, N = {N}")
-    ax.plot(t, fluid.fluid_path("sarathi", 1, 0, lam, mp, md, b, 1.0, t).f, "k--",
-            label="fluid max(0, f(0) − δt)")
-    ax.set_xlabel("scaled time")
-    ax.set_ylabel("workload f = (m_p+m_d)Z_p + m_d Z_d")
-    ax.legend(fontsize=7)
+        ax.plot(t, run.f, lw=0.8, label=f"f̂, N = {N}", **{**series_style(i), "marker": None})
+    reference_curve(ax, t, fluid.fluid_path("sarathi", 1, 0, lam, mp, md, b, 1.0, t).f,
+                    "fluid max(0, f(0) − δt)")
+    finish(ax, title="Proposition 2(a): scaled workloads drain along the fluid path",
+           xlabel="scaled time (slots / N)", ylabel="workload f = (m_p+m_d)Z_p + m_d Z_d",
+           logy=False)
 
 
 # ---- token budget trade-off ----------------------------------------------------------------------
@@ -348,7 +433,9 @@ def _plot_fluid(ax, policy, wl, b, lam, mp, md):
        statement="""§5, Fig. 9 (qualitative): a too-small token budget (128) costs latency, a
        moderate one (512) gives the lowest median end-to-end latency, a larger one (1024)
        improves TTFT; larger budgets lengthen each iteration.""",
-       expected="qualified")
+       expected="qualified",
+       convention=ENGINE,
+       scope="finite-horizon experiment, model (2.3) scaled by 0.6")
 def _budget_tradeoff(quick: bool) -> Outcome:
     tm = PiecewiseLinearTime(c=45.5 * 0.6, a=0.30 * 0.6, b0=64)      # spec §5.6, s = 0.6
     lam = 14.3 / 1000
@@ -361,7 +448,10 @@ def _budget_tradeoff(quick: bool) -> Outcome:
         rows[b] = {"ttft": m["mean_ttft"], "p50_e2e": m["p50_latency"], "tbt": m["mean_tbt"]}
     above = [b for b in rows if b > b_min]
     small_bad = rows[128]["ttft"] > 3 * rows[above[0]]["ttft"]
-    tbt_grows = all(rows[x]["tbt"] <= rows[y]["tbt"] for x, y in itertools.pairwise(above))
+    # "larger budgets lengthen each iteration": TBT does not fall (beyond 1 %, the noise of
+    # one run) as the budget grows
+    tbt_grows = all(rows[y]["tbt"] >= 0.99 * rows[x]["tbt"]
+                    for x, y in itertools.pairwise(above))
     e2e = [rows[b]["p50_e2e"] for b in above]
     e2e_flat = (max(e2e) - min(e2e)) / min(e2e) < 0.05
     ttft_falls = rows[1024]["ttft"] <= rows[512]["ttft"]
@@ -384,9 +474,7 @@ def _budget_tradeoff(quick: bool) -> Outcome:
 
 def _plot_tradeoff(ax, rows):
     b = list(rows)
-    ax.plot(b, [rows[k]["ttft"] / 1000 for k in b], "o-", label="mean TTFT (s)")
-    ax.plot(b, [rows[k]["p50_e2e"] / 1000 for k in b], "s-", label="median E2E (s)")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("token budget b")
-    ax.legend(fontsize=7)
+    lines(ax, b, {"mean TTFT": [rows[k]["ttft"] / 1000 for k in b],
+                  "median end-to-end latency": [rows[k]["p50_e2e"] / 1000 for k in b]},
+          title="§5, Fig. 9: latency against the token budget (Sarathi, 14.3 qps)",
+          xlabel="token budget b (tokens)", ylabel="time (s)", logx=True, logy=True)

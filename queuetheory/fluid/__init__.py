@@ -56,3 +56,7 @@ __all__ += [
     "nested_thresholds", "memory_decomposition", "TimeVaryingCondition",
     "time_varying_condition",
 ]
+
+from .queue_chain import wait_queue_chain  # noqa: E402
+
+__all__ += ["wait_queue_chain"]

@@ -6,7 +6,8 @@
   CSV, JSONL or Parquet with the Azure, BurstGPT and Mooncake presets;
 - :mod:`.trace_stats`: ``trace_stats``, burstiness and length laws of a trace, one plot;
 - :mod:`.rad`: the SLAI evaluation workload of Bari, Hegde, de Veciana (Table 1), imported
-  on first use (it needs ``scipy.stats``).
+  on first use (it needs ``scipy.stats``);
+- :mod:`.surrogates`: stand-ins for the LMSYS-Chat-1M lengths of Jaillet et al. and Ao et al.
 """
 
 from .core import (
@@ -19,9 +20,11 @@ from .core import (
     Trace,
     Workload,
 )
+from .surrogates import LMSYS_BINS, lmsys_bin_rates, lmsys_length_sample
 from .trace_stats import TraceStats, trace_stats
 from .traces import FORMATS, mean_rate, read_trace, with_rate
 
 __all__ = ["RequestClass", "Workload", "Trace", "TimeVarying", "Lengths", "ExactPredictor",
            "RelativeInterval", "ClassInterval", "read_trace", "FORMATS", "trace_stats",
-           "TraceStats", "mean_rate", "with_rate"]
+           "TraceStats", "mean_rate", "with_rate", "LMSYS_BINS", "lmsys_bin_rates",
+           "lmsys_length_sample"]

@@ -1,0 +1,94 @@
+"""Exhaustive searches for instances where MC-SF (Jaillet, Jiang, Podimata, Zhou, Algorithm 1)
+is not optimal, against the exact hindsight optimum.
+
+:func:`smallest_alg1_counterexample` enumerates semi-online instances (all arrivals at round
+0, one prompt size) in order of size and returns the first where Algorithm 1's total latency
+exceeds the optimum of :func:`~queuetheory.bounds.hindsight.hindsight_brute_force` (a dynamic
+program, exact). Both timing conventions of :mod:`queuetheory.policies.kvcache` are
+supported: ``"eq1"`` (Eq. (1), §3–§4: ``o + 1`` rounds, memory ``s … s + o``) and ``"ip"``
+(App. B.1: ``o`` rounds, memory ``s … s + o − 1``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import combinations_with_replacement
+
+import numpy as np
+
+from ..policies.kvcache import check_convention, durations, mcsf_schedule
+from .hindsight import hindsight_brute_force
+
+__all__ = ["Alg1Counterexample", "smallest_alg1_counterexample", "identical_jobs_gap"]
+
+
+@dataclass(frozen=True)
+class Alg1Counterexample:
+    """The result of :func:`smallest_alg1_counterexample`.
+
+    ``searched[n]`` counts the instances with ``n`` requests that were compared with the
+    optimum; when ``found`` the instance (``memory``, ``prompt``, ``output``) and both
+    schedules (start rounds and total latencies) are given.
+    """
+
+    found: bool
+    convention: str
+    searched: dict = field(default_factory=dict)
+    memory: int = 0
+    prompt: int = 0
+    output: np.ndarray | None = None
+    alg_starts: np.ndarray | None = None
+    alg_latency: int = 0
+    opt_starts: np.ndarray | None = None
+    opt_latency: int = 0
+
+    @property
+    def durations(self) -> np.ndarray:
+        return durations(self.output, self.convention)
+
+
+def smallest_alg1_counterexample(max_n: int = 4, prompts=(1, 2, 3), max_memory: int = 14,
+                                 max_output: int = 7, *,
+                                 convention: str = "eq1") -> Alg1Counterexample:
+    """The first semi-online instance, in order of the number of requests, then the memory
+    ``M``, then the prompt ``s``, then the output multiset, where Algorithm 1's total
+    latency exceeds the exact optimum. Instances whose largest request cannot fit
+    (``s + d − 1 > M``) are skipped, and so are those where Algorithm 1 starts every request
+    at round 0 (nothing can beat that)."""
+    check_convention(convention)
+    for name, v, lo in (("max_n", max_n, 1), ("max_memory", max_memory, 1),
+                        ("max_output", max_output, 1)):
+        if int(v) < lo:
+            raise ValueError(f"{name}={v}: must be >= {lo}")
+    searched = {}
+    for n in range(1, max_n + 1):
+        searched[n] = 0
+        for M in range(1, max_memory + 1):
+            for s in prompts:
+                for o in combinations_with_replacement(range(1, max_output + 1), n):
+                    out = np.array(o)
+                    d = durations(out, convention)
+                    if s + d.max() - 1 > M:
+                        continue
+                    searched[n] += 1
+                    a, p = np.zeros(n, np.int64), np.full(n, s)
+                    alg = mcsf_schedule(a, p, out, M, convention=convention)
+                    alg_tel = int((alg + d).sum())
+                    if alg_tel == int(d.sum()):
+                        continue
+                    opt = hindsight_brute_force(a, p, out, M, convention=convention)
+                    if opt.total_latency < alg_tel:
+                        return Alg1Counterexample(True, convention, searched, M, s, out, alg,
+                                                  alg_tel, opt.starts, int(opt.total_latency))
+    return Alg1Counterexample(False, convention, searched)
+
+
+def identical_jobs_gap(n: int, output: int = 10, prompt: int = 1, memory: int = 100,
+                       cap: int = 2, *, convention: str = "ip") -> tuple[float, float]:
+    """Average latency of Algorithm 1 and of the capped (``cap`` starts per round) variant on
+    ``n`` identical jobs: the waves-versus-staggering mechanism behind Theorem 4.2's failure."""
+    a, s, o = np.zeros(n, np.int64), np.full(n, prompt), np.full(n, output)
+    d = durations(o, convention)
+    alg = mcsf_schedule(a, s, o, memory, convention=convention)
+    capped = mcsf_schedule(a, s, o, memory, max_starts=cap, convention=convention)
+    return float((alg + d).mean()), float((capped + d).mean())

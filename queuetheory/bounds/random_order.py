@@ -1,0 +1,124 @@
+"""Exact expected latencies of random-order admission (A_random of Chen, Ye, Zhou, Alg. 4) in
+the discrete round model, by enumerating every order, and the worst case over output-length
+vectors (Theorem 8.6 Part 1).
+
+A_random draws one uniformly random permutation at the start and, each round, admits the
+waiting jobs in that order while the future-peak memory check holds, stopping at the first
+that does not fit; H-SF does the same in order of the true output length. Both schedules are
+computed by :func:`queuetheory.policies.kvcache.mcsf_schedule` (``order="arrival"`` on the
+permuted jobs, ``order="output"``), in either memory convention of that module: with
+``"ip"`` a job of prompt ``p`` holds ``p … p+o−1`` over ``o`` rounds (the engine's
+``first_token="prefill"``; Chen et al.'s rounds, peak ``s + o`` as in their Example 3.2,
+are ``p = s + 1``); with ``"eq1"`` it holds ``p … p+o`` over ``o+1`` rounds (eq. (3) of
+Chen et al. read literally, ``p = s``). A job's latency is its last start plus ``o``
+(eq. (2)).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from itertools import combinations_with_replacement, permutations
+
+import numpy as np
+
+from ..policies.kvcache import check_convention, durations, mcsf_schedule
+
+__all__ = ["random_order_tel", "hsf_tel", "RandomOrderWorstCase", "random_order_worst_case",
+           "smallest_two_point_counterexample"]
+
+_MAX_JOBS = 8
+
+
+def _check(output, prompt: int, memory: int, convention: str) -> np.ndarray:
+    o = np.asarray(output, dtype=np.int64)
+    check_convention(convention)
+    if o.ndim != 1 or o.size == 0 or o.min() < 1:
+        raise ValueError(f"output={o.tolist()}: need a non-empty vector of lengths >= 1")
+    if o.size > _MAX_JOBS:
+        raise ValueError(f"output: {o.size} jobs; exact enumeration of all orders takes at "
+                         f"most {_MAX_JOBS} ({math.factorial(_MAX_JOBS)} orders)")
+    peak = prompt + int(durations(o, convention).max()) - 1
+    if peak > memory:
+        raise ValueError(f"memory={memory}: below the peak {peak} of the longest job")
+    return o
+
+
+def _tel(starts, o) -> int:
+    return int((starts + o).sum())
+
+
+def hsf_tel(output, prompt: int, memory: int, convention: str = "ip") -> int:
+    """Total latency of H-SF (shortest true output first, future-peak check)."""
+    o = _check(output, prompt, memory, convention)
+    z = np.zeros(o.size, np.int64)
+    return _tel(mcsf_schedule(z, np.full(o.size, prompt), o, memory, convention=convention), o)
+
+
+def random_order_tel(output, prompt: int, memory: int, convention: str = "ip") -> Fraction:
+    """``E[TEL]`` of A_random over a uniformly random order, exactly (every distinct order of
+    the multiset ``output`` enumerated, weighted by its multiplicity)."""
+    o = _check(output, prompt, memory, convention)
+    z, p = np.zeros(o.size, np.int64), np.full(o.size, prompt)
+    total, count = 0, 0
+    for order in set(permutations(o.tolist())):
+        arr = np.array(order, dtype=np.int64)
+        total += _tel(mcsf_schedule(z, p, arr, memory, convention=convention, order="arrival"),
+                      arr)
+        count += 1
+    return Fraction(total, count)
+
+
+@dataclass(frozen=True)
+class RandomOrderWorstCase:
+    """Worst ``E TEL(A_random)/TEL(H-SF)`` over ``[ℓ, u]^n`` and over ``{ℓ, u}^n``."""
+
+    n: int
+    lo: int
+    hi: int
+    prompt: int
+    memory: int
+    convention: str
+    interval: Fraction
+    interval_output: tuple
+    two_point: Fraction
+    two_point_output: tuple
+
+    @property
+    def two_point_is_worst(self) -> bool:
+        return self.two_point >= self.interval
+
+
+def random_order_worst_case(n: int, lo: int, hi: int, prompt: int, memory: int,
+                            convention: str = "ip") -> RandomOrderWorstCase:
+    """The exact worst case of A_random's ratio over every output multiset in ``[lo, hi]^n``
+    (the ratio depends only on the multiset), and over those in ``{lo, hi}^n``."""
+    if not 1 <= lo <= hi:
+        raise ValueError(f"lo={lo}, hi={hi}: need 1 <= lo <= hi")
+    best, best_two = (Fraction(-1), ()), (Fraction(-1), ())
+    for o in combinations_with_replacement(range(lo, hi + 1), n):
+        r = random_order_tel(o, prompt, memory, convention) / hsf_tel(o, prompt, memory,
+                                                                     convention)
+        best = max(best, (r, o))
+        if set(o) <= {lo, hi}:
+            best_two = max(best_two, (r, o))
+    return RandomOrderWorstCase(n, lo, hi, prompt, memory, convention, best[0], best[1],
+                                best_two[0], best_two[1])
+
+
+def smallest_two_point_counterexample(max_n: int = 5, max_hi: int = 5, prompts=(1, 2),
+                                      max_memory_factor: int = 3,
+                                      convention: str = "ip") -> RandomOrderWorstCase | None:
+    """The first instance, in order of ``n``, then ``u`` (``ℓ = 1``), then the prompt, then
+    ``M`` (from the longest job's peak to ``max_memory_factor`` times it), where A_random's
+    worst case over ``[1, u]^n`` exceeds its worst case over ``{1, u}^n``; None if none."""
+    for n in range(1, max_n + 1):
+        for hi in range(2, max_hi + 1):
+            for s in prompts:
+                peak = s + int(durations([hi], convention)[0]) - 1
+                for memory in range(peak, max_memory_factor * peak + 1):
+                    w = random_order_worst_case(n, 1, hi, s, memory, convention)
+                    if not w.two_point_is_worst:
+                        return w
+    return None
