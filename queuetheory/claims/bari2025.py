@@ -49,9 +49,10 @@ from ..workload import RequestClass, Workload
 from ..workload.rad import table1_decode_std_bound, table1_workload
 from .base import Outcome, claim
 
-TILED = ('Eq. 7 tiled batch-time model (the package's illustrative parameters); engine '
+TILED = ("Eq. 7 tiled batch-time model (the package's illustrative parameters); engine "
          'first_token="prefill" (Def. 1: the last prefill chunk emits the first token)')
-CLOSED = "Eqs. 6–12 in closed form (sympy, exact integers) with the package's illustrative parameters"
+CLOSED = ("Eqs. 6–12 in closed form (sympy, exact integers) with the package's illustrative "
+          "parameters")
 SLAI_MODEL = ('calibrated Eq. 7 model (c0 = 5 ms), Table 1 workload, 200 000-token KV pool, '
               'first_token="prefill"')
 
@@ -596,8 +597,8 @@ def _slai_ttft(quick: bool) -> Outcome:
                    + ", ".join(f"{k} {x:.2f} s" for k, x in med.items())
                    + f"; reduction {100 * cut:.0f} % (paper 53 % on a real GPU)",
                    {"median_ttft": med, "reduction": cut},
-                   note="Calibrated Eq. 7 model (c0 = 5 ms, illustrative parameters, not the paper's "
-                        "GPU); the ordering, not the number, is the claim.",
+                   note="Calibrated Eq. 7 model (c0 = 5 ms, illustrative parameters, not the "
+                        "paper's GPU); the ordering, not the number, is the claim.",
                    plot=lambda ax: bars(
                        ax, med, title="SLAI: median TTFT at 2.4 requests/s",
                        ylabel="median TTFT (s)", logy=False))

@@ -56,6 +56,10 @@ def _plot_fits(gpu, model, fits, upto=1100):
     return plot
 
 
+VIDUR = ("measured per-batch linear-layer times (Vidur profiles, median of repeated runs, "
+         "seconds); no engine run, so no first-token convention")
+
+
 @claim("bari2025.tile_staircase_vidur",
        statement="The linear layers' time is a staircase ⌈τ/t_col⌉/μ_Lin in the batch's "
                  "token count τ with one tile t* (Eq. 4). Tested on real timings (Vidur "
@@ -65,7 +69,10 @@ def _plot_fits(gpu, model, fits, upto=1100):
                  "'confirmed' if it also comes within twice the measurement noise (one tile "
                  "explains the steps), 'qualified' if it wins but not that closely or not "
                  "everywhere.",
-       expected="qualified")
+       expected="qualified",
+       convention=VIDUR,
+       scope="finite data: A100 and H100 profiles, 1–4,096 tokens, held-out error by 5-fold "
+             "cross-validation")
 def _tile_staircase(quick: bool) -> Outcome:
     tps = (1,) if quick else (1, 2, 4, 8)
     rows, first = {}, None
@@ -126,7 +133,9 @@ def _tile_staircase(quick: bool) -> Outcome:
                  "so the context-dependent part of an iteration is untested): the law beats "
                  "an affine one on held-out data and its b0 is significantly above 0 on "
                  "every GPU ('qualified' for the scope; 'not-reproducible' if not).",
-       expected="qualified")
+       expected="qualified",
+       convention=VIDUR,
+       scope="finite data: linear layers of three profiles at tensor parallel 1")
 def _piecewise_linear(quick: bool) -> Outcome:
     rows = {}
     for gpu, model in PROFILES:
@@ -157,7 +166,9 @@ def _piecewise_linear(quick: bool) -> Outcome:
                  "held by the batch. Tested on real GPU timings (Vidur profiles, tensor "
                  "parallel 1): testable only if the measurements vary the KV tokens apart "
                  "from the batch's token count, which needs attention kernels.",
-       expected="not-reproducible")
+       expected="not-reproducible",
+       convention=VIDUR,
+       scope="finite data: what the profiles can identify (no attention kernels)")
 def _linear_memory(quick: bool) -> Outcome:
     ops = [c.split(".")[0] for c in _shipped().columns if c.endswith(".median")]
     attention = sorted({o for o in ops if any(o.startswith(a) for a in ATTENTION_OPS)})
