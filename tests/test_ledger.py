@@ -14,7 +14,8 @@ from queuetheory.report import full_runs
 
 matplotlib.use("Agg")
 
-NO_FIGURE = {"li2025.c19_workload"}
+# no figure: an algebraic identity, and a claim the data cannot test (nothing to draw)
+NO_FIGURE = {"li2025.c19_workload", "ao2025.linear_memory_vidur"}
 """Claims without a figure: a symbolic identity has nothing to draw. The network claims are
 drawn by their own module (or not at all)."""
 
