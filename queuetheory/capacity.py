@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +36,7 @@ from scipy import optimize
 
 from .engine import simulate
 from .engine.conventions import check_first_token
-from .errors import check_positive
+from .errors import CensoredRunWarning, UnsupportedSettingError, check_positive
 from .stability import default_horizon, stability
 from .timing import (
     AffineTokenTime,
@@ -50,11 +51,19 @@ from .workload import Workload
 from .workload.core import _PairedClass
 
 __all__ = ["bounds", "Bracket", "max_rate", "MaxRate", "goodput", "Goodput", "replicas",
-           "Replicas", "at_rate", "request_stats", "RequestStats", "vllm_unit_time_rate",
+           "Replicas", "at_rate", "request_stats", "RequestStats", "relaxation_time",
+           "vllm_unit_time_rate",
            "SLO_KEYS", "slo_attainment", "load_curve", "plot_capacity", "capacity_main"]
 
 #: The shortest probe of :func:`max_rate`, in lifetimes of a lone mean request.
 MIN_LIFETIMES = 50
+#: A probe of :func:`max_rate` spans at least this many relaxation times of the backlog
+#: (:func:`relaxation_time`): its tail (the last half) then holds ten blocks of about two
+#: relaxation times each, long enough for the batch means to be nearly independent.
+RELAXATION_RUNS = 40
+#: The most expected arrivals one probe of :func:`max_rate` runs by default (about 136 MB
+#: of request table, a few seconds for the bulk-rule schedulers on ShareGPT lengths).
+MAX_PROBE_REQUESTS = 500_000
 
 #: The latency targets :func:`goodput` and :func:`replicas` accept (time units of the model).
 SLO_KEYS = {
@@ -79,6 +88,8 @@ class RequestStats:
         ``"decode"``; ``o·p + o(o−1)/2`` under ``"prefill"``)
     peak : the largest KV footprint a request of the workload reaches (``p + o − 1`` under
         ``"prefill"``), over the law's support (quantile grid for distributions)
+    work2 : the second moment ``E[(p + d)²]`` of a request's tokens of compute (prompt and
+        output independent within a class unless the class draws them as pairs)
     """
 
     prompt: float
@@ -87,6 +98,7 @@ class RequestStats:
     work: float
     kv_area: float
     peak: int
+    work2: float
 
 
 def request_stats(workload, first_token: str = "prefill") -> RequestStats:
@@ -97,21 +109,47 @@ def request_stats(workload, first_token: str = "prefill") -> RequestStats:
     if w.sum() <= 0:
         w = np.ones(len(classes))
     w = w / w.sum()
-    area, peak = [], 0
+    area, square, peak = [], [], 0
     for c in classes:
         if isinstance(c, _PairedClass):
             p, o = c._prompt.spec.astype(float), c._output.spec.astype(float)
             d = o - emit
             area.append(float(np.mean((d + 1) * p + d * (d + 1) / 2)))
+            square.append(float(np.mean((p + d) ** 2)))
             peak = max(peak, int((p + o).max()) - emit)
         else:
             mp, mo, mo2 = c.mean_prompt, c.mean_output, c.output_moment(2)
             md, md2 = mo - emit, mo2 - 2 * emit * mo + emit
             area.append((md + 1) * mp + (md2 + md) / 2)
+            square.append(c._prompt.moment(2) + 2 * mp * md + md2)
             peak = max(peak, c.max_prompt + c.max_output - emit)
     mp = float(w @ [c.mean_prompt for c in classes])
     mo = float(w @ [c.mean_output for c in classes])
-    return RequestStats(mp, mo, mo - emit, mp + mo - emit, float(w @ area), int(peak))
+    return RequestStats(mp, mo, mo - emit, mp + mo - emit, float(w @ area), int(peak),
+                        float(w @ square))
+
+
+def relaxation_time(workload, rate: float, capacity: float,
+                    first_token: str = "prefill") -> float:
+    """The time scale on which the backlog of a queue at ``rate`` forgets its start.
+
+    Heavy-traffic approximation (Abate and Whitt, "Transient behavior of regulated Brownian
+    motion", 1987): near ``ρ = rate/capacity = 1`` the work in the system is a reflected
+    Brownian motion with drift ``−(1 − ρ)`` and variance ``λ E[S²]`` per unit time, ``S`` a
+    request's service time at full capacity (its tokens of compute over the token rate
+    ``capacity · E[work]``). Its mean approaches steady state on the scale
+    ``σ²/μ² = λ E[S²] / (1 − ρ)²``: what this returns. The stationary backlog, and the
+    excursions that batch means must average over, live on the same scale, so a run of a
+    few relaxation times is still filling up and reads as growth. Infinite at ``ρ ≥ 1``.
+    """
+    check_positive("rate", rate)
+    check_positive("capacity", capacity)
+    rho = rate / capacity
+    if rho >= 1:
+        return math.inf
+    st = request_stats(workload, first_token)
+    mean_square = st.work2 / (st.work ** 2 * capacity ** 2)
+    return rate * mean_square / (1 - rho) ** 2
 
 
 def _classes(workload):
@@ -388,7 +426,8 @@ class MaxRate:
         of the offered work, so no less is certain)
     probes : one row per probe: ``rate``, ``load`` (over the upper bound), ``verdict``,
         ``drift``/``drift_low``/``drift_high`` (relative to the offered work), ``horizon``,
-        ``rounds``, ``wall_s``
+        ``relaxation`` (:func:`relaxation_time` at that rate), ``rounds``, ``arrived`` and
+        ``unfinished`` (requests, all seeds of the last round), ``wall_s``
     bracket : the analytic :class:`Bracket`; ``binding`` its binding bound
     efficiency : ``rate`` over the analytic upper bound
     converged : whether the stable and unstable probes are within ``(1 + tol)/(1 − tol)``
@@ -423,6 +462,17 @@ class MaxRate:
                 f"{self.wall_s:.1f} s{'; ' + self.note if self.note else ''})")
 
 
+def _refuse_unsupported(who: str, policy, memory, first_token) -> None:
+    """Refuse, before any bound or probe, a setting ``policy`` says it cannot run
+    (:meth:`~queuetheory.policies.Policy.supports`)."""
+    supports = getattr(policy, "supports", None)
+    reason = supports(memory=memory, first_token=first_token) if supports else None
+    if reason:
+        raise UnsupportedSettingError(
+            policy, f"memory={memory}, first_token={first_token!r} in qt.capacity.{who}",
+            reason)
+
+
 def _budget_of(policy, token_budget):
     b = token_budget if token_budget is not None else getattr(policy, "token_budget", None)
     if b is None:
@@ -435,6 +485,7 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
              tol: float = 0.01, seeds=(0,), first_token: str = "prefill",
              n_requests: int | None = None, max_horizon_factor: float = 4.0,
              tolerance: float = 0.03, level: float = 0.99, max_probes: int = 24,
+             max_probe_requests: float = MAX_PROBE_REQUESTS,
              bracket: Bracket | None = None) -> MaxRate:
     """The largest arrival rate at which ``policy`` is stable, by bisection on the rate.
 
@@ -445,7 +496,14 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     arrivals or 200 lifetimes of a lone request, whichever is longer), or of ``n_requests``
     arrivals but at least ``MIN_LIFETIMES`` lone lifetimes (a shorter run is all warm-up
     and looks unstable); a run is doubled while inconclusive, up to ``max_horizon_factor``
-    times.
+    times. Near the bound every probe also spans ``RELAXATION_RUNS`` relaxation times of
+    the backlog (:func:`relaxation_time`, ``λE[S²]/(1 − ρ)²`` with ``ρ`` the rate over the
+    bracket's upper bound), so that stability's tail lies past the fill-up from empty and
+    its blocks are longer than the backlog's excursions; without it, ShareGPT's
+    heavy-tailed lengths read as growth at 0.96 of a bound Theorem 1(a) of Li, Dai, Peng
+    proves stable. No probe draws more than ``max_probe_requests`` expected arrivals
+    (doublings included). A setting the policy refuses (``Policy.supports``) raises
+    :class:`~queuetheory.errors.UnsupportedSettingError` before any probe.
 
     The search first checks the analytic value: the bracket's ``start`` (:func:`bounds`)
     times ``1 − tol`` and, below the upper bound, ``1 + tol``; when the first is stable and
@@ -463,6 +521,7 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     inconclusive unless the runs are long, and ``note`` says so.
     """
     t0 = time.perf_counter()
+    _refuse_unsupported("max_rate", policy, memory, check_first_token(first_token))
     b = _budget_of(policy, token_budget)
     if not 0 < tol < 0.5:
         raise ValueError(f"tol={tol!r}: the relative precision must lie in (0, 0.5)")
@@ -470,7 +529,7 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     br = bracket or bounds(workload, time_model, token_budget=b, memory=memory,
                            policy=policy, first_token=first_token)
     cols = ["rate", "load", "verdict", "drift", "drift_low", "drift_high", "horizon",
-            "rounds", "wall_s"]
+            "relaxation", "rounds", "arrived", "unfinished", "wall_s"]
     if br.empty:
         return MaxRate(0.0, (0.0, 0.0), pd.DataFrame(columns=cols), br, 0.0, True, tol,
                        tolerance, time.perf_counter() - t0, br.violated)
@@ -482,12 +541,17 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
         wl = at_rate(workload, x)
         H = (default_horizon(wl, time_model) if n_requests is None
              else max(n_requests / x, MIN_LIFETIMES * lifetime))
-        v = stability(wl, policy, time_model, horizon=H, max_horizon=max_horizon_factor * H,
-                      seeds=seeds, level=level, tolerance=tolerance, memory=memory,
-                      token_budget=b, first_token=first_token)
+        relax = relaxation_time(workload, x, br.upper, first_token)
+        H = max(H, min(RELAXATION_RUNS * relax, max_probe_requests / x))
+        cap = max(H, min(max_horizon_factor * H, max_probe_requests / x))
+        v = stability(wl, policy, time_model, horizon=H, max_horizon=cap, seeds=seeds,
+                      level=level, tolerance=tolerance, memory=memory, token_budget=b,
+                      first_token=first_token)
         rows.append({"rate": x, "load": x / br.upper, "verdict": v.verdict, "drift": v.drift,
                      "drift_low": v.drift_interval[0], "drift_high": v.drift_interval[1],
-                     "horizon": v.horizon, "rounds": v.rounds, "wall_s": v.wall_s})
+                     "horizon": v.horizon, "relaxation": relax, "rounds": v.rounds,
+                     "arrived": int(v.runs["arrived"].sum()),
+                     "unfinished": int(v.runs["in_system_end"].sum()), "wall_s": v.wall_s})
         return v
 
     lo, hi, unknown, served, note = None, None, [], None, ""
@@ -647,8 +711,10 @@ def _window_run(workload, policy, time_model, rate, slo, *, n_requests, warmup, 
     wl = at_rate(workload, rate)
     frames = []
     for s in seeds:
-        res = simulate(wl, policy, time_model, horizon=H + drain, seed=s, memory=memory,
-                       token_budget=b, first_token=first_token)
+        with warnings.catch_warnings():    # cut on purpose: the unfinished are counted
+            warnings.simplefilter("ignore", CensoredRunWarning)
+            res = simulate(wl, policy, time_model, horizon=H + drain, seed=s, memory=memory,
+                           token_budget=b, first_token=first_token, warmup=warmup * H)
         frames.append(res.requests)
     req = pd.concat(frames, ignore_index=True)
     return slo_attainment(req, slo, start=warmup * H, end=H)
@@ -684,6 +750,7 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
         raise ValueError(f"warmup={warmup}: must lie in [0, 1)")
     check_positive("tol", tol)
     check_positive("n_requests", n_requests, integer=True)
+    _refuse_unsupported("goodput", policy, memory, check_first_token(first_token))
     b = _budget_of(policy, token_budget)
     seeds = tuple(int(s) for s in np.atleast_1d(seeds))
     br = bracket or bounds(workload, time_model, token_budget=b, memory=memory,
@@ -803,6 +870,7 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
     if not 0 < attainment <= 1:
         raise ValueError(f"attainment={attainment}: must lie in (0, 1]")
     check_positive("max_replicas", max_replicas, integer=True)
+    _refuse_unsupported("replicas", policy, None, "decode")
     b = _budget_of(policy, token_budget)
     seeds = tuple(int(s) for s in np.atleast_1d(seeds))
     br = bounds(workload, time_model, token_budget=b, policy=policy, first_token="decode")

@@ -63,6 +63,26 @@ def test_at_rate_scales_every_class_and_keeps_the_lengths():
     assert out.mean_prompt == wl.mean_prompt and out.mean_output == wl.mean_output
 
 
+def test_work_second_moment_keeps_the_pairs():
+    """Paired lengths (10, 1) and (1, 10) under "decode": work 11 each, E[S²] = 121, which
+    independent prompt and output laws (E[S²] = 130.5 by hand) would overstate."""
+    paired = qt.Workload.from_lengths(np.array([10, 1]), np.array([1, 10]), rate=1.0)
+    assert cap.request_stats(paired, "decode").work2 == pytest.approx(121.0)
+    assert cap.request_stats(fixed(100, 50), "prefill").work2 == 149.0 ** 2
+
+
+def test_relaxation_time_is_the_heavy_traffic_scale():
+    """Fixed lengths: every request takes 1/capacity at full capacity, so the scale is
+    λ (1/c)² / (1 − λ/c)²; it grows without bound at ρ → 1."""
+    wl, c = fixed(100, 50), 30.0
+    for rho in (0.5, 0.9, 0.99):
+        lam = rho * c
+        assert cap.relaxation_time(wl, lam, c) == pytest.approx(lam / c**2 / (1 - rho) ** 2)
+    assert cap.relaxation_time(wl, c, c) == np.inf
+    with pytest.raises(ValueError, match="capacity"):
+        cap.relaxation_time(wl, 1.0, 0.0)
+
+
 # ---- the simulated boundary against the papers' closed forms ---------------------------------
 def test_sarathi_boundary_is_li_dai_peng_capacity():
     """Unit time, b = 64, (32, 32) tokens: b/t_b/(m_p + m_d) = 1 request per round."""
@@ -76,6 +96,29 @@ def test_sarathi_boundary_is_li_dai_peng_capacity():
     assert m.rate == pytest.approx(closed, rel=0.02)
     assert m.interval[0] < closed <= m.interval[1]
     assert (m.probes["verdict"] == "stable").any()
+
+
+def test_sarathi_on_sharegpt_reaches_its_compute_bound():
+    """Li, Dai, Peng's Theorem 1(a): Sarathi is stable below its token capacity whatever
+    the length law. On ShareGPT's heavy-tailed lengths the probes run for tens of
+    relaxation times, so the boundary found lies within 2 % of the bound and its interval
+    holds it (a probe of the default length reads the slow fill-up as growth)."""
+    prompt, output = qt.data.sharegpt_lengths()
+    wl = qt.Workload.from_lengths(prompt, output, rate=1.0)
+    m = cap.max_rate(wl, qt.policies.Sarathi(512), AFFINE)
+    upper = m.bracket.rate("compute")
+    assert m.rate == pytest.approx(upper, rel=0.02)
+    assert m.interval[0] < upper <= m.interval[1]
+    assert (m.probes["verdict"] != "unstable").all()
+    assert (m.probes["horizon"] >= 20 * m.probes["relaxation"]).all()
+
+
+def test_a_policy_refused_by_supports_is_named_before_any_probe():
+    wl, pol = fixed(), qt.policies.FasterTransformer(64, max_reqs=2, mode="request")
+    with pytest.raises(qt.errors.UnsupportedSettingError, match="qt.capacity.max_rate"):
+        cap.max_rate(wl, pol, qt.UnitTime(), memory=256)
+    with pytest.raises(qt.errors.UnsupportedSettingError, match="qt.capacity.goodput"):
+        cap.goodput(wl, pol, qt.UnitTime(), memory=256)
 
 
 def test_vanilla_vllm_boundary_is_lambda_star_in_unit_time():
@@ -172,6 +215,19 @@ def test_unfinished_requests_count_as_misses():
                                  "p99_latency": 7.95})
     assert cap.slo_attainment(req, {"tbt": 2.0}, start=0.0, end=10.0)["met"] == 1
     assert cap.slo_attainment(req, {"tpot": 3.5}, start=0.0, end=10.0)["met"] == 2
+
+
+def test_an_overloaded_probe_counts_its_unfinished_instead_of_warning():
+    import warnings
+
+    wl, pol = fixed(), qt.policies.Sarathi(64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", qt.errors.CensoredRunWarning)
+        curve = cap.load_curve(wl, pol, qt.UnitTime(), [1.5], slo={"latency": 1e2},
+                               n_requests=500, first_token="decode")
+    row = curve.iloc[0]
+    assert row["unfinished"] > 0
+    assert row["met"] + row["unfinished"] <= row["requests"]
 
 
 # ---- replicas --------------------------------------------------------------------------------
