@@ -47,11 +47,12 @@ from .timing import (
     TimeModel,
     UnitTime,
 )
-from .workload import Workload
+from .workload import Trace, Workload
 from .workload.core import _PairedClass
+from .workload.traces import mean_rate, with_rate
 
 __all__ = ["bounds", "Bracket", "max_rate", "MaxRate", "goodput", "Goodput", "replicas",
-           "Replicas", "at_rate", "request_stats", "RequestStats", "relaxation_time",
+           "Replicas", "at_rate", "replay", "request_stats", "RequestStats", "relaxation_time",
            "vllm_unit_time_rate",
            "SLO_KEYS", "slo_attainment", "load_curve", "plot_capacity", "capacity_main"]
 
@@ -174,6 +175,29 @@ def at_rate(workload: Workload, rate: float) -> Workload:
                     slot=workload.slot)
 
 
+def replay(trace: Trace, rate: float, horizon: float) -> Trace:
+    """``trace`` at the mean rate ``rate`` (:func:`~queuetheory.workload.traces.with_rate`:
+    every gap scaled by one factor, the burstiness kept), replayed end to end — copies one
+    mean gap apart — until ``horizon``: a production trace as long as a probe needs."""
+    check_positive("horizon", horizon)
+    tr = with_rate(trace, rate)
+    t = tr.arrival - tr.arrival[0]
+    period = float(t[-1]) + 1 / float(rate)
+    copies = max(1, math.ceil(horizon / period))
+    fields = {f: np.tile(getattr(tr, f), copies) for f in Trace.__dataclass_fields__}
+    fields["arrival"] = (t[None, :] + period * np.arange(copies)[:, None]).ravel()
+    return Trace(**fields).until(horizon)
+
+
+def _length_law(workload):
+    """The workload whose length law and rate the bounds read: a trace's (prompt, output)
+    pairs at its mean rate, or the workload itself."""
+    if isinstance(workload, Trace):
+        return Workload.from_lengths(workload.prompt, workload.output,
+                                     rate=mean_rate(workload))
+    return workload
+
+
 # ---- 1. the analytic bracket ------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class Bracket:
@@ -262,9 +286,11 @@ def bounds(workload, time_model, *, token_budget, memory=None, policy=None,
     Bari et al.'s ``λ* = 1 / T̄^R`` (Theorems 1–2).
 
     An empty bracket (``violated``) names the bound broken at every rate: a request whose
-    KV peak exceeds ``memory``, or WAIT's ``M^π > memory``.
+    KV peak exceeds ``memory``, or WAIT's ``M^π > memory``. A recorded :class:`Trace`
+    stands for its (prompt, output) pairs at its mean rate.
     """
     first_token = check_first_token(first_token)
+    workload = _length_law(workload)
     if not isinstance(time_model, TimeModel):
         raise ValueError(f"time_model={time_model!r}: must be a queuetheory TimeModel")
     check_positive("token_budget", token_budget, integer=True)
@@ -462,6 +488,29 @@ class MaxRate:
                 f"{self.wall_s:.1f} s{'; ' + self.note if self.note else ''})")
 
 
+def _trace_verdict(trace, rate, policy, time_model, H, cap, level, tolerance, kw) -> dict:
+    """One probe of :func:`max_rate` on a production trace: :func:`replay` at ``rate`` up to
+    ``H`` (doubled while inconclusive, up to ``cap``), judged by
+    :func:`~queuetheory.metrics.growth_rate` (the rule of :func:`~queuetheory.stability`)."""
+    from .metrics import growth_rate
+
+    t0, rounds = time.perf_counter(), 0
+    while True:
+        rounds += 1
+        with warnings.catch_warnings():     # an unstable run's backlog is the evidence here
+            warnings.simplefilter("ignore", CensoredRunWarning)
+            res = simulate(replay(trace, rate, H), policy, time_model, horizon=H, **kw)
+        g = growth_rate(res, level=level, tolerance=tolerance)
+        if g.verdict != "inconclusive" or H >= cap:
+            break
+        H = min(2 * H, cap)
+    rel = g.offered if g.offered > 0 else 1.0
+    return {"verdict": g.verdict, "drift": g.relative, "drift_low": g.ci_low / rel,
+            "drift_high": g.ci_high / rel, "horizon": H, "rounds": rounds,
+            "arrived": len(res.trace), "unfinished": int(res.engine.live.size),
+            "wall_s": time.perf_counter() - t0}
+
+
 def _refuse_unsupported(who: str, policy, memory, first_token) -> None:
     """Refuse, before any bound or probe, a setting ``policy`` says it cannot run
     (:meth:`~queuetheory.policies.Policy.supports`)."""
@@ -489,7 +538,10 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
              bracket: Bracket | None = None) -> MaxRate:
     """The largest arrival rate at which ``policy`` is stable, by bisection on the rate.
 
-    The workload's length law is kept and its rate scaled (:func:`at_rate`). Each probe is
+    The workload's length law is kept and its rate scaled (:func:`at_rate`); a recorded
+    :class:`~queuetheory.workload.Trace` is replayed at each rate with its burstiness kept
+    (:func:`replay`, the verdict of :func:`~queuetheory.metrics.growth_rate` on the one
+    replay: ``seeds`` then only seed the policy). Each probe is
     judged by :func:`~queuetheory.stability` over ``seeds``, with its ``tolerance`` (default
     0.03, stability's own: a "stable" verdict at ``λ`` means the engine serves at least
     ``1 − tolerance`` of what arrives) and runs of stability's default horizon (4000
@@ -522,6 +574,8 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     """
     t0 = time.perf_counter()
     _refuse_unsupported("max_rate", policy, memory, check_first_token(first_token))
+    trace = workload if isinstance(workload, Trace) else None
+    workload = _length_law(workload)
     b = _budget_of(policy, token_budget)
     if not 0 < tol < 0.5:
         raise ValueError(f"tol={tol!r}: the relative precision must lie in (0, 0.5)")
@@ -544,15 +598,18 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
         relax = relaxation_time(workload, x, br.upper, first_token)
         H = max(H, min(RELAXATION_RUNS * relax, max_probe_requests / x))
         cap = max(H, min(max_horizon_factor * H, max_probe_requests / x))
-        v = stability(wl, policy, time_model, horizon=H, max_horizon=cap, seeds=seeds,
-                      level=level, tolerance=tolerance, memory=memory, token_budget=b,
-                      first_token=first_token)
-        rows.append({"rate": x, "load": x / br.upper, "verdict": v.verdict, "drift": v.drift,
-                     "drift_low": v.drift_interval[0], "drift_high": v.drift_interval[1],
-                     "horizon": v.horizon, "relaxation": relax, "rounds": v.rounds,
-                     "arrived": int(v.runs["arrived"].sum()),
-                     "unfinished": int(v.runs["in_system_end"].sum()), "wall_s": v.wall_s})
-        return v
+        kw = {"memory": memory, "token_budget": b, "first_token": first_token}
+        if trace is None:
+            v = stability(wl, policy, time_model, horizon=H, max_horizon=cap, seeds=seeds,
+                          level=level, tolerance=tolerance, **kw)
+            row = {"verdict": v.verdict, "drift": v.drift, "drift_low": v.drift_interval[0],
+                   "drift_high": v.drift_interval[1], "horizon": v.horizon,
+                   "rounds": v.rounds, "arrived": int(v.runs["arrived"].sum()),
+                   "unfinished": int(v.runs["in_system_end"].sum()), "wall_s": v.wall_s}
+        else:
+            row = _trace_verdict(trace, x, policy, time_model, H, cap, level, tolerance, kw)
+        rows.append({"rate": x, "load": x / br.upper, "relaxation": relax, **row})
+        return row
 
     lo, hi, unknown, served, note = None, None, [], None, ""
     width = (1 + tol) / (1 - tol) * (1 + 1e-12)   # the widest stable/unstable pair accepted
@@ -590,11 +647,11 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
                     x = served                       # the rate an overloaded run served
                 served = None
         v = probe(x)
-        if v.verdict == "stable":
+        if v["verdict"] == "stable":
             lo = x if lo is None else max(lo, x)
-        elif v.verdict == "unstable":
+        elif v["verdict"] == "unstable":
             hi = x if hi is None else min(hi, x)
-            served = x * (1 - max(v.drift, 0.0)) * (1 - tol)
+            served = x * (1 - max(v["drift"], 0.0)) * (1 - tol)
         else:
             unknown.append(x)
     probes = pd.DataFrame(rows, columns=cols)
@@ -705,10 +762,12 @@ def _window_run(workload, policy, time_model, rate, slo, *, n_requests, warmup, 
     to ``H + drain`` (the largest deadline of ``slo``, at least 20 lone lifetimes) with
     arrivals continuing, so the window's last requests meet the load they would in steady
     state."""
-    H = max(n_requests / rate, MIN_LIFETIMES * _lone_lifetime(workload, time_model))
+    lengths = _length_law(workload)
+    H = max(n_requests / rate, MIN_LIFETIMES * _lone_lifetime(lengths, time_model))
     drain = max([slo.get("latency", 0.0), slo.get("ttft", 0.0),
-                 20 * _lone_lifetime(workload, time_model)])
-    wl = at_rate(workload, rate)
+                 20 * _lone_lifetime(lengths, time_model)])
+    wl = (replay(workload, rate, H + drain) if isinstance(workload, Trace)
+          else at_rate(workload, rate))
     frames = []
     for s in seeds:
         with warnings.catch_warnings():    # cut on purpose: the unfinished are counted
@@ -730,10 +789,13 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
 
     ``slo`` maps keys of :data:`SLO_KEYS` to targets in the time model's unit (default
     ``{"ttft": 1.0, "tbt": 0.1}``): ``tbt`` bounds the request's largest gap between
-    tokens (a stream that never stalls longer), ``tpot`` its mean gap. Each probe simulates
-    ``n_requests`` arrivals per seed and judges those that arrive after the first ``warmup``
-    share of them (:func:`slo_attainment`; unfinished requests are misses, reported in
-    ``probes``). The search starts below the bracket's ``start``, walks up or down by
+    tokens (a stream that never stalls longer), ``tpot`` its mean gap. ``workload``: a
+    Workload (its rate scaled) or a recorded Trace (replayed at each rate with its
+    burstiness, :func:`replay`). Each probe simulates ``n_requests`` arrivals per seed
+    (``simulate(warmup=...)`` at the window's start) and judges those that arrive after the
+    first ``warmup`` share of them (:func:`slo_attainment`; unfinished requests are misses,
+    counted in ``probes`` instead of a :class:`~queuetheory.errors.CensoredRunWarning`:
+    the run is cut on purpose). The search starts below the bracket's ``start``, walks up or down by
     halving, then bisects until ``high / low − 1 ≤ tol``. When no probed rate meets the
     targets (down to 1/64 of the start), the result says so with the best attainment seen.
 
@@ -753,7 +815,7 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
     _refuse_unsupported("goodput", policy, memory, check_first_token(first_token))
     b = _budget_of(policy, token_budget)
     seeds = tuple(int(s) for s in np.atleast_1d(seeds))
-    br = bracket or bounds(workload, time_model, token_budget=b, memory=memory,
+    br = bracket or bounds(_length_law(workload), time_model, token_budget=b, memory=memory,
                            policy=policy, first_token=first_token)
     cols = ["rate", "attainment", "requests", "met", "unfinished", "p50_latency",
             "p99_latency", "meets"]
@@ -1019,10 +1081,10 @@ def _cli_parser():
     p.add_argument("--lengths", choices=("sharegpt", "fixed"), default="sharegpt",
                    help="request lengths: the shipped ShareGPT V3 pairs (default) or fixed")
     p.add_argument("--trace", metavar="FILE",
-                   help="take the (prompt, output) pairs of a production trace (.csv, "
-                        ".jsonl, .parquet; queuetheory.workload.read_trace) instead; arrivals "
-                        "stay Poisson, at the rates searched (the trace's burstiness is not "
-                        "kept)")
+                   help="a production trace (.csv, .jsonl, .parquet; "
+                        "queuetheory.workload.read_trace) instead: replayed at each rate "
+                        "searched with its arrival gaps scaled by one factor, so its "
+                        "burstiness is kept")
     p.add_argument("--format", help="the trace's format: azure, burstgpt, mooncake "
                    "(default: detected from its columns)")
     p.add_argument("--prompt", type=int, default=256, help="fixed prompt tokens")
@@ -1054,8 +1116,7 @@ def capacity_main(argv) -> int:
     if a.trace is not None:
         from .workload import read_trace
 
-        trace = read_trace(a.trace, format=a.format)
-        wl = Workload.from_lengths(trace.prompt, trace.output, rate=1.0)
+        wl = read_trace(a.trace, format=a.format)
     elif a.lengths == "sharegpt":
         from .data import sharegpt_lengths
 

@@ -276,7 +276,7 @@ def test_tiled_and_linear_memory_bounds_are_the_papers_capacities():
     assert br.binding == "memory"
 
 
-def test_cli_takes_the_length_pairs_of_a_trace(tmp_path, capsys):
+def test_cli_replays_a_trace(tmp_path, capsys):
     trace = tmp_path / "mooncake.jsonl"
     trace.write_text("".join(f'{{"timestamp": {100 * k}, "input_length": {12 + k % 3}, '
                              f'"output_length": {10 + k % 5}}}\n' for k in range(40)))
@@ -285,3 +285,40 @@ def test_cli_takes_the_length_pairs_of_a_trace(tmp_path, capsys):
                "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert rc == 0 and "mean prompt 13.0" in out
+
+
+# ---- production traces -----------------------------------------------------------------------
+def clumped_trace(n=400, clump=8, gap=8.0, prompt=32, output=32):
+    """Clumps of ``clump`` simultaneous requests every ``gap`` time units."""
+    arrival = np.repeat(np.arange(n // clump) * gap, clump)
+    k = arrival.size
+    return qt.workload.Trace(arrival, np.full(k, prompt), np.full(k, output),
+                             np.zeros(k, np.int64), np.full(k, output), np.full(k, output),
+                             np.zeros(k, np.int64))
+
+
+def test_replay_keeps_the_burstiness_and_the_pairs():
+    tr = qt.data.azure_trace("conv").head(500)
+    out = cap.replay(tr, 4.0, 400.0)
+    gaps, gaps0 = np.diff(out.arrival[:500]), np.diff(tr.arrival)
+    assert gaps / gaps0 == pytest.approx(np.full(499, gaps[0] / gaps0[0]))   # one factor
+    assert qt.workload.mean_rate(out.head(500)) == pytest.approx(4.0)
+    assert len(out) > 500 and out.arrival[-1] <= 400.0 and np.all(np.diff(out.arrival) >= 0)
+    assert np.array_equal(out.prompt[500:1000], tr.prompt[:len(out) - 500][:500])
+
+
+def test_max_rate_on_a_bursty_trace_reaches_the_token_capacity():
+    """Theorem 1(a) of Li, Dai, Peng holds for any arrivals of the right rate: clumps of 8
+    requests still reach b/t_b/(m_p + m_d) = 1 per round; goodput on the replay is below
+    it and its probes count the requests of the window."""
+    tr = clumped_trace()
+    pol, tm = qt.policies.Sarathi(64), qt.UnitTime()
+    br = cap.bounds(tr, tm, token_budget=64, policy=pol, first_token="decode")
+    assert br.upper == 1.0
+    m = cap.max_rate(tr, pol, tm, first_token="decode", tol=0.02, bracket=br)
+    assert m.rate == pytest.approx(1.0, rel=0.02) and m.interval[1] == 1.0
+    assert (m.probes["arrived"] > 0).all()
+    g = cap.goodput(tr, pol, tm, slo={"latency": 300.0}, first_token="decode", tol=0.05,
+                    n_requests=400, bracket=br)
+    assert g.met and g.rate <= 1.0
+    assert (g.probes["requests"] > 0).all()
