@@ -491,19 +491,34 @@ class MaxRate:
 def _trace_verdict(trace, rate, policy, time_model, H, cap, level, tolerance, kw) -> dict:
     """One probe of :func:`max_rate` on a production trace: :func:`replay` at ``rate`` up to
     ``H`` (doubled while inconclusive, up to ``cap``), judged by
-    :func:`~queuetheory.metrics.growth_rate` (the rule of :func:`~queuetheory.stability`)."""
+    :func:`~queuetheory.metrics.growth_rate` (the rule of :func:`~queuetheory.stability`).
+
+    The replay is periodic (period ``P = n / rate``, the trace's ``n`` requests at the mean
+    rate), and so is a stable backlog: a tail cut mid-period reads the trace's own busy
+    hours as growth. ``H`` is therefore rounded up to a whole number of ``2·blocks``
+    periods, so that the tail (the last half) is a whole number of periods per block and
+    the periodic part cancels from both tests."""
     from .metrics import growth_rate
 
+    blocks = 10                         # growth_rate's blocks; its tail is the last half
+    unit = 2 * blocks * len(trace) / rate
+    if unit > cap:
+        raise ValueError(
+            f"trace: {len(trace)} requests; a probe needs {2 * blocks} replays of it "
+            f"({2 * blocks * len(trace):.3g} requests), over max_probe_requests: give a "
+            "shorter stretch (trace.head(n) or read_trace(window=...)) or raise "
+            "max_probe_requests")
+    H = unit * math.ceil(H / unit * (1 - 1e-12))
     t0, rounds = time.perf_counter(), 0
     while True:
         rounds += 1
         with warnings.catch_warnings():     # an unstable run's backlog is the evidence here
             warnings.simplefilter("ignore", CensoredRunWarning)
             res = simulate(replay(trace, rate, H), policy, time_model, horizon=H, **kw)
-        g = growth_rate(res, level=level, tolerance=tolerance)
-        if g.verdict != "inconclusive" or H >= cap:
+        g = growth_rate(res, level=level, tolerance=tolerance, blocks=blocks)
+        if g.verdict != "inconclusive" or 2 * H > cap:
             break
-        H = min(2 * H, cap)
+        H = 2 * H
     rel = g.offered if g.offered > 0 else 1.0
     return {"verdict": g.verdict, "drift": g.relative, "drift_low": g.ci_low / rel,
             "drift_high": g.ci_high / rel, "horizon": H, "rounds": rounds,
