@@ -563,13 +563,17 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     arrivals or 200 lifetimes of a lone request, whichever is longer), or of ``n_requests``
     arrivals but at least ``MIN_LIFETIMES`` lone lifetimes (a shorter run is all warm-up
     and looks unstable); a run is doubled while inconclusive, up to ``max_horizon_factor``
-    times. Near the bound every probe also spans ``RELAXATION_RUNS`` relaxation times of
-    the backlog (:func:`relaxation_time`, ``λE[S²]/(1 − ρ)²`` with ``ρ`` the rate over the
-    bracket's upper bound), so that stability's tail lies past the fill-up from empty and
-    its blocks are longer than the backlog's excursions; without it, ShareGPT's
-    heavy-tailed lengths read as growth at 0.96 of a bound Theorem 1(a) of Li, Dai, Peng
-    proves stable. No probe draws more than ``max_probe_requests`` expected arrivals
-    (doublings included). A setting the policy refuses (``Policy.supports``) raises
+    times. That first run settles a probe when it is ``stable`` (the fill-up from empty
+    only biases towards growth) or when the backlog surely grows faster than
+    ``tolerance`` of the offered work (the drift's lower bound above it: a stable queue's
+    fill-up rises at about ``σ/√H`` relative, ``σ² = λE[S²]``, far less at these lengths).
+    Otherwise the probe runs again for ``RELAXATION_RUNS`` relaxation times of the backlog
+    (:func:`relaxation_time`, ``λE[S²]/(1 − ρ)²`` with ``ρ`` the rate over the bracket's
+    upper bound), so that stability's tail lies past the fill-up and its blocks are longer
+    than the backlog's excursions; without it, ShareGPT's heavy-tailed lengths read as
+    growth at 0.96 of a bound Theorem 1(a) of Li, Dai, Peng proves stable. No probe draws
+    more than ``max_probe_requests`` expected arrivals (doublings included). A setting the
+    policy refuses (``Policy.supports``) raises
     :class:`~queuetheory.errors.UnsupportedSettingError` before any probe.
 
     The search first checks the analytic value: the bracket's ``start`` (:func:`bounds`)
@@ -611,17 +615,27 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
         H = (default_horizon(wl, time_model) if n_requests is None
              else max(n_requests / x, MIN_LIFETIMES * lifetime))
         relax = relaxation_time(workload, x, br.upper, first_token)
-        H = max(H, min(RELAXATION_RUNS * relax, max_probe_requests / x))
-        cap = max(H, min(max_horizon_factor * H, max_probe_requests / x))
+        long = max(H, min(RELAXATION_RUNS * relax, max_probe_requests / x))
+        cap = max(long, min(max_horizon_factor * long, max_probe_requests / x))
         kw = {"memory": memory, "token_budget": b, "first_token": first_token}
         if trace is None:
-            v = stability(wl, policy, time_model, horizon=H, max_horizon=cap, seeds=seeds,
-                          level=level, tolerance=tolerance, **kw)
+            def judge(h, most):
+                return stability(wl, policy, time_model, horizon=h, max_horizon=most,
+                                 seeds=seeds, level=level, tolerance=tolerance, **kw)
+
+            v, rounds, wall = judge(H, H if long > H else cap), 0, 0.0
+            clear = (v.verdict == "stable"
+                     or (v.verdict == "unstable" and v.drift_interval[0] > tolerance))
+            if long > H and not clear:
+                rounds, wall = v.rounds, v.wall_s
+                v = judge(long, cap)
             row = {"verdict": v.verdict, "drift": v.drift, "drift_low": v.drift_interval[0],
                    "drift_high": v.drift_interval[1], "horizon": v.horizon,
-                   "rounds": v.rounds, "arrived": int(v.runs["arrived"].sum()),
-                   "unfinished": int(v.runs["in_system_end"].sum()), "wall_s": v.wall_s}
+                   "rounds": rounds + v.rounds, "arrived": int(v.runs["arrived"].sum()),
+                   "unfinished": int(v.runs["in_system_end"].sum()),
+                   "wall_s": wall + v.wall_s}
         else:
+            H = long
             row = _trace_verdict(trace, x, policy, time_model, H, cap, level, tolerance, kw)
         rows.append({"rate": x, "load": x / br.upper, "relaxation": relax, **row})
         return row

@@ -110,7 +110,6 @@ def test_sarathi_on_sharegpt_reaches_its_compute_bound():
     assert m.rate == pytest.approx(upper, rel=0.02)
     assert m.interval[0] < upper <= m.interval[1]
     assert (m.probes["verdict"] != "unstable").all()
-    assert (m.probes["horizon"] >= 20 * m.probes["relaxation"]).all()
 
 
 def test_a_policy_refused_by_supports_is_named_before_any_probe():
