@@ -955,6 +955,10 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
 
     t0 = time.perf_counter()
     check_positive("target_rate", target_rate)
+    if not isinstance(workload, Workload) or workload._trace is not None:
+        raise ValueError(f"workload={workload!r}: replicas splits a Workload that draws "
+                         "arrivals among engines; for a recorded trace give its length pairs "
+                         "(Workload.from_lengths(trace.prompt, trace.output, rate=...))")
     if router not in ROUTERS:
         raise ValueError(f"router={router!r}: must be one of {ROUTERS}")
     slo = _check_slo({"ttft": 1.0, "tbt": 0.1} if slo is None else slo)
