@@ -9,15 +9,22 @@ scheduler is one of ``POLICIES``; ``--memory M`` adds a KV-cache limit of ``M`` 
 same trace in the same process, with the program ``tests/test_oracle_pyserq.py`` checks to be
 identical (its compile step not timed). Prints wall and CPU time, iterations/s and peak memory.
 
+``--ciw`` runs instead the single-server queue of ``tests/test_oracle_ciw.py`` (Sarathi with
+``max_reqs=1``: 512-token prompts, geometric outputs of mean 64, Poisson arrivals at load 0.8,
+``-n`` customers) and Ciw on the same arrival and service times in the same run.
+
 Run from the repository root: ``python -m benchmarks.engine_speed [-n 10000 100000]
-[--sharegpt] [--policy sarathi|...] [--memory M] [--load 0.8] [--pyserq] [--fast-path off]``.
+[--sharegpt] [--policy sarathi|...] [--memory M] [--load 0.8] [--pyserq] [--fast-path off]``,
+``python -m benchmarks.engine_speed --ciw -n 20000``.
 """
 
 from __future__ import annotations
 
 import argparse
 import resource
+import time
 
+import numpy as np
 from scipy import stats
 
 import queuetheory as qt
@@ -33,6 +40,12 @@ POLICIES = {
     "vllm": lambda b: qt.policies.VLLMVanilla(b),
     "static": lambda b: qt.policies.StaticPriority(512, [0]),
     "ft": lambda b: qt.policies.FasterTransformer(512),
+    # Chen et al.'s and Jaillet et al.'s schedulers need --memory
+    "amax": lambda b: qt.policies.AMax(),
+    "amin": lambda b: qt.policies.AMin(),
+    "mcsf": lambda b: qt.policies.MCSF(),
+    # Bari et al.'s SLAI, its TBT target 0.5 s in the time model's µs
+    "slai": lambda b: qt.policies.SLAI(512, tbt=(5e5,)),
 }
 
 
@@ -48,6 +61,31 @@ def trace(n: int, sharegpt: bool, load: float, seed: int = 0):
     return tr.arrival, tr.prompt, tr.output
 
 
+def single_server(n: int, load: float = 0.8, seed: int = 5):
+    """The M/G/1 sample path of ``tests/test_oracle_ciw.py``, timed in ``simulate`` and in
+    Ciw (CPU seconds; departures compared)."""
+    from test_oracle_ciw import BUDGET, TIME, ciw_departures, service_time
+
+    rng = np.random.default_rng(seed)
+    prompt = np.full(n, 512)
+    output = rng.geometric(1 / 64, n)
+    service = np.array([service_time(p, o) for p, o in zip(prompt, output, strict=True)])
+    arrival = np.cumsum(rng.exponential(service.mean() / load, n))
+    trace = qt.Workload.from_arrays(arrival, prompt, output)
+    c0 = time.process_time()
+    res = qt.simulate(trace, qt.policies.Sarathi(BUDGET, max_reqs=1), TIME,
+                      first_token="prefill")
+    iterations = res.metrics["iterations"]
+    ours = time.process_time() - c0
+    c0 = time.process_time()
+    _, exit_dates = ciw_departures(arrival, service)
+    theirs = time.process_time() - c0
+    gap = np.abs(res.requests["finish"].to_numpy() - exit_dates).max()
+    print(f"single-server queue, {n:,} customers, load {load}: {iterations:,} iterations; "
+          f"simulate {ours:.3f} s CPU, Ciw {theirs:.3f} s CPU, simulate / Ciw = "
+          f"{ours / theirs:.2f}; largest departure difference {gap:.2g}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("-n", type=int, nargs="+", default=[10_000, 100_000])
@@ -57,7 +95,13 @@ def main():
     ap.add_argument("--load", type=float, default=0.9)
     ap.add_argument("--pyserq", action="store_true")
     ap.add_argument("--fast-path", choices=("on", "off"), default="on")
+    ap.add_argument("--ciw", action="store_true")
     args = ap.parse_args()
+    if args.ciw:
+        single_server(1000)          # warm-up: first-use imports of both simulators
+        for n in args.n:
+            single_server(n)
+        return
     for n in args.n:
         arrival, prompt, output = trace(n, args.sharegpt, args.load)
         memory = args.memory and max(args.memory, int((prompt + output).max()))

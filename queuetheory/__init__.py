@@ -4,14 +4,13 @@ Closed forms, thresholds, bounds and stability conditions of five scheduling pap
 simulator that runs every scheduler on the same model, and a ledger of the papers' claims.
 """
 
-import importlib
-
 from . import policies
 from .engine import Batch, Result, State, simulate
 from .errors import (
     CensoredRunWarning,
     InfeasibleBatchError,
     QueueTheoryError,
+    SolverError,
     UnstableError,
     UnsupportedSettingError,
 )
@@ -43,8 +42,8 @@ __version__ = "0.1.0"
 __all__ = [
     "bounds", "capacity", "claims", "data", "fluid", "metrics", "networks", "plotting", "policies",
     "Batch", "Result", "State", "simulate", "stability", "StabilityVerdict",
-    "InfeasibleBatchError", "QueueTheoryError", "UnstableError", "UnsupportedSettingError",
-    "CensoredRunWarning",
+    "InfeasibleBatchError", "QueueTheoryError", "SolverError", "UnstableError",
+    "UnsupportedSettingError", "CensoredRunWarning",
     "BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
     "AffineTokenTime", "TiledGPUTime", "GPUModel", "ModelDims", "sweep",
     "RequestClass", "Workload", "Trace", "TimeVarying",
@@ -59,7 +58,9 @@ _LAZY = ("bounds", "capacity", "claims", "data", "fluid", "metrics", "networks",
 def __getattr__(name):
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return importlib.import_module(f".{name}", __name__)
+    from importlib import import_module
+
+    return import_module(f".{name}", __name__)
 
 
 def __dir__():

@@ -176,7 +176,8 @@ def _simulate(a) -> int:
         m.update(growth_verdict=g.verdict, growth_relative=g.relative)
     except ValueError as e:
         m.update(growth_verdict="too-short", growth_note=str(e))
-    units = {k: u for k, u in _units(a.time_unit).items() if k in m}
+    unit = "round" if a.time == "unit" else a.time_unit      # UnitTime counts rounds
+    units = {k: u for k, u in _units(unit).items() if k in m}
     if a.json:
         out = {k: _json_safe(v) for k, v in m.items()}
         print(json.dumps({**out, "time_unit": a.time_unit, "units": units}, indent=2,

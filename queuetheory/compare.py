@@ -115,7 +115,7 @@ CLASSIC = [
 
 @dataclass(frozen=True)
 class NestedWAITFactory:
-    """Nested WAIT (seed 000, Alg. 2) for a workload of unknown types: the output-length law
+    """Nested WAIT (Ao et al., Alg. 2) for a workload of unknown types: the output-length law
     is cut into ``segments`` groups of consecutive lengths (§7.2) and the thresholds follow
     the paper's batch-limit rule with ``B`` = the token budget; the memory gate keeps every
     batch within ``M``."""
@@ -137,9 +137,9 @@ class NestedWAITFactory:
 
 def paper_schedulers() -> list[Scheduler]:
     """The schedulers of the five papers that fit one engine with a token budget and a KV
-    memory, with what each needs to know. WAIT (seed 000, Alg. 1) needs a finite set of
+    memory, with what each needs to know. WAIT (Ao et al., Alg. 1) needs a finite set of
     known types and is left out of a workload of real lengths; Nested WAIT stands for it.
-    RAD (seed 002) is left out too: its model has no KV memory, and on this engine it
+    RAD is left out too: its model has no KV memory, and on this engine it
     overflows ``M`` (the engine raises ``InfeasibleBatchError``), so it only runs with
     ``memory=None``."""
     from .policies import MCSF, SLAI, AMax, AMin
@@ -212,6 +212,7 @@ class Comparison:
     runs: pd.DataFrame
     needs: dict
     level: float = 0.95
+    memory: int | None = None       # the KV capacity M every scheduler ran with (tokens)
 
     @property
     def table(self) -> pd.DataFrame:
@@ -262,29 +263,35 @@ class Comparison:
         return (mean / spread, mean * spread)
 
     def figures(self) -> dict:
-        """One matplotlib figure per metric: the mean against load, one line per scheduler,
-        its interval as a band (where there is one); a scheduler whose runs left more than
-        1 % unfinished is drawn dashed and named so in the legend."""
+        """One matplotlib figure per metric: the mean against load with its interval as a band
+        (where there is one), one line and marker per scheduler, a log axis where the means
+        span more than 10×, the legend beside the axes, the KV capacity ``M`` as a reference
+        line on the memory figure; a scheduler whose runs left more than 1 % unfinished is
+        drawn dashed and named so in the legend."""
         import matplotlib.pyplot as plt
 
+        from .plotting import band, finish, reference, series_style
+
         table = self.table
+        names = list(dict.fromkeys(table.index.get_level_values(0)))
         figs = {}
         for metric, label in METRICS.items():
-            fig, ax = plt.subplots(figsize=(6.5, 3.4))
-            for name in dict.fromkeys(table.index.get_level_values(0)):
+            fig, ax = plt.subplots(figsize=(8.4, 3.8), layout="constrained")
+            for i, name in enumerate(names):
                 part = table.loc[name]
                 tag = name if self.needs[name] == "none" else f"{name} (needs {self.needs[name]})"
                 short = bool((part["completion"] < 1 - UNFINISHED_MARK).any())
-                line, = ax.plot(part.index, part[metric], marker="o", ls="--" if short else "-",
-                                label=tag + (" — runs left work unfinished" if short else ""))
-                ax.fill_between(part.index, part[f"{metric}_lo"], part[f"{metric}_hi"],
-                                color=line.get_color(), alpha=0.2, lw=0)
-            ax.set_title(label)
-            ax.set_xlabel("load (fraction of full-batch capacity)")
-            ax.set_ylabel(label)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
-            fig.tight_layout()
+                style = series_style(i)
+                if short:
+                    style["linestyle"] = "--"
+                band(ax, part.index, part[metric], part[f"{metric}_lo"], part[f"{metric}_hi"],
+                     label=tag + (" — runs left work unfinished" if short else ""), style=style)
+            values = table[metric].to_numpy()
+            if metric == "peak_memory" and self.memory is not None:
+                reference(ax, self.memory, f"KV capacity M = {self.memory:,} tokens")
+                values = np.append(values, self.memory)
+            finish(ax, title=f"{label.split(' (')[0]} against load", ylabel=label,
+                   xlabel="load (fraction of full-batch capacity)", y=values)
             figs[metric] = fig
         return figs
 
@@ -335,7 +342,7 @@ def compare(schedulers: Sequence | None = None, *, loads=(0.5, 0.7, 0.9), seeds=
     runs = sweep(run, {"scheduler": names, "load": list(loads)}, seeds=seeds,
                  executor=executor or ThreadPoolExecutor(1), checkpoint=checkpoint,
                  progress=progress)
-    return Comparison(runs, {s.name: s.needs for s in entries})
+    return Comparison(runs, {s.name: s.needs for s in entries}, memory=memory)
 
 
 def compare_main(argv=None) -> int:

@@ -45,6 +45,13 @@ class CensoredRunWarning(UserWarning):
     the policy idled with work waiting and nothing left to arrive)."""
 
 
+class SolverError(QueueTheoryError, RuntimeError):
+    """An optimisation solver (HiGHS through cvxpy) failed or returned no optimal solution."""
+
+
+__all__ += ["SolverError"]
+
+
 def check_positive(name: str, value, *, allow_zero: bool = False, integer: bool = False):
     """Raise ``ValueError`` naming ``name`` unless ``value`` is a finite positive number."""
     try:

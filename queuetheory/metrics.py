@@ -47,6 +47,45 @@ def summarize(result, start: float = 0.0) -> dict:
     ``unfinished``. ``start > 0`` (``simulate(..., warmup=start)``) takes throughput, latency,
     TTFT and the number in system from the steady-state window ``[start, end]``
     (:func:`window`). A run in which nothing happened has ``time`` 0 and rates 0.
+
+    Times are in the time model's unit (``ms`` for the Llama-3-70B fit, ``s`` for
+    :class:`~queuetheory.AffineTokenTime`'s anchor, rounds for
+    :class:`~queuetheory.UnitTime`); ``T`` is the end of the run (``time``).
+
+    ==========================  ==================  ============================================
+    key                         unit                definition
+    ==========================  ==================  ============================================
+    ``time``                    time unit           ``T``, the end of the run
+    ``arrived``                 requests            arrivals in ``[0, T]``
+    ``completed``               requests            requests finished by ``T``
+    ``unfinished``              requests            ``arrived − completed``
+    ``throughput``              tokens / time unit  output tokens of the completed requests
+                                                    over ``T`` (the output length counts the
+                                                    first token under both conventions; the
+                                                    fluid ``Equilibrium.throughput`` of Ao et
+                                                    al. also counts the prefill step)
+    ``completion_rate``         requests / time     ``completed / T``
+    ``decode_rate``             tokens / time unit  output tokens every request holds at ``T``,
+                                                    finished or not (tokens lost to an
+                                                    eviction are not counted), over ``T``
+    ``mean_latency``            time unit           mean of ``finish − arrival`` (completed)
+    ``p50_latency``             time unit           median latency (completed)
+    ``p99_latency``             time unit           99th percentile latency (completed)
+    ``mean_ttft``               time unit           mean time to first token, over requests
+                                                    that emitted one
+    ``p99_ttft``                time unit           99th percentile TTFT (same requests)
+    ``mean_tbt``                time unit           mean time between successive output
+                                                    tokens of a request, over every gap
+    ``p99_tbt``                 time unit           99th percentile of those gaps (histogram)
+    ``peak_memory``             KV tokens           largest KV cache held at once
+    ``restarts``                evictions           requests evicted and restarted (recompute)
+    ``iterations``              batches             iterations run
+    ``mean_in_system``          requests            time-average number in the system on
+                                                    ``[0, T]``
+    ``in_system_end``           requests            requests still in the system at ``T``
+    ``unfinished_tokens_end``   tokens              prompt and output tokens still to process
+                                                    at ``T``
+    ==========================  ==================  ============================================
     """
     eng = result.engine
     req = result.requests

@@ -39,6 +39,8 @@ _BYTES_PER_REQUEST = 17 * 8     # the engine's request table: 17 eight-byte fiel
 class StabilityVerdict:
     """The answer of :func:`stability` and its evidence.
 
+    Attributes
+    ----------
     verdict : ``"stable"``, ``"unstable"`` or ``"inconclusive"`` (:data:`VERDICT_RULE`)
     drift, drift_interval : the pooled batch-means drift of the backlog, relative to the
         offered token rate, and its interval at ``level``

@@ -138,3 +138,28 @@ def test_figure1_log_fit_of_rho():
 def test_bad_input_names_parameter(kwargs, message):
     with pytest.raises(ValueError, match=message):
         qt.bounds.amin_ratio(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(u=float("inf")), "u=inf"), (dict(u=None), "u=None"), (dict(u=float("nan")), "u=nan"),
+    (dict(u=5, s=float("nan")), "s=nan"), (dict(u=5, tol=-1.0), "tol=-1.0"),
+    (dict(u=5, tol=None), "tol=None")])
+def test_non_finite_or_missing_input_is_a_value_error(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        qt.bounds.amin_ratio(**kwargs)
+
+
+def test_too_large_u_is_refused_with_a_memory_estimate():
+    with pytest.raises(ValueError, match=r"u=10000000: .*2\.4 GiB.*max_bytes"):
+        qt.bounds.amin_ratio(10**7)
+    with pytest.raises(ValueError, match="max_bytes"):
+        qt.bounds.amin_ratio(2_000, max_bytes=10_000)
+    with pytest.raises(ValueError, match="dense"):
+        qt.bounds.amin_ratio(50_000, method="dense")
+
+
+def test_progress_bar_and_loose_tolerance_agree_with_the_default(capsys):
+    exact = qt.bounds.amin_ratio(3_000)
+    shown = qt.bounds.amin_ratio(3_000, progress=True, tol=1e-6)
+    assert "matvec" in capsys.readouterr().err
+    assert shown.value == pytest.approx(exact.value, rel=1e-6)

@@ -60,3 +60,14 @@ def test_reproduce_writes_report(tmp_path, monkeypatch):
     assert "li2025.demo" in text and "figures/li2025.demo.png" in text
     assert (out / "figures" / "li2025.demo.png").stat().st_size > 0
     assert json.loads((tmp_path / "r.json").read_text())[0]["verdict"] == "confirmed"
+
+
+def test_simulate_prints_units(capsys):
+    from queuetheory.cli import main
+
+    main(["simulate", "--rate", "0.5", "--prompt", "3", "--output", "4", "--horizon", "200",
+          "--time", "unit"])
+    lines = dict(line.split(None, 1) for line in capsys.readouterr().out.splitlines())
+    assert lines["mean_latency"].endswith("round")
+    assert lines["throughput"].endswith("output tokens/round")
+    assert lines["peak_memory"].endswith("tokens")

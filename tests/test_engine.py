@@ -8,6 +8,7 @@ from scipy import stats
 import queuetheory as qt
 from conftest import classic_policies
 from queuetheory.engine import Batch, Engine
+from queuetheory.engine.log import ColumnLog, TBTHistogram
 from queuetheory.workload import Trace
 
 
@@ -222,3 +223,38 @@ def test_policy_idles_until_next_arrival():
     res = qt.simulate(wl, Lazy(), qt.UnitTime())
     assert res.batches["start"].iloc[0] == 10.0
     assert res.metrics["completed"] == 2
+
+
+@pytest.mark.parametrize("n_gaps", [1000, TBTHistogram.FLUSH + 5])
+def test_histogram_intervals_count_each_request_gap(n_gaps):
+    """``add_intervals`` (binned at once when there are many gaps) counts gap ``g`` once for
+    every request ``i`` with ``lo[i] <= g < hi[i]``, in its class: the same counts as the
+    gaps added one by one."""
+    rng = np.random.default_rng(3)
+    gaps = rng.lognormal(-3, 1, n_gaps)
+    lo = rng.integers(0, n_gaps, 400)
+    hi = np.minimum(lo + rng.integers(0, 3000, 400), n_gaps)
+    cls = rng.integers(0, 3, 400)
+    bulk, one_by_one = TBTHistogram(3), TBTHistogram(3)
+    bulk.add_intervals(gaps, lo, hi, cls)
+    for a, b, c in zip(lo, hi, cls, strict=True):
+        one_by_one.add(np.full(b - a, c), gaps[a:b])
+    assert bulk.counts.sum() == (hi - lo).sum() > 0
+    np.testing.assert_array_equal(bulk.counts, one_by_one.counts)
+
+
+def test_column_log_first_bulk_write_then_rows():
+    log = ColumnLog({"x": float, "k": np.int64}, capacity=4)
+    log.extend(6, np.arange(6.0), 7)
+    log.append(6.5, 8)
+    log.extend(2, np.array([7.0, 8.0]), np.array([9, 10]))
+    np.testing.assert_array_equal(log.column("x"), [0, 1, 2, 3, 4, 5, 6.5, 7, 8])
+    np.testing.assert_array_equal(log.column("k"), [7] * 6 + [8, 9, 10])
+    assert log.column("k").dtype == np.int64
+
+
+def test_static_priority_refuses_a_class_it_does_not_order():
+    wl = qt.Workload([qt.RequestClass(prompt=20, output=5, rate=1.0),
+                      qt.RequestClass(prompt=20, output=5, rate=1.0)])
+    with pytest.raises(ValueError, match=r"misses classes \[1\]"):
+        qt.simulate(wl, qt.policies.StaticPriority(64, [0]), qt.UnitTime(), n_requests=20)

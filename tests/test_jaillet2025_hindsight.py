@@ -13,17 +13,18 @@ from queuetheory.bounds import (
 from queuetheory.policies.kvcache import durations, mcsf_schedule
 
 
+@pytest.mark.parametrize("solver", ["milp", "cpsat"])
 @pytest.mark.parametrize("convention", ["ip", "eq1"])
-def test_milp_equals_dynamic_program_on_tiny_instances(convention):
+def test_exact_solvers_equal_dynamic_program_on_tiny_instances(convention, solver):
     rng = np.random.default_rng(5)
     for _ in range(8):
         n = int(rng.integers(2, 6))
         a = np.sort(rng.integers(0, 4, n))
         s, o = rng.integers(1, 3, n), rng.integers(1, 5, n)
         M = int(rng.integers(6, 10))
-        milp = hindsight_optimum(a, s, o, M, convention=convention)
+        milp = hindsight_optimum(a, s, o, M, convention=convention, solver=solver)
         dp = hindsight_brute_force(a, s, o, M, convention=convention)
-        assert milp.status == "optimal"
+        assert milp.status == "optimal" and milp.proven and milp.gap == 0
         assert milp.total_latency == dp.total_latency
         d = durations(o, convention)
         for res in (milp, dp):
@@ -53,11 +54,41 @@ def test_twelve_requests_solve():
     assert res.status == "optimal" and res.total_latency >= o.sum()
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_formulations_agree_on_random_instances_up_to_twelve(seed):
+    rng = np.random.default_rng(seed)
+    for n in (6, 9, 12):
+        a = np.sort(rng.integers(0, 6, n))
+        s, o = rng.integers(0, 4, n), rng.integers(1, 8, n)
+        M = int(rng.integers(14, 24))
+        res = [hindsight_optimum(a, s, o, M, solver=name, time_limit=120)
+               for name in ("milp", "cpsat")]
+        assert all(r.proven for r in res), [r.status for r in res]
+        assert len({r.total_latency for r in res}) == 1
+        for r in res:
+            assert np.all(r.starts >= a) and schedule_memory(r.starts, s, o).max() <= M
+
+
+@pytest.mark.parametrize("solver", ["milp", "cpsat"])
+def test_time_limit_is_honoured_and_gap_reported(solver):
+    rng = np.random.default_rng(0)
+    o = rng.integers(2, 16, 24)
+    res = hindsight_optimum(np.zeros(24, np.int64), np.ones(24, np.int64), o, 20,
+                            solver=solver, time_limit=1.0)
+    assert not res.proven and 0 < res.gap <= 1
+    assert res.seconds < 15                 # the solver's own limit, with room for a busy CPU
+    assert res.total_latency <= res.upper
+    assert schedule_memory(res.starts, np.ones(24, np.int64), o).max() <= 20
+
+
 def test_public_names_and_result_fields():
     res = qt.bounds.hindsight_optimum([0, 0, 0, 0], [1, 1, 1, 1], [2, 2, 3, 3], 4,
                                       convention="ip", solver="SCIPY")
     assert res.total_latency == 15 and res.status == "optimal" and res.seconds >= 0
     assert res.solver == "SCIPY" and res.starts.shape == (4,)
+    assert res.proven and res.gap == 0
+    cp = qt.bounds.hindsight_optimum([0, 0, 0, 0], [1, 1, 1, 1], [2, 2, 3, 3], 4, solver="cpsat")
+    assert (cp.total_latency, cp.solver, cp.proven) == (15, "cpsat", True)
 
 
 @pytest.mark.parametrize("kwargs, name", [
@@ -65,15 +96,24 @@ def test_public_names_and_result_fields():
     (dict(arrival=[0.5], prompt=[1], output=[1], memory=5), "arrival"),
     (dict(arrival=[0], prompt=[3], output=[5], memory=5), "memory"),
     (dict(arrival=[0], prompt=[1], output=[0], memory=5), "output"),
+    (dict(arrival=[4], prompt=[4], output=[4], memory=float("nan")), "memory=nan"),
+    (dict(arrival=[0], prompt=[1], output=[1], memory=1.5), "memory=1.5"),
+    (dict(arrival=[0], prompt=[float("nan")], output=[1], memory=5), "prompt=nan"),
+    (dict(arrival=[0], prompt=[1], output=[1], memory=5, time_limit=-1), "time_limit=-1"),
 ])
-def test_bad_input_names_the_parameter(kwargs, name):
+@pytest.mark.parametrize("fn", [hindsight_optimum, hindsight_lower_bound])
+def test_bad_input_names_the_parameter(kwargs, name, fn):
     with pytest.raises(ValueError, match=name):
-        hindsight_optimum(**kwargs)
+        fn(**kwargs)
 
 
 def test_bad_solver_and_convention():
     with pytest.raises(ValueError, match="solver"):
         hindsight_optimum([0], [1], [1], 5, solver="NOPE")
+    with pytest.raises(ValueError, match="solver='cpsat'"):
+        hindsight_lower_bound([0], [1], [1], 5, solver="cpsat")
+    with pytest.raises(ValueError, match="workers=0"):
+        hindsight_optimum([0], [1], [1], 5, solver="cpsat", workers=0)
     with pytest.raises(ValueError, match="convention"):
         hindsight_optimum([0], [1], [1], 5, convention="C2")
     with pytest.raises(ValueError, match="max_requests"):

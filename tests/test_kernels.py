@@ -140,6 +140,22 @@ def test_memory_limit_stops_mid_run_with_the_same_state(cut):
     assert res.requests["finish"].isna().any() and res.metrics["restarts"] > 0
 
 
+@pytest.mark.parametrize("cut", [{}, {"horizon": 60.0}, {"max_iterations": 4321}])
+def test_single_server_stretches_same_records(cut):
+    """``max_reqs=1``: a request decodes alone in one repeated batch, which the rule logs
+    as one row for many batches (``kernels._expand``); arrivals, idle periods, the horizon
+    and the iteration cap cut the stretches at every length."""
+    rng = np.random.default_rng(8)
+    n = 120
+    arrival = np.cumsum(rng.exponential(0.6, n))
+    trace = qt.Workload.from_arrays(arrival, rng.integers(1, 700, n), rng.geometric(1 / 40, n))
+    kw = cut if "horizon" in cut else {**cut, "n_requests": n}
+    res, _, n_fast = _same_run(trace, lambda: Sarathi(512, max_reqs=1), ANCHOR_TIME, **kw)
+    assert n_fast == 0
+    batches = res.batches
+    assert (batches["decode_requests"] == 1).sum() > 10 * n // 2
+
+
 def test_memory_limit_unit_time_ties_and_short_outputs():
     arrival = np.repeat(np.array([0.0, 0.0, 3.0, 50.0, 50.0, 50.0, 400.0]), 4)
     n = arrival.size

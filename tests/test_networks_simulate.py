@@ -90,3 +90,46 @@ def test_agent_policy_instances_are_copied_per_agent():
     res = simulate(net, horizon=50, seed=0)
     pols = [e.policy for e in res.engines.values()]
     assert pols[0] is not pols[1] and policy not in pols
+
+
+def _static_priority_full_scan(policy, state):
+    """StaticPriority as it was before its FCFS head shortcut: every candidate of every
+    class ordered, checked for memory and offered to the budget (the reference)."""
+    from queuetheory.policies.base import admissible, ordered, take_decodes
+
+    budget, left = policy.token_budget, policy.max_reqs
+    ps, cs, ds = [], [], []
+    for k in policy.class_order:
+        mine = state.cls == k
+        dec = ordered(state, np.flatnonzero(mine & state.in_decode), policy.order)
+        pre = admissible(state, ordered(state, np.flatnonzero(mine & ~state.in_decode),
+                                        policy.order))
+        d = take_decodes(dec, budget, left)
+        budget -= d.size
+        left = policy._left(left, d.size)
+        p, c = policy._prefills(state, pre, budget, left)
+        budget -= int(c.sum())
+        left = policy._left(left, p.size)
+        ps.append(p), cs.append(c), ds.append(d)
+    return np.concatenate(ps), np.concatenate(cs), np.concatenate(ds)
+
+
+@pytest.mark.parametrize("max_reqs", [None, 5])
+def test_static_priority_head_shortcut_equals_full_scan(max_reqs):
+    policy = qt.policies.StaticPriority(64, (1, 0), max_reqs=max_reqs)
+    compared = []
+    schedule = policy._schedule
+
+    def checked(state):
+        batch = schedule(state)
+        ref = _static_priority_full_scan(policy, state)
+        for got, want in zip((batch.prefill, batch.chunk, batch.decode), ref, strict=True):
+            np.testing.assert_array_equal(got, want)
+        compared.append(state.n)
+        return batch
+
+    policy._schedule = checked
+    wl = qt.Workload([qt.RequestClass(20, 8, rate=1.5), qt.RequestClass(40, 4, rate=1.0)])
+    qt.simulate(wl, policy, qt.UnitTime(), n_requests=300, seed=3, fast_path=False,
+                first_token="decode")
+    assert len(compared) > 100 and max(compared) > 64     # queues longer than the budget

@@ -1,5 +1,5 @@
-"""Lower-bound instance families of seed 001 §6: Theorem 6.2 (deterministic, L330–L358) and
-Theorem 6.4 (randomized, Yao's principle, L362–L393), in the "ip" convention.
+"""Lower-bound instance families of Jaillet et al. §6: Theorem 6.2 (deterministic) and
+Theorem 6.4 (randomized, Yao's principle), in the "ip" convention.
 
 One long request (prompt ``s = εM``, output ``(1 − ε)M``, so ``s + o = M``) arrives at 0;
 ``K = εM`` short requests (prompt ``s``, output 1) arrive together at round ``τ``. Given
@@ -43,7 +43,7 @@ class AdversarialInstance:
 
     @property
     def limit(self) -> float:
-        """``1 + 2/ε``: the ratio's limit as ``M → ∞`` at fixed ε (the exact form of L358)."""
+        """``1 + 2/ε``: the ratio's limit as ``M → ∞`` at fixed ε (the exact form in the paper)."""
         return 1 + 2 / self.eps
 
 
@@ -141,7 +141,7 @@ def theorem62_instance(M: int, eps) -> AdversarialInstance:
 
 
 def theorem64_distribution(M: int, eps, c: int, corrected: bool = False):
-    """Arrival rounds of the shorts and their probabilities (Theorem 6.4, Eq. (8), L371).
+    """Arrival rounds of the shorts and their probabilities (Theorem 6.4, Eq. (8)).
 
     As printed: ``k ∈ {1 − 2ε, 1 − ε, …, c + 1 − 2ε}``, each with probability ``ε/c``
     (they sum to ``1 + ε/c``; normalised here). Corrected (spec §3.9): ``k ∈ {0, ε, …, c}``,

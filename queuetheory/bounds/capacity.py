@@ -1,10 +1,11 @@
-"""Token capacity of one LLM engine and the load condition of Theorem 1 (seed 004 §2, eq. 2.3, 2.7).
+"""Token capacity of one LLM engine and the load condition of Theorem 1 (Li, Dai, Peng §2,
+eq. 2.3, 2.7).
 
 A full batch of ``b`` tokens takes ``t_b`` time units, so an engine processes at most
-``b/t_b`` tokens per unit (L194). A workload with ``λ`` requests per unit and mean sizes
+``b/t_b`` tokens per unit. A workload with ``λ`` requests per unit and mean sizes
 ``(m_p, m_d)`` is stable under every work-conserving policy iff ``λ(m_p + m_d) < b/t_b``
 (Theorem 1, eq. 2.7/2.8). Under the piecewise-linear law (2.3)
-``t_b = c + a·max(0, b − b0)`` the smallest stable budget has the closed form (spec §1.3)::
+``t_b = c + a·max(0, b − b0)`` the smallest stable budget has the closed form::
 
     b_min = Λc                           if Λc ≤ b0
     b_min = Λ(c − a·b0) / (1 − aΛ)       otherwise (needs aΛ < 1),      Λ = λ(m_p + m_d).
@@ -26,7 +27,8 @@ from ..errors import UnstableError, check_positive
 from ..timing import PiecewiseLinearTime, TimeModel, UnitTime
 from ..workload import Workload
 
-__all__ = ["token_capacity", "max_rate", "MaxRate", "max_stable_rate", "min_token_budget",
+__all__ = ["token_capacity", "max_rate", "MaxRate", "MAX_LOADS", "max_stable_rate",
+           "min_token_budget",
            "smallest_stable_budget", "capacity_table", "LLAMA3_70B", "llama3_70b_table"]
 
 #: The only fit the paper reports (L116): Llama-3-70B on 2×A100-80GB, NVLink, tensor parallel.
@@ -46,7 +48,7 @@ def _budget(b) -> int:
 
 
 def token_capacity(time_model, b, *, mix: float | None = None) -> float:
-    """``b / t_b``: tokens per time unit of back-to-back full batches (seed 004 L194).
+    """``b / t_b``: tokens per time unit of back-to-back full batches (Li, Dai, Peng).
 
     A model whose batch time depends on the mix of prefill and decode tokens
     (:class:`~queuetheory.AffineTokenTime`) needs ``mix``, the prefill share
@@ -70,7 +72,7 @@ def token_capacity(time_model, b, *, mix: float | None = None) -> float:
 @dataclass(frozen=True)
 class MaxRate:
     """``max_{1≤b'≤b} b'/t_{b'}`` and where it is attained; ``at_budget`` iff it is at ``b' = b``
-    (Theorem 1(b)'s premise that ``b/t_b`` is the maximal processing rate, L194)."""
+    (Theorem 1(b)'s premise that ``b/t_b`` is the maximal processing rate)."""
 
     b: int
     full_rate: float
@@ -82,11 +84,49 @@ class MaxRate:
         return self.rate <= self.full_rate * (1 + 1e-12)
 
 
+#: Most loads ``1 … b`` evaluated one by one (about a second of Python calls); larger
+#: searches are refused with the estimate, except where a closed form exists.
+MAX_LOADS = 1_000_000
+
+
+def _piecewise_candidates(time_model, b: int) -> np.ndarray | None:
+    """The loads where ``b'/t_{b'}`` can peak for an unslotted (2.3) or unit model.
+
+    ``b'/c`` increases up to ``b0``, and beyond it ``b'/(c + a(b' − b0))`` is monotone (its
+    derivative has the sign of ``c − a·b0``), so the maximum over ``1 … b`` is at ``⌊b0⌋``,
+    ``⌊b0⌋ + 1`` or ``b``.
+    """
+    if time_model.slot is not None:
+        return None
+    if isinstance(time_model, UnitTime):
+        return np.array([b])
+    if isinstance(time_model, PiecewiseLinearTime):
+        k = min(int(time_model.b0), b)
+        return np.unique(np.clip([1, k, k + 1, b], 1, b))
+    return None
+
+
+def _check_loads(name: str, b: int):
+    if b > MAX_LOADS:
+        raise ValueError(f"{name}={b}: evaluating the time model at {b:,} loads one by one "
+                         f"would take about {b * 1e-6:.3g} s and {b * 16 / 1e9:.3g} GB; the limit "
+                         f"is MAX_LOADS = {MAX_LOADS:,} (unslotted PiecewiseLinearTime and "
+                         "UnitTime have a closed form at any size)")
+
+
 def max_rate(time_model, b, *, warn: bool = True) -> MaxRate:
-    """The best token rate over loads ``1 … b`` (spec §6 item 26); warns if not ``b/t_b``."""
+    """The best token rate ``max_{1≤b'≤b} b'/t_{b'}``; warns if it is not ``b/t_b``.
+
+    Closed form for unslotted :class:`~queuetheory.timing.PiecewiseLinearTime` and
+    :class:`~queuetheory.timing.UnitTime`; other models are evaluated at every load, up to
+    ``b = MAX_LOADS``.
+    """
     _check_model(time_model)
     b = _budget(b)
-    loads = np.arange(1, b + 1)
+    loads = _piecewise_candidates(time_model, b)
+    if loads is None:
+        _check_loads("b", b)
+        loads = np.arange(1, b + 1)
     times = np.array([float(time_model.token_time(int(k))) for k in loads])
     rates = loads / times
     best = int(np.argmax(rates))
@@ -107,9 +147,15 @@ def _means(workload) -> tuple[float, float]:
     except (TypeError, ValueError):
         raise ValueError(f"workload={workload!r}: must be a Workload or a pair (m_p, m_d)"
                          ) from None
-    check_positive("m_p", mp)
-    check_positive("m_d", md)
-    return float(mp), float(md)
+    return _mean_length("m_p", mp), _mean_length("m_d", md)
+
+
+def _mean_length(name: str, value) -> float:
+    """A mean prompt or output length: every request has at least one token of each."""
+    check_positive(name, value)
+    if float(value) < 1:
+        raise ValueError(f"{name}={value!r}: a mean token length is at least 1")
+    return float(value)
 
 
 def max_stable_rate(workload, time_model, b) -> float:
@@ -126,15 +172,13 @@ def min_token_budget(lam, mp, md, time_model) -> float:
     """The budget threshold ``b_min``: every budget ``b > b_min`` gives ``λ(m_p+m_d) < b/t_b``.
 
     Closed form for :class:`~queuetheory.timing.PiecewiseLinearTime` without slot rounding
-    (spec §1.3; if ``c < a·b0`` the stable budgets form a bounded interval above it) and for
+    (if ``c < a·b0`` the stable budgets form a bounded interval above it) and for
     :class:`~queuetheory.timing.UnitTime` (``b_min = Λ``). Raises :class:`UnstableError` when no
     budget is stable (``aΛ ≥ 1``, or ``Λ ≥ b0/c`` when ``c < a·b0``). For other models use
     :func:`smallest_stable_budget`.
     """
     check_positive("lam", lam)
-    check_positive("mp", mp)
-    check_positive("md", md)
-    load = float(lam) * (float(mp) + float(md))
+    load = float(lam) * (_mean_length("mp", mp) + _mean_length("md", md))
     _check_model(time_model)
     if isinstance(time_model, UnitTime) and time_model.slot is None:
         return load
@@ -154,8 +198,10 @@ def min_token_budget(lam, mp, md, time_model) -> float:
 def smallest_stable_budget(lam, mp, md, time_model, *, b_max: int = 1 << 16) -> int:
     """The smallest integer ``b ≤ b_max`` with ``λ(m_p+m_d) < b/t_b``, by search (any model)."""
     check_positive("lam", lam)
-    load = float(lam) * (float(check_positive("mp", mp)) + float(check_positive("md", md)))
+    load = float(lam) * (_mean_length("mp", mp) + _mean_length("md", md))
     _check_model(time_model)
+    check_positive("b_max", b_max, integer=True)
+    _check_loads("b_max", int(b_max))
     b = np.arange(1, int(b_max) + 1)
     rates = b / np.array([float(time_model.token_time(int(k))) for k in b])
     ok = np.flatnonzero(rates > load)
@@ -180,7 +226,7 @@ def capacity_table(time_model, budgets, *, per: float = 1.0) -> pd.DataFrame:
 
 
 def llama3_70b_table(budgets=(64, 128, 256, 512, 768, 1024, 2048)) -> pd.DataFrame:
-    """Capacity against budget for the paper's Llama-3-70B fit (L116), in tokens per second.
+    """Capacity against budget for the paper's Llama-3-70B fit, in tokens per second.
 
     The limit as ``b → ∞`` is ``1/a`` = 3333.3 tokens/s (row ``inf``) because ``c > a·b0``.
     """

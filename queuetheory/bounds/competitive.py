@@ -1,4 +1,4 @@
-"""A_min's asymptotic competitive ratio as a Rayleigh quotient (seed 003, §4.1).
+"""A_min's asymptotic competitive ratio as a Rayleigh quotient (Chen et al., §4.1).
 
 Chen, Ye, Zhou, Lemma 4.6: for a histogram ``x`` of output lengths on ``{ℓ, …, u}`` (prompt
 size ``s``), the ratio ``E TEL(A_min) / TEL(H-SF)`` tends, as ``M → ∞``, to ``xᵀAx / xᵀBx``.
@@ -15,6 +15,8 @@ cumulative sums. The Lanczos path runs on ``D^{-1/2} L⁻¹ A L⁻ᵀ D^{-1/2}``
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -31,12 +33,16 @@ __all__ = [
 ]
 
 _DENSE_MAX = 100
+_LANCZOS_NCV = 12
 
 
 def _check(u, ell, s):
-    if isinstance(ell, bool) or int(ell) != ell or ell < 1:
+    for name, v in (("u", u), ("ell", ell), ("s", s)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+            raise ValueError(f"{name}={v!r}: must be a finite number")
+    if int(ell) != ell or ell < 1:
         raise ValueError(f"ell={ell!r}: must be an integer >= 1")
-    if isinstance(u, bool) or int(u) != u or u < ell:
+    if int(u) != u or u < ell:
         raise ValueError(f"u={u!r}: must be an integer >= ell = {ell}")
     if not s >= 0:
         raise ValueError(f"s={s!r}: the prompt size must be >= 0")
@@ -67,23 +73,47 @@ def amin_matrices(u, ell=1, s=0, *, exact=False):
     return (P + P.T) / 2, m * (s + m)
 
 
+class _PencilA:
+    """``x ↦ A x`` in ``O(u)`` (cumulative sums), its coefficient arrays computed once."""
+
+    def __init__(self, n, ell, s):
+        k = np.arange(ell, ell + n, dtype=float)
+        self.k, self.k2 = k, k * k
+        self.c0 = (s + ell) * (s + 2 * k - ell) - 2 * ell * k + ell**2  # Q(m,j) = c0(j)+2jm−m²
+        self.inv = 1 / (s + k)
+
+    def __call__(self, x):
+        k, k2, c0 = self.k, self.k2, self.c0
+        y = x * self.inv
+        Px = (y @ c0) + np.cumsum(y * k2)
+        Px += 2 * k * _above(y * k)
+        Px -= k2 * _above(y)
+        Px *= k
+        kx = k * x
+        PTx = c0 * kx.sum()
+        PTx += 2 * k * np.cumsum(k * kx)
+        PTx -= np.cumsum(k2 * kx)
+        PTx += k2 * _above(kx)
+        PTx *= self.inv
+        Px += PTx
+        Px *= 0.5
+        return Px
+
+
+def _above(v):
+    """``Σ_{j > i} v_j`` for every ``i`` (a reversed cumulative sum, accurate for the tail)."""
+    out = np.zeros_like(v)
+    out[:-1] = np.cumsum(v[:0:-1])[::-1]
+    return out
+
+
 def amin_matvec(x, ell=1, s=0):
     """``(A x, B x)`` in ``O(u)`` for ``x`` indexed by ``ℓ..ℓ+len(x)−1`` (cumulative sums)."""
     x = np.asarray(x, dtype=float)
     k = np.arange(ell, ell + x.size, dtype=float)
-    c0 = (s + ell) * (s + 2 * k - ell) - 2 * ell * k + ell**2   # Q(m, j) = c0(j) + 2jm − m²
-    y = x / (s + k)
-
-    def above(v):                       # Σ_{j > i} v_j
-        return np.concatenate([np.cumsum(v[::-1])[::-1][1:], [0.0]])
-
-    Px = k * ((y * c0).sum() + np.cumsum(y * k**2) + 2 * k * above(y * k) - k**2 * above(y))
-    kx = k * x
-    PTx = (c0 * kx.sum() + 2 * k * np.cumsum(k * kx) - np.cumsum(k**2 * kx)
-           + k**2 * above(kx)) / (s + k)
     g = k * (s + k)
     Bx = np.cumsum(np.diff(g, prepend=0.0) * np.cumsum(x[::-1])[::-1])   # L D Lᵀ x
-    return (Px + PTx) / 2, Bx
+    return _PencilA(x.size, ell, s)(x), Bx
 
 
 def rayleigh(x, ell=1, s=0) -> float:
@@ -96,7 +126,7 @@ def rayleigh(x, ell=1, s=0) -> float:
 
 
 def lemma46_ratio(x, ell=1, s=0) -> float:
-    """Lemma 4.6 as printed (L259–L266): the triple sum, evaluated term by term."""
+    """Lemma 4.6 as printed: the triple sum, evaluated term by term."""
     x = np.asarray(x, dtype=float)
     ks = np.arange(ell, ell + x.size, dtype=float)
     num = den = 0.0
@@ -129,46 +159,84 @@ def _green(ell, u, s):
     return k, np.diff(g, prepend=0.0)      # D = diag(Δg), B = L D Lᵀ
 
 
-def amin_ratio(u, ell=1, s=0, *, method="auto") -> AminRatio:
+def amin_ratio(u, ell=1, s=0, *, method="auto", tol=1e-12, progress=False,
+               max_bytes=2**30) -> AminRatio:
     """``ρ(C_u)``: dense ``scipy.linalg.eigh(A, B)`` for small ``u`` (``method="dense"``), else
-    Lanczos (``scipy.sparse.linalg.eigsh``) on the matrix-free similar form (``"lanczos"``)."""
+    Lanczos (``scipy.sparse.linalg.eigsh``) on the matrix-free similar form (``"lanczos"``).
+
+    ``tol`` is the Lanczos relative accuracy of the eigenvalue; ``progress=True`` shows a
+    tqdm bar of matrix-vector products (about a dozen, ``O(u)`` each: u = 10⁶ takes seconds,
+    see ``benchmarks/bench_chen2025.py``). Sizes whose working memory (estimated at
+    ``(ncv + 20) · 8`` bytes per length, ``ncv = 12`` Lanczos vectors) exceeds ``max_bytes``
+    (default 1 GiB, u ≈ 4·10⁶) are refused with the estimate: u = 10⁷ needs 2.4 GiB and
+    minutes, so it runs only when asked for with a larger ``max_bytes``.
+    """
     u, ell = _check(u, ell, s)
     n = u - ell + 1
     if method not in ("auto", "dense", "lanczos"):
         raise ValueError(f"method={method!r}: must be 'auto', 'dense' or 'lanczos'")
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not 0 <= tol < 1:
+        raise ValueError(f"tol={tol!r}: must be a number in [0, 1)")
     if method == "auto":
         method = "dense" if n <= _DENSE_MAX else "lanczos"
     if n < 3:
         method = "dense"
+    need = 8 * n * (n + 4) if method == "dense" else 8 * n * (_LANCZOS_NCV + 20)
+    if need > max_bytes:
+        raise ValueError(f"u={u}: method={method!r} needs about {need / 2**30:.1f} GiB, more "
+                         f"than max_bytes={max_bytes} ({max_bytes / 2**30:.1f} GiB) and about "
+                         f"{_LANCZOS_NCV + 1} passes of O(u); raise max_bytes to run it anyway "
+                         "(progress=True shows them)")
     if method == "dense":
         A, B = amin_matrices(u, ell, s)
         w, V = scipy.linalg.eigh(A, B, subset_by_index=[n - 1, n - 1])
         value, v = float(w[0]), V[:, 0]
     else:
-        k, d = _green(ell, u, s)
-        r = 1 / np.sqrt(d)
-
-        def lt_inv(w):          # L⁻ᵀ w: (w_k − w_{k+1})
-            return w - np.append(w[1:], 0.0)
-
-        def matvec(w):
-            w = np.ravel(w)
-            Ax, _ = amin_matvec(lt_inv(r * w), ell, s)
-            return r * np.diff(Ax, prepend=0.0)   # D^{-1/2} L⁻¹ A L⁻ᵀ D^{-1/2} w
-
-        op = scipy.sparse.linalg.LinearOperator((n, n), matvec=matvec, dtype=float)
-        w, W = scipy.sparse.linalg.eigsh(op, k=1, which="LA", tol=1e-12,
-                                         v0=np.full(n, 1.0), ncv=min(n, 40))
-        value, v = float(w[0]), lt_inv(r * W[:, 0])
+        value, v = _lanczos(n, ell, s, tol, progress)
     v = v * np.sign(v.sum()) if v.sum() != 0 else v
     tol = 1e-9 * np.abs(v).max()
     one_signed = bool(np.all(v >= -tol))
     return AminRatio(value, v / v.sum(), one_signed, np.arange(ell, u + 1), method)
 
 
+def _lanczos(n, ell, s, tol, progress):
+    """Top eigenpair of ``D^{-1/2} L⁻¹ A L⁻ᵀ D^{-1/2}`` (similar to ``B⁻¹A``), matrix-free.
+
+    The top eigenvalue is well separated from the rest: one Lanczos basis of ``ncv = 12``
+    vectors converges (a larger ``ncv`` only costs ``O(u · ncv²)`` of orthogonalisation)."""
+    _, d = _green(ell, ell + n - 1, s)
+    r = 1 / np.sqrt(d)
+    apply_a = _PencilA(n, ell, s)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(desc="Lanczos A·x", unit="matvec")
+
+    def lt_inv(w):          # L⁻ᵀ w: (w_k − w_{k+1})
+        out = w.copy()
+        out[:-1] -= w[1:]
+        return out
+
+    def matvec(w):
+        Ax = apply_a(lt_inv(r * np.ravel(w)))
+        Ax[1:] -= Ax[:-1].copy()                    # L⁻¹
+        if bar is not None:
+            bar.update()
+        return r * Ax
+
+    op = scipy.sparse.linalg.LinearOperator((n, n), matvec=matvec, dtype=float)
+    try:
+        w, W = scipy.sparse.linalg.eigsh(op, k=1, which="LA", tol=tol, v0=np.full(n, 1.0),
+                                         ncv=min(n, _LANCZOS_NCV))
+    finally:
+        if bar is not None:
+            bar.close()
+    return float(w[0]), lt_inv(r * W[:, 0])
+
+
 def simplex_max(A, B, *, starts=8, seed=0) -> float:
     """``max xᵀAx/xᵀBx`` over histograms (``x ≥ 0``, ``B ≻ 0``) by multi-start SLSQP — the
-    competitive ratio when the top eigenvector is not one-signed (spec §3.5). Small sizes."""
+    competitive ratio when the top eigenvector is not one-signed. Small sizes."""
     A, B = np.asarray(A, dtype=float), np.asarray(B, dtype=float)
     n = A.shape[0]
     rng = np.random.default_rng(seed)
@@ -183,7 +251,7 @@ def simplex_max(A, B, *, starts=8, seed=0) -> float:
 
 
 def b_inverse(u, ell=1, s=0, *, exact=False):
-    """The tridiagonal ``B⁻¹`` (L338–L340): ``(B⁻¹)_ii = 1/d_i + 1/d_{i+1}`` (last ``1/d_u``),
+    """The tridiagonal ``B⁻¹``: ``(B⁻¹)_ii = 1/d_i + 1/d_{i+1}`` (last ``1/d_u``),
     ``(B⁻¹)_{i,i+1} = −1/d_{i+1}``, ``d_k = g_k − g_{k−1}``, ``g_k = k(s+k)``. Returns a sparse
     matrix, or an object array of Fractions with ``exact=True``."""
     u, ell = _check(u, ell, s)
@@ -207,7 +275,7 @@ def b_inverse(u, ell=1, s=0, *, exact=False):
 
 @dataclass(frozen=True)
 class TraceIdentity:
-    """``tr(B_u⁻¹A_u) = T_1 + 2T_2 = H_u`` in exact rationals (L342–L370)."""
+    """``tr(B_u⁻¹A_u) = T_1 + 2T_2 = H_u`` in exact rationals."""
 
     u: int
     trace: Fraction

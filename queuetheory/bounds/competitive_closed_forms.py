@@ -1,4 +1,4 @@
-"""Closed-form competitive ratios of seed 003 (Chen, Ye, Zhou), fluid model (``M → ∞``).
+"""Closed-form competitive ratios of Chen, Ye, Zhou, fluid model (``M → ∞``).
 
 Two-point outputs ``o ∈ {ℓ, u}``, ``α = ℓ/u``, ``s = 0`` unless a function takes ``s``:
 
@@ -52,7 +52,7 @@ def thm34_claimed(alpha):
 
 
 def thm34_construction(alpha, r):
-    """The ratio the proof of Thm 3.4 builds (L159–L164), ``r = a/b`` (N_ℓ = au, N_u = bℓ,
+    """The ratio the proof of Thm 3.4 builds, ``r = a/b`` (N_ℓ = au, N_u = bℓ,
     M = ℓu): ``α⁻¹(r+α)(r+1)/(r²+2αr+1)``."""
     a = _alpha(alpha)
     r = np.asarray(r, dtype=float)
@@ -83,7 +83,7 @@ def _amax_pencil(u, ell, s):
 def amax_fluid_ratio(x, ell=1, s=0):
     """Fluid ``E TEL(A_max)/TEL(H-SF)`` for a histogram ``x`` on ``ℓ..u`` (u = ℓ+len(x)−1):
     ``M/(s+u)`` slots each serve a random share in sequence, so
-    ``E TEL = n²(s+u)E[o]/(2M)``, against H-SF's ``n² xᵀBx/(2M)`` (spec §1.5)."""
+    ``E TEL = n²(s+u)E[o]/(2M)``, against H-SF's ``n² xᵀBx/(2M)``."""
     x = np.asarray(x, dtype=float)
     A, B = _amax_pencil(ell + x.size - 1, ell, s)
     return float(x @ A @ x / (x @ B @ x))
@@ -98,7 +98,7 @@ def _arandom_pencil(u, ell, s):
 
 def arandom_fluid_ratio(x, ell=1, s=0):
     """Fluid ``E TEL(A_random)/TEL(H-SF)`` for a histogram ``x`` on ``ℓ..u``: a random order
-    packs memory×time ``w_k = k(s+k)`` per job, so ``E TEL = n²(Σ x)(Σ w x)/(2M)`` (L742)."""
+    packs memory×time ``w_k = k(s+k)`` per job, so ``E TEL = n²(Σ x)(Σ w x)/(2M)``."""
     x = np.asarray(x, dtype=float)
     A, B = _arandom_pencil(ell + x.size - 1, ell, s)
     return float(x @ A @ x / (x @ B @ x))
@@ -124,7 +124,7 @@ def arandom_worst_case(u, ell=1, s=0):
 
 
 def arandom_two_point(r, ell, u, s=0):
-    """Theorem 8.6 Part 2's ratio (L742–L768), ``r = N_ℓ/N_u``, ``w_k = k(s+k)``."""
+    """Theorem 8.6 Part 2's ratio, ``r = N_ℓ/N_u``, ``w_k = k(s+k)``."""
     wl, wu = ell * (s + ell), u * (s + u)
     r = np.asarray(r, dtype=float)
     return 1 + r * (wu - wl) / (wl * r**2 + 2 * wl * r + wu)
@@ -136,7 +136,7 @@ def arandom_two_point_sup(ell, u, s=0):
 
 
 def amin_two_point(alpha, t):
-    """Theorem 5.1's ratio (L1030), ``t = x_ℓ/x_u``."""
+    """Theorem 5.1's ratio, ``t = x_ℓ/x_u``."""
     a = _alpha(alpha)
     t = np.asarray(t, dtype=float)
     return 1 + a * (1 - a**2) * t / (a**2 * t**2 + 2 * a**2 * t + 1)
@@ -148,7 +148,7 @@ def amin_two_point_sup(alpha):
 
 
 def aell_two_point(alpha, t):
-    """Theorem 5.2's ratio (L1058–L1062), ``t = x_ℓ/x_u``."""
+    """Theorem 5.2's ratio, ``t = x_ℓ/x_u``."""
     a = _alpha(alpha)
     t = np.asarray(t, dtype=float)
     return 1 + (a**2 * t + 2 * a**2) / (a**2 * t**2 + 2 * a**2 * t + 1)
@@ -188,7 +188,7 @@ def geometric_ratio(q, u=None):
 
 
 def geometric_limit(exact=False):
-    """``lim_{q→1} CR_G`` (u = ∞, spec §3.9): ``4(½ − ½∫₀^∞ y³e^{−y}E₁(y)dy)``. With
+    """``lim_{q→1} CR_G`` (u = ∞): ``4(½ − ½∫₀^∞ y³e^{−y}E₁(y)dy)``. With
     ``E₁(y) = ∫₁^∞ e^{−yt}/t dt`` and Fubini the integral is ``∫₁^∞ 6/(t(1+t)⁴) dt``, which
     sympy integrates exactly."""
     t = sp.symbols("t", positive=True)

@@ -1,4 +1,4 @@
-"""Lyapunov functions of seed 004 and the exact one-step drift of a state under a policy.
+"""Lyapunov functions of Li, Dai, Peng and the exact one-step drift of a state under a policy.
 
 Two functions of the DTMC state ``x = (R, {(p'_i, d'_i)})`` (spec §3.2–§3.3):
 
@@ -135,7 +135,7 @@ def _output_mixture(law):
 # ---- Lyapunov functions -------------------------------------------------------------------------
 @dataclass(frozen=True)
 class LinearLyapunov:
-    """``f(x) = Σ_i (p'_i + d'_i) + R·b/t_b`` (seed 004 L206); ``t_b`` in slots."""
+    """``f(x) = Σ_i (p'_i + d'_i) + R·b/t_b`` (Li, Dai, Peng); ``t_b`` in slots."""
 
     b: int
     t_b: float
@@ -153,13 +153,13 @@ class LinearLyapunov:
         return self.per_request(prompt_values, output_values)
 
     def residual_time_value(self, t_slots: float) -> float:
-        """``R(n+1)·b/t_b`` after a batch of ``t_slots`` slots (L154)."""
+        """``R(n+1)·b/t_b`` after a batch of ``t_slots`` slots."""
         return (t_slots - 1) * self.b / self.t_b
 
 
 @dataclass(frozen=True)
 class QuadraticLyapunov:
-    """The Lyapunov function of App. B (L418–L420) for unit-time batches.
+    """The Lyapunov function of App. B for unit-time batches.
 
     ``lam`` arrivals per slot, ``mp``, ``md`` mean sizes, budget ``b``, constant ``L``.
     Raises :class:`UnstableError` unless ``ε' = b − λ(m_p+m_d) > 0``.
@@ -185,7 +185,7 @@ class QuadraticLyapunov:
 
     @property
     def eps(self) -> float:
-        """``ε = min(ε', Lλ)`` (L418)."""
+        """``ε = min(ε', Lλ)``."""
         return min(self.eps_prime, self.L * self.lam)
 
     @property
@@ -195,7 +195,7 @@ class QuadraticLyapunov:
 
     @property
     def B(self) -> float:
-        """``B = 2b(4Lλb/ε)² + b`` (L446): (B.1) must hold on ``{f ≥ B}``."""
+        """``B = 2b(4Lλb/ε)² + b``: (B.1) must hold on ``{f ≥ B}``."""
         return 2 * self.b * (4 * self.L * self.lam * self.b / self.eps) ** 2 + self.b
 
     def per_request(self, p, d) -> np.ndarray:
@@ -210,7 +210,7 @@ class QuadraticLyapunov:
         return float(self.per_request(p, d).sum())
 
     def service_change(self, p, d, chunk, decode) -> np.ndarray:
-        """``h(post) − h(pre)`` per request: minus the terms of Δ(X) (L424), computed exactly."""
+        """``h(post) − h(pre)`` per request: minus the terms of Δ(X), computed exactly."""
         g = (p > 0).astype(np.int64) + d
         served = np.where(p > 0, chunk == p, decode == 1).astype(np.int64)
         g_next = g - served
@@ -364,7 +364,7 @@ def _lift(lyap, p, d, i):
 
 def certificate_states(lyap, *, n_random: int = 200, max_prompt: int | None = None,
                        max_decode: int | None = None, seed: int = 0):
-    """Sampled and adversarial states ``(family, p', d')`` with ``f(x) ≥ B`` (spec §3.3).
+    """Sampled and adversarial states ``(family, p', d')`` with ``f(x) ≥ B``.
 
     Families: ``random`` (up to ``3b`` requests of random phase and size); ``few`` (fewer
     than ``b`` tokens available: App. B's case 2); ``prefill+decoders`` (one short prompt

@@ -1,4 +1,4 @@
-"""The hindsight-optimal schedule of seed 001's KV-cache model (App. B.1, L616–L634).
+"""The hindsight-optimal schedule of Jaillet et al.'s KV-cache model (App. B.1).
 
 Every request ``i`` (arrival ``a_i``, prompt ``s_i``, ``d_i`` rounds, see
 :func:`queuetheory.policies.kvcache.durations` for the two timing conventions) starts once,
@@ -16,10 +16,26 @@ every schedule at least as good as MC-SF's (``c_i ≤ a_i + UB − Σ_{j≠i} d_
 identical requests start in index order (symmetry breaking). The LP relaxation is a lower
 bound on the optimum (:func:`hindsight_lower_bound`); :func:`hindsight_brute_force` solves
 tiny instances by dynamic programming over rounds, independently of the MILP.
+
+Two exact formulations solve the same program (``solver=``):
+
+* ``"milp"`` — the time-indexed MILP above, HiGHS through cvxpy (or any cvxpy MILP solver
+  named directly, e.g. ``"SCIPY"``);
+* ``"cpsat"`` — OR-Tools CP-SAT on integer start rounds ``k_i``. The growing profile
+  ``s_i + t − k_i`` over rounds ``k_i … k_i + d_i − 1`` is split exactly into ``d_i`` fixed
+  intervals sharing the start variable: height ``s_i`` on ``[k_i, k_i + d_i)`` and height 1 on
+  ``[k_i + j, k_i + d_i)`` for ``j = 1 … d_i − 1`` (at round ``t`` the covering ones sum to
+  ``s_i + t − k_i``), all in one cumulative of capacity ``M``. The time-indexed rows are added
+  as a redundant linear relaxation (``k_i = Σ_k k x_{i,k}``) and MC-SF's schedule is the hint.
+
+Both honour ``time_limit`` (the solver's own limit, less the model-building time) and report
+whether the optimum is proven and the relative gap ``(TEL − bound) / TEL``.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 import time
 from dataclasses import dataclass
 from functools import cache
@@ -35,15 +51,21 @@ __all__ = ["HindsightResult", "hindsight_optimum", "hindsight_lower_bound",
            "hindsight_brute_force", "schedule_memory"]
 
 _MILP_SOLVERS = ("HIGHS", "SCIPY")
+SOLVERS = ("cpsat", "milp")
+"""The exact formulations of :func:`hindsight_optimum`; a cvxpy MILP solver name also works."""
+DEFAULT_SOLVER = "milp"
 
 
 @dataclass(frozen=True)
 class HindsightResult:
     """A hindsight schedule: total latency (TEL), start rounds, solver status, seconds.
 
-    ``starts`` are integers for the MILP and the brute force; for the LP relaxation they are
-    the fractional mean start rounds ``Σ_k k x_{i,k}``. ``upper`` is the TEL of the feasible
-    MC-SF schedule that fixed the horizon.
+    ``starts`` are integers for the exact solvers and the brute force; for the LP relaxation
+    they are the fractional mean start rounds ``Σ_k k x_{i,k}``. ``upper`` is the TEL of the
+    feasible MC-SF schedule that fixed the horizon. ``proven``: the solver proved
+    ``total_latency`` optimal; ``gap``: ``(total_latency − best bound) / total_latency``
+    (0 when proven; the bound is the solver's, or ``Σ d_i`` when it has none); ``solver`` names the
+    formulation or cvxpy solver that ran.
     """
 
     total_latency: float
@@ -54,30 +76,58 @@ class HindsightResult:
     horizon: int
     upper: float
     solver: str
+    proven: bool = False
+    gap: float = float("nan")
 
     @property
     def mean_latency(self) -> float:
         return self.total_latency / max(len(self.starts), 1)
 
 
+def _integers(name, values, minimum) -> np.ndarray:
+    """``values`` as an int64 vector, refusing non-numbers, non-integers and values < minimum."""
+    try:
+        v = np.asarray(values, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={values!r}: must be numbers (one per request)") from None
+    for rule, bad in (("finite", ~np.isfinite(v)), ("an integer", v != np.round(v)),
+                      (f">= {minimum}", v < minimum)):
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"{name}: request {i} has {name}={float(v[i])!r}; every value must be "
+                             f"{rule}")
+    return v.astype(np.int64)
+
+
+def _check_memory(memory) -> int:
+    if (isinstance(memory, bool) or not isinstance(memory, numbers.Real)
+            or not math.isfinite(memory) or memory != int(memory) or memory < 1):
+        raise ValueError(f"memory={memory!r}: the KV capacity M must be an integer >= 1")
+    return int(memory)
+
+
+def _check_time_limit(time_limit):
+    if time_limit is None:
+        return None
+    if (isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real)
+            or not time_limit > 0 or math.isnan(time_limit)):
+        raise ValueError(f"time_limit={time_limit!r}: must be a number of seconds > 0, or None")
+    return float(time_limit)
+
+
 def _inputs(arrival, prompt, output, memory, convention):
-    a = np.asarray(arrival, dtype=np.int64).reshape(-1)
-    s = np.asarray(prompt, dtype=np.int64).reshape(-1)
-    o = np.asarray(output, dtype=np.int64).reshape(-1)
+    a = _integers("arrival", arrival, 0)
+    s = _integers("prompt", prompt, 0)
+    o = _integers("output", output, 1)
     if not (a.size == s.size == o.size):
         raise ValueError(f"arrival, prompt, output: lengths {a.size}, {s.size}, {o.size} differ")
-    if np.any(np.asarray(arrival) != a):
-        raise ValueError("arrival: rounds must be integers")
-    if np.any(a < 0):
-        raise ValueError("arrival: rounds must be >= 0")
-    if np.any(s < 0) or np.any(o < 1):
-        raise ValueError("prompt must be >= 0 and output >= 1 for every request")
+    memory = _check_memory(memory)
     d = durations(o, convention)
     if np.any(s + d - 1 > memory):
         i = int(np.argmax(s + d - 1))
         raise ValueError(f"memory={memory}: below the peak {int(s[i] + d[i] - 1)} of request {i} "
                          "(prompt + rounds - 1); it could never run")
-    return a, s, o, d
+    return a, s, o, d, memory
 
 
 def schedule_memory(starts, prompt, d, horizon=None) -> np.ndarray:
@@ -89,60 +139,69 @@ def schedule_memory(starts, prompt, d, horizon=None) -> np.ndarray:
     return np.where((age >= 0) & (age < d[None, :]), s[None, :] + age, 0).sum(axis=1)
 
 
-def _program(a, s, d, memory, relax: bool):
-    """Build the B.1 program as cvxpy data; returns (problem, x, (rows, cols) of x)."""
-    n = a.size
-    upper = _heuristic_upper(a, s, d, memory)
+def _grid(a, s, d, memory):
+    """The start window and memory rows shared by both formulations.
+
+    Returns the MC-SF upper bound and schedule, the (request, start round) pairs of the
+    time-indexed variables, the horizon and the sparse rows ``mem[t, v]`` = tokens variable
+    ``v`` holds in round ``t``."""
+    upper, hint = _heuristic(a, s, d, memory)
     last = a + upper - (d.sum() - d) - d                  # latest useful start of each request
-    rows = np.concatenate([np.full(int(last[i] - a[i] + 1), i) for i in range(n)])
-    cols = np.concatenate([np.arange(a[i], last[i] + 1) for i in range(n)])
+    rows = np.concatenate([np.full(int(last[i] - a[i] + 1), i) for i in range(a.size)])
+    cols = np.concatenate([np.arange(a[i], last[i] + 1) for i in range(a.size)])
     horizon = int((cols + d[rows]).max())
-    nv = rows.size
-    x = cp.Variable(nv, boolean=not relax, nonneg=relax)
-    assign = sp.csr_matrix((np.ones(nv), (rows, np.arange(nv))), shape=(n, nv))
-    # memory: variable v occupies rounds cols[v] … cols[v] + d − 1 with s + age tokens
-    dv = d[rows]
+    # variable v occupies rounds cols[v] … cols[v] + d − 1 with s + age tokens
+    nv, dv = rows.size, d[rows]
     rep = np.repeat(np.arange(nv), dv)
     age = np.arange(int(dv.sum())) - np.repeat(np.cumsum(dv) - dv, dv)
     mem = sp.csr_matrix((s[rows][rep] + age, (cols[rep] + age, rep)), shape=(horizon, nv))
-    cost = (cols + dv - a[rows]).astype(float)
+    return upper, hint, rows, cols, horizon, mem
+
+
+def _heuristic(a, s, d, memory):
+    """TEL and start rounds of the best of a few feasible MC-SF variants (capped admissions
+    stagger starts)."""
+    # ``d`` is passed as the output under "ip", where durations equal outputs
+    runs = [mcsf_schedule(a, s, d, memory, max_starts=q, order=order)
+            for q in (None, 1, 2, 3) for order in ("output", "arrival")]
+    tels = [int((k + d - a).sum()) for k in runs]
+    best = int(np.argmin(tels))
+    return tels[best], runs[best]
+
+
+def _twins(a, s, d) -> list:
+    """Pairs ``(i, j)``, ``i < j``, of identical requests (same a, s, d), consecutive ones."""
+    pairs = []
+    for i in range(a.size):
+        later = np.flatnonzero((a == a[i]) & (s == s[i]) & (d == d[i]) & (np.arange(a.size) > i))
+        if later.size:
+            pairs.append((i, int(later[0])))
+    return pairs
+
+
+def _program(a, s, d, memory, grid, relax: bool):
+    """The B.1 program as cvxpy data on ``grid``; returns (problem, x)."""
+    _, _, rows, cols, _, mem = grid
+    nv = rows.size
+    x = cp.Variable(nv, boolean=not relax, nonneg=relax)
+    assign = sp.csr_matrix((np.ones(nv), (rows, np.arange(nv))), shape=(a.size, nv))
+    cost = (cols + d[rows] - a[rows]).astype(float)
     cons = [assign @ x == 1, mem @ x <= memory]
     if relax:
         cons.append(x <= 1)
     else:
-        cons += _symmetry(a, s, d, rows, cols, x)
-    return cp.Problem(cp.Minimize(cost @ x), cons), x, rows, cols, horizon, upper
-
-
-def _heuristic_upper(a, s, d, memory) -> int:
-    """TEL of the best of a few feasible MC-SF variants (capped admissions stagger starts)."""
-    # ``d`` is passed as the output under "ip", where durations equal outputs
-    best = min(int((mcsf_schedule(a, s, d, memory, max_starts=q, order=order) + d - a).sum())
-               for q in (None, 1, 2, 3) for order in ("output", "arrival"))
-    return best
-
-
-def _symmetry(a, s, d, rows, cols, x) -> list:
-    """Identical requests (same a, s, d) start in index order."""
-    n = a.size
-    cons = []
-    for i in range(n):
-        later = np.flatnonzero((a == a[i]) & (s == s[i]) & (d == d[i]) & (np.arange(n) > i))
-        if later.size:
-            j = int(later[0])
-            wi = sp.csr_matrix((cols[rows == i].astype(float), (np.zeros((rows == i).sum()),
-                               np.flatnonzero(rows == i))), shape=(1, rows.size))
-            wj = sp.csr_matrix((cols[rows == j].astype(float), (np.zeros((rows == j).sum()),
-                               np.flatnonzero(rows == j))), shape=(1, rows.size))
-            cons.append((wi - wj) @ x <= 0)
-    return cons
+        for i, j in _twins(a, s, d):            # identical requests start in index order
+            w = np.where(rows == i, cols, 0) - np.where(rows == j, cols, 0)
+            cons.append(w.astype(float) @ x <= 0)
+    return cp.Problem(cp.Minimize(cost @ x), cons), x
 
 
 def _pick_solver(solver, mixed_integer: bool) -> str:
     installed = cp.installed_solvers()
-    if solver is not None:
+    if solver is not None and solver != "milp":
         if solver not in installed:
-            raise ValueError(f"solver={solver!r}: not installed; installed: {installed}")
+            raise ValueError(f"solver={solver!r}: must be one of {SOLVERS} or an installed "
+                             f"cvxpy solver {installed}")
         return solver
     for name in (_MILP_SOLVERS if mixed_integer else ("HIGHS", "CLARABEL", "SCIPY")):
         if name in installed:
@@ -150,54 +209,151 @@ def _pick_solver(solver, mixed_integer: bool) -> str:
     raise RuntimeError(f"no MILP solver among {_MILP_SOLVERS} is installed for cvxpy")
 
 
-def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limit):
-    a, s, o, d = _inputs(arrival, prompt, output, memory, convention)
-    start = time.perf_counter()
-    if a.size == 0:
-        return HindsightResult(0.0, a, "optimal", 0.0, a, 0, 0.0, "none")
-    prob, x, rows, cols, horizon, upper = _program(a, s, d, memory, relax)
-    name = _pick_solver(solver, not relax)
+def _remaining(deadline):
+    """Seconds to ``deadline`` (a ``time.perf_counter`` value, or None for no limit)."""
+    return None if deadline is None else max(deadline - time.perf_counter(), 0.01)
+
+
+def _solve_cvxpy(a, s, d, memory, grid, name, relax, deadline):
+    prob, x = _program(a, s, d, memory, grid, relax)
+    rows, cols = grid[2], grid[3]
+    limit = _remaining(deadline)
     opts = {}
-    if time_limit is not None:
-        opts = ({"time_limit": float(time_limit)} if name == "HIGHS"
-                else {"scipy_options": {"time_limit": float(time_limit)}} if name == "SCIPY"
-                else {})
+    if limit is not None:
+        opts = ({"time_limit": limit} if name == "HIGHS"
+                else {"scipy_options": {"time_limit": limit}} if name == "SCIPY" else {})
     prob.solve(solver=name, **opts)
-    seconds = time.perf_counter() - start
-    if x.value is None:
-        raise RuntimeError(f"hindsight program: solver {name} returned status {prob.status}")
-    xv = np.clip(x.value, 0, 1)
     if relax:
+        if x.value is None:
+            raise RuntimeError(f"hindsight LP: solver {name} returned status {prob.status} "
+                               f"(time left: {limit} s)")
+        xv = np.clip(x.value, 0, 1)
         starts = np.bincount(rows, weights=xv * cols, minlength=a.size)
-        tel = float(prob.value)
-    else:
-        chosen = xv > 0.5
+        return float(prob.value), starts, prob.status, prob.status == "optimal", prob.value
+    chosen = np.zeros(rows.size, bool) if x.value is None else x.value > 0.5
+    starts = None
+    if np.bincount(rows[chosen], minlength=a.size).tolist() == [1] * a.size:
         starts = np.zeros(a.size, dtype=np.int64)
         starts[rows[chosen]] = cols[chosen]
-        tel = float((starts + d - a).sum())
-    return HindsightResult(tel, starts, prob.status, seconds, starts + d, horizon, float(upper),
-                           name)
+    starts, tel = _better(starts, grid, a, d)
+    proven = prob.status == "optimal"
+    info = prob.solver_stats.extra_stats
+    bound = getattr(info, "mip_dual_bound", float("nan"))    # the cost is TEL itself
+    return tel, starts, prob.status, proven, tel if proven else bound
+
+
+def _better(starts, grid, a, d):
+    """The solver's schedule, or MC-SF's where the solver found none or a worse one in time."""
+    upper, hint = grid[0], grid[1]
+    if starts is None or (starts + d - a).sum() > upper:
+        starts = hint.astype(np.int64)
+    return starts, float((starts + d - a).sum())
+
+
+def _gap(tel, bound, d) -> float:
+    """Relative gap to the solver's bound, or to ``Σ d_i`` (no request finishes sooner than
+    its rounds) where that is better or the solver has none."""
+    bound = max(bound, float(d.sum())) if np.isfinite(bound) else float(d.sum())
+    return max(tel - bound, 0.0) / max(tel, 1.0)
+
+
+def _solve_cpsat(a, s, d, memory, grid, deadline, workers):
+    from ortools.sat.python import cp_model
+
+    _, hint, rows, cols, horizon, mem = grid
+    n = a.size
+    last = np.array([cols[rows == i].max() for i in range(n)])
+    model = cp_model.CpModel()
+    k = [model.new_int_var(int(a[i]), int(last[i]), f"k{i}") for i in range(n)]
+    intervals, heights = [], []
+    for i in range(n):                    # s_i + t − k_i as d_i stacked fixed intervals
+        for j in range(int(d[i])):
+            height = int(s[i]) if j == 0 else 1
+            if height:
+                intervals.append(model.new_fixed_size_interval_var(k[i] + j, int(d[i]) - j,
+                                                                   f"m{i}_{j}"))
+                heights.append(height)
+    model.add_cumulative(intervals, heights, memory)
+    x = [model.new_bool_var(f"x{v}") for v in range(rows.size)]   # redundant time index
+    for i in range(n):
+        mine = np.flatnonzero(rows == i)
+        model.add_exactly_one(x[v] for v in mine)
+        model.add(k[i] == sum(int(cols[v]) * x[v] for v in mine))
+    mem = mem.tocsr()
+    for t in range(horizon):
+        lo, hi = mem.indptr[t], mem.indptr[t + 1]
+        if mem.data[lo:hi].sum() > memory:
+            model.add(sum(int(w) * x[v] for w, v in zip(mem.data[lo:hi], mem.indices[lo:hi],
+                                                        strict=True)) <= memory)
+    for i, j in _twins(a, s, d):
+        model.add(k[i] <= k[j])
+    for i in range(n):
+        model.add_hint(k[i], int(hint[i]))
+    model.minimize(sum(k))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = workers
+    limit = _remaining(deadline)
+    if limit is not None:
+        solver.parameters.max_time_in_seconds = limit
+    code = solver.solve(model)
+    offset = float((d - a).sum())
+    starts = (np.array([solver.value(v) for v in k], dtype=np.int64)
+              if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None)
+    starts, tel = _better(starts, grid, a, d)
+    proven = code == cp_model.OPTIMAL
+    status = "optimal" if proven else "time_limit"
+    return tel, starts, status, proven, tel if proven else solver.best_objective_bound + offset
+
+
+def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limit,
+           workers=1):
+    start = time.perf_counter()
+    a, s, o, d, memory = _inputs(arrival, prompt, output, memory, convention)
+    time_limit = _check_time_limit(time_limit)
+    if isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or workers < 1:
+        raise ValueError(f"workers={workers!r}: must be an integer >= 1")
+    name = "cpsat" if solver == "cpsat" and not relax else _pick_solver(solver, not relax)
+    if a.size == 0:
+        return HindsightResult(0.0, a, "optimal", 0.0, a, 0, 0.0, name, True, 0.0)
+    grid = _grid(a, s, d, memory)
+    deadline = None if time_limit is None else start + time_limit
+    if name == "cpsat":
+        out = _solve_cpsat(a, s, d, memory, grid, deadline, int(workers))
+    else:
+        out = _solve_cvxpy(a, s, d, memory, grid, name, relax, deadline)
+    tel, starts, status, proven, bound = out
+    gap = 0.0 if proven or relax else _gap(tel, bound, d)
+    return HindsightResult(tel, starts, status, time.perf_counter() - start, starts + d,
+                           grid[4], float(grid[0]), name, proven, gap)
 
 
 def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solver=None,
-                      time_limit=None) -> HindsightResult:
-    """Optimal total latency with all arrivals and lengths known in advance (App. B.1 MILP).
+                      time_limit=None, workers=1) -> HindsightResult:
+    """Optimal total latency with all arrivals and lengths known in advance (App. B.1).
 
     Parameters
     ----------
     arrival, prompt, output : per-request integer arrival rounds and lengths
-    memory : KV capacity ``M``
+    memory : KV capacity ``M`` (an integer)
     convention : ``"ip"`` (``d_i = o_i``, the IP's own) or ``"eq1"`` (``d_i = o_i + 1``)
-    solver : a cvxpy MILP solver name (default HIGHS, else SCIPY)
-    time_limit : seconds; on a time-out ``status`` is not ``"optimal"`` and the schedule is
-        the best found (still feasible)
+    solver : ``"milp"`` (time-indexed MILP, HiGHS through cvxpy), ``"cpsat"`` (OR-Tools
+        CP-SAT, cumulative profile) or a cvxpy MILP solver name; default
+        :data:`DEFAULT_SOLVER`, chosen by ``benchmarks/jaillet2025_hindsight.py``
+    time_limit : seconds, model building included; on a time-out ``proven`` is False, the
+        schedule is the better of the solver's best and MC-SF's (both feasible) and ``gap``
+        bounds its distance to the optimum. HiGHS checks its limit between phases and may
+        overrun it by seconds from n ≈ 40 (presolve, root LP); CP-SAT keeps to it
+    workers : CP-SAT's ``num_workers`` (the MILP uses HiGHS's default)
     """
-    return _solve(arrival, prompt, output, memory, convention, solver, False, time_limit)
+    return _solve(arrival, prompt, output, memory, convention,
+                  DEFAULT_SOLVER if solver is None else solver, False, time_limit, workers)
 
 
 def hindsight_lower_bound(arrival, prompt, output, memory, *, convention="ip", solver=None,
                           time_limit=None) -> HindsightResult:
     """The LP relaxation of :func:`hindsight_optimum`: ``total_latency`` ≤ the optimum."""
+    if solver == "cpsat":
+        raise ValueError("solver='cpsat': the LP relaxation needs an LP solver (a cvxpy name)")
     return _solve(arrival, prompt, output, memory, convention, solver, True, time_limit)
 
 
@@ -212,7 +368,7 @@ def hindsight_brute_force(arrival, prompt, output, memory, *, convention="ip",
     the rest of the schedule earlier is feasible and cheaper), which keeps the state space
     finite.
     """
-    a, s, o, d = _inputs(arrival, prompt, output, memory, convention)
+    a, s, o, d, memory = _inputs(arrival, prompt, output, memory, convention)
     n = a.size
     if n > max_requests:
         raise ValueError(f"arrival: {n} requests; the brute force takes at most "

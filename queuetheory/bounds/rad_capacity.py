@@ -1,4 +1,4 @@
-"""Capacity of LLM inference under the tile model (seed 002, §4 and Appendices B–C).
+"""Capacity of LLM inference under the tile model (Bari et al., §4 and Appendices B–C).
 
 The per-request optimal effective completion time ``T*^R`` (Eq. 11/12), its mean ``T̄^R``
 and the capacity ``λ* = r / T̄^R`` (Theorems 1–2); the ceiling-free lower bound ``T̄^R_LB``
@@ -172,7 +172,7 @@ class RadCapacity:
 
 def rad_capacity(prompt, decode, time_model: TiledGPUTime, *, r: int = 1, weights=None,
                  variant: str = "paper") -> RadCapacity:
-    """Capacity ``λ* = r / T̄^R`` (L287) of ``r`` nodes for lengths ``(L^P, L^D)``.
+    """Capacity ``λ* = r / T̄^R`` of ``r`` nodes for lengths ``(L^P, L^D)``.
 
     ``prompt``, ``decode``: paired samples (Monte Carlo, with standard error) or, with
     ``weights``, the support of an exact joint pmf. ``variant``: ``"paper"`` or ``"rad"``
@@ -208,7 +208,7 @@ def rad_capacity(prompt, decode, time_model: TiledGPUTime, *, r: int = 1, weight
 
 
 def _rad_prefill_total(tm, p):
-    """RAD's whole prefill time of each prompt (``T^P_j``, L693, and its general-``L^P`` form)."""
+    """RAD's whole prefill time of each prompt (``T^P_j``, and its general-``L^P`` form)."""
     lin, attn, chunks = _rad_prefill(tm, np.atleast_1d(p))
     return lin + attn + p * tm.gpu.inv_mu_nlin + tm.gpu.c0 * chunks
 
@@ -260,7 +260,7 @@ def t_max(tm: TiledGPUTime, l_max: int, *, safe: bool = False) -> float:
 
 
 def rad_n_min(eps: float, T_R: float, T_max: float, t_col: int) -> float:
-    """Theorem 2 (L311): RAD is stable with ``n > (t*_col − 1) T^max / (ε T̄^R)``."""
+    """Theorem 2: RAD is stable with ``n > (t*_col − 1) T^max / (ε T̄^R)``."""
     if not 0 < eps < 1:
         raise ValueError(f"eps={eps}: must lie in (0, 1)")
     return (t_col - 1) * T_max / (eps * T_R)

@@ -1,4 +1,4 @@
-"""Work-conservation as a checkable property of a batch (seed 004 §2.3, eq. 2.6; App. B L444).
+"""Work-conservation as a checkable property of a batch (Li, Dai, Peng §2.3, eq. 2.6; App. B).
 
 A state of seed 004's DTMC is the ordered list of ``(p'_i, d'_i)``: remaining prefill and
 decode tokens of every request in the system (L124–L128). The largest feasible token load
@@ -26,7 +26,7 @@ __all__ = ["dtmc_state", "available_tokens", "is_work_conserving", "WorkConserva
 
 def dtmc_state(prefill_left, decode_left, *, time: float = 0.0) -> State:
     """A :class:`~queuetheory.engine.State` holding requests with ``p'_i`` prefill tokens and
-    ``d'_i ≥ 1`` decode tokens left, in arrival (FCFS) order (seed 004, state 2.4 with R = 0).
+    ``d'_i ≥ 1`` decode tokens left, in arrival (FCFS) order (Li, Dai, Peng, state 2.4 with R = 0).
 
     A request with ``p'_i = 0`` is in decode: its prompt (one token) is already prefilled.
     """

@@ -1,4 +1,4 @@
-"""Claims of Ao, Luo, Simchi-Levi, Wang (seed 000): fluid equilibria, WAIT, Nested WAIT.
+"""Claims of Ao, Luo, Simchi-Levi, Wang: fluid equilibria, WAIT, Nested WAIT.
 
 Every check computes: identities with sympy, θ with brentq, thresholds with HiGHS, and the
 queueing claims by running the policies of :mod:`queuetheory.policies.wait` on the engine
@@ -140,7 +140,7 @@ def _fluid_equilibrium(quick: bool) -> Outcome:
 
 
 @claim("ao2025.balance_l186",
-       statement="Multi-type balance as printed at L186: (d0 + d1M*)λ_j = n_j*, together with "
+       statement="Multi-type balance as printed: (d0 + d1M*)λ_j = n_j*, together with "
                  "(5), yields M* of eq. (6).",
        expected="refuted")
 def _balance(quick: bool) -> Outcome:
@@ -163,7 +163,7 @@ def _balance(quick: bool) -> Outcome:
 
 @claim("ao2025.proposition1",
        statement="If λ_j d0 (l'_j+1)(l_j+l'_j/2) ≥ 1 then E[Latency] = Ω(T) under any policy "
-                 "(printed with d0, L144-L150).",
+                 "(printed with d0).",
        expected="qualified")
 def _prop1(quick: bool) -> Outcome:
     T = 4000.0 if quick else 20000.0
@@ -349,7 +349,7 @@ def _prop3(quick: bool) -> Outcome:
 
 
 @claim("ao2025.lemma6",
-       statement="Lemma 6 and the Kingman bound of L919: under strict (9) WAIT's type-j stage-0 "
+       statement="Lemma 6 and the Kingman bound: under strict (9) WAIT's type-j stage-0 "
                  "queue is dominated by W̃^{t+ΔT} = max{2n_j, W̃^t + X_j − n_j}, X_j ~ "
                  "Poisson(λ_jΔT_[1..m]), so E[W_j] ≤ 2n_j + λ_jΔT/(2(n_j − λ_jΔT)).",
        expected="confirmed")
@@ -499,7 +499,7 @@ def _smallest_theta_counterexample(limit: int):
 
 
 @claim("ao2025.theorem2_theta_bound",
-       statement="Theorem 2 (L443) and 4 (L573): θ_j ≥ 8(n_j − n_{j−1}p_j)/n_j.",
+       statement="Theorem 2 and 4: θ_j ≥ 8(n_j − n_{j−1}p_j)/n_j.",
        expected="refuted")
 def _theta_printed(quick: bool) -> Outcome:
     ce = _smallest_theta_counterexample(12 if quick else 30)
@@ -510,7 +510,7 @@ def _theta_printed(quick: bool) -> Outcome:
                    figure=f"(n_{{j−1}}, n_j, p) = ({n_prev}, {n}, {p}): θ = {th:.4f} < printed "
                           f"bound {fluid.theta_bound(n_prev, n, p, printed=True):.4f}",
                    data={"n_prev": n_prev, "n": n, "p": p, "theta": th},
-                   note="The bound proved at L1316, θ_j ≥ 8(n_j − n_{j−1}p)/n_{j−1}, holds "
+                   note="The bound proved, θ_j ≥ 8(n_j − n_{j−1}p)/n_{j−1}, holds "
                         "(claim ao2025.lemma8).")
 
 
@@ -580,7 +580,7 @@ def _eq11(quick: bool) -> Outcome:
 
 @claim("ao2025.paper_thresholds",
        statement="The experiments' thresholds follow (10): 15:14:12:8 for lengths 20,40,80,160 "
-                 "with rates 20:40:80:160 (L478) and 66:43:…:1 for the 10 LMSYS bins (L484).",
+                 "with rates 20:40:80:160 and 66:43:…:1 for the 10 LMSYS bins.",
        expected="qualified")
 def _paper_thresholds(quick: bool) -> Outcome:
     from fractions import Fraction as F
@@ -683,7 +683,7 @@ LMSYS_BINS = np.array([23, 11, 8, 7, 6, 4, 3, 2, 1, 1], dtype=float)
 
 
 def lmsys_surrogate(total_rate: float, m: int = 500):
-    """500 output lengths 1..500 with rates ∝ the paper's 10-bin proportions (L484), flat
+    """500 output lengths 1..500 with rates ∝ the paper's 10-bin proportions, flat
     inside each bin of 50: a surrogate of the LMSYS-Chat-1M frequencies of Fig. 15."""
     per = np.repeat(LMSYS_BINS / LMSYS_BINS.sum(), m // LMSYS_BINS.size) / (m // LMSYS_BINS.size)
     return np.arange(1, m + 1), per * total_rate
@@ -836,8 +836,7 @@ def _lemma79(quick: bool) -> Outcome:
 
 
 @claim("ao2025.kingman",
-       statement="For i.i.d. increments with mean −μ < 0 and variance σ², E[sup_n S_n] ≤ σ²/(2μ) "
-                 "(used at L917, L957, L1003).",
+       statement="For i.i.d. increments with mean −μ < 0 and variance σ², E[sup_n S_n] ≤ σ²/(2μ).",
        expected="confirmed")
 def _kingman(quick: bool) -> Outcome:
     rng = np.random.default_rng(11)

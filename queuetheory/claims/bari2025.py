@@ -1,4 +1,4 @@
-"""Claims of Bari, Hegde and de Veciana (seed 002; spec ``rad_slai.md``).
+"""Claims of Bari, Hegde and de Veciana.
 
 Every number comes from the illustrative parameter set of spec §9 (a Mistral-7B-like model
 on a 142-SM GPU at 150 TFLOP/s with tile t* = (128, 256, 32)) — a toolkit assumption, NOT
@@ -96,8 +96,8 @@ def _run(policy, rho, n_requests, seed=1):
 # ---- the batch-time model ----------------------------------------------------------------------
 @claim("bari2025.eq7_staircase",
        statement="The batch time (Eq. 7) is a staircase in the token count: its linear part "
-                 "jumps by 1/μ_Lin at every multiple of t*_col and is flat in between "
-                 "(L225), while each decode adds GeMV attention that grows with context.",
+                 "jumps by 1/μ_Lin at every multiple of t*_col and is flat in between, "
+                 "while each decode adds GeMV attention that grows with context.",
        expected="confirmed")
 def _staircase(quick: bool) -> Outcome:
     tm = _tm()
@@ -161,7 +161,7 @@ def _closed_form(quick: bool) -> Outcome:
 
 @claim("bari2025.lcm_chunking_optimal",
        statement="Prefilling in chunks of t*_lcm = LCM(t*_row, t*_col, t*_red) minimises the "
-                 "prefill time (Eq. 10 step (c), L515–L523), so T*^R of Eq. 12 lower-bounds "
+                 "prefill time (Eq. 10 step (c)), so T*^R of Eq. 12 lower-bounds "
                  "every schedule (Proposition 1).",
        expected="refuted")
 def _lcm_chunking(quick: bool) -> Outcome:
@@ -189,7 +189,7 @@ def _lcm_chunking(quick: bool) -> Outcome:
                     "ratio_6": full.ratio, "time_ratio": total.ratio},
                    note="Chunks of t*_col (not t*_lcm) are cheaper whenever t*_lcm > t*_col: "
                         "the paper's T*^R is then not a lower bound. The ceiling-free "
-                        "T*^R_LB (spec §3.8) is one for every chunking and tile.")
+                        "T*^R_LB is one for every chunking and tile.")
 
 
 def lcm_of(t):
@@ -260,7 +260,7 @@ def _proposition1(quick: bool) -> Outcome:
                    f"{float(bad.ratio) if bad else 1:.4f}; per-chunk tiles at L^P=2048 "
                    f"ratio {per_tile.ratio:.6f}",
                    {"min_lb": worst_lb, "min_paper": worst_paper, "per_tile": per_tile.ratio},
-                   note="Holds with the ceiling-free T*^R_LB (spec §3.8) for every schedule; "
+                   note="Holds with the ceiling-free T*^R_LB for every schedule; "
                         "with the paper's T*^R only when every batch uses t* and t*_lcm = "
                         "t*_col.")
 
@@ -380,8 +380,8 @@ def _lemma3(quick: bool) -> Outcome:
 @claim("bari2025.design_principles",
        statement="Optimal tiling plus dynamic allocation matter: capacity(RAD) ≈ "
                  "capacity(Alg. 2) ≥ capacity(Sarathi-Serve) and ≥ capacity(DistServe, best "
-                 "static split) (§5); request-level batching (Alg. 3) is lowest (L72); RAD pays "
-                 "with a higher TBT tail than Sarathi-Serve (L319).",
+                 "static split) (§5); request-level batching (Alg. 3) is lowest; RAD pays "
+                 "with a higher TBT tail than Sarathi-Serve.",
        expected="confirmed")
 def _design(quick: bool) -> Outcome:
     tm = _tm()
@@ -410,7 +410,7 @@ def _design(quick: bool) -> Outcome:
                    {"work": work, "distserve_share": split.share, "distserve_sim": ds_rate,
                     "p99_tbt": tbt},
                    note="RAD trades TBT for throughput: a whole prefill runs between two "
-                        "decode batches (L319). Alg. 2 decodes back to back (L845–L847), but "
+                        "decode batches. Alg. 2 decodes back to back, but "
                         "with the first token emitted by the last prefill chunk (Def. 1) its "
                         "first gap spans the rest of the prefill phase, so its P99 TBT is the "
                         "largest; its 'low TBT' holds only for the later gaps.")
@@ -470,7 +470,7 @@ def _slai_ttft(quick: bool) -> Outcome:
 
 @claim("bari2025.slai_free_tbt",
        statement="SLAI's free-tier P99 TBT is non-monotone in load (rise, drop, rise) while "
-                 "Sarathi's rises monotonically (L416–L418).",
+                 "Sarathi's rises monotonically.",
        expected="confirmed")
 def _slai_tbt(quick: bool) -> Outcome:
     horizon = 60 if quick else 800
@@ -544,7 +544,7 @@ def _slai_share_capacity(shares):
 
 @claim("bari2025.slai_paying_priority",
        statement="SLAI (SPF with priority, dynamic offset) gives paying users a lower mean TTFT "
-                 "than free users, with a small gain (Appendix F.2, L966).",
+                 "than free users, with a small gain (Appendix F.2).",
        expected="qualified")
 def _slai_priority(quick: bool) -> Outcome:
     horizon = 100 if quick else 800

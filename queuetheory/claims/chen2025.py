@@ -1,5 +1,5 @@
-"""Claims of Chen, Ye, Zhou — Adaptively robust LLM inference under prediction uncertainty
-(seed 003). Fluid-model claims are checked on the matrices of Lemma 4.6 / Cor. 4.8 and the
+"""Claims of Chen, Ye, Zhou — Adaptively robust LLM inference under prediction uncertainty.
+Fluid-model claims are checked on the matrices of Lemma 4.6 / Cor. 4.8 and the
 closed forms of :mod:`queuetheory.bounds.competitive_closed_forms`; policy claims run the
 schedulers of :mod:`queuetheory.policies.robust` on the engine (round model, unit time)."""
 
@@ -439,7 +439,7 @@ def _exp3(quick):
                    + ", ".join(f"{v:.2f}" for v in rel["A_min"]) + "; A_min dynamic "
                    + ", ".join(f"{v:.2f}" for v in rel["A_min dynamic"]) + "; A_max "
                    + ", ".join(f"{v:.2f}" for v in rel["A_max"]), rel.to_dict(),
-                   note="Holds with the dynamic eviction key max(õ, a) (spec §5 #4); with the "
+                   note="Holds with the dynamic eviction key max(õ, a); with the "
                         "literal static key A_min is not close to H-SF at x = 0.95, 0.99.")
 
 
@@ -490,8 +490,7 @@ def _thm42(quick):
                     "tel_amin": t_min},
                    note="Holds at best over the whole interval class [ℓ,u]^n; A_ℓ uses no more "
                         "information than A_min yet has a strictly smaller worst case on the "
-                        "two-point subclass for α < α*. The exchange proof is informal "
-                        "(spec §5 #15).")
+                        "two-point subclass for α < α*. The exchange proof is informal.")
 
 
 @claim("chen2025.lemma4_6_rounds", statement="""Lemma 4.6 / Cor. 4.8 in the paper's own slotted

@@ -1,4 +1,4 @@
-"""Claims of seed 001 (Jaillet, Jiang, Podimata, Zhou, arXiv 2502.07115 v1), in the "ip"
+"""Claims of Jaillet, Jiang, Podimata, Zhou (arXiv 2502.07115 v1), in the "ip"
 timing convention (App. B.1) unless stated.
 
 Besides the claims, this module holds the searches the verdicts come from:
@@ -283,8 +283,8 @@ BENCHMARKS = {"greedy α=0.30": (0.3, None), "greedy α=0.25": (0.25, None),
 
 
 def lmsys_surrogate(n: int, rate: float, *, memory: int = MODEL_M, seed: int = 0):
-    """Arrival rounds, prompts and outputs standing in for the LMSYS-Chat-1M sample (L399;
-    spec decision D9): log-normal lengths matched on the reported medians and means (input
+    """Arrival rounds, prompts and outputs standing in for the LMSYS-Chat-1M sample:
+    log-normal lengths matched on the reported medians and means (input
     11 / 40.62, output 45 / 85.32 words), redrawn when ``s + o − 1 > M``; Poisson arrivals
     at ``rate`` per round, floored to whole rounds."""
     rng = np.random.default_rng(seed)
@@ -358,7 +358,7 @@ def _section7_latency(quick: bool) -> Outcome:
 
 
 @claim("jaillet2025.section7_alpha_loop",
-       statement="Section 7 (Fig. 7, L430, L444): under high demand the α-protection greedy "
+       statement="Section 7 (Fig. 7): under high demand the α-protection greedy "
                  "enters an endless clear-and-readmit loop for small α; the smallest loop-free "
                  "α is 0.21 (grid step 0.01).",
        expected="qualified")
@@ -387,7 +387,7 @@ def _section7_alpha_loop(quick: bool) -> Outcome:
 
 
 @claim("jaillet2025.kv_token_limit",
-       statement="Section 7 (L403–L416): Llama2-70B on two A100 80 GB GPUs leaves room for "
+       statement="Section 7: Llama2-70B on two A100 80 GB GPUs leaves room for "
                  "M = 16,492 KV tokens (2,621,440 bytes per token).",
        expected="refuted")
 def _kv_token_limit(quick: bool) -> Outcome:
@@ -405,7 +405,7 @@ def _kv_token_limit(quick: bool) -> Outcome:
 
 
 @claim("jaillet2025.section7_beta",
-       statement="Section 7 (Fig. 10, L450): for α-protection β-clearing under high demand, "
+       statement="Section 7 (Fig. 10): for α-protection β-clearing under high demand, "
                  "β in [0.05, 0.25] performs well; very low β is bad (not enough memory "
                  "cleared) and high β is bad (too much recomputation).",
        expected="qualified")

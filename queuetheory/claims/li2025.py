@@ -1,5 +1,5 @@
-"""Claims of Li, Dai, Peng (seed 004): Theorem 1 and the instability of non-work-conserving
-schedulers (spec ``throughput_optimal.md`` §7 items 1–4).
+"""Claims of Li, Dai, Peng: Theorem 1 and the instability of non-work-conserving
+schedulers.
 
 Time model: the paper's only fitted coefficients (Llama-3-70B, L116: ``c = 45.5`` ms,
 ``a = 0.30`` ms/token, ``b0 = 64``) scaled by ``s`` (spec §5.6), since with ``s = 1`` the
@@ -24,7 +24,7 @@ BUDGET = 512
 
 
 def llama_time(s: float = 1.0) -> PiecewiseLinearTime:
-    """Seed 004's Llama-3-70B fit (ms), time scaled by ``s``."""
+    """Li, Dai, Peng's Llama-3-70B fit (ms), time scaled by ``s``."""
     return PiecewiseLinearTime(c=45.5 * s, a=0.30 * s, b0=64)
 
 
@@ -110,7 +110,7 @@ def _theorem1b(quick: bool) -> Outcome:
 
 
 def vllm_unit_time_threshold(budget: int, mean_output: float) -> float:
-    """Arrival rate ``λ*`` solving ``λ m_d = e^{−λ} b`` (spec §2: vanilla vLLM in the
+    """Arrival rate ``λ*`` solving ``λ m_d = e^{−λ} b`` (vanilla vLLM in the
     unit-time model decodes only in slots after a slot without arrivals)."""
     return optimize.brentq(lambda lam: lam * mean_output - np.exp(-lam) * budget, 1e-9, 50.0)
 

@@ -1,6 +1,5 @@
-"""Claims of Li, Dai, Peng (seed 004) on capacity, work-conservation, Lyapunov drift and the
-fluid model (spec ``throughput_optimal.md`` §1.3, §1.5, §3.2–§3.4, §6 items 1–2, §7 items 1,
-5, 6). The simulation claims of Theorem 1 and Fig. 1 live in :mod:`.li2025`.
+"""Claims of Li, Dai, Peng on capacity, work-conservation, Lyapunov drift and the
+fluid model. The simulation claims of Theorem 1 and Fig. 1 live in :mod:`.li2025`.
 """
 
 from __future__ import annotations
@@ -76,7 +75,7 @@ def _plot_capacity(ax, tm, load, b_min, rows):
 
 
 @claim("li2025.max_rate_premise",
-       statement="""Theorem 1(b) takes b/t_b as the maximal token processing rate (L194):
+       statement="""Theorem 1(b) takes b/t_b as the maximal token processing rate:
        no load b' ≤ b is processed faster than the full batch.""",
        expected="qualified")
 def _max_rate_premise(quick: bool) -> Outcome:
@@ -109,7 +108,7 @@ def _max_rate_premise(quick: bool) -> Outcome:
 
 # ---- work-conservation --------------------------------------------------------------------------
 def classic_policies(b: int) -> dict:
-    """Every shipped classic scheduler at budget ``b``, with its paper status (L214, L229)."""
+    """Every shipped classic scheduler at budget ``b``, with its paper status."""
     return {
         "Sarathi": policies.Sarathi(b),
         "Sarathi-SJF": policies.Sarathi(b, order="sjf_total"),
@@ -130,7 +129,7 @@ PAPER_STATUS = {"Sarathi": True, "Orca(chunk=True)": True, "VLLMVanilla": False,
 
 @claim("li2025.work_conservation",
        statement="""Sarathi-Serve and Orca (mixed batches, chunked prefill) are work-conserving;
-       vanilla vLLM and FasterTransformer are not (L214, L229, Fig. 5).""",
+       vanilla vLLM and FasterTransformer are not (Fig. 5).""",
        expected="confirmed")
 def _work_conservation(quick: bool) -> Outcome:
     b = 16
@@ -162,7 +161,7 @@ def certificate_workload(lam: float = 1.0) -> Workload:
 
 
 @claim("li2025.linear_lyapunov",
-       statement="""Proof sketch (L204–L208): f(X) = Σ(P_i + D_i) + R·b/t_b has negative drift
+       statement="""Proof sketch: f(X) = Σ(P_i + D_i) + R·b/t_b has negative drift
        outside a finite set under a work-conserving policy.""",
        expected="qualified")
 def _linear_lyapunov(quick: bool) -> Outcome:
@@ -194,7 +193,7 @@ def _linear_lyapunov(quick: bool) -> Outcome:
 
 
 @claim("li2025.appendix_b_moment_inequality",
-       statement="""App. B (L426): E[(d_l + 1)²] ≤ 2E[d_l²] for the decode length d_l.""",
+       statement="""App. B: E[(d_l + 1)²] ≤ 2E[d_l²] for the decode length d_l.""",
        expected="refuted")
 def _moment_inequality(quick: bool) -> Outcome:
     d = sp.symbols("d", positive=True)
@@ -288,7 +287,7 @@ def _c19(quick: bool) -> Outcome:
         data={"printed_residual": str(printed), "corrected_residual": str(corrected),
               "example": example},
         note="Corrected statement: f = (m_p+m_d)Z_p + m_d Z_d (qt.fluid.engine_workload). The "
-             "same swap is printed at L266 (§4.2) and L678 (Prop. 1).")
+             "same swap is printed in §4.2 and in Prop. 1.")
 
 
 @claim("li2025.proposition2_fluid",

@@ -112,7 +112,7 @@ def _feasible_used(state, batch: Batch, budget, memory) -> int | None:
 
 def check_batch(state, batch: Batch, *, policy, iteration: int, budget, memory,
                 emit_first: bool, recompute: bool = False) -> int:
-    """Check seed 004's rules (2.5a–d), the token budget and KV memory; return the memory
+    """Check Li, Dai, Peng's rules (2.5a–d), the token budget and KV memory; return the memory
     of all resident requests after the batch. Raise :class:`InfeasibleBatchError` otherwise.
     ``recompute``: evictions keep the generated tokens (``preemption="recompute"``)."""
     used = _feasible_used(state, batch, budget, memory)

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import heapq
 from array import array
+from bisect import bisect_left
+from itertools import accumulate, repeat
 
 import numpy as np
 
@@ -58,13 +60,31 @@ def bulk_runner(engine, policy):
     return lambda t, stop, limit: _decode_first_fill_memory(engine, t, stop, limit)
 
 
+def _durations(time_model):
+    """``count_duration`` memoised: ``(table, new)``, where ``table.get((prefill_tokens,
+    decodes))`` is the duration of a batch seen before and ``new(prefill_tokens, decodes)``
+    computes, checks and keeps one (a dict look-up costs less than the model's calls)."""
+    table = {}
+
+    def new(prefill_tokens, decodes):
+        tau = time_model.count_duration(prefill_tokens, decodes)
+        if not tau > 0:
+            raise ValueError(f"{time_model!r} returned a non-positive duration {tau}")
+        if len(table) >= 1 << 16:           # bounded memory on long, varied runs
+            table.clear()
+        table[prefill_tokens, decodes] = tau
+        return tau
+
+    return table, new
+
+
 def _decode_first_fill(engine, t, stop, limit):
     tab = engine.table
     n = tab.n
     arrival = tab.column("arrival").tolist()
     prompt = tab.column("prompt").tolist()
     output = tab.column("output").tolist()
-    duration = engine.time_model.count_duration
+    taus, new_tau = _durations(engine.time_model)
     b = engine.budget
     e = tab.emit_first           # 1: the iteration that ends a prompt emits its first token
     prefill_end = [-1] * n       # iteration in which each prompt finished
@@ -103,9 +123,7 @@ def _decode_first_fill(engine, t, stop, limit):
             else:
                 head_done += c
         head = i
-        tau = duration(chunk_sum, decoding)
-        if not tau > 0:
-            raise ValueError(f"{engine.time_model!r} returned a non-positive duration {tau}")
+        tau = taus.get((chunk_sum, decoding)) or new_tau(chunk_sum, decoding)
         used = kv + chunk_sum + decoding
         work -= chunk_sum + decoding + e * done
         start.append(t)
@@ -190,7 +208,7 @@ def _decode_first_fill_memory(engine, t, stop, limit):
     arrival = tab.column("arrival").tolist()
     prompt = tab.column("prompt").tolist()
     output = tab.column("output").tolist()
-    duration = engine.time_model.count_duration
+    taus, new_tau = _durations(engine.time_model)
     b, e = engine.budget, tab.emit_first
     M = engine.memory if engine.memory is not None else float("inf")
     R = getattr(engine.policy, "max_reqs", None) or b
@@ -203,6 +221,7 @@ def _decode_first_fill_memory(engine, t, stop, limit):
     finish = [-1] * n
     epoch = [0] * n                # bumped by a preemption: cancels a planned completion
     segments = array("q")          # closed residencies: (request, first iteration, tokens)
+    repeats = array("q")           # log rows that stand for k decode-only batches: (row, k)
     leaving: dict = {}             # iteration -> [(request, epoch)] completing in it
     soon: list = []                # a heap of leaving's keys
     resident: list = []            # in arrival order; the last may be prefilling
@@ -240,28 +259,24 @@ def _decode_first_fill_memory(engine, t, stop, limit):
             most = min(soon[0] - s if soon else limit - s, limit - s,
                        (free - d) // d + 1 if free < float("inf") else limit - s)
             if most > 1:
-                nxt = arrival[admitted] if admitted < n else float("inf")
-                tau = duration(0, d)
-                if not tau > 0:
-                    raise ValueError(f"{engine.time_model!r} returned a non-positive "
-                                     f"duration {tau}")
-                times = np.full(int(most) + 1, tau)
-                times[0] = t
-                times = times.cumsum()              # sequential, as t = t + τ
-                k = int(times[:-1].searchsorted(min(stop, nxt), side="left"))
-                if k:
-                    start.frombytes(times[:k].tobytes())
-                    t = float(times[k])
-                    dur.extend(array("d", (tau,)) * k)
-                    zeros = array("q", (0,)) * k
-                    n_pre.extend(zeros)
-                    chunks.extend(zeros)
-                    evicted_col.extend(zeros)
-                    decs.extend(array("q", (d,)) * k)
-                    in_sys.extend(array("q", (live,)) * k)
-                    step = np.arange(1, k + 1, dtype=np.int64) * d
-                    used_col.frombytes((used + step).tobytes())
-                    work_col.frombytes((work - step).tobytes())
+                bound = min(stop, arrival[admitted] if admitted < n else float("inf"))
+                tau = taus.get((0, d)) or new_tau(0, d)
+                if bound < float("inf"):    # no more iterations than can start before it
+                    most = min(most, int((bound - t) / tau) + 2)
+                times = list(accumulate(repeat(tau, int(most)), initial=t))  # t = t + τ
+                k = bisect_left(times, bound, 0, len(times) - 1)
+                if k:         # one row of the log stands for the k batches (_expand)
+                    start.append(t)
+                    dur.append(tau)
+                    n_pre.append(0)
+                    chunks.append(0)
+                    decs.append(d)
+                    evicted_col.append(0)
+                    used_col.append(used + d)
+                    in_sys.append(live)
+                    work_col.append(work - d)
+                    repeats.extend((len(start) - 1, k))
+                    t = times[k]
                     used += d * k
                     work -= d * k
                     peak = used if used > peak else peak
@@ -323,9 +338,7 @@ def _decode_first_fill_memory(engine, t, stop, limit):
                             leaving[last] = []
                             heapq.heappush(soon, last)
                         leaving[last].append((w, epoch[w]))
-        tau = duration(chunk_sum, d)
-        if not tau > 0:
-            raise ValueError(f"{engine.time_model!r} returned a non-positive duration {tau}")
+        tau = taus.get((chunk_sum, d)) or new_tau(chunk_sum, d)
         used += chunk_sum + d
         work -= chunk_sum + d + e * done
         start.append(t)
@@ -352,12 +365,42 @@ def _decode_first_fill_memory(engine, t, stop, limit):
     for v in resident:                     # residencies still open
         if seg_first[v] >= 0 and filled[v] >= length[v]:
             segments.extend((v, seg_first[v], max(s - seg_first[v], 0)))
-    _write_back_memory(engine, admitted, rows, segments, filled, recomputed, restarts,
-                       prefill_end, finish, resident, waiting)
+    _write_back_memory(engine, admitted, _expand(rows, repeats), segments, filled, recomputed,
+                       restarts, prefill_end, finish, resident, waiting)
     engine.work, engine.kv_total, engine.peak_memory = work, used, peak
     if any(restarts):
         tab.recomputing = True
     return t
+
+
+def _expand(rows, repeats):
+    """The batch log's columns, one entry per iteration, from the kernel's rows, where a row
+    ``r`` listed in ``repeats`` as ``(r, k)`` stands for ``k`` identical decode-only batches
+    of ``d`` decodes: memory grows and unfinished work falls by ``d`` a batch, and each
+    starts where the one before ends (``t + τ``, added in sequence as the engine adds them:
+    column by column over all such rows at once)."""
+    cols = [np.frombuffer(r, r.typecode) for r in rows]
+    if not repeats:
+        return cols
+    row, k = np.frombuffer(repeats, np.int64).reshape(-1, 2).T
+    reps = np.ones(cols[0].size, dtype=np.int64)
+    reps[row] = k
+    first = reps.cumsum() - reps                   # the row's first iteration
+    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = (c.repeat(reps)
+                                                                    for c in cols)
+    step = np.arange(start.size)
+    step -= first.repeat(reps)                     # batches since the row's first
+    step *= decs
+    used += step
+    work -= step
+    order = np.argsort(-k, kind="stable")
+    k, at, tau = k[order], first[row[order]], cols[1][row[order]]
+    longer = np.searchsorted(-k, -np.arange(int(k[0])), side="left")   # rows with k > j
+    for j in range(1, int(k[0])):
+        live = longer[j]
+        pos = at[:live] + j
+        start[pos] = start[pos - 1] + tau[:live]
+    return [start, dur, n_pre, chunks, decs, evicted, used, in_sys, work]
 
 
 def _write_back_memory(engine, admitted, rows, segments, filled, recomputed, restarts,
@@ -365,9 +408,9 @@ def _write_back_memory(engine, admitted, rows, segments, filled, recomputed, res
     """The engine's records and state after the memory-aware bulk run, as if it had stepped:
     each residency ``(request, first iteration, tokens)`` emitted its tokens at the ends of
     consecutive iterations; the first token of a later residency closes the gap from the
-    last token of the one before (the preemption's stall included)."""
-    cols = [np.frombuffer(r, r.typecode) for r in rows]
-    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = cols
+    last token of the one before (the preemption's stall included). ``rows``: the batch
+    log's columns, one entry per iteration (:func:`_expand`)."""
+    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = rows
     k = start.size
     s0 = engine.iteration
     if k:
@@ -453,7 +496,7 @@ def _prefill_batches(engine, t, stop, limit):
     arrival = tab.column("arrival").tolist()
     prompt = tab.column("prompt").tolist()
     output = tab.column("output").tolist()
-    duration = engine.time_model.count_duration
+    taus, new_tau = _durations(engine.time_model)
     b, e = engine.budget, tab.emit_first
     M = engine.memory if engine.memory is not None else float("inf")
     max_reqs = getattr(engine.policy, "max_reqs", None)
@@ -553,9 +596,7 @@ def _prefill_batches(engine, t, stop, limit):
                 if not d:      # unreachable while every request fits in M alone
                     raise RuntimeError("prefill_batches: a preemption emptied the batch")
             decode_iters.append(s)
-        tau = duration(chunk_sum, d)
-        if not tau > 0:
-            raise ValueError(f"{engine.time_model!r} returned a non-positive duration {tau}")
+        tau = taus.get((chunk_sum, d)) or new_tau(chunk_sum, d)
         used += chunk_sum + d
         work -= chunk_sum + d + e * done
         start.append(t)

@@ -30,6 +30,12 @@ class ColumnLog:
         """Append ``k`` rows at once: each value an array of length ``k`` or a scalar."""
         need = self.n + k
         cap = len(self._cols[self._names[0]])
+        if not self.n and need > cap:       # a first bulk write: keep its arrays as they are
+            self._cols = {name: (c if type(c) is np.ndarray and c.dtype == self._dtypes[name]
+                                 and c.shape == (k,) else np.full(k, c, self._dtypes[name]))
+                          for name, c in zip(self._names, columns, strict=True)}
+            self.n = need
+            return
         if need > cap:
             cap = max(2 * cap, need)
             for name, a in self._cols.items():
@@ -116,11 +122,19 @@ class TBTHistogram:
     def add_intervals(self, gaps: np.ndarray, lo: np.ndarray, hi: np.ndarray, cls: np.ndarray):
         """Gap ``gaps[g]`` once for each request ``i`` with ``lo[i] <= g < hi[i]``, of class
         ``cls[i]``: the gaps of iterations that requests decode through one after another."""
+        bins = None
         for c in np.unique(cls).tolist():
             mine = cls == c
             edges = np.bincount(lo[mine], minlength=gaps.size + 1)
             edges -= np.bincount(hi[mine], minlength=gaps.size + 1)
-            self.add_counted(gaps, edges.cumsum()[: gaps.size], c)
+            counts = edges.cumsum()[: gaps.size]
+            if gaps.size < self.FLUSH:
+                self.add_counted(gaps, counts, c)
+                continue
+            if bins is None:                 # many gaps: binned now, each once
+                bins = self._bins(gaps)
+            self._counts[c] += np.bincount(bins, weights=counts, minlength=self.width
+                                           ).round().astype(np.int64)
 
     def _bins(self, gaps):
         k = np.floor((np.log10(np.maximum(gaps, 1e-300)) - self.LOW) * self.PER_DECADE)

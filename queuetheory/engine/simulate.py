@@ -100,6 +100,9 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
     n_requests : number of requests to draw; without a horizon the run drains them all
     seed : seeds the workload's random draws and the policy's
     max_iterations : hard cap on the number of batches
+    progress : show a tqdm progress bar: simulated time against ``horizon`` when one is
+        given, else requests completed against the number drawn, each with its ETA (the
+        bulk rule of FCFS Sarathi reports once, at the end)
     first_token : ``"prefill"`` (default, the real engines': the prefill iteration emits the
         first output token, which the output length counts) or ``"decode"`` (Li, Dai, Peng's
         model: every output token takes a decode iteration); see
@@ -121,9 +124,13 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
         raise ValueError(f"time_model={time_model!r}: must be a queuetheory TimeModel")
     if not hasattr(policy, "schedule"):
         raise ValueError(f"policy={policy!r}: must be a queuetheory Policy")
-    budget = token_budget if token_budget is not None else getattr(policy, "token_budget", None)
+    own = getattr(policy, "token_budget", None)
+    budget = token_budget if token_budget is not None else own
     if budget is not None:
         check_positive("token_budget", budget, integer=True)
+    if token_budget is not None and own is not None and token_budget < own:
+        raise ValueError(f"token_budget={token_budget}: below the policy's own budget {own}, "
+                         f"which its batches fill; build the policy with the smaller budget")
     if memory is not None:
         check_positive("memory", memory, integer=True)
     if max_iterations is not None:
@@ -157,14 +164,13 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
     stop = np.inf if horizon is None else float(horizon)
     limit = np.inf if max_iterations is None else int(max_iterations)
     t = 0.0 if not len(trace) else min(0.0, float(trace.arrival[0]))
-    bar = _progress_bar() if progress else None
+    bar = _Progress(engine, horizon, len(trace)) if progress else None
     bulk = bulk_runner(engine, policy) if fast_path else None
     if bulk is not None:
         t = bulk(t, stop, limit)
     t = _step_by_step(engine, policy, t, stop, limit, fast_path, bar)
     if bar is not None:
-        bar.update(engine.iteration - bar.n)
-        bar.close()
+        bar.close(t)
     result = Result(engine, trace, stop, t, policy, time_model, float(warmup))
     _warn_if_censored(result, stop, limit)
     return result
@@ -228,11 +234,31 @@ def _step_by_step(engine, policy, t, stop, limit, fast_path, bar) -> float:
                 raise RuntimeError(f"{policy!r} idled but asked to wait until {wait} <= now {t}")
             t = wait
         if bar is not None:
-            bar.update(engine.iteration - bar.n)
+            bar.update(t)
     return t
 
 
-def _progress_bar():
-    from tqdm.auto import tqdm
+class _Progress:
+    """A tqdm bar with a total: simulated time up to the horizon, else requests completed."""
 
-    return tqdm(desc="iterations", unit="it")
+    def __init__(self, engine, horizon, n_requests: int):
+        from tqdm.auto import tqdm
+
+        self.engine, self.horizon = engine, horizon
+        if horizon is not None:
+            self.bar = tqdm(total=float(horizon), desc="simulated time", unit="time unit",
+                            unit_scale=True)
+        else:
+            self.bar = tqdm(total=n_requests, desc="requests completed", unit="request")
+
+    def update(self, t: float) -> None:
+        if self.horizon is not None:
+            done = min(float(t), float(self.horizon))
+        else:
+            done = self.engine._pending - self.engine.live.size
+        if done > self.bar.n:
+            self.bar.update(done - self.bar.n)
+
+    def close(self, t: float) -> None:
+        self.update(t)
+        self.bar.close()

@@ -1,5 +1,5 @@
-"""Symbolic and numeric fluid models: KV-memory equilibria and thresholds (seed 000), the
-token-budget engine's fluid model (seed 004)."""
+"""Symbolic and numeric fluid models: KV-memory equilibria and thresholds, the
+token-budget engine's fluid model."""
 
 __all__: list[str] = []
 

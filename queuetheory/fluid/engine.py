@@ -1,17 +1,17 @@
-"""Fluid model of one token-budget engine and its workload function (seed 004 App. C).
+"""Fluid model of one token-budget engine and its workload function (Li, Dai, Peng App. C).
 
 Fluid equations (C.10)–(C.14), ``μ = b/t_b``::
 
     Z_p(t) = Z_p(0) + λt − F_p(t),   Z_d(t) = Z_d(0) + F_p(t) − F_d(t),
     F_f = B_f/m_f,   0 ≤ Ḃ_p + Ḃ_d ≤ μ,   and (C.17) Ḃ_p + Ḃ_d = μ while work remains.
 
-The paper's workload function (C.19, L563) ``m_p Z_p + (m_p+m_d) Z_d`` has its coefficients
+The paper's workload function (C.19) ``m_p Z_p + (m_p+m_d) Z_d`` has its coefficients
 swapped: only ``f = (m_p+m_d) Z_p + m_d Z_d`` (:func:`engine_workload`) satisfies the identity
-``ḟ = λ(m_p+m_d) − Ḃ_p − Ḃ_d`` used at L567 (:func:`workload_identity_residual` proves it with
+``ḟ = λ(m_p+m_d) − Ḃ_p − Ḃ_d`` used (:func:`workload_identity_residual` proves it with
 sympy). With it, work-conserving fluid paths drain linearly, ``f(t) = max(0, f(0) − δt)``
 with ``δ = μ − λ(m_p+m_d)`` (Prop. 2(a)), and grow at ``−δ`` when ``δ < 0`` (Prop. 2(b)).
 
-:func:`fluid_path` gives the policy-specific paths of ``(Z_p, Z_d)`` (spec §3.4) and
+:func:`fluid_path` gives the policy-specific paths of ``(Z_p, Z_d)`` and
 :func:`scaled_run` the fluid-scaled queue of a simulation started from ``N`` requests
 (``Ẑ(t) = Z(Nt)/N``), which converges to the fluid path as ``N`` grows (App. C.3).
 """
@@ -36,7 +36,7 @@ FLUID_POLICIES = ("sarathi", "orca")
 
 
 def engine_workload(Zp, Zd, mp, md):
-    """``f = (m_p + m_d)·Z_p + m_d·Z_d``: the corrected total workload (C.19, spec §6 item 1).
+    """``f = (m_p + m_d)·Z_p + m_d·Z_d``: the corrected total workload (C.19).
 
     A request in prefill still owes ``m_p + m_d`` tokens, one in decode ``m_d``. Numbers,
     numpy arrays or sympy expressions.
@@ -45,7 +45,7 @@ def engine_workload(Zp, Zd, mp, md):
 
 
 def printed_c19_workload(Zp, Zd, mp, md):
-    """``m_p·Z_p + (m_p + m_d)·Z_d``: (C.19) as printed at L563 (kept to show it fails)."""
+    """``m_p·Z_p + (m_p + m_d)·Z_d``: (C.19) as printed (kept to show it fails)."""
     return mp * Zp + (mp + md) * Zd
 
 
@@ -73,8 +73,8 @@ def _mu(b, t_b) -> float:
 
 
 def drain_rate(lam, mp, md, b, t_b) -> float:
-    """``δ = b/t_b − λ(m_p + m_d)``: how fast the workload of a work-conserving fluid path falls
-    (L569–L571); negative above capacity."""
+    """``δ = b/t_b − λ(m_p + m_d)``: how fast the workload of a work-conserving fluid path falls;
+    negative above capacity."""
     check_positive("lam", lam, allow_zero=True)
     check_positive("mp", mp)
     check_positive("md", md)
@@ -142,7 +142,7 @@ def fluid_path(policy, zp0, zd0, lam, mp, md, b, t_b, t) -> FluidPath:
     Sarathi (decode priority): while ``Z_d > 0`` all of ``μ`` decodes (``Ż_p = λ``,
     ``Ż_d = −μ/m_d``); then ``Z_d ≡ 0`` and ``Ż_p = λ − μ/(m_p+m_d)``. Orca (prefill
     priority): while ``Z_p > 0`` all of ``μ`` prefills (``Ż_p = λ − μ/m_p``, ``Ż_d = μ/m_p``);
-    then ``Ż_d = λ − (μ − λm_p)/m_d``. Both have ``ḟ = −δ`` until empty (spec §3.4).
+    then ``Ż_d = λ − (μ − λm_p)/m_d``. Both have ``ḟ = −δ`` until empty.
     """
     if policy not in FLUID_POLICIES:
         raise ValueError(f"policy={policy!r}: must be one of {FLUID_POLICIES}")
@@ -191,7 +191,7 @@ def _one_class(workload) -> tuple[RequestClass, Workload]:
 
 def scaled_run(policy, workload, time_model, N: int, t, *, seed: int = 0) -> ScaledRun:
     """Simulate ``policy`` from ``N`` requests waiting at time 0 (sizes i.i.d. from the
-    workload's class, spec §6 item 27) plus the workload's arrivals, and return the queue
+    workload's class) plus the workload's arrivals, and return the queue
     in fluid scale on the scaled times ``t``."""
     from ..engine import simulate
 

@@ -1,4 +1,4 @@
-"""Fluid equilibrium of the KV-memory model (seed 000, Ao–Luo–Simchi-Levi–Wang, §3).
+"""Fluid equilibrium of the KV-memory model (Ao, Luo, Simchi-Levi, Wang, §3).
 
 A type-``j`` prompt has prompt length ``l_j``, output length ``l'_j`` and Poisson rate
 ``λ_j``. It passes through ``l'_j + 1`` iterations (stage 0 = prefill, stages 1..l'_j =
@@ -11,8 +11,8 @@ memory-work of one prompt) and ``W = Σ_j λ_j a_j`` the fluid equilibrium is
 * ``n_j* = ΔT* λ_j (l'_j+1)`` active prompts, ``x_j* = ΔT* λ_j`` per stage (eq. 5, A.2)
 * ``Throughput* = Σ_j λ_j (l'_j+1)``            (eq. 8; ``Σ_j λ_j l'_j`` counting decode only)
 
-Corrections to the printed paper (spec §2, §6 items 1–2): the stability condition is
-``d1 W < 1`` (L144/L146 print ``d0``), and the multi-type balance of L186 is
+Corrections to the printed paper : the stability condition is
+``d1 W < 1`` (the paper prints ``d0``), and the multi-type balance is
 ``(d0 + d1 M*) λ_j = n_j*/(l'_j+1)``. The fluid is stable under capacity ``C`` iff
 ``W < C/(d0 + d1 C)``, i.e. ``d1 W < 1`` and ``C > M*`` (``M*/(d0 + d1 M*) = W``).
 """
@@ -51,7 +51,7 @@ def class_arrays(classes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def memory_work(prompt, output):
     """``a_j = Σ_{k=0}^{l'_j} (l_j + k) = (l'_j+1)(l_j + l'_j/2)``: KV-token·iterations of one
-    prompt over its life (L150, L154)."""
+    prompt over its life."""
     prompt, output = np.asarray(prompt), np.asarray(output)
     return (output + 1) * (prompt + output / 2)
 
@@ -65,7 +65,7 @@ class Equilibrium:
     active : n_j* (type-j prompts in a batch)
     per_stage : x_j* = n_j*/(l'_j+1) (type-j prompts in each stage)
     throughput : Σ λ_j (l'_j+1), tokens per time counting the prefill iteration (eq. 8)
-    decode_throughput : Σ λ_j l'_j, decode tokens only (L122, L738)
+    decode_throughput : Σ λ_j l'_j, decode tokens only
     load : d1·W, which must be < 1
     work_rate : W = Σ λ_j a_j
     """
@@ -80,7 +80,7 @@ class Equilibrium:
     work_rate: float
 
     def stable_under(self, capacity: float) -> bool:
-        """Fluid stability under KV capacity ``C``: ``C > M*`` (spec §2.2)."""
+        """Fluid stability under KV capacity ``C``: ``C > M*``."""
         return float(capacity) > self.memory
 
 

@@ -1,18 +1,18 @@
 """Nested WAIT: segments, condition (10)/(14), θ of (16), memory bounds (11)/(12)/(15) and the
-memory decomposition of Figs. 16–18 (seed 000 §5, §7).
+memory decomposition of Figs. 16–18 (Ao et al. §5, §7).
 
 Types share a prompt length ``l`` and have output lengths ``l'_1 < … < l'_m`` (or, after the
 L-segment design of §7.2, segment *boundaries* ``b_1 < … < b_L``, the longest output of each
 cluster). Segment 1 holds stages ``0..b_1``, segment ``i ≥ 2`` stages ``b_{i−1}+1..b_i``.
 ``Λ_i`` is the rate of prompts that reach segment ``i`` and ``p_i = Λ_{i+1}/Λ_i`` the chance
-that a prompt leaving segment ``i`` continues (main-text indexing, L427).
+that a prompt leaving segment ``i`` continues (main-text indexing).
 
-Corrections to the printed paper (spec §2.3, §3.2, §6): the exact full-batch memory is
+Corrections to the printed paper: the exact full-batch memory is
 ``n_1 (b_1+1)(l + b_1/2) + Σ_{i≥2} n_i (b_i − b_{i−1})(l + (b_{i−1}+b_i+1)/2)``; eq. (11)
 (cumulative ``L'_j``) and L560 (``(l + iΔL/2)ΔL``) are approximations, kept as
-``form="paper"``. The lower bound of θ proved at L1316 has denominator ``n_{j−1}``; the
-theorem text (L443, L573) prints ``n_j``. The log term of the memory bound is
-``ln((m−1)S/δ)`` in the proof (L1079), ``ln(mζS/δ)`` in Thm 2 and ``ln((L−1)(T+1)/δ)`` in
+``form="paper"``. The lower bound of θ proved has denominator ``n_{j−1}``; the
+theorem text prints ``n_j``. The log term of the memory bound is
+``ln((m−1)S/δ)`` in the proof, ``ln(mζS/δ)`` in Thm 2 and ``ln((L−1)(T+1)/δ)`` in
 Figs. 16–18: all three are offered.
 """
 
@@ -24,6 +24,7 @@ import cvxpy as cp
 import numpy as np
 from scipy import optimize
 
+from .._quiet import solve_highs
 from ..errors import UnstableError, check_positive
 from .thresholds import ConditionStatus, check_thresholds
 
@@ -55,7 +56,7 @@ class Segments:
 
     @property
     def p(self) -> np.ndarray:
-        """``p_i = Λ_{i+1}/Λ_i``, i = 1..L−1 (continuation probabilities, L427)."""
+        """``p_i = Λ_{i+1}/Λ_i``, i = 1..L−1 (continuation probabilities)."""
         r = self.reach
         return r[1:] / r[:-1]
 
@@ -81,7 +82,7 @@ class Segments:
 
 
 def segments(prompt: int, lengths, rates) -> Segments:
-    """One segment per output length ``l'_1 < … < l'_m`` (Algorithm 2, L336)."""
+    """One segment per output length ``l'_1 < … < l'_m`` (Algorithm 2)."""
     check_positive("prompt", prompt, integer=True)
     b = np.asarray(lengths)
     lam = np.asarray(rates, dtype=float)
@@ -97,7 +98,7 @@ def segments(prompt: int, lengths, rates) -> Segments:
 
 
 def segment_design(prompt: int, lengths, rates, L: int) -> Segments:
-    """Merge ``m`` lengths into ``L`` segments of consecutive types (§7.2, L545–L561).
+    """Merge ``m`` lengths into ``L`` segments of consecutive types (§7.2).
 
     Groups are ``np.array_split`` of the sorted types (``ΔL = m/L`` types each when it
     divides); a segment ends at its cluster's longest length and carries the cluster's rate.
@@ -216,8 +217,8 @@ def theta(n_prev: float, n: float, p: float) -> float:
 
 
 def theta_bound(n_prev: float, n: float, p: float, *, printed: bool = False) -> float:
-    """Lower bound (18) ``θ ≥ 8(n − n_prev p)/n_prev`` (proved, L1316); ``printed=True``
-    gives the theorem text's ``8(n − n_prev p)/n`` (L443, L573)."""
+    """Lower bound (18) ``θ ≥ 8(n − n_prev p)/n_prev`` (proved); ``printed=True``
+    gives the theorem text's ``8(n − n_prev p)/n``."""
     D = n - n_prev * p
     return 8 * D / (n if printed else n_prev)
 
@@ -247,9 +248,9 @@ def nested_memory_bound(n, seg: Segments, *, delta: float, horizon: float | None
                         log: str = "proof", form: str = "exact") -> MemoryBound:
     """The memory of (12) (or (15)) that keeps Nested WAIT within capacity w.p. ≥ 1 − δ.
 
-    log="proof": ``ln((L−1)S/δ)`` (L1079, the union bound proved); "theorem": ``ln(L S/δ)``
-    (L439, ζ = 1); "figure": ``ln((L−1)(T+1)/δ)`` (L592). ``S`` is ``iterations`` or, when
-    only ``horizon`` and ``d0`` are given, its upper bound ``T/d0`` (L433).
+    log="proof": ``ln((L−1)S/δ)`` (the union bound proved); "theorem": ``ln(L S/δ)``
+    (ζ = 1); "figure": ``ln((L−1)(T+1)/δ)``. ``S`` is ``iterations`` or, when
+    only ``horizon`` and ``d0`` are given, its upper bound ``T/d0``.
     """
     n = check_thresholds(n, len(seg), integer=False)
     if not 0 < delta < 1:
@@ -279,7 +280,7 @@ def nested_thresholds(seg: Segments, d0: float, d1: float, *, rule: str = "lp",
                       integer: bool = True) -> np.ndarray:
     """Integer Nested-WAIT thresholds.
 
-    ``rule="tail_sum"``: ``n_i ∝ Λ_i``, the paper's experiments (L478, L484); ratios equal
+    ``rule="tail_sum"``: ``n_i ∝ Λ_i``, the paper's experiments; ratios equal
     ``p_i``, the boundary of (10). With ``batch_limit=B`` it is the authors' code,
     ``⌈BΛ_i/Σ_k w_k Λ_k⌉`` (``w_k`` stages per segment); otherwise the smallest scale that
     meets the first inequality of (10). ``rule="lp"``: the smallest-memory thresholds with
@@ -313,9 +314,7 @@ def nested_thresholds(seg: Segments, d0: float, d1: float, *, rule: str = "lp",
         p = seg.p
         cons.append(x[1:] >= cp.multiply(p * (1 + margin * (1 - p)), x[:-1]))
     prob = cp.Problem(cp.Minimize(M), cons)
-    prob.solve(solver=cp.HIGHS)
-    if prob.status not in ("optimal", "optimal_inaccurate"):
-        raise RuntimeError(f"nested threshold MILP: solver status {prob.status}")
+    solve_highs(prob, "nested threshold MILP")
     return np.rint(x.value).astype(np.int64) if integer else np.asarray(x.value, dtype=float)
 
 

@@ -1,4 +1,4 @@
-"""WAIT thresholds: condition (9), the memory ``M^π`` and threshold design (seed 000 §4).
+"""WAIT thresholds: condition (9), the memory ``M^π`` and threshold design (Ao et al. §4).
 
 WAIT with thresholds ``n_j`` (type-``j`` prompts per stage) runs, whenever a type is in a
 batch, exactly ``n_j`` prompts in each of its ``l'_j + 1`` stages. Its batch memory is at
@@ -9,7 +9,7 @@ most ``M^π = Σ_j n_j a_j`` with ``a_j = (l'_j+1)(l_j + l'_j/2)``, and conditio
 Equality for some ``j`` is the *critical* case of Theorem 1 (gap ``O(T^{-1/2})``, latency
 ``O(T^{1/2})``); strict inequality for all ``j`` gives gap ``O(1/T)`` and latency ``O(1)``.
 
-Threshold design (spec §3.1). The feasible set ``{n ≥ 0 : d0 + d1 a·n ≤ (1−ε) n_j/λ_j}``
+Threshold design. The feasible set ``{n ≥ 0 : d0 + d1 a·n ≤ (1−ε) n_j/λ_j}``
 is a polyhedron; ``min a·n`` over it is ``n = c λ`` with ``c = d0/(1 − ε − d1 W)``, i.e.
 ``ΔT* λ`` and ``M^π = M*`` at ``ε = 0``. :func:`threshold_problem` states it as a cvxpy
 problem (integer or relaxed); :func:`wait_thresholds` solves it with HiGHS. With a batch
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import cvxpy as cp
 import numpy as np
 
+from .._quiet import solve_highs
 from ..errors import UnstableError, check_positive
 from .equilibrium import class_arrays, memory_work
 
@@ -32,6 +33,10 @@ __all__ = ["WaitCondition", "wait_condition", "wait_memory", "wait_thresholds",
            "threshold_problem", "check_thresholds"]
 
 _TOL = 1e-9
+
+#: Largest threshold (prompts per stage) the MILP is asked for; beyond it HiGHS's doubles no
+#: longer hold the integers exactly.
+MAX_THRESHOLD = 1e9
 
 
 def check_thresholds(n, m: int | None = None, name: str = "thresholds", *,
@@ -112,7 +117,7 @@ def wait_condition(n, classes, d0: float, d1: float, *, require: str | None = No
     n = check_thresholds(n, l.size)
     M = float(np.dot(n, memory_work(l, lo)))
     dT = d0 + d1 * M
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):     # a tiny λ_j leaves endless room
         room = np.where(lam > 0, n / np.where(lam > 0, lam, 1), np.inf)
     slack = room - dT
     tol = _TOL * max(1.0, dT)
@@ -152,7 +157,7 @@ def wait_thresholds(classes, d0: float, d1: float, *, margin: float = 0.0, rule:
     ``rule="fluid"`` without ``batch_limit``: the smallest-memory integer thresholds meeting
     (9) with ``margin`` (``margin > 0`` makes it strict), solved as a MILP with HiGHS.
     With ``batch_limit=B``: ``rule="fluid"`` gives ``max(1, ⌊Bλ_j/Σλ_k(l'_k+1)⌋)`` and
-    ``rule="paper"`` the §6 rule ``max(1, ⌊Bρ_j/(l'_j+1)⌋)``, ``ρ_j = λ_j/Σλ`` (L464).
+    ``rule="paper"`` the §6 rule ``max(1, ⌊Bρ_j/(l'_j+1)⌋)``, ``ρ_j = λ_j/Σλ``.
     Raises :class:`UnstableError` when ``d1·W ≥ 1 − margin`` (no thresholds exist).
     """
     if rule not in ("fluid", "paper"):
@@ -166,7 +171,7 @@ def wait_thresholds(classes, d0: float, d1: float, *, margin: float = 0.0, rule:
             raw = batch_limit * lam / float(np.dot(lam, lo + 1))
         return np.maximum(1, np.floor(raw + 1e-9)).astype(np.int64)
     if rule == "paper":
-        raise ValueError("rule='paper' needs batch_limit (the paper's B, L464)")
+        raise ValueError("rule='paper' needs batch_limit (the paper's B)")
     check_positive("d0", d0)
     check_positive("d1", d1, allow_zero=True)
     if not 0 <= margin < 1:
@@ -175,8 +180,11 @@ def wait_thresholds(classes, d0: float, d1: float, *, margin: float = 0.0, rule:
     if load >= 1 - margin:
         raise UnstableError(f"d1·W with margin {margin} (condition 9 needs d1·W < 1 − margin)",
                             load, 1 - margin)
+    fluid = d0 * lam / (1 - margin - load)      # the relaxed optimum c·λ (module docstring)
+    if fluid.max() > MAX_THRESHOLD:
+        raise ValueError(f"d0={d0}, d1={d1}: the thresholds would be about {fluid.max():.3g} "
+                         f"prompts per stage (d0·λ_j/(1 − margin − d1·W)), more than "
+                         f"MAX_THRESHOLD = {MAX_THRESHOLD:.0e}; rescale the time unit or rates")
     prob, n = threshold_problem(classes, d0, d1, margin=margin, integer=True)
-    prob.solve(solver=cp.HIGHS)
-    if prob.status not in ("optimal", "optimal_inaccurate"):
-        raise RuntimeError(f"threshold MILP: solver status {prob.status}")
+    solve_highs(prob, "threshold MILP")
     return np.rint(n.value).astype(np.int64)

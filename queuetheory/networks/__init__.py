@@ -1,4 +1,4 @@
-"""Networks of LLM agents on networkx (seed 004 §4)."""
+"""Networks of LLM agents on networkx (Li, Dai, Peng §4)."""
 
 from .builders import fork_join, length_law, parallel, rybko_stolyar, two_type_engine
 from .classic import ClassicRybkoStolyar, rybko_stolyar_classic, simulate_classic

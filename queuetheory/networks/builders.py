@@ -1,4 +1,4 @@
-"""The networks of seed 004 §4 with the paper's parameters as defaults.
+"""The networks of Li, Dai, Peng §4 with the paper's parameters as defaults.
 
 Every builder takes ``token_budget`` (b = 768), ``time_model`` (one slot per batch,
 :class:`~queuetheory.UnitTime`) and ``lengths`` (``"poisson"``: Poisson lengths with the given
@@ -52,7 +52,7 @@ def _check_rho(rho):
 def parallel(K: int = 4, router: str = "random", *, rho: float = 0.9, sizes=SHORT,
              token_budget: int = 768, time_model=None, policy=None,
              lengths: str = "poisson") -> AgentNetwork:
-    """K identical engines behind a load balancer (seed 004 §4.1, Prop. 1).
+    """K identical engines behind a load balancer (Li, Dai, Peng §4.1, Prop. 1).
 
     The arrival rate is ``λ = rho · K b/t_b / (m_p + m_d)``, so ``rho`` is the load of
     condition (4.1). ``router``: ``random``, ``round_robin``, ``least_requests`` or
@@ -81,7 +81,7 @@ def parallel(K: int = 4, router: str = "random", *, rho: float = 0.9, sizes=SHOR
 def two_type_engine(priority=None, *, rho: float = 0.9, sizes=(SHORT, LONG),
                     token_budget: int = 768, time_model=None,
                     lengths: str = "poisson") -> AgentNetwork:
-    """One engine serving two request types at equal rates (seed 004 §4.2).
+    """One engine serving two request types at equal rates (Li, Dai, Peng §4.2).
 
     The types are ``short`` and ``long`` with mean sizes ``sizes`` (the Rybko–Stolyar tasks by
     default, spec §4.2); ``priority``: ``("short", "long")``, ``("long", "short")`` (static
@@ -104,7 +104,7 @@ def two_type_engine(priority=None, *, rho: float = 0.9, sizes=(SHORT, LONG),
 
 def fork_join(rho: float = 0.9, *, sizes=FORK_JOIN, token_budget: int = 768, time_model=None,
               policy=None, lengths: str = "poisson") -> AgentNetwork:
-    """Agent 0, then a fork to agents 1 and 2, a join, then agent 3 (seed 004 §4.3).
+    """Agent 0, then a fork to agents 1 and 2, a join, then agent 3 (Li, Dai, Peng §4.3).
 
     The paper gives no parameters; the defaults are spec §4.3's. ``λ`` is set so that the
     most loaded agent has load ``rho`` (Conjecture 1's condition (4.3) is ``max_j ρ_j < 1``).
@@ -129,7 +129,7 @@ def fork_join(rho: float = 0.9, *, sizes=FORK_JOIN, token_budget: int = 768, tim
 def rybko_stolyar(priority: str = "up", rho: float = 0.9, *, short=SHORT, long=LONG,
                   token_budget: int = 768, time_model=None,
                   lengths: str = "poisson") -> AgentNetwork:
-    """The Rybko–Stolyar network of LLM agents (seed 004 L296–322, Figs. 7–8).
+    """The Rybko–Stolyar network of LLM agents (Li, Dai, Peng, Figs. 7–8).
 
     Type A: a short task at ``agent1`` (class ``A1``), then a long one at ``agent2``
     (``A2``). Type B: short at ``agent2`` (``B1``), long at ``agent1`` (``B2``). Equal Poisson

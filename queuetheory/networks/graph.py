@@ -77,7 +77,7 @@ class Agent:
 
     @property
     def capacity(self) -> float:
-        """``b / t_b``: the token rate of full batches (seed 004, eq. 2.7)."""
+        """``b / t_b``: the token rate of full batches (Li, Dai, Peng, eq. 2.7)."""
         return self.token_budget / self.batch_time
 
 
@@ -171,12 +171,13 @@ class AgentNetwork(nx.DiGraph):
         return names
 
     def add_router(self, name, to, router: str = "random") -> None:
-        """A load balancer sending each request to one of the classes ``to`` (seed 004 §4.1)."""
+        """A load balancer sending each request to one of the classes ``to`` (Li, Dai, Peng
+        §4.1)."""
         self.add_node(name, kind="router", router=router)
         self.add_edges_from((name, v) for v in to)
 
     def add_fork(self, name, to) -> None:
-        """Each request becomes one task on every branch ``to`` (seed 004 §4.3)."""
+        """Each request becomes one task on every branch ``to`` (Li, Dai, Peng §4.3)."""
         self.add_node(name, kind="fork")
         self.add_edges_from((name, v) for v in to)
 

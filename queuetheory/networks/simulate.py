@@ -230,7 +230,7 @@ class NetworkResult:
     """The records of one network run.
 
     ``paths``: at every epoch, ``requests`` (external requests in the network),
-    ``tokens`` (unprocessed tokens at all agents, |X(n)| summed; the two panels of Figure 8),
+    ``tokens`` (unprocessed tokens at all agents, ``|X(n)|`` summed; the two panels of Figure 8),
     ``join_waiting`` and per agent ``requests[a]`` and ``tokens[a]``. ``requests`` (one row
     per external request), ``per_agent``, ``per_type`` and ``per_class`` are DataFrames;
     ``engines`` maps each agent to its :class:`~queuetheory.engine.Engine`.

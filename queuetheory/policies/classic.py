@@ -1,4 +1,4 @@
-"""The classic iteration-level schedulers of seed 004 §3 (spec ``throughput_optimal.md`` §2).
+"""The classic iteration-level schedulers of Li, Dai, Peng §3.
 
 | policy | mixes phases | priority | work-conserving |
 |---|---|---|---|
@@ -115,7 +115,7 @@ class _TokenBudgetPolicy(Policy):
 
 class Sarathi(_TokenBudgetPolicy):
     """Sarathi-Serve / vLLM with chunked prefill: decode-first, then chunked prefills up to
-    the token budget (seed 004 L222; spec §2 item 1). Strictly work-conserving."""
+    the token budget (Li, Dai, Peng). Strictly work-conserving."""
 
     def _schedule(self, state):
         pre, dec = self._candidates(state)
@@ -142,7 +142,7 @@ class Sarathi(_TokenBudgetPolicy):
 
 
 class Orca(_TokenBudgetPolicy):
-    """Orca: prefill-first with mixed batches (seed 004 L220). With ``chunk=True`` (default)
+    """Orca: prefill-first with mixed batches (Li, Dai, Peng). With ``chunk=True`` (default)
     the last prompt is split at the budget, which makes it strictly work-conserving; with
     ``chunk=False`` only whole prompts enter and it is not."""
 
@@ -159,7 +159,7 @@ class Orca(_TokenBudgetPolicy):
 
 
 class VLLMVanilla(_TokenBudgetPolicy):
-    """Vanilla vLLM: prefill-prioritised, no mixed batches (seed 004 L218, L224).
+    """Vanilla vLLM: prefill-prioritised, no mixed batches (Li, Dai, Peng).
 
     A batch is prefill-only (whole prompts in order until the next does not fit; a prompt
     longer than the budget is chunked) whenever a prompt waits, otherwise decode-only.
@@ -186,7 +186,7 @@ class VLLMVanilla(_TokenBudgetPolicy):
 
 
 class FasterTransformer(_TokenBudgetPolicy):
-    """FasterTransformer: decode-prioritised, no mixed batches (seed 004 L216, L233).
+    """FasterTransformer: decode-prioritised, no mixed batches (Li, Dai, Peng).
 
     ``mode="iteration"`` (default, the paper's description): a decode-only batch whenever a
     request decodes, else a prefill-only batch (chunked). ``mode="request"``: request-level
@@ -234,7 +234,7 @@ class FasterTransformer(_TokenBudgetPolicy):
 
 
 class StaticPriority(_TokenBudgetPolicy):
-    """Work-conserving static priority between classes (seed 004 §4.2 and L316).
+    """Work-conserving static priority between classes (Li, Dai, Peng §4.2).
 
     For each class in ``class_order`` (most important first): its decode tokens, then its
     prefill tokens with the remaining budget. Lower classes fill what is left, so tokens mix
@@ -246,16 +246,28 @@ class StaticPriority(_TokenBudgetPolicy):
         self.class_order = tuple(int(c) for c in class_order)
         if len(set(self.class_order)) != len(self.class_order):
             raise ValueError(f"class_order={class_order!r}: lists a class twice")
+        index = [c for c in self.class_order if c >= 0]     # the engine's classes are >= 0
+        self._known = np.zeros(max(index, default=-1) + 1, bool)
+        self._known[index] = True
 
     def _schedule(self, state):
         budget, left = self.token_budget, self.max_reqs
         ps, cs, ds = [], [], []
         cls = state.cls
+        self._check_classes(cls)
+        # FCFS without a memory limit looks at no more candidates than the budget can take:
+        # every prefill candidate owes at least one prompt token, every decode one token
+        head = self.order == "fcfs" and state.memory is None
+        in_decode = state.in_decode
         for k in self.class_order:
             mine = cls == k
-            dec = ordered(state, np.flatnonzero(mine & state.in_decode), self.order)
-            pre = admissible(state, ordered(state, np.flatnonzero(mine & ~state.in_decode),
-                                            self.order))
+            dec = np.flatnonzero(mine & in_decode)
+            pre = np.flatnonzero(mine & ~in_decode)
+            if head:
+                dec, pre = dec[:budget], pre[:budget]
+            else:
+                dec = ordered(state, dec, self.order)
+                pre = admissible(state, ordered(state, pre, self.order))
             d = take_decodes(dec, budget, left)
             budget -= d.size
             left = self._left(left, d.size)
@@ -263,17 +275,20 @@ class StaticPriority(_TokenBudgetPolicy):
             budget -= int(c.sum())
             left = self._left(left, p.size)
             ps.append(p), cs.append(c), ds.append(d)
-        unknown = ~np.isin(cls, self.class_order)
-        if unknown.any():
+        return self._finish(state, np.concatenate(ps), np.concatenate(cs), np.concatenate(ds))
+
+    def _check_classes(self, cls):
+        known = self._known
+        if cls.size and (cls.max() >= known.size or not known[cls].all()):
+            unknown = (cls >= known.size) | ~known[np.minimum(cls, known.size - 1)]
             raise ValueError(f"class_order={self.class_order}: misses classes "
                              f"{sorted(set(cls[unknown].tolist()))} present in the system")
-        return self._finish(state, np.concatenate(ps), np.concatenate(cs), np.concatenate(ds))
 
 
 class KFCFS(Policy):
-    """``(K_p, K_d)``-FCFS (seed 004 L174): the inner policy only sees the ``K_p`` oldest
+    """``(K_p, K_d)``-FCFS (Li, Dai, Peng): the inner policy only sees the ``K_p`` oldest
     requests in prefill and the ``K_d`` oldest in decode. Work-conserving inner policies stay
-    so only when ``K_p, K_d >= b`` (spec §1.5)."""
+    so only when ``K_p, K_d >= b``."""
 
     def __init__(self, inner: Policy, Kp: int, Kd: int):
         from ..errors import check_positive

@@ -1,4 +1,4 @@
-"""Seed 001 (Jaillet, Jiang, Podimata, Zhou): memory-constrained shortest-first (MC-SF) and
+"""Jaillet, Jiang, Podimata, Zhou: memory-constrained shortest-first (MC-SF) and
 the vLLM-like α-protection benchmarks of its Section 7.
 
 Model (seed 001 §3). One request per prompt of size ``s_i`` and output ``o_i`` (known on
@@ -65,7 +65,7 @@ def durations(output, convention: str = "ip") -> np.ndarray:
 
 def kv_token_limit(params: float, layers: int, hidden: int, dtype_bytes: int, n_gpus: int,
                    gpu_bytes: float) -> Fraction:
-    """Seed 001's KV capacity formula (L403–L416): ``(total memory − model size) / KV bytes
+    """Jaillet et al.'s KV capacity formula: ``(total memory − model size) / KV bytes
     per token`` with model size ``P·D`` and ``2·L·H·D`` bytes per token, exact.
 
     For Llama2-70B on two A100s (``P = 70e9, L = 80, H = 8192, D = 2``, 80 GB each) it gives
@@ -167,7 +167,7 @@ class _FuturePeakPolicy(Policy):
 
 
 class MCSF(_FuturePeakPolicy):
-    """Memory-constrained shortest-first: seed 001's Algorithm 2 (Algorithm 1 when every
+    """Memory-constrained shortest-first: Jaillet et al.'s Algorithm 2 (Algorithm 1 when every
     request arrives at 0).
 
     Parameters
@@ -187,7 +187,7 @@ class FCFS(_FuturePeakPolicy):
 
 
 class AlphaProtection(Policy):
-    """Seed 001's vLLM-like benchmarks (L428–L432): FCFS, running requests first, new
+    """Jaillet et al.'s vLLM-like benchmarks: FCFS, running requests first, new
     prompts admitted while memory stays within ``(1 − alpha)·M``.
 
     Each round the running requests need ``Σ (s_j + k_j)`` tokens. If that exceeds ``M``

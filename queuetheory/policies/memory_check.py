@@ -1,6 +1,6 @@
-"""The future-peak KV-memory check of seed 001, eqs. (1)–(2), shared by every policy that
+"""The future-peak KV-memory check of Jaillet et al., eqs. (1)–(2), shared by every policy that
 admits a request only if the memory of all running requests stays within ``M`` until they
-finish (MC-SF of seed 001; A_max, A_min of seed 003).
+finish (MC-SF of Jaillet et al.; A_max, A_min of Chen et al.).
 
 A job that is in memory at round ``t`` with ``m`` tokens grows by one token per round until
 its last round ``e``, then frees everything. The total of a fixed set of jobs rises linearly
@@ -56,7 +56,7 @@ class FuturePeak:
         if e < self.t:
             raise ValueError(f"e={e}: a job's last round cannot precede t={self.t}")
         before = self.taus <= e
-        if np.any(self.load[before] + m + self.taus[before] - self.t > self.memory):
+        if np.count_nonzero(self.load[before] + m + self.taus[before] - self.t > self.memory):
             return False
         return bool(self._load_at(e) + m + e - self.t <= self.memory)
 
@@ -65,9 +65,9 @@ class FuturePeak:
         k = int(np.searchsorted(self.taus, e, side="left"))
         if k == self.taus.size or self.taus[k] != e:
             load, count = self._load_at(e), (int(self.count[k]) if k < self.taus.size else 0)
-            self.taus = np.insert(self.taus, k, e)
-            self.load = np.insert(self.load, k, load)
-            self.count = np.insert(self.count, k, count)
+            self.taus = _insert(self.taus, k, e)
+            self.load = _insert(self.load, k, load)
+            self.count = _insert(self.count, k, count)
         before = self.taus <= e
         self.load[before] += m + self.taus[before] - self.t
         self.count[before] += 1
@@ -90,3 +90,12 @@ class FuturePeak:
             elif on_fail == "break":
                 break
         return ok
+
+
+def _insert(a: np.ndarray, k: int, value) -> np.ndarray:
+    """``np.insert(a, k, value)`` for a 1-d array, without its generic machinery."""
+    out = np.empty(a.size + 1, dtype=a.dtype)
+    out[:k] = a[:k]
+    out[k] = value
+    out[k + 1:] = a[k:]
+    return out

@@ -1,4 +1,4 @@
-"""Schedulers of seed 003 (Chen, Ye, Zhou): H-SF, A_max, A_random, A_min (Alg. 2 and 5), A_ℓ
+"""Schedulers of Chen, Ye, Zhou: H-SF, A_max, A_random, A_min (Alg. 2 and 5), A_ℓ
 (Alg. 6) and the A_min/A_ℓ switch, for outputs known only to lie in ``[lo, hi]``.
 
 Round model. The paper's step ``t`` (§1.2 of the spec) admits jobs, then every active job
@@ -33,6 +33,17 @@ from .memory_check import FuturePeak
 __all__ = ["HSF", "AMax", "ARandom", "AMin", "AEll", "AdaptiveRobust"]
 
 
+def _grown(a: np.ndarray, size: int, fill) -> np.ndarray:
+    """``a`` with at least ``size`` entries, the new ones ``fill``: the length at least
+    doubles, so that per-request arrays grown as requests arrive cost amortised O(1) per
+    request (not a copy of the whole array at every arrival)."""
+    if size <= a.size:
+        return a
+    wider = np.full(max(size, 2 * a.size), fill, dtype=a.dtype)
+    wider[: a.size] = a
+    return wider
+
+
 class _RoundPolicy(Policy):
     """Shared loop: evict (hook), then admit waiting jobs in the hook's order while the
     future-peak check with the hook's length estimates passes; running jobs always decode."""
@@ -46,20 +57,26 @@ class _RoundPolicy(Policy):
 
     def _reset(self):
         self._rank = np.empty(0)           # one uniform key per request id (a permutation σ)
+        self._ranked = 0                   # ... drawn for the ids below this
 
     def _ranks(self, rid):
-        if rid.size and rid.max() >= self._rank.size:
-            extra = int(rid.max()) + 1 - self._rank.size
-            self._rank = np.concatenate([self._rank, self.rng.random(extra)])
+        if rid.size and rid.max() >= self._ranked:
+            top = int(rid.max()) + 1
+            self._rank = _grown(self._rank, top, 0.0)
+            self._rank[self._ranked: top] = self.rng.random(top - self._ranked)
+            self._ranked = top
         return self._rank[rid]
 
     def _schedule(self, state):
         self._see(state)
-        running = np.flatnonzero(state.started)
+        started = state.started
+        running = np.flatnonzero(started)
         evict = self._evict(state, running)
-        running = np.setdiff1d(running, evict)
-        waiting = np.flatnonzero(~state.started)
-        waiting = np.union1d(waiting, evict)
+        if evict.size:              # masks, not set operations: both stay sorted
+            started = started.copy()
+            started[evict] = False
+            running = np.flatnonzero(started)
+        waiting = np.flatnonzero(~started)
         order = waiting[self._order(state, waiting)]
         est = self._estimate(state)
         a = state.decoded
@@ -99,8 +116,8 @@ class _RoundPolicy(Policy):
 class HSF(_RoundPolicy):
     """Hindsight shortest-first (Alg. 3): knows every ``o_i``; admits the shortest waiting jobs
     while eq. (3) holds with the true lengths; never evicts. The benchmark of Def. 3.1. With
-    equal prompts the longest feasible shortest-first prefix is Alg. 3's largest feasible set
-    (spec §2.1); with unequal prompts it is the same greedy rule, not a knapsack optimum."""
+    equal prompts the longest feasible shortest-first prefix is Alg. 3's largest feasible set;
+    with unequal prompts it is the same greedy rule, not a knapsack optimum."""
 
     def _estimate(self, state):
         return state.output
@@ -111,7 +128,7 @@ class HSF(_RoundPolicy):
 
 class ARandom(_RoundPolicy):
     """A_random (Alg. 4, analysis only): true lengths, one random permutation drawn at the
-    start, admission in that order stopping at the first job that does not fit (spec §5 #9)."""
+    start, admission in that order stopping at the first job that does not fit."""
 
     def _estimate(self, state):
         return state.output
@@ -152,9 +169,8 @@ class _LowerBounds(_RoundPolicy):
 
     def _see(self, state):
         rid = state.rid
-        if rid.size and rid.max() >= self._lb.size:
-            grow = np.zeros(int(rid.max()) + 1 - self._lb.size, dtype=np.int64)
-            self._lb = np.concatenate([self._lb, grow])
+        if rid.size:
+            self._lb = _grown(self._lb, int(rid.max()) + 1, 0)
         new = self._lb[rid] == 0
         self._lb[rid[new]] = state.lo[new]
 
@@ -166,7 +182,7 @@ class AMin(_LowerBounds):
     """A_min (Alg. 2; Alg. 5 when ``lo`` is the class lower bound): starts from ``õ_i = lo_i``,
     admits shortest-``õ`` first while eq. (3) holds with ``õ``, and when next round's memory
     would overflow evicts smallest-key first until it fits. An evicted job returns to the
-    waiting set (spec §5 #2) with ``õ_i ← max(õ_i, a_i)`` (§5 #3; ``a_i + 1`` with
+    waiting set with ``õ_i ← max(õ_i, a_i)`` (``a_i + 1`` with
     ``bound="generated+1"``, a job still unfinished after ``a_i`` tokens has ``o_i > a_i``).
 
     evict_key : ``"static"`` sorts by ``õ_i`` (literal Alg. 2); ``"dynamic"`` by
@@ -205,7 +221,7 @@ class AEll(_LowerBounds):
     """A_ℓ (Alg. 6, "promote-ℓ"), for two-point outputs ``o ∈ {lo, hi}``: a FIFO queue in a
     random initial order; jobs start with ``õ = lo``; a job still unfinished after ``õ_i``
     tokens is evicted, promoted to ``õ_i = hi_i`` and sent to the back of the queue. The
-    trigger is ``a_i ≥ õ_i`` (spec §5 #10: Alg. 6's "more than ℓ tokens" would also fire on
+    trigger is ``a_i ≥ õ_i`` (Alg. 6's "more than ℓ tokens" would also fire on
     promoted jobs and never terminate). Admission from the front, stopping at the first job
     that does not fit (§5 #11)."""
 
@@ -222,9 +238,8 @@ class AEll(_LowerBounds):
     def _see(self, state):
         super()._see(state)
         rid = state.rid
-        if rid.size and rid.max() >= self._queue.size:
-            start = self._queue.size
-            self._queue = np.concatenate([self._queue, np.full(int(rid.max()) + 1 - start, -1.0)])
+        if rid.size:
+            self._queue = _grown(self._queue, int(rid.max()) + 1, -1.0)
         self._enqueue(rid[self._queue[rid] < 0])
 
     def _evict(self, state, running):
@@ -239,7 +254,7 @@ class AEll(_LowerBounds):
 
 
 class AdaptiveRobust(Policy):
-    """The switch of L444: A_ℓ when ``α = min lo / max hi`` (over the requests present at the
+    """The switch: A_ℓ when ``α = min lo / max hi`` (over the requests present at the
     first decision) is below ``threshold`` (default α* of :func:`two_point_threshold`), else
     A_min. ``chosen`` names the policy picked."""
 

@@ -1,4 +1,4 @@
-"""Instances, interval predictors and experiments of seed 003 (Chen, Ye, Zhou, §6).
+"""Instances, interval predictors and experiments of Chen, Ye, Zhou (§6).
 
 * :func:`paper_trace` turns a paper instance (prompt ``s``, outputs, intervals, all arriving at
   ``t = 0``) into an engine trace (prompt ``s + 1``, see :mod:`.robust`); :func:`run_rounds`
@@ -59,7 +59,7 @@ def tel(result) -> float:
 
 
 def input_sequence(result) -> list[set[int]]:
-    """The input queue ``I = (I_0, …, I_T)`` of a run (L88): ``I_t`` holds the jobs (1-based, in
+    """The input queue ``I = (I_0, …, I_T)`` of a run: ``I_t`` holds the jobs (1-based, in
     trace order) whose last start is round ``t``; a job's last start is ``finish − output``."""
     req = result.requests
     start = (req["finish"] - req["output"]).to_numpy()
@@ -131,7 +131,7 @@ class BucketInterval:
 
 
 def lmsys_like(n, seed=0):
-    """``(prompt, output)`` of ``n`` synthetic LMSYS-Chat-1M-like conversations (spec §4):
+    """``(prompt, output)`` of ``n`` synthetic LMSYS-Chat-1M-like conversations:
     ``round(LogNormal(ln 11, 1.6))`` clipped to [1, 468] and ``round(LogNormal(ln 43, 1.1))``
     clipped to [1, 883]."""
     rng = np.random.default_rng(seed)

@@ -1,4 +1,4 @@
-"""WAIT and Nested WAIT (seed 000, Algorithms 1–2) and the FCFS baseline of Props. 4–5.
+"""WAIT and Nested WAIT (Ao et al., Algorithms 1–2) and the FCFS baseline of Props. 4–5.
 
 Conventions of the paper mapped onto the engine (written down once, here)
 -------------------------------------------------------------------------
@@ -94,7 +94,7 @@ def _fitting_groups(state, group: np.ndarray, need: np.ndarray, groups: int) -> 
 
 
 class WAIT(Policy):
-    """WAIT (Algorithm 1, L249–L281): type ``j`` joins a batch only when at least
+    """WAIT (Algorithm 1): type ``j`` joins a batch only when at least
     ``n_j = thresholds[j]`` type-``j`` prompts wait for prefill; it then prefills the first
     ``n_j`` of them and advances every in-progress type-``j`` cohort by one stage. Other
     types' cohorts pause with their KV caches kept. The GPU idles when no type is ready.
@@ -151,7 +151,7 @@ class WAIT(Policy):
 
 
 class NestedWAIT(Policy):
-    """Nested WAIT (Algorithm 2, L371–L418, stage indices corrected, spec §3.2).
+    """Nested WAIT (Algorithm 2, stage indices corrected).
 
     ``segments``: the boundaries ``b_1 < … < b_L`` (last stage of each segment) or a
     :class:`~queuetheory.fluid.Segments`; ``thresholds``: ``n_i`` prompts per stage of

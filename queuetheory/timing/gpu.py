@@ -1,4 +1,4 @@
-"""The tile-based GPU batch-time model of Bari, Hegde and de Veciana (seed 002, Eq. 2–7).
+"""The tile-based GPU batch-time model of Bari, Hegde and de Veciana (Bari et al., Eq. 2–7).
 
 A GPU has ``s`` streaming multiprocessors. A GeMM is cut into output tiles
 ``t_row × t_col`` with reduction tiles ``t_red`` (zero padded when a dimension is not a
@@ -6,13 +6,13 @@ multiple), and one tile-pair runs on one SM at speed ``μ(t_row, t_col, t_red)``
 GeMV tile-pair runs at ``μ(t_row, t_col)`` (Eq. 3). The ceilings make the batch time a
 staircase in the batch's token count.
 
-Conventions written down once (spec ``rad_slai.md`` §2, decisions I-9, I-11):
+Conventions written down once (choices of this toolkit where the paper is silent):
 
 * ``GPUModel.mu_gemm`` holds per-SM speeds (tile-pairs per second) as in Eq. 2;
-  ``GPUModel.mu_gemv`` holds *whole-GPU* speeds, because Eq. 5 has no ``1/s`` (I-9).
+  ``GPUModel.mu_gemv`` holds *whole-GPU* speeds, because Eq. 5 has no ``1/s`` .
 * ``ModelDims.d`` is the Q/K/V width of the paper's single-head abstraction, used by the
   linear layers and prefill attention; ``d_kv`` (default ``d``) is used by decode attention,
-  which reads the K/V cache (GQA models have ``d_kv < d``; a toolkit option, I-11).
+  which reads the K/V cache (GQA models have ``d_kv < d``; a toolkit option).
 * A decode member whose KV cache holds ``k`` tokens computes position ``i = k + 1`` (Eq. 5);
   a prefill chunk of ``c`` tokens after ``k`` prefilled ones starts at ``i = k + 1`` and
   attends over ``i + c − 1 = k + c`` keys (Eq. 6).
@@ -42,7 +42,7 @@ def ceil_div(a, b):
 
 @dataclass(frozen=True)
 class ModelDims:
-    """Transformer dimensions of the paper's abstraction (L80–L96).
+    """Transformer dimensions of the paper's abstraction.
 
     N layers, input width ``d_x``, Q/K/V width ``d``, FFN width ``d_ff``, vocabulary
     ``d_out``; ``d_kv`` is the K/V width read by decode attention (default ``d``);
@@ -71,7 +71,7 @@ class ModelDims:
 
     @property
     def K_lin(self) -> int:
-        """Weights of all linear ops (L197): ``3N d_x d + N d d_ff + N d_ff d_x + d_x d_out``
+        """Weights of all linear ops: ``3N d_x d + N d d_ff + N d_ff d_x + d_x d_out``
         (plus ``N d_x d_ff`` for a third SwiGLU matrix)."""
         N = self.N
         extra = (self.n_ffn_mats - 2) * N * self.d_x * self.d_ff
@@ -80,7 +80,7 @@ class ModelDims:
 
     @classmethod
     def mistral_like(cls) -> ModelDims:
-        """Mistral-7B-like sizes in the paper's abstraction (spec §9, illustrative)."""
+        """Mistral-7B-like sizes in the paper's abstraction (illustrative)."""
         return cls(N=32, d_x=4096, d=4096, d_ff=14336, d_out=32000, d_kv=1024)
 
 
@@ -121,7 +121,14 @@ class GPUModel:
         efficiency(t) · peak_flops``; the GeMV tile is memory bound (fp16 tile read at
         ``gemv_bandwidth``). Defaults: the illustrative set of spec §9 (NOT from the paper)."""
         efficiency = {(128, 256, 32): 1.0} if efficiency is None else dict(efficiency)
+        check_positive("s", s, integer=True)
         check_positive("peak_flops", peak_flops)
+        for t, e in efficiency.items():
+            if len(t) != 3 or min(t) < 1:
+                raise ValueError(f"efficiency key {t!r}: must be (t_row, t_col, t_red) >= 1")
+            check_positive(f"efficiency[{t}]", e)
+        if len(gemv_tile) != 2 or min(gemv_tile) < 1:
+            raise ValueError(f"gemv_tile={gemv_tile!r}: must be (t_row, t_col) >= 1")
         check_positive("gemv_bandwidth", gemv_bandwidth)
         mu = {t: e * peak_flops / (2 * s * t[0] * t[1] * t[2]) for t, e in efficiency.items()}
         tr, tc = gemv_tile
@@ -146,7 +153,7 @@ class GPUModel:
         return max(self.mu_gemv, key=lambda t: (self.mu_gemv[t] * t[0] * t[1], t))
 
     def check_assumption1(self, t=None) -> None:
-        """Assumption 1 (L140) in its implementable form: ``t`` (default ``t*``) has the
+        """Assumption 1 in its implementable form: ``t`` (default ``t*``) has the
         largest useful rate ``μ(t) t_row t_col t_red`` of all configurations."""
         t = self.t_star if t is None else tuple(t)
         if t not in self.mu_gemm:
@@ -164,12 +171,12 @@ class GPUModel:
                 / (self.s * self.mu_gemm[t]))
 
     def t_gemv(self, d_row, d_col, t=None) -> float:
-        """Eq. 3 with the whole-GPU GeMV speed (I-9)."""
+        """Eq. 3 with the whole-GPU GeMV speed ."""
         t = self.gemv_tile if t is None else t
         return ceil_div(d_row, t[0]) * ceil_div(d_col, t[1]) / self.mu_gemv[t]
 
     def check_assumption2(self, d_row: int, d_red: int, max_cols: int = 512, t=None) -> None:
-        """Assumption 2 (L152): ``d_col`` GeMVs take longer than one GeMM, ``2 ≤ d_col ≤
+        """Assumption 2: ``d_col`` GeMVs take longer than one GeMM, ``2 ≤ d_col ≤
         max_cols``."""
         t = self.t_star if t is None else tuple(t)
         for d_col in range(2, max_cols + 1):
@@ -182,7 +189,7 @@ class GPUModel:
 class TiledGPUTime(TimeModel):
     """Eq. 7: ``T_B = ceil(τ/t_col)/μ_Lin(t) + τ/μ_nLin + N Σ_decodes T^{D,SA}(i)
     + Σ_chunks Eq.6``, with ``τ`` the batch's token count and one tile ``t`` (default ``t*``)
-    for all linear ops. Model dimensions must be multiples of the tile sizes (L195); the
+    for all linear ops. Model dimensions must be multiples of the tile sizes; the
     constructor checks Assumptions 1 and 2 and raises :class:`AssumptionError`.
     """
 
@@ -199,8 +206,7 @@ class TiledGPUTime(TimeModel):
         for name in ("d_x", "d", "d_ff", "d_out"):
             v = getattr(model, name)
             if v % tr or v % tk:
-                raise ValueError(f"{name}={v}: must be a multiple of t_row={tr} and t_red={tk} "
-                                 "(L195)")
+                raise ValueError(f"{name}={v}: must be a multiple of t_row={tr} and t_red={tk}")
         vr, vc = gpu.gemv_tile
         if model.kv_width % vr or model.kv_width % vc:
             raise ValueError(f"d_kv={model.kv_width}: must be a multiple of the GeMV tile "

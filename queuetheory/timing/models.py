@@ -3,7 +3,7 @@
 Every model turns a :class:`BatchLoad` into a duration through one public method,
 :meth:`TimeModel.duration`; subclasses override the private hook ``_raw``. With ``slot``
 set, durations are rounded up to whole slots (at least one), the slotted models of
-seed 004 (``t_slots(b') = max(1, ceil(t(b')/slot))``, spec §1.3).
+Li, Dai, Peng (``t_slots(b') = max(1, ceil(t(b')/slot))``).
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ class BatchLoad:
 
     @property
     def token_load(self) -> int:
-        """``b' = Σ δ^p + Σ δ^d`` (seed 004, eq. 2.5d)."""
+        """``b' = Σ δ^p + Σ δ^d`` (Li, Dai, Peng, eq. 2.5d)."""
         return int(self.chunk.sum()) + int(self.decode_context.size)
 
     @property
     def kv_tokens(self) -> int:
-        """KV tokens of the batch members after the batch (seed 000, eq. 1's Σ(l_j + k))."""
+        """KV tokens of the batch members after the batch (Ao et al., eq. 1's Σ(l_j + k))."""
         return int((self.chunk_start + self.chunk).sum() + (self.decode_context + 1).sum())
 
     @classmethod
@@ -68,22 +68,31 @@ class TimeModel:
     def _round(self, t: float) -> float:
         if self.slot is None:
             return t
-        return max(1, math.ceil(t / self.slot - 1e-12)) * self.slot
+        slots = t / self.slot
+        if not math.isfinite(slots):
+            raise ValueError(f"slot={self.slot!r}: a duration of {t:.6g} is {slots} slots; "
+                             "the slot must be a finite fraction of the durations")
+        return max(1, math.ceil(slots - 1e-12)) * self.slot
 
     def duration(self, load: BatchLoad) -> float:
         return self._round(self._raw(load))
 
     def count_duration(self, prefill_tokens: int, decodes: int) -> float:
         """``duration`` of a batch with these token counts (``counts_only`` models)."""
-        raise TypeError(f"{type(self).__name__} depends on more than the token counts")
+        raise TypeError(f"time_model={self!r}: count_duration needs a model of the token "
+                        "counts alone; this one depends on more")
 
     def token_time(self, b: int) -> float:
         """Duration of a batch whose token load is ``b`` (models that depend on ``b'`` only)."""
-        raise TypeError(f"{type(self).__name__} does not depend on the token load alone")
+        raise TypeError(f"time_model={self!r}: token_time(b) needs a model of the token load "
+                        "b alone; this one depends on more")
 
     def full_batch_time(self, prefill_tokens: float, decode_tokens: float, budget: int) -> float:
         """Time to serve these tokens in full batches of ``budget`` tokens: the saturated
-        engine's rate, whose inverse gives the capacity ``b / t_b`` of seed 004 (eq. 2.7)."""
+        engine's rate, whose inverse gives the capacity ``b / t_b`` of Li, Dai, Peng (eq. 2.7)."""
+        check_positive("budget", budget, integer=True)
+        check_positive("prefill_tokens", prefill_tokens, allow_zero=True)
+        check_positive("decode_tokens", decode_tokens, allow_zero=True)
         return self.token_time(budget) * (prefill_tokens + decode_tokens) / budget
 
     def decode_durations(self, decodes: np.ndarray, kv_tokens: np.ndarray) -> np.ndarray | None:
@@ -97,7 +106,11 @@ class TimeModel:
     def _round_many(self, t: np.ndarray) -> np.ndarray:
         if self.slot is None:
             return t
-        return np.maximum(1, np.ceil(t / self.slot - 1e-12)) * self.slot
+        slots = t / self.slot
+        if not np.all(np.isfinite(slots)):
+            raise ValueError(f"slot={self.slot!r}: some durations are infinitely many slots; "
+                             "the slot must be a finite fraction of the durations")
+        return np.maximum(1, np.ceil(slots - 1e-12)) * self.slot
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if v is not None)
@@ -123,7 +136,7 @@ class _TokenCountTime(TimeModel):
 
 
 class LinearMemoryTime(TimeModel):
-    """``τ = d0 + d1 · Σ_{i∈batch} (l_i + k_i)``: seed 000, eq. (1).
+    """``τ = d0 + d1 · Σ_{i∈batch} (l_i + k_i)``: Ao et al., eq. (1).
 
     ``d0`` is the fixed overhead per iteration and ``d1`` the time per KV token of the batch
     members after the iteration (time units per token).
@@ -131,8 +144,8 @@ class LinearMemoryTime(TimeModel):
 
     def __init__(self, d0: float, d1: float, slot: float | None = None):
         super().__init__(slot)
-        self.d0 = check_positive("d0", d0, allow_zero=True)
-        self.d1 = check_positive("d1", d1, allow_zero=True)
+        self.d0 = float(check_positive("d0", d0, allow_zero=True))
+        self.d1 = float(check_positive("d1", d1, allow_zero=True))
 
     def _raw(self, load):
         return self.d0 + self.d1 * load.kv_tokens
@@ -142,17 +155,17 @@ class LinearMemoryTime(TimeModel):
 
 
 class PiecewiseLinearTime(_TokenCountTime):
-    """``t_{b'} = c + a · max(0, b' − b0)`` on the token load ``b'``: seed 004, eq. (2.3).
+    """``t_{b'} = c + a · max(0, b' − b0)`` on the token load ``b'``: Li, Dai, Peng, eq. (2.3).
 
     ``c`` is in time units, ``a`` in time units per token, ``b0`` in tokens. The paper's
-    Llama-3-70B fit (L116): ``c = 45.5`` ms, ``a = 0.30`` ms/token, ``b0 = 64``.
+    Llama-3-70B fit: ``c = 45.5`` ms, ``a = 0.30`` ms/token, ``b0 = 64``.
     """
 
     def __init__(self, c: float, a: float, b0: float = 0, slot: float | None = None):
         super().__init__(slot)
-        self.c = check_positive("c", c)
-        self.a = check_positive("a", a, allow_zero=True)
-        self.b0 = check_positive("b0", b0, allow_zero=True)
+        self.c = float(check_positive("c", c))
+        self.a = float(check_positive("a", a, allow_zero=True))
+        self.b0 = float(check_positive("b0", b0, allow_zero=True))
 
     def _raw_counts(self, prefill_tokens, decodes):
         return self._raw_tokens(prefill_tokens + decodes)
@@ -161,6 +174,7 @@ class PiecewiseLinearTime(_TokenCountTime):
         return self.c + self.a * max(0.0, b - self.b0)
 
     def token_time(self, b):
+        check_positive("b", b, allow_zero=True)
         return self._round(self._raw_tokens(b))
 
     def decode_durations(self, decodes, kv_tokens):
@@ -168,7 +182,8 @@ class PiecewiseLinearTime(_TokenCountTime):
 
 
 class UnitTime(_TokenCountTime):
-    """Every batch, full or partial, takes one round (seeds 001, 003; seed 004 App. B, §4.4)."""
+    """Every batch, full or partial, takes one round: the round models of Jaillet et al. and
+    Chen et al., and of Li, Dai, Peng App. B and §4.4."""
 
     unit = "round"
 
@@ -176,6 +191,7 @@ class UnitTime(_TokenCountTime):
         return 1.0
 
     def token_time(self, b):
+        check_positive("b", b, allow_zero=True)
         return self._round(1.0)
 
     def decode_durations(self, decodes, kv_tokens):
@@ -194,9 +210,9 @@ class AffineTokenTime(_TokenCountTime):
     def __init__(self, c: float, per_prefill: float, per_decode: float,
                  slot: float | None = None):
         super().__init__(slot)
-        self.c = check_positive("c", c)
-        self.per_prefill = check_positive("per_prefill", per_prefill, allow_zero=True)
-        self.per_decode = check_positive("per_decode", per_decode, allow_zero=True)
+        self.c = float(check_positive("c", c))
+        self.per_prefill = float(check_positive("per_prefill", per_prefill, allow_zero=True))
+        self.per_decode = float(check_positive("per_decode", per_decode, allow_zero=True))
 
     def _raw_counts(self, prefill_tokens, decodes):
         return self.c + self.per_prefill * prefill_tokens + self.per_decode * decodes
@@ -205,7 +221,11 @@ class AffineTokenTime(_TokenCountTime):
         return self._round_many(self._raw_counts(0, decodes))
 
     def full_batch_time(self, prefill_tokens, decode_tokens, budget):
+        check_positive("budget", budget, integer=True)
+        check_positive("prefill_tokens", prefill_tokens, allow_zero=True)
+        check_positive("decode_tokens", decode_tokens, allow_zero=True)
         if self.slot is not None:
-            raise TypeError("full_batch_time: a slotted AffineTokenTime depends on the mix")
+            raise TypeError(f"time_model={self!r}: full_batch_time needs slot=None (a slotted "
+                            "AffineTokenTime depends on the prefill/decode mix of each batch)")
         return (self.c * (prefill_tokens + decode_tokens) / budget
                 + self.per_prefill * prefill_tokens + self.per_decode * decode_tokens)

@@ -2,7 +2,7 @@
 
 A *request* has an arrival time, a prompt length (prefill tokens), an output length (decode
 tokens), a class index, a priority, and a prediction interval ``[lo, hi]`` for its output
-length (seed 003's model; the default predictor is exact, ``lo = hi = output``).
+length (Chen et al.'s model; the default predictor is exact, ``lo = hi = output``).
 
 Lengths are given as a fixed ``int``, a frozen ``scipy.stats`` distribution (samples are
 rounded to the nearest integer and clipped to at least one token), or an array of empirical
@@ -20,6 +20,8 @@ import numpy as np
 from ..errors import check_positive
 
 __all__ = [
+    "MAX_LENGTH",
+    "MAX_REQUESTS",
     "RequestClass",
     "Workload",
     "Trace",
@@ -35,6 +37,57 @@ _QUANTILE_GRID = (np.arange(1 << 15) + 0.5) / (1 << 15)
 def _is_frozen_distribution(obj) -> bool:
     return hasattr(obj, "rvs") and hasattr(obj, "ppf") and hasattr(obj, "dist")
 
+#: Longest prompt or output accepted (tokens): sums of longer lengths would overflow the
+#: engine's int64 token counters.
+MAX_LENGTH = 1 << 40
+
+#: Most requests one sample may draw (about 0.8 kB each once simulated): a workload whose
+#: expected count over the horizon is larger is refused with the estimate.
+MAX_REQUESTS = 20_000_000
+
+
+def _gigabytes(requests: float) -> str:
+    return f"{requests * 800 / 1e9:.3g} GB"
+
+
+def _show(a) -> str:
+    a = np.asarray(a)
+    return repr(a.tolist()) if a.size <= 6 else f"<array of {a.size}>"
+
+
+def _column(name: str, values, n: int | None) -> np.ndarray:
+    """``values`` as a 1-d float array of length ``n``, or a ValueError naming ``name``."""
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name}={values!r}: must be a 1-d sequence of numbers") from None
+    if arr.ndim != 1 or (n is not None and arr.size != n):
+        want = "a 1-d sequence" if n is None else f"a 1-d sequence of {n} values (one per arrival)"
+        raise ValueError(f"{name}={_show(arr)}: must be {want}, got shape {arr.shape}")
+    return arr
+
+
+def _lengths(name: str, values, n: int) -> np.ndarray:
+    """Token lengths rounded to the nearest integer, each in ``[1, MAX_LENGTH]``."""
+    arr = _column(name, values, n)
+    if arr.size and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name}={_show(arr)}: token lengths must be finite")
+    arr = np.rint(arr)
+    if arr.size and not (arr.min() >= 1 and arr.max() <= MAX_LENGTH):
+        raise ValueError(f"{name}={_show(arr)}: token lengths must round to integers in "
+                         f"[1, {MAX_LENGTH}]")
+    return arr.astype(np.int64)
+
+
+def _integers(name: str, values, n: int, low: int | None = None) -> np.ndarray:
+    arr = _column(name, values, n)
+    if arr.size and not (np.all(np.isfinite(arr)) and np.all(arr == np.rint(arr))
+                         and np.abs(arr).max() <= MAX_LENGTH
+                         and (low is None or arr.min() >= low)):
+        rule = "integers" if low is None else f"integers >= {low}"
+        raise ValueError(f"{name}={_show(arr)}: must be {rule}")
+    return arr.astype(np.int64)
+
 
 @dataclass(frozen=True, eq=False)
 class Lengths:
@@ -49,8 +102,9 @@ class Lengths:
             raise ValueError(f"{self.name}={spec!r}: a length must be an int, a distribution "
                              "or samples")
         if isinstance(spec, int | np.integer):
-            if spec < 1:
-                raise ValueError(f"{self.name}={spec}: a fixed length must be an integer >= 1")
+            if not 1 <= spec <= MAX_LENGTH:
+                raise ValueError(f"{self.name}={spec}: a fixed length must be an integer in "
+                                 f"[1, {MAX_LENGTH}]")
         elif _is_frozen_distribution(spec):
             pass
         else:
@@ -60,8 +114,9 @@ class Lengths:
                     f"{self.name}: expected an int, a frozen scipy.stats distribution or a "
                     f"non-empty 1-d array of samples, got {type(spec).__name__}"
                 )
-            if not np.all(np.isfinite(arr)) or arr.min() < 1:
-                raise ValueError(f"{self.name}: empirical samples must be finite and >= 1")
+            if not np.all(np.isfinite(arr)) or arr.min() < 1 or arr.max() > MAX_LENGTH:
+                raise ValueError(f"{self.name}: empirical samples must be finite and in "
+                                 f"[1, {MAX_LENGTH}]")
             object.__setattr__(self, "spec", np.rint(arr).astype(np.int64))
 
     @property
@@ -106,12 +161,13 @@ class RequestClass:
     Parameters
     ----------
     prompt, output : int, frozen ``scipy.stats`` distribution, or array of samples
-        Prefill tokens (seed 000: ``l_j``) and decode tokens (seed 000: ``l'_j``).
+        Prefill tokens (Ao et al.: ``l_j``) and decode tokens (Ao et al.: ``l'_j``).
     rate : float
         Arrival rate ``λ_j`` per time unit (per slot for slotted arrivals).
     name : str, optional
     priority : int
-        Larger is more important (paying users of seed 002, static priorities of seed 004 §4).
+        Larger is more important (paying users of Bari et al., static priorities of Li, Dai,
+        Peng §4).
     """
 
     prompt: object
@@ -197,7 +253,7 @@ class Trace:
 
 @dataclass(frozen=True)
 class TimeVarying:
-    """Non-homogeneous Poisson arrivals by thinning (seed 000 §7.1, eq. 13).
+    """Non-homogeneous Poisson arrivals by thinning (Ao et al. §7.1, eq. 13).
 
     ``multiplier(t)`` scales every class rate at time ``t`` (a scalar, or an array with one
     entry per class); ``peak`` bounds it from above and is checked on every candidate.
@@ -219,7 +275,7 @@ class ExactPredictor:
 
 @dataclass(frozen=True)
 class RelativeInterval:
-    """``[floor((1-α)·o), ceil((1+α)·o)]``, clipped to at least 1 (seed 003 §6)."""
+    """``[floor((1-α)·o), ceil((1+α)·o)]``, clipped to at least 1 (Chen et al. §6)."""
 
     alpha: float
 
@@ -259,7 +315,7 @@ class Workload:
         ``poisson``: independent Poisson processes; ``deterministic``: class ``j`` arrives
         at ``1/λ_j, 2/λ_j, …``; ``bernoulli``: at most one class-``j`` arrival per slot with
         probability ``λ_j``; ``poisson-slot``: ``Poisson(λ_j)`` arrivals at the start of each
-        slot (seed 004's ``a_n``); ``TimeVarying``: Poisson with rate ``λ_j·multiplier(t)``.
+        slot (Li, Dai, Peng's ``a_n``); ``TimeVarying``: Poisson with rate ``λ_j·multiplier(t)``.
     predictor : callable ``(rng, output, cls) -> (lo, hi)``, default exact
     slot : float, the slot length for slotted arrivals
     """
@@ -302,30 +358,35 @@ class Workload:
 
     @property
     def token_rate(self) -> float:
-        """Offered token load ``Σ_j λ_j (m_p^j + m_d^j)`` per time unit (seed 004, eq. 2.7)."""
+        """Offered token load ``Σ_j λ_j (m_p^j + m_d^j)`` per time unit (Li, Dai, Peng, eq. 2.7)."""
         return float(sum(c.rate * (c.mean_prompt + c.mean_output) for c in self.classes))
 
     # ---- traces -----------------------------------------------------------------------------
     @classmethod
     def from_arrays(cls, arrival, prompt, output, cls_=None, *, lo=None, hi=None, priority=None):
-        """A workload that replays a recorded trace (``cls_`` is the class index per request)."""
-        arrival = np.asarray(arrival, dtype=float)
+        """A workload that replays a recorded trace (``cls_`` is the class index per request).
+
+        Lengths (``prompt``, ``output``, ``lo``, ``hi``) are token counts: real numbers are
+        rounded to the nearest integer, as :class:`RequestClass` rounds empirical samples, and
+        must then lie in ``[1, MAX_LENGTH]``; ``cls_`` and ``priority`` must be integers
+        (classes ``>= 0``). Every array must be 1-d with one entry per arrival.
+        """
+        arrival = _column("arrival", arrival, None)
         n = arrival.size
-        prompt = np.asarray(prompt, dtype=np.int64)
-        output = np.asarray(output, dtype=np.int64)
-        if prompt.shape != (n,) or output.shape != (n,):
-            raise ValueError("from_arrays: arrival, prompt and output must be 1-d of equal length")
-        if n and (prompt.min() < 1 or output.min() < 1):
-            raise ValueError("from_arrays: prompt and output lengths must be >= 1")
         if not np.all(np.isfinite(arrival)):
-            raise ValueError("from_arrays: arrival times must be finite")
-        c = np.zeros(n, np.int64) if cls_ is None else np.asarray(cls_, dtype=np.int64)
+            raise ValueError(f"arrival={_show(arrival)}: arrival times must be finite")
+        prompt = _lengths("prompt", prompt, n)
+        output = _lengths("output", output, n)
+        c = np.zeros(n, np.int64) if cls_ is None else _integers("cls_", cls_, n, low=0)
         order = np.argsort(arrival, kind="stable")
-        lo = output if lo is None else np.asarray(lo, dtype=np.int64)
-        hi = output if hi is None else np.asarray(hi, dtype=np.int64)
-        pr = np.zeros(n, np.int64) if priority is None else np.asarray(priority, dtype=np.int64)
-        if np.any(lo > output) or np.any(hi < output):
-            raise ValueError("from_arrays: need lo <= output <= hi for every request")
+        lo = output if lo is None else _lengths("lo", lo, n)
+        hi = output if hi is None else _lengths("hi", hi, n)
+        pr = np.zeros(n, np.int64) if priority is None else _integers("priority", priority, n)
+        bad = np.flatnonzero((lo > output) | (hi < output))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"lo, hi: need lo <= output <= hi for every request; request {i} "
+                             f"has lo={int(lo[i])}, output={int(output[i])}, hi={int(hi[i])}")
         k = int(c.max()) + 1 if n else 1
         span = float(arrival.max() - min(arrival.min(), 0.0)) if n else 1.0
         classes = []
@@ -360,7 +421,7 @@ class Workload:
         sharegpt_lengths`), drawn together so that their correlation is kept, or any length
         laws :class:`RequestClass` accepts. With ``load`` the rate is
         ``load / time_model.full_batch_time(m_p, m_d, token_budget)``: the fraction of the
-        saturated engine's capacity (seed 004, eq. 2.7: ``λ (m_p + m_d) t_b / b``).
+        saturated engine's capacity (Li, Dai, Peng, eq. 2.7: ``λ (m_p + m_d) t_b / b``).
         """
         if (rate is None) == (load is None):
             raise ValueError(f"rate={rate!r}, load={load!r}: give exactly one of them")
@@ -398,14 +459,20 @@ class Workload:
             raise ValueError("sample: give horizon or n_requests (or both)")
         if horizon is not None:
             check_positive("horizon", horizon)
-        if n_requests is not None and (int(n_requests) != n_requests or n_requests < 0):
-            raise ValueError(f"n_requests={n_requests}: must be a non-negative integer")
+        if n_requests is not None:
+            check_positive("n_requests", n_requests, allow_zero=True, integer=True)
+            if n_requests > MAX_REQUESTS:
+                raise ValueError(f"n_requests={n_requests}: more than MAX_REQUESTS = "
+                                 f"{MAX_REQUESTS:,} (about {_gigabytes(n_requests)} once "
+                                 "simulated)")
         if self._trace is not None:
             tr = self._trace
             if horizon is not None:
                 tr = tr.until(horizon)
             return tr if n_requests is None else tr.head(int(n_requests))
         rng = np.random.default_rng(seed)
+        if horizon is None and n_requests == 0:
+            return self._sample_until(rng, 0.0).head(0)
         if horizon is None:
             # enough horizon for n_requests with overwhelming probability, then cut
             lam = self.total_rate
@@ -414,12 +481,12 @@ class Workload:
             span = (n_requests + 10 * np.sqrt(n_requests) + 20) / lam
             if isinstance(self.arrivals, TimeVarying):
                 span /= max(1e-12, float(np.min(self.arrivals.multiplier(np.array([0.0])))))
-            tr = self._sample_until(rng, span)
+            tr = self._sample_until(rng, span, "n_requests", n_requests)
             while len(tr) < n_requests:
                 span *= 2
-                tr = self._sample_until(rng, span)
+                tr = self._sample_until(rng, span, "n_requests", n_requests)
             return tr.head(int(n_requests))
-        tr = self._sample_until(rng, horizon)
+        tr = self._sample_until(rng, horizon, "horizon", horizon)
         return tr if n_requests is None else tr.head(int(n_requests))
 
     def _arrival_times(self, rng, j: int, horizon: float) -> np.ndarray:
@@ -446,7 +513,26 @@ class Workload:
             raise ValueError(f"TimeVarying: multiplier leaves [0, peak={a.peak}]")
         return t[rng.random(n) * a.peak < mj]
 
-    def _sample_until(self, rng, horizon: float) -> Trace:
+    def expected_draws(self, horizon: float) -> float:
+        """How many values drawing arrivals over ``[0, horizon]`` takes, in expectation:
+        ``Σ_j λ_j × horizon`` requests (``× peak`` candidates for thinned arrivals), or the
+        number of slots for slotted arrivals if larger."""
+        lam = self.total_rate
+        if isinstance(self.arrivals, TimeVarying):
+            return lam * self.arrivals.peak * horizon
+        if self.arrivals in ("bernoulli", "poisson-slot"):
+            slots = horizon / self.slot + 1
+            return max(lam * self.slot * slots, slots)
+        return lam * horizon
+
+    def _sample_until(self, rng, horizon: float, name="horizon", value=None) -> Trace:
+        draws = self.expected_draws(horizon)
+        if not draws <= MAX_REQUESTS:
+            raise ValueError(
+                f"{name}={value if value is not None else horizon!r}: about {draws:.3g} "
+                f"requests (or arrival slots) to draw (total rate {self.total_rate:.4g} over "
+                f"{horizon:.4g} time units), more than MAX_REQUESTS = {MAX_REQUESTS:,} (about "
+                f"{_gigabytes(draws)} once simulated); shorten the horizon or raise the rates")
         parts = []
         for j, c in enumerate(self.classes):
             t = self._arrival_times(rng, j, horizon)

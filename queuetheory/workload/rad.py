@@ -1,4 +1,4 @@
-"""The SLAI evaluation workload of seed 002 (Table 1, L394–L400; spec ``rad_slai.md`` §6.6).
+"""The SLAI evaluation workload of Bari et al. (Table 1).
 
 Prompt and decode lengths are lognormal, each fitted to Table 1's median and P90
 (``σ_ln = ln(P90/median)/z_0.9``), drawn independently; ``L^D ≥ 1`` and the prompt is

@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import check_positive
-from .core import Trace
+from .core import MAX_LENGTH, Trace
 
 __all__ = ["read_trace", "mean_rate", "with_rate", "TraceFormat", "FORMATS", "TIME_UNITS"]
 
@@ -185,6 +185,7 @@ def _bad_rows(t, lengths: dict, mapping) -> tuple[np.ndarray, list]:
         mark(~np.isfinite(v), col, "is missing or not a number")
         mark(np.isfinite(v) & (v != np.floor(v)), col, "is not an integer token count")
         mark(np.isfinite(v) & (v < 0), col, "is negative (token counts must be >= 0)")
+        mark(np.isfinite(v) & (v > MAX_LENGTH), col, f"exceeds MAX_LENGTH = {MAX_LENGTH} tokens")
     good_t = np.where(bad, -np.inf, t)
     before = np.concatenate(([-np.inf], np.maximum.accumulate(good_t)[:-1]))
     mark(~bad & (t < before), mapping["arrival"],

@@ -1,0 +1,323 @@
+"""A bounded property-based fuzz of the public entry points: only documented outcomes.
+
+Every call must either return a result whose figures are finite and non-negative (NaN only
+for a figure over an empty set: latencies when nothing completed, TTFT when no first token
+was emitted, TBT when no request emitted two tokens), or raise a ``ValueError`` /
+``TypeError`` whose message names one of the call's parameters, or raise one of the
+project's own exceptions (:mod:`queuetheory.errors`). Anything else — an ``OverflowError``,
+a ``ZeroDivisionError``, an ``IndexError``, a ``MemoryError``, a bare numpy message — fails.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import queuetheory as qt
+from queuetheory.errors import QueueTheoryError
+
+# CI runs a fixed, bounded sample; QT_FUZZ_EXAMPLES=2000 explores more, at random
+_DEEP = int(os.environ.get("QT_FUZZ_EXAMPLES", "0"))
+FUZZ = settings(max_examples=_DEEP or 40, deadline=None, derandomize=not _DEEP, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+# the values a user may type: ordinary, boundary and absurd
+numbers = st.one_of(
+    st.integers(-2, 40),
+    st.floats(-1.0, 50.0, allow_nan=False),
+    st.sampled_from([0, 0.0, 1e-300, 1e17, 2**63, float("nan"), float("inf"), -float("inf")]),
+)
+lengths = st.one_of(st.integers(1, 30), st.sampled_from([0, -1, 2**40, 2**63]),
+                    st.floats(0.3, 30.0, allow_nan=False))
+rates = st.one_of(st.floats(0.0, 2.0, allow_nan=False), st.sampled_from([-1.0, float("nan"), 1e9]))
+
+
+def _names(message: str, names) -> bool:
+    return any(re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", message)
+               for n in names)
+
+
+def outcome(call, names):
+    """Run ``call``; return its value, or ``None`` after a documented exception."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return call()
+    except QueueTheoryError:
+        return None
+    except (ValueError, TypeError) as err:
+        assert _names(str(err), names), f"{type(err).__name__} naming no parameter: {err}"
+        return None
+
+
+NAN_WHEN = {
+    "mean_latency": "completed", "p50_latency": "completed", "p99_latency": "completed",
+    "mean_ttft": "first", "p99_ttft": "first", "mean_tbt": "gaps", "p99_tbt": "gaps",
+}
+
+
+def check_metrics(res):
+    m = res.metrics
+    req = res.requests
+    empty = {"completed": m["completed"] == 0, "first": req["ttft"].notna().sum() == 0,
+             "gaps": req["tbt_mean"].notna().sum() == 0}
+    for key, value in m.items():
+        v = float(value)
+        if math.isnan(v):
+            assert key in NAN_WHEN and empty[NAN_WHEN[key]], f"{key} is NaN: {m}"
+        else:
+            assert math.isfinite(v) and v >= 0, f"{key} = {value}: {m}"
+    assert m["completed"] <= m["arrived"]
+
+
+# ---- time models -------------------------------------------------------------------------
+TIME_NAMES = ["c", "a", "b0", "slot", "d0", "d1", "per_prefill", "per_decode", "b", "budget",
+              "time_model", "prefill_tokens", "decode_tokens"]
+
+
+@st.composite
+def time_models(draw):
+    kind = draw(st.sampled_from(["piecewise", "linear", "affine", "unit"]))
+    slot = draw(st.one_of(st.none(), numbers))
+    x, y, z = draw(numbers), draw(numbers), draw(numbers)
+    if kind == "piecewise":
+        return lambda: qt.PiecewiseLinearTime(x, y, z, slot)
+    if kind == "linear":
+        return lambda: qt.LinearMemoryTime(x, y, slot)
+    if kind == "affine":
+        return lambda: qt.AffineTokenTime(x, y, z, slot)
+    return lambda: qt.UnitTime(slot)
+
+
+# valid time models, so that the simulations run (absurd ones are test_time_models's)
+sane_time_models = st.sampled_from([
+    lambda: qt.UnitTime(), lambda: qt.PiecewiseLinearTime(2.0, 0.1, 8),
+    lambda: qt.PiecewiseLinearTime(1.0, 0.5, 0, slot=0.7), lambda: qt.LinearMemoryTime(0.5, 0.01),
+    lambda: qt.AffineTokenTime(1.0, 0.02, 0.05), lambda: qt.TiledGPUTime.illustrative(),
+])
+
+
+@FUZZ
+@given(time_models(), numbers, numbers, numbers)
+def test_time_models(make, b, prefill, decode):
+    tm = outcome(make, TIME_NAMES)
+    if tm is None:
+        return
+    for call in (lambda: tm.token_time(b), lambda: tm.full_batch_time(prefill, decode, b)):
+        out = outcome(call, TIME_NAMES)
+        assert out is None or (math.isfinite(out) and out >= 0)
+
+
+# ---- workloads -------------------------------------------------------------------------------
+WORKLOAD_NAMES = ["prompt", "output", "rate", "arrivals", "slot", "horizon", "n_requests",
+                  "arrival", "cls_", "lo", "hi", "priority", "classes", "peak"]
+
+
+@FUZZ
+@given(st.lists(st.tuples(lengths, lengths, rates), min_size=1, max_size=3),
+       st.sampled_from(["poisson", "deterministic", "bernoulli", "poisson-slot"]),
+       st.one_of(st.none(), numbers), st.one_of(st.none(), st.integers(-1, 60)))
+def test_workload_sampling(classes, arrivals, horizon, n):
+    def draw():
+        wl = qt.Workload([qt.RequestClass(p, o, r) for p, o, r in classes], arrivals=arrivals)
+        return wl.sample(horizon=horizon, n_requests=n, seed=0)
+
+    tr = outcome(draw, WORKLOAD_NAMES)
+    if tr is not None:
+        assert np.all(tr.prompt >= 1) and np.all(tr.output >= 1)
+        assert np.all(np.diff(tr.arrival) >= 0)
+
+
+@FUZZ
+@given(st.integers(0, 5).flatmap(lambda n: st.tuples(
+    st.lists(numbers, min_size=n, max_size=n), st.lists(lengths, min_size=n, max_size=n),
+    st.lists(lengths, min_size=n, max_size=n),
+    st.one_of(st.none(), st.lists(st.integers(-1, 3), min_size=n, max_size=n + 1)),
+    st.one_of(st.none(), st.lists(lengths, min_size=0, max_size=n)))))
+def test_from_arrays(args):
+    arrival, prompt, output, cls_, lo = args
+    wl = outcome(lambda: qt.Workload.from_arrays(arrival, prompt, output, cls_, lo=lo),
+                 WORKLOAD_NAMES)
+    if wl is not None:
+        tr = wl.sample()
+        assert len(tr) == len(arrival) and np.all(tr.prompt >= 1)
+
+
+# ---- simulate with every policy ------------------------------------------------------------
+def _policies(budget: int, n_classes: int) -> dict:
+    p = qt.policies
+    return {
+        "Sarathi": lambda: p.Sarathi(budget), "Orca": lambda: p.Orca(budget),
+        "VLLMVanilla": lambda: p.VLLMVanilla(budget),
+        "FasterTransformer": lambda: p.FasterTransformer(budget),
+        "FasterTransformer-request": lambda: p.FasterTransformer(budget, mode="request"),
+        "KFCFS": lambda: p.KFCFS(p.Sarathi(budget), budget, budget),
+        "StaticPriority": lambda: p.StaticPriority(budget, tuple(range(n_classes))),
+        "RAD": lambda: p.RAD((16, 16, 16)),
+        "CycleScheduler": lambda: p.CycleScheduler((16, 16, 16)),
+        "RequestLevel": lambda: p.RequestLevel(4), "SLAI": lambda: p.SLAI(budget),
+        "PrefillOnly": lambda: p.PrefillOnly(), "DecodeOnly": lambda: p.DecodeOnly(),
+        "HSF": lambda: p.HSF(), "AMax": lambda: p.AMax(), "ARandom": lambda: p.ARandom(),
+        "AMin": lambda: p.AMin(), "AEll": lambda: p.AEll(),
+        "AdaptiveRobust": lambda: p.AdaptiveRobust(),
+        "FCFSRestart": lambda: p.FCFSRestart(), "MCSF": lambda: p.MCSF(), "FCFS": lambda: p.FCFS(),
+        "AlphaProtection": lambda: p.AlphaProtection(0.2),
+    }
+
+
+POLICY_NAMES = sorted(_policies(8, 1))
+SIM_NAMES = WORKLOAD_NAMES + TIME_NAMES + [
+    "workload", "policy", "memory", "token_budget", "max_iterations", "first_token", "tile",
+    "thresholds", "classes"]
+
+
+def test_every_policy_is_fuzzed():
+    import inspect
+
+    exported = {n for n in qt.policies.__all__ if inspect.isclass(getattr(qt.policies, n))
+                and issubclass(getattr(qt.policies, n), qt.policies.Policy)}
+    assert exported - {"Policy"} <= {n.split("-")[0] for n in POLICY_NAMES} | {"WAIT",
+                                                                             "NestedWAIT"}
+
+
+@FUZZ
+@given(st.sampled_from(POLICY_NAMES + ["WAIT"]),
+       st.lists(st.tuples(st.integers(1, 12), st.integers(1, 12), st.floats(0.01, 0.6)),
+                min_size=1, max_size=2),
+       st.one_of(sane_time_models, time_models()), st.one_of(st.none(), st.integers(0, 300)),
+       st.one_of(st.none(), st.integers(0, 80)), st.integers(1, 80),
+       st.one_of(st.floats(1.0, 300.0), st.none()),
+       st.sampled_from(["prefill", "decode"]))
+def test_simulate_every_policy(name, classes, make_tm, memory, token_budget, budget, horizon,
+                               first_token):
+    tm = outcome(make_tm, TIME_NAMES)
+    if tm is None:
+        return
+    cls = [qt.RequestClass(p, o, r) for p, o, r in classes]
+    if name == "WAIT":
+        def make_policy():
+            return qt.policies.WAIT([1] * len(cls), cls)
+    else:
+        make_policy = _policies(budget, len(cls))[name]
+
+    def run():
+        return qt.simulate(qt.Workload(cls), make_policy(), tm, memory=memory,
+                           token_budget=token_budget, horizon=horizon,
+                           n_requests=None if horizon else 30, first_token=first_token,
+                           max_iterations=5000, seed=1)
+
+    res = outcome(run, SIM_NAMES)
+    if res is not None:
+        check_metrics(res)
+
+
+# ---- fluid, bounds, networks, CLI --------------------------------------------------------------
+ANALYTIC_NAMES = ["classes", "d0", "d1", "margin", "rule", "batch_limit", "b", "lam", "mp",
+                  "md", "m_p", "m_d", "workload", "time_model", "b_max", "thresholds", "rho",
+                  "K", "router", "priority", "prompt", "output", "rate"] + TIME_NAMES
+
+
+@FUZZ
+@given(st.lists(st.tuples(st.integers(1, 6), st.integers(1, 6), rates), min_size=1, max_size=3),
+       numbers, numbers, st.floats(0.0, 0.9))
+def test_fluid(classes, d0, d1, margin):
+    def build():
+        return [qt.RequestClass(p, o, r) for p, o, r in classes]
+
+    cls = outcome(build, ANALYTIC_NAMES)
+    if cls is None:
+        return
+    eq = outcome(lambda: qt.fluid.equilibrium(cls, d0=d0, d1=d1), ANALYTIC_NAMES)
+    if eq is not None:
+        assert eq.throughput >= eq.decode_throughput >= 0
+    n = outcome(lambda: qt.fluid.wait_thresholds(cls, d0, d1, margin=margin), ANALYTIC_NAMES)
+    if n is not None:
+        assert np.all(n >= 1)
+        cond = qt.fluid.wait_condition(n, cls, d0, d1)
+        assert cond.holds
+
+
+@FUZZ
+@given(time_models(), numbers, numbers, numbers, numbers)
+def test_bounds(make_tm, b, lam, mp, md):
+    tm = outcome(make_tm, TIME_NAMES)
+    if tm is None:
+        return
+    for call in (lambda: qt.bounds.token_capacity(tm, b),
+                 lambda: qt.bounds.max_rate(tm, b, warn=False).rate,
+                 lambda: qt.bounds.min_token_budget(lam, mp, md, tm),
+                 lambda: qt.bounds.max_stable_rate((mp, md), tm, b)):
+        out = outcome(call, ANALYTIC_NAMES)
+        assert out is None or (math.isfinite(out) and out >= 0)
+
+
+@FUZZ
+@given(st.sampled_from(["rybko_stolyar", "parallel", "two_type_engine", "fork_join"]),
+       numbers, st.sampled_from(["up", "down", None, "random", "round_robin", "bogus"]),
+       st.integers(-1, 5))
+def test_network_builders(builder, rho, choice, K):
+    n = qt.networks
+    calls = {"rybko_stolyar": lambda: n.rybko_stolyar(priority=choice, rho=rho),
+             "parallel": lambda: n.parallel(K, router=choice, rho=rho),
+             "two_type_engine": lambda: n.two_type_engine(choice, rho=rho),
+             "fork_join": lambda: n.fork_join(rho)}
+    net = outcome(calls[builder], ANALYTIC_NAMES)
+    if net is not None:
+        rep = outcome(lambda: n.stability_report(net), ANALYTIC_NAMES)
+        assert rep is None or rep.conditions is not None
+
+
+@FUZZ
+@given(st.sampled_from(["sarathi", "orca", "vllm", "fastertransformer", "bogus"]),
+       numbers, lengths, lengths, st.integers(-1, 600), numbers,
+       st.sampled_from(["unit", "45.5,0.30,64", "1,2", "x,y,z", "1,0.1,8"]))
+def test_cli_simulate(policy, rate, prompt, output, budget, horizon, time):
+    from queuetheory.cli import main
+
+    argv = ["simulate", "--policy", policy, "--rate", str(rate), "--prompt", str(prompt),
+            "--output", str(output), "--budget", str(budget), "--horizon", str(horizon),
+            "--time", time, "--json"]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert main(argv) == 0
+    except SystemExit as exit_:
+        assert isinstance(exit_.code, str) and exit_.code.startswith("queuetheory"), exit_.code
+
+
+@pytest.fixture(autouse=True)
+def _no_progress_output(capsys):
+    yield
+    capsys.readouterr()
+
+
+TRACE_NAMES = ["source", "format", "columns", "timestamp_unit", "time_unit", "window", "speedup",
+               "rate", "drop_bad", "zero_tokens", "arrival", "prompt", "output", "class"]
+cells = st.one_of(numbers, st.sampled_from(["x", None, "", "12"]))
+
+
+@FUZZ
+@given(st.integers(0, 6).flatmap(lambda n: st.tuples(*(st.lists(cells, min_size=n, max_size=n)
+                                                       for _ in range(3)))),
+       st.one_of(st.none(), st.sampled_from(["s", "ms", "us", "ns", "datetime", "days"])),
+       st.sampled_from(["s", "ms", "h"]), st.one_of(st.none(), numbers),
+       st.one_of(st.none(), st.tuples(numbers, numbers)), st.booleans(),
+       st.sampled_from(["drop", "clip", "keep"]))
+def test_read_trace(columns, timestamp_unit, time_unit, rate, window, drop_bad, zero_tokens):
+    import pandas as pd
+
+    arrival, prompt, output = columns
+    df = pd.DataFrame({"timestamp": arrival, "input_length": prompt, "output_length": output})
+    tr = outcome(lambda: qt.workload.read_trace(
+        df, timestamp_unit=timestamp_unit, time_unit=time_unit, rate=rate, window=window,
+        drop_bad=drop_bad, zero_tokens=zero_tokens), TRACE_NAMES)
+    if tr is not None:
+        assert np.all(np.isfinite(tr.arrival)) and np.all(np.diff(tr.arrival) >= 0)
+        assert np.all(tr.prompt >= 1) and np.all(tr.output >= 1)
