@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +36,7 @@ from scipy import optimize
 
 from .engine import simulate
 from .engine.conventions import check_first_token
-from .errors import check_positive
+from .errors import CensoredRunWarning, UnsupportedSettingError, check_positive
 from .stability import default_horizon, stability
 from .timing import (
     AffineTokenTime,
@@ -46,15 +47,24 @@ from .timing import (
     TimeModel,
     UnitTime,
 )
-from .workload import Workload
+from .workload import Trace, Workload
 from .workload.core import _PairedClass
+from .workload.traces import mean_rate, with_rate
 
 __all__ = ["bounds", "Bracket", "max_rate", "MaxRate", "goodput", "Goodput", "replicas",
-           "Replicas", "at_rate", "request_stats", "RequestStats", "vllm_unit_time_rate",
+           "Replicas", "at_rate", "replay", "request_stats", "RequestStats", "relaxation_time",
+           "vllm_unit_time_rate",
            "SLO_KEYS", "slo_attainment", "load_curve", "plot_capacity", "capacity_main"]
 
 #: The shortest probe of :func:`max_rate`, in lifetimes of a lone mean request.
 MIN_LIFETIMES = 50
+#: A probe of :func:`max_rate` spans at least this many relaxation times of the backlog
+#: (:func:`relaxation_time`): its tail (the last half) then holds ten blocks of about two
+#: relaxation times each, long enough for the batch means to be nearly independent.
+RELAXATION_RUNS = 40
+#: The most expected arrivals one probe of :func:`max_rate` runs by default (about 136 MB
+#: of request table, a few seconds for the bulk-rule schedulers on ShareGPT lengths).
+MAX_PROBE_REQUESTS = 500_000
 
 #: The latency targets :func:`goodput` and :func:`replicas` accept (time units of the model).
 SLO_KEYS = {
@@ -79,6 +89,8 @@ class RequestStats:
         ``"decode"``; ``o·p + o(o−1)/2`` under ``"prefill"``)
     peak : the largest KV footprint a request of the workload reaches (``p + o − 1`` under
         ``"prefill"``), over the law's support (quantile grid for distributions)
+    work2 : the second moment ``E[(p + d)²]`` of a request's tokens of compute (prompt and
+        output independent within a class unless the class draws them as pairs)
     """
 
     prompt: float
@@ -87,6 +99,7 @@ class RequestStats:
     work: float
     kv_area: float
     peak: int
+    work2: float
 
 
 def request_stats(workload, first_token: str = "prefill") -> RequestStats:
@@ -97,21 +110,47 @@ def request_stats(workload, first_token: str = "prefill") -> RequestStats:
     if w.sum() <= 0:
         w = np.ones(len(classes))
     w = w / w.sum()
-    area, peak = [], 0
+    area, square, peak = [], [], 0
     for c in classes:
         if isinstance(c, _PairedClass):
             p, o = c._prompt.spec.astype(float), c._output.spec.astype(float)
             d = o - emit
             area.append(float(np.mean((d + 1) * p + d * (d + 1) / 2)))
+            square.append(float(np.mean((p + d) ** 2)))
             peak = max(peak, int((p + o).max()) - emit)
         else:
             mp, mo, mo2 = c.mean_prompt, c.mean_output, c.output_moment(2)
             md, md2 = mo - emit, mo2 - 2 * emit * mo + emit
             area.append((md + 1) * mp + (md2 + md) / 2)
+            square.append(c._prompt.moment(2) + 2 * mp * md + md2)
             peak = max(peak, c.max_prompt + c.max_output - emit)
     mp = float(w @ [c.mean_prompt for c in classes])
     mo = float(w @ [c.mean_output for c in classes])
-    return RequestStats(mp, mo, mo - emit, mp + mo - emit, float(w @ area), int(peak))
+    return RequestStats(mp, mo, mo - emit, mp + mo - emit, float(w @ area), int(peak),
+                        float(w @ square))
+
+
+def relaxation_time(workload, rate: float, capacity: float,
+                    first_token: str = "prefill") -> float:
+    """The time scale on which the backlog of a queue at ``rate`` forgets its start.
+
+    Heavy-traffic approximation (Abate and Whitt, "Transient behavior of regulated Brownian
+    motion", 1987): near ``ρ = rate/capacity = 1`` the work in the system is a reflected
+    Brownian motion with drift ``−(1 − ρ)`` and variance ``λ E[S²]`` per unit time, ``S`` a
+    request's service time at full capacity (its tokens of compute over the token rate
+    ``capacity · E[work]``). Its mean approaches steady state on the scale
+    ``σ²/μ² = λ E[S²] / (1 − ρ)²``: what this returns. The stationary backlog, and the
+    excursions that batch means must average over, live on the same scale, so a run of a
+    few relaxation times is still filling up and reads as growth. Infinite at ``ρ ≥ 1``.
+    """
+    check_positive("rate", rate)
+    check_positive("capacity", capacity)
+    rho = rate / capacity
+    if rho >= 1:
+        return math.inf
+    st = request_stats(workload, first_token)
+    mean_square = st.work2 / (st.work ** 2 * capacity ** 2)
+    return rate * mean_square / (1 - rho) ** 2
 
 
 def _classes(workload):
@@ -134,6 +173,29 @@ def at_rate(workload: Workload, rate: float) -> Workload:
     classes = [dataclasses.replace(c, rate=c.rate * f) for c in workload.classes]
     return Workload(classes, arrivals=workload.arrivals, predictor=workload.predictor,
                     slot=workload.slot)
+
+
+def replay(trace: Trace, rate: float, horizon: float) -> Trace:
+    """``trace`` at the mean rate ``rate`` (:func:`~queuetheory.workload.traces.with_rate`:
+    every gap scaled by one factor, the burstiness kept), replayed end to end — copies one
+    mean gap apart — until ``horizon``: a production trace as long as a probe needs."""
+    check_positive("horizon", horizon)
+    tr = with_rate(trace, rate)
+    t = tr.arrival - tr.arrival[0]
+    period = float(t[-1]) + 1 / float(rate)
+    copies = max(1, math.ceil(horizon / period))
+    fields = {f: np.tile(getattr(tr, f), copies) for f in Trace.__dataclass_fields__}
+    fields["arrival"] = (t[None, :] + period * np.arange(copies)[:, None]).ravel()
+    return Trace(**fields).until(horizon)
+
+
+def _length_law(workload):
+    """The workload whose length law and rate the bounds read: a trace's (prompt, output)
+    pairs at its mean rate, or the workload itself."""
+    if isinstance(workload, Trace):
+        return Workload.from_lengths(workload.prompt, workload.output,
+                                     rate=mean_rate(workload))
+    return workload
 
 
 # ---- 1. the analytic bracket ------------------------------------------------------------------
@@ -224,9 +286,11 @@ def bounds(workload, time_model, *, token_budget, memory=None, policy=None,
     Bari et al.'s ``λ* = 1 / T̄^R`` (Theorems 1–2).
 
     An empty bracket (``violated``) names the bound broken at every rate: a request whose
-    KV peak exceeds ``memory``, or WAIT's ``M^π > memory``.
+    KV peak exceeds ``memory``, or WAIT's ``M^π > memory``. A recorded :class:`Trace`
+    stands for its (prompt, output) pairs at its mean rate.
     """
     first_token = check_first_token(first_token)
+    workload = _length_law(workload)
     if not isinstance(time_model, TimeModel):
         raise ValueError(f"time_model={time_model!r}: must be a queuetheory TimeModel")
     check_positive("token_budget", token_budget, integer=True)
@@ -388,7 +452,8 @@ class MaxRate:
         of the offered work, so no less is certain)
     probes : one row per probe: ``rate``, ``load`` (over the upper bound), ``verdict``,
         ``drift``/``drift_low``/``drift_high`` (relative to the offered work), ``horizon``,
-        ``rounds``, ``wall_s``
+        ``relaxation`` (:func:`relaxation_time` at that rate), ``rounds``, ``arrived`` and
+        ``unfinished`` (requests, all seeds of the last round), ``wall_s``
     bracket : the analytic :class:`Bracket`; ``binding`` its binding bound
     efficiency : ``rate`` over the analytic upper bound
     converged : whether the stable and unstable probes are within ``(1 + tol)/(1 − tol)``
@@ -423,6 +488,55 @@ class MaxRate:
                 f"{self.wall_s:.1f} s{'; ' + self.note if self.note else ''})")
 
 
+def _trace_verdict(trace, rate, policy, time_model, H, cap, level, tolerance, kw) -> dict:
+    """One probe of :func:`max_rate` on a production trace: :func:`replay` at ``rate`` up to
+    ``H`` (doubled while inconclusive, up to ``cap``), judged by
+    :func:`~queuetheory.metrics.growth_rate` (the rule of :func:`~queuetheory.stability`).
+
+    The replay is periodic (period ``P = n / rate``, the trace's ``n`` requests at the mean
+    rate), and so is a stable backlog: a tail cut mid-period reads the trace's own busy
+    hours as growth. ``H`` is therefore rounded up to a whole number of ``2·blocks``
+    periods, so that the tail (the last half) is a whole number of periods per block and
+    the periodic part cancels from both tests."""
+    from .metrics import growth_rate
+
+    blocks = 10                         # growth_rate's blocks; its tail is the last half
+    unit = 2 * blocks * len(trace) / rate
+    if unit > cap:
+        raise ValueError(
+            f"trace: {len(trace)} requests; a probe needs {2 * blocks} replays of it "
+            f"({2 * blocks * len(trace):.3g} requests), over max_probe_requests: give a "
+            "shorter stretch (trace.head(n) or read_trace(window=...)) or raise "
+            "max_probe_requests")
+    H = unit * math.ceil(H / unit * (1 - 1e-12))
+    t0, rounds = time.perf_counter(), 0
+    while True:
+        rounds += 1
+        with warnings.catch_warnings():     # an unstable run's backlog is the evidence here
+            warnings.simplefilter("ignore", CensoredRunWarning)
+            res = simulate(replay(trace, rate, H), policy, time_model, horizon=H, **kw)
+        g = growth_rate(res, level=level, tolerance=tolerance, blocks=blocks)
+        if g.verdict != "inconclusive" or 2 * H > cap:
+            break
+        H = 2 * H
+    rel = g.offered if g.offered > 0 else 1.0
+    return {"verdict": g.verdict, "drift": g.relative, "drift_low": g.ci_low / rel,
+            "drift_high": g.ci_high / rel, "horizon": H, "rounds": rounds,
+            "arrived": len(res.trace), "unfinished": int(res.engine.live.size),
+            "wall_s": time.perf_counter() - t0}
+
+
+def _refuse_unsupported(who: str, policy, memory, first_token) -> None:
+    """Refuse, before any bound or probe, a setting ``policy`` says it cannot run
+    (:meth:`~queuetheory.policies.Policy.supports`)."""
+    supports = getattr(policy, "supports", None)
+    reason = supports(memory=memory, first_token=first_token) if supports else None
+    if reason:
+        raise UnsupportedSettingError(
+            policy, f"memory={memory}, first_token={first_token!r} in qt.capacity.{who}",
+            reason)
+
+
 def _budget_of(policy, token_budget):
     b = token_budget if token_budget is not None else getattr(policy, "token_budget", None)
     if b is None:
@@ -435,17 +549,32 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
              tol: float = 0.01, seeds=(0,), first_token: str = "prefill",
              n_requests: int | None = None, max_horizon_factor: float = 4.0,
              tolerance: float = 0.03, level: float = 0.99, max_probes: int = 24,
+             max_probe_requests: float = MAX_PROBE_REQUESTS,
              bracket: Bracket | None = None) -> MaxRate:
     """The largest arrival rate at which ``policy`` is stable, by bisection on the rate.
 
-    The workload's length law is kept and its rate scaled (:func:`at_rate`). Each probe is
+    The workload's length law is kept and its rate scaled (:func:`at_rate`); a recorded
+    :class:`~queuetheory.workload.Trace` is replayed at each rate with its burstiness kept
+    (:func:`replay`, the verdict of :func:`~queuetheory.metrics.growth_rate` on the one
+    replay: ``seeds`` then only seed the policy). Each probe is
     judged by :func:`~queuetheory.stability` over ``seeds``, with its ``tolerance`` (default
     0.03, stability's own: a "stable" verdict at ``λ`` means the engine serves at least
     ``1 − tolerance`` of what arrives) and runs of stability's default horizon (4000
     arrivals or 200 lifetimes of a lone request, whichever is longer), or of ``n_requests``
     arrivals but at least ``MIN_LIFETIMES`` lone lifetimes (a shorter run is all warm-up
     and looks unstable); a run is doubled while inconclusive, up to ``max_horizon_factor``
-    times.
+    times. That first run settles a probe when it is ``stable`` (the fill-up from empty
+    only biases towards growth) or when the backlog surely grows faster than
+    ``tolerance`` of the offered work (the drift's lower bound above it: a stable queue's
+    fill-up rises at about ``σ/√H`` relative, ``σ² = λE[S²]``, far less at these lengths).
+    Otherwise the probe runs again for ``RELAXATION_RUNS`` relaxation times of the backlog
+    (:func:`relaxation_time`, ``λE[S²]/(1 − ρ)²`` with ``ρ`` the rate over the bracket's
+    upper bound), so that stability's tail lies past the fill-up and its blocks are longer
+    than the backlog's excursions; without it, ShareGPT's heavy-tailed lengths read as
+    growth at 0.96 of a bound Theorem 1(a) of Li, Dai, Peng proves stable. No probe draws
+    more than ``max_probe_requests`` expected arrivals (doublings included). A setting the
+    policy refuses (``Policy.supports``) raises
+    :class:`~queuetheory.errors.UnsupportedSettingError` before any probe.
 
     The search first checks the analytic value: the bracket's ``start`` (:func:`bounds`)
     times ``1 − tol`` and, below the upper bound, ``1 + tol``; when the first is stable and
@@ -463,6 +592,9 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     inconclusive unless the runs are long, and ``note`` says so.
     """
     t0 = time.perf_counter()
+    _refuse_unsupported("max_rate", policy, memory, check_first_token(first_token))
+    trace = workload if isinstance(workload, Trace) else None
+    workload = _length_law(workload)
     b = _budget_of(policy, token_budget)
     if not 0 < tol < 0.5:
         raise ValueError(f"tol={tol!r}: the relative precision must lie in (0, 0.5)")
@@ -470,7 +602,7 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     br = bracket or bounds(workload, time_model, token_budget=b, memory=memory,
                            policy=policy, first_token=first_token)
     cols = ["rate", "load", "verdict", "drift", "drift_low", "drift_high", "horizon",
-            "rounds", "wall_s"]
+            "relaxation", "rounds", "arrived", "unfinished", "wall_s"]
     if br.empty:
         return MaxRate(0.0, (0.0, 0.0), pd.DataFrame(columns=cols), br, 0.0, True, tol,
                        tolerance, time.perf_counter() - t0, br.violated)
@@ -482,13 +614,31 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
         wl = at_rate(workload, x)
         H = (default_horizon(wl, time_model) if n_requests is None
              else max(n_requests / x, MIN_LIFETIMES * lifetime))
-        v = stability(wl, policy, time_model, horizon=H, max_horizon=max_horizon_factor * H,
-                      seeds=seeds, level=level, tolerance=tolerance, memory=memory,
-                      token_budget=b, first_token=first_token)
-        rows.append({"rate": x, "load": x / br.upper, "verdict": v.verdict, "drift": v.drift,
-                     "drift_low": v.drift_interval[0], "drift_high": v.drift_interval[1],
-                     "horizon": v.horizon, "rounds": v.rounds, "wall_s": v.wall_s})
-        return v
+        relax = relaxation_time(workload, x, br.upper, first_token)
+        long = max(H, min(RELAXATION_RUNS * relax, max_probe_requests / x))
+        cap = max(long, min(max_horizon_factor * long, max_probe_requests / x))
+        kw = {"memory": memory, "token_budget": b, "first_token": first_token}
+        if trace is None:
+            def judge(h, most):
+                return stability(wl, policy, time_model, horizon=h, max_horizon=most,
+                                 seeds=seeds, level=level, tolerance=tolerance, **kw)
+
+            v, rounds, wall = judge(H, H if long > H else cap), 0, 0.0
+            clear = (v.verdict == "stable"
+                     or (v.verdict == "unstable" and v.drift_interval[0] > tolerance))
+            if long > H and not clear:
+                rounds, wall = v.rounds, v.wall_s
+                v = judge(long, cap)
+            row = {"verdict": v.verdict, "drift": v.drift, "drift_low": v.drift_interval[0],
+                   "drift_high": v.drift_interval[1], "horizon": v.horizon,
+                   "rounds": rounds + v.rounds, "arrived": int(v.runs["arrived"].sum()),
+                   "unfinished": int(v.runs["in_system_end"].sum()),
+                   "wall_s": wall + v.wall_s}
+        else:
+            H = long
+            row = _trace_verdict(trace, x, policy, time_model, H, cap, level, tolerance, kw)
+        rows.append({"rate": x, "load": x / br.upper, "relaxation": relax, **row})
+        return row
 
     lo, hi, unknown, served, note = None, None, [], None, ""
     width = (1 + tol) / (1 - tol) * (1 + 1e-12)   # the widest stable/unstable pair accepted
@@ -526,11 +676,11 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
                     x = served                       # the rate an overloaded run served
                 served = None
         v = probe(x)
-        if v.verdict == "stable":
+        if v["verdict"] == "stable":
             lo = x if lo is None else max(lo, x)
-        elif v.verdict == "unstable":
+        elif v["verdict"] == "unstable":
             hi = x if hi is None else min(hi, x)
-            served = x * (1 - max(v.drift, 0.0)) * (1 - tol)
+            served = x * (1 - max(v["drift"], 0.0)) * (1 - tol)
         else:
             unknown.append(x)
     probes = pd.DataFrame(rows, columns=cols)
@@ -641,14 +791,18 @@ def _window_run(workload, policy, time_model, rate, slo, *, n_requests, warmup, 
     to ``H + drain`` (the largest deadline of ``slo``, at least 20 lone lifetimes) with
     arrivals continuing, so the window's last requests meet the load they would in steady
     state."""
-    H = max(n_requests / rate, MIN_LIFETIMES * _lone_lifetime(workload, time_model))
+    lengths = _length_law(workload)
+    H = max(n_requests / rate, MIN_LIFETIMES * _lone_lifetime(lengths, time_model))
     drain = max([slo.get("latency", 0.0), slo.get("ttft", 0.0),
-                 20 * _lone_lifetime(workload, time_model)])
-    wl = at_rate(workload, rate)
+                 20 * _lone_lifetime(lengths, time_model)])
+    wl = (replay(workload, rate, H + drain) if isinstance(workload, Trace)
+          else at_rate(workload, rate))
     frames = []
     for s in seeds:
-        res = simulate(wl, policy, time_model, horizon=H + drain, seed=s, memory=memory,
-                       token_budget=b, first_token=first_token)
+        with warnings.catch_warnings():    # cut on purpose: the unfinished are counted
+            warnings.simplefilter("ignore", CensoredRunWarning)
+            res = simulate(wl, policy, time_model, horizon=H + drain, seed=s, memory=memory,
+                           token_budget=b, first_token=first_token, warmup=warmup * H)
         frames.append(res.requests)
     req = pd.concat(frames, ignore_index=True)
     return slo_attainment(req, slo, start=warmup * H, end=H)
@@ -664,10 +818,13 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
 
     ``slo`` maps keys of :data:`SLO_KEYS` to targets in the time model's unit (default
     ``{"ttft": 1.0, "tbt": 0.1}``): ``tbt`` bounds the request's largest gap between
-    tokens (a stream that never stalls longer), ``tpot`` its mean gap. Each probe simulates
-    ``n_requests`` arrivals per seed and judges those that arrive after the first ``warmup``
-    share of them (:func:`slo_attainment`; unfinished requests are misses, reported in
-    ``probes``). The search starts below the bracket's ``start``, walks up or down by
+    tokens (a stream that never stalls longer), ``tpot`` its mean gap. ``workload``: a
+    Workload (its rate scaled) or a recorded Trace (replayed at each rate with its
+    burstiness, :func:`replay`). Each probe simulates ``n_requests`` arrivals per seed
+    (``simulate(warmup=...)`` at the window's start) and judges those that arrive after the
+    first ``warmup`` share of them (:func:`slo_attainment`; unfinished requests are misses,
+    counted in ``probes`` instead of a :class:`~queuetheory.errors.CensoredRunWarning`:
+    the run is cut on purpose). The search starts below the bracket's ``start``, walks up or down by
     halving, then bisects until ``high / low − 1 ≤ tol``. When no probed rate meets the
     targets (down to 1/64 of the start), the result says so with the best attainment seen.
 
@@ -684,9 +841,10 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
         raise ValueError(f"warmup={warmup}: must lie in [0, 1)")
     check_positive("tol", tol)
     check_positive("n_requests", n_requests, integer=True)
+    _refuse_unsupported("goodput", policy, memory, check_first_token(first_token))
     b = _budget_of(policy, token_budget)
     seeds = tuple(int(s) for s in np.atleast_1d(seeds))
-    br = bracket or bounds(workload, time_model, token_budget=b, memory=memory,
+    br = bracket or bounds(_length_law(workload), time_model, token_budget=b, memory=memory,
                            policy=policy, first_token=first_token)
     cols = ["rate", "attainment", "requests", "met", "unfinished", "p50_latency",
             "p99_latency", "meets"]
@@ -797,12 +955,17 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
 
     t0 = time.perf_counter()
     check_positive("target_rate", target_rate)
+    if not isinstance(workload, Workload) or workload._trace is not None:
+        raise ValueError(f"workload={workload!r}: replicas splits a Workload that draws "
+                         "arrivals among engines; for a recorded trace give its length pairs "
+                         "(Workload.from_lengths(trace.prompt, trace.output, rate=...))")
     if router not in ROUTERS:
         raise ValueError(f"router={router!r}: must be one of {ROUTERS}")
     slo = _check_slo({"ttft": 1.0, "tbt": 0.1} if slo is None else slo)
     if not 0 < attainment <= 1:
         raise ValueError(f"attainment={attainment}: must lie in (0, 1]")
     check_positive("max_replicas", max_replicas, integer=True)
+    _refuse_unsupported("replicas", policy, None, "decode")
     b = _budget_of(policy, token_budget)
     seeds = tuple(int(s) for s in np.atleast_1d(seeds))
     br = bounds(workload, time_model, token_budget=b, policy=policy, first_token="decode")
@@ -951,10 +1114,10 @@ def _cli_parser():
     p.add_argument("--lengths", choices=("sharegpt", "fixed"), default="sharegpt",
                    help="request lengths: the shipped ShareGPT V3 pairs (default) or fixed")
     p.add_argument("--trace", metavar="FILE",
-                   help="take the (prompt, output) pairs of a production trace (.csv, "
-                        ".jsonl, .parquet; queuetheory.workload.read_trace) instead; arrivals "
-                        "stay Poisson, at the rates searched (the trace's burstiness is not "
-                        "kept)")
+                   help="a production trace (.csv, .jsonl, .parquet; "
+                        "queuetheory.workload.read_trace) instead: replayed at each rate "
+                        "searched with its arrival gaps scaled by one factor, so its "
+                        "burstiness is kept")
     p.add_argument("--format", help="the trace's format: azure, burstgpt, mooncake "
                    "(default: detected from its columns)")
     p.add_argument("--prompt", type=int, default=256, help="fixed prompt tokens")
@@ -986,8 +1149,7 @@ def capacity_main(argv) -> int:
     if a.trace is not None:
         from .workload import read_trace
 
-        trace = read_trace(a.trace, format=a.format)
-        wl = Workload.from_lengths(trace.prompt, trace.output, rate=1.0)
+        wl = read_trace(a.trace, format=a.format)
     elif a.lengths == "sharegpt":
         from .data import sharegpt_lengths
 

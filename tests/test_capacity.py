@@ -63,6 +63,26 @@ def test_at_rate_scales_every_class_and_keeps_the_lengths():
     assert out.mean_prompt == wl.mean_prompt and out.mean_output == wl.mean_output
 
 
+def test_work_second_moment_keeps_the_pairs():
+    """Paired lengths (10, 1) and (1, 10) under "decode": work 11 each, E[S²] = 121, which
+    independent prompt and output laws (E[S²] = 130.5 by hand) would overstate."""
+    paired = qt.Workload.from_lengths(np.array([10, 1]), np.array([1, 10]), rate=1.0)
+    assert cap.request_stats(paired, "decode").work2 == pytest.approx(121.0)
+    assert cap.request_stats(fixed(100, 50), "prefill").work2 == 149.0 ** 2
+
+
+def test_relaxation_time_is_the_heavy_traffic_scale():
+    """Fixed lengths: every request takes 1/capacity at full capacity, so the scale is
+    λ (1/c)² / (1 − λ/c)²; it grows without bound at ρ → 1."""
+    wl, c = fixed(100, 50), 30.0
+    for rho in (0.5, 0.9, 0.99):
+        lam = rho * c
+        assert cap.relaxation_time(wl, lam, c) == pytest.approx(lam / c**2 / (1 - rho) ** 2)
+    assert cap.relaxation_time(wl, c, c) == np.inf
+    with pytest.raises(ValueError, match="capacity"):
+        cap.relaxation_time(wl, 1.0, 0.0)
+
+
 # ---- the simulated boundary against the papers' closed forms ---------------------------------
 def test_sarathi_boundary_is_li_dai_peng_capacity():
     """Unit time, b = 64, (32, 32) tokens: b/t_b/(m_p + m_d) = 1 request per round."""
@@ -76,6 +96,28 @@ def test_sarathi_boundary_is_li_dai_peng_capacity():
     assert m.rate == pytest.approx(closed, rel=0.02)
     assert m.interval[0] < closed <= m.interval[1]
     assert (m.probes["verdict"] == "stable").any()
+
+
+def test_sarathi_on_sharegpt_reaches_its_compute_bound():
+    """Li, Dai, Peng's Theorem 1(a): Sarathi is stable below its token capacity whatever
+    the length law. On ShareGPT's heavy-tailed lengths the probes run for tens of
+    relaxation times, so the boundary found lies within 2 % of the bound and its interval
+    holds it (a probe of the default length reads the slow fill-up as growth)."""
+    prompt, output = qt.data.sharegpt_lengths()
+    wl = qt.Workload.from_lengths(prompt, output, rate=1.0)
+    m = cap.max_rate(wl, qt.policies.Sarathi(512), AFFINE)
+    upper = m.bracket.rate("compute")
+    assert m.rate == pytest.approx(upper, rel=0.02)
+    assert m.interval[0] < upper <= m.interval[1]
+    assert (m.probes["verdict"] != "unstable").all()
+
+
+def test_a_policy_refused_by_supports_is_named_before_any_probe():
+    wl, pol = fixed(), qt.policies.FasterTransformer(64, max_reqs=2, mode="request")
+    with pytest.raises(qt.errors.UnsupportedSettingError, match="qt.capacity.max_rate"):
+        cap.max_rate(wl, pol, qt.UnitTime(), memory=256)
+    with pytest.raises(qt.errors.UnsupportedSettingError, match="qt.capacity.goodput"):
+        cap.goodput(wl, pol, qt.UnitTime(), memory=256)
 
 
 def test_vanilla_vllm_boundary_is_lambda_star_in_unit_time():
@@ -174,6 +216,19 @@ def test_unfinished_requests_count_as_misses():
     assert cap.slo_attainment(req, {"tpot": 3.5}, start=0.0, end=10.0)["met"] == 2
 
 
+def test_an_overloaded_probe_counts_its_unfinished_instead_of_warning():
+    import warnings
+
+    wl, pol = fixed(), qt.policies.Sarathi(64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", qt.errors.CensoredRunWarning)
+        curve = cap.load_curve(wl, pol, qt.UnitTime(), [1.5], slo={"latency": 1e2},
+                               n_requests=500, first_token="decode")
+    row = curve.iloc[0]
+    assert row["unfinished"] > 0
+    assert row["met"] + row["unfinished"] <= row["requests"]
+
+
 # ---- replicas --------------------------------------------------------------------------------
 def test_replicas_needs_at_least_the_bound_and_meets_the_slo():
     wl, pol, tm = fixed(16, 16), qt.policies.Sarathi(64), qt.UnitTime()
@@ -220,7 +275,7 @@ def test_tiled_and_linear_memory_bounds_are_the_papers_capacities():
     assert br.binding == "memory"
 
 
-def test_cli_takes_the_length_pairs_of_a_trace(tmp_path, capsys):
+def test_cli_replays_a_trace(tmp_path, capsys):
     trace = tmp_path / "mooncake.jsonl"
     trace.write_text("".join(f'{{"timestamp": {100 * k}, "input_length": {12 + k % 3}, '
                              f'"output_length": {10 + k % 5}}}\n' for k in range(40)))
@@ -229,3 +284,49 @@ def test_cli_takes_the_length_pairs_of_a_trace(tmp_path, capsys):
                "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert rc == 0 and "mean prompt 13.0" in out
+
+
+# ---- production traces -----------------------------------------------------------------------
+def clumped_trace(n=400, clump=8, gap=8.0, prompt=32, output=32):
+    """Clumps of ``clump`` simultaneous requests every ``gap`` time units."""
+    arrival = np.repeat(np.arange(n // clump) * gap, clump)
+    k = arrival.size
+    return qt.workload.Trace(arrival, np.full(k, prompt), np.full(k, output),
+                             np.zeros(k, np.int64), np.full(k, output), np.full(k, output),
+                             np.zeros(k, np.int64))
+
+
+def test_replay_keeps_the_burstiness_and_the_pairs():
+    tr = qt.data.azure_trace("conv").head(500)
+    out = cap.replay(tr, 4.0, 400.0)
+    gaps, gaps0 = np.diff(out.arrival[:500]), np.diff(tr.arrival)
+    assert gaps / gaps0 == pytest.approx(np.full(499, gaps[0] / gaps0[0]))   # one factor
+    assert qt.workload.mean_rate(out.head(500)) == pytest.approx(4.0)
+    assert len(out) > 500 and out.arrival[-1] <= 400.0 and np.all(np.diff(out.arrival) >= 0)
+    assert np.array_equal(out.prompt[500:1000], tr.prompt[:len(out) - 500][:500])
+
+
+def test_max_rate_on_a_bursty_trace_reaches_the_token_capacity():
+    """Theorem 1(a) of Li, Dai, Peng holds for any arrivals of the right rate: clumps of 8
+    requests still reach b/t_b/(m_p + m_d) = 1 per round; goodput on the replay is below
+    it and its probes count the requests of the window."""
+    tr = clumped_trace()
+    pol, tm = qt.policies.Sarathi(64), qt.UnitTime()
+    br = cap.bounds(tr, tm, token_budget=64, policy=pol, first_token="decode")
+    assert br.upper == 1.0
+    m = cap.max_rate(tr, pol, tm, first_token="decode", tol=0.02, bracket=br)
+    assert m.rate == pytest.approx(1.0, rel=0.02) and m.interval[1] == 1.0
+    assert (m.probes["arrived"] > 0).all()
+    g = cap.goodput(tr, pol, tm, slo={"latency": 300.0}, first_token="decode", tol=0.05,
+                    n_requests=400, bracket=br)
+    assert g.met and g.rate <= 1.0
+    assert (g.probes["requests"] > 0).all()
+
+
+def test_a_trace_too_long_for_the_probe_budget_is_refused_with_the_way_out():
+    tr = clumped_trace()
+    with pytest.raises(ValueError, match="max_probe_requests"):
+        cap.max_rate(tr, qt.policies.Sarathi(64), qt.UnitTime(), first_token="decode",
+                     max_probe_requests=1000)
+    with pytest.raises(ValueError, match="Workload.from_lengths"):
+        cap.replicas(1.0, tr, qt.policies.Sarathi(64), qt.UnitTime())
