@@ -258,3 +258,29 @@ def test_static_priority_refuses_a_class_it_does_not_order():
                       qt.RequestClass(prompt=20, output=5, rate=1.0)])
     with pytest.raises(ValueError, match=r"misses classes \[1\]"):
         qt.simulate(wl, qt.policies.StaticPriority(64, [0]), qt.UnitTime(), n_requests=20)
+
+
+def test_column_log_rows_held_then_written_in_order(monkeypatch):
+    """Rows appended one by one (held, then written by column) and bulk writes interleave
+    in order, through several flushes and a growth of the columns."""
+    from queuetheory.engine.log import ColumnLog
+
+    monkeypatch.setattr(ColumnLog, "FLUSH", 3)
+    log = ColumnLog({"x": float, "k": np.int64}, capacity=4)
+    want_x, want_k = [], []
+    for i in range(11):
+        if i % 4 == 3:
+            log.extend(2, np.array([i + 0.5, i + 0.25]), i)
+            want_x += [i + 0.5, i + 0.25]
+            want_k += [i, i]
+        else:
+            log.append(i / 3, i * 7)
+            want_x.append(i / 3)
+            want_k.append(i * 7)
+        assert log.n == len(want_x)
+    assert log.column("x").tolist() == want_x
+    assert log.column("k").dtype == np.int64 and log.column("k").tolist() == want_k
+    log.append(1e-300, 2**62)
+    frame = log.frame()
+    assert frame["x"].iloc[-1] == 1e-300 and frame["k"].iloc[-1] == 2**62
+    assert len(frame) == len(want_x) + 1

@@ -224,8 +224,14 @@ class Engine:
         finished = np.sort(emitted[done])
         self.kv_total -= int(tab.kv(finished).sum())
         tab.finish[finished] = end
-        self.live = self.live[np.isnan(tab.finish[self.live])]
+        self._drop(finished)
         return finished
+
+    def _drop(self, finished):
+        """Remove the sorted ids ``finished`` from ``live`` (sorted too: ids are given in
+        arrival order)."""
+        live = self.live
+        self.live = np.delete(live, live.searchsorted(finished))
 
     def _stamp_tokens(self, rid, t, end):
         """Time stamps of the tokens ``rid`` emit at ``end``: first tokens, and the gaps
@@ -322,8 +328,9 @@ class Engine:
         finished = members[:done]
         tab.finish[finished] = ends[left[:done]]
         self.kv_total -= int(freed[done])
-        self.live = self.live[np.isnan(tab.finish[self.live])]
-        return float(ends[-1]), np.sort(finished)
+        finished = np.sort(finished)
+        self._drop(finished)
+        return float(ends[-1]), finished
 
     def _evict(self, rid):
         """Drop the KV cache of ``rid`` (:mod:`~queuetheory.engine.conventions`)."""

@@ -9,48 +9,71 @@ __all__ = ["ColumnLog", "TBTHistogram"]
 
 
 class ColumnLog:
-    """Rows appended one at a time into preallocated numpy columns (doubling on demand)."""
+    """Per-iteration records in numpy columns (doubling on demand).
+
+    ``append`` holds a row as a tuple (one list append on the engine's hot path); held rows
+    are written into the columns at once, by column, before any read or bulk write."""
+
+    FLUSH = 1 << 14
 
     def __init__(self, columns: dict, capacity: int = 4096):
         self._dtypes = dict(columns)
         self._cols = {k: np.empty(capacity, dtype=d) for k, d in self._dtypes.items()}
         self._names = tuple(self._dtypes)
-        self.n = 0
+        self._stored = 0
+        self._rows: list[tuple] = []
+
+    @property
+    def n(self) -> int:
+        return self._stored + len(self._rows)
 
     def append(self, *values):
-        if self.n == len(self._cols[self._names[0]]):
-            for k, a in self._cols.items():
-                self._cols[k] = np.concatenate([a, np.empty_like(a)])
-        i = self.n
-        for k, v in zip(self._names, values, strict=True):
-            self._cols[k][i] = v
-        self.n += 1
+        rows = self._rows
+        rows.append(values)
+        if len(rows) >= self.FLUSH:
+            self._flush()
+
+    def _flush(self):
+        rows = self._rows
+        if not rows:
+            return
+        self._rows = []
+        k = len(rows)
+        self._write(k, [np.array(c, dtype=self._dtypes[name])
+                        for name, c in zip(self._names, zip(*rows, strict=True), strict=True)])
 
     def extend(self, k: int, *columns):
         """Append ``k`` rows at once: each value an array of length ``k`` or a scalar."""
-        need = self.n + k
+        self._flush()
+        self._write(k, columns)
+
+    def _write(self, k, columns):
+        n = self._stored
+        need = n + k
         cap = len(self._cols[self._names[0]])
-        if not self.n and need > cap:       # a first bulk write: keep its arrays as they are
+        if not n and need > cap:       # a first bulk write: keep its arrays as they are
             self._cols = {name: (c if type(c) is np.ndarray and c.dtype == self._dtypes[name]
                                  and c.shape == (k,) else np.full(k, c, self._dtypes[name]))
                           for name, c in zip(self._names, columns, strict=True)}
-            self.n = need
+            self._stored = need
             return
         if need > cap:
             cap = max(2 * cap, need)
             for name, a in self._cols.items():
                 wider = np.empty(cap, dtype=a.dtype)
-                wider[: self.n] = a[: self.n]
+                wider[:n] = a[:n]
                 self._cols[name] = wider
         for name, c in zip(self._names, columns, strict=True):
-            self._cols[name][self.n: need] = c
-        self.n = need
+            self._cols[name][n:need] = c
+        self._stored = need
 
     def column(self, name: str) -> np.ndarray:
-        return self._cols[name][: self.n]
+        self._flush()
+        return self._cols[name][: self._stored]
 
     def frame(self) -> pd.DataFrame:
-        return pd.DataFrame({k: a[: self.n] for k, a in self._cols.items()})
+        self._flush()
+        return pd.DataFrame({k: a[: self._stored] for k, a in self._cols.items()})
 
 
 class TBTHistogram:
