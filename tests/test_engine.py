@@ -263,8 +263,6 @@ def test_static_priority_refuses_a_class_it_does_not_order():
 def test_column_log_rows_held_then_written_in_order(monkeypatch):
     """Rows appended one by one (held, then written by column) and bulk writes interleave
     in order, through several flushes and a growth of the columns."""
-    from queuetheory.engine.log import ColumnLog
-
     monkeypatch.setattr(ColumnLog, "FLUSH", 3)
     log = ColumnLog({"x": float, "k": np.int64}, capacity=4)
     want_x, want_k = [], []
