@@ -98,6 +98,8 @@ class TBTHistogram:
         self._size = 0
         self._gaps: list[float] = []       # single class: one shared gap per entry ...
         self._weights: list[int] = []      # ... and how many requests had it
+        self._shared: list[float] = []     # several classes: one shared gap per entry ...
+        self._sharers: list[np.ndarray] = []   # ... and the classes of the requests with it
 
     @property
     def counts(self) -> np.ndarray:
@@ -107,6 +109,14 @@ class TBTHistogram:
             self._held.append((np.zeros(gaps.size, np.int64), gaps,
                                np.array(self._weights, dtype=float)))
             self._gaps, self._weights = [], []
+        if self._shared:
+            sizes = [c.size for c in self._sharers]
+            bins = np.repeat(self._bins(np.array(self._shared)), sizes)
+            flat = np.concatenate(self._sharers) * self.width + bins
+            self._counts += np.bincount(flat, minlength=self._counts.size
+                                        ).reshape(self._counts.shape)
+            self._shared, self._sharers = [], []
+            self._size = 0
         if self._held:
             cls, gaps, weights = (np.concatenate(x) for x in zip(*self._held, strict=True))
             self._held, self._size = [], 0
@@ -134,9 +144,11 @@ class TBTHistogram:
             if len(self._gaps) >= self.FLUSH:
                 self.counts  # noqa: B018  (bins what is held)
             return
-        per_class = np.bincount(cls)
-        present = per_class.nonzero()[0]
-        self._hold(present, np.full(present.size, gap), per_class[present].astype(float))
+        self._shared.append(gap)
+        self._sharers.append(cls)
+        self._size += cls.size
+        if self._size >= self.FLUSH:
+            self.counts  # noqa: B018  (bins what is held)
 
     def add_counted(self, gaps: np.ndarray, counts: np.ndarray, cls: int = 0):
         """Gap ``gaps[j]`` once for each of ``counts[j]`` requests of class ``cls``."""

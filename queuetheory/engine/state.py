@@ -173,6 +173,15 @@ class State:
     def remaining_prefill(self) -> np.ndarray:
         return self.prefill_length - self.prefilled
 
+    def remaining_prefill_of(self, positions: np.ndarray) -> np.ndarray:
+        """``remaining_prefill[positions]``, gathering only those requests unless the whole
+        column is already at hand."""
+        whole = self.__dict__.get("remaining_prefill")
+        if whole is not None:
+            return whole[positions]
+        rid = self.rid[positions]
+        return self._t.prefill_length(rid) - self._t.prefilled[rid]
+
     @_lazy
     def remaining_output(self) -> np.ndarray:
         return self.output - self.decoded

@@ -58,7 +58,8 @@ class _TokenBudgetPolicy(Policy):
         return n_decode
 
     def _prefills(self, state, pre, budget, max_reqs, chunk=None):
-        return take_prefills(pre, state.remaining_prefill[pre], budget, max_reqs,
+        pre = pre[: max(budget, 0)]     # every candidate owes at least one prompt token
+        return take_prefills(pre, state.remaining_prefill_of(pre), budget, max_reqs,
                              self.chunk if chunk is None else chunk)
 
     def _finish(self, state, prefill, chunk, decode) -> Batch:
@@ -259,10 +260,10 @@ class StaticPriority(_TokenBudgetPolicy):
         # every prefill candidate owes at least one prompt token, every decode one token
         head = self.order == "fcfs" and state.memory is None
         in_decode = state.in_decode
+        phase = cls * 2 + in_decode         # one key for class and phase: 2k + in decode
         for k in self.class_order:
-            mine = cls == k
-            dec = np.flatnonzero(mine & in_decode)
-            pre = np.flatnonzero(mine & ~in_decode)
+            dec = np.flatnonzero(phase == 2 * k + 1)
+            pre = np.flatnonzero(phase == 2 * k)
             if head:
                 dec, pre = dec[:budget], pre[:budget]
             else:
