@@ -282,3 +282,28 @@ def test_column_log_rows_held_then_written_in_order(monkeypatch):
     frame = log.frame()
     assert frame["x"].iloc[-1] == 1e-300 and frame["k"].iloc[-1] == 2**62
     assert len(frame) == len(want_x) + 1
+
+
+def test_column_log_interleaved_writes_against_a_plain_list(monkeypatch):
+    """Random interleavings of rows and bulk writes (scalars and arrays, blocks before,
+    between and after rows, reads in between) store what a plain list of rows would."""
+    monkeypatch.setattr(ColumnLog, "FLUSH", 7)
+    rng = np.random.default_rng(3)
+    log = ColumnLog({"x": float, "k": np.int64}, capacity=5)
+    want = []
+    for _ in range(300):
+        u = rng.random()
+        if u < 0.6:
+            row = (float(rng.random()), int(rng.integers(1 << 40)))
+            log.append(*row)
+            want.append(row)
+        elif u < 0.95:
+            k = int(rng.integers(1, 6))
+            x, c = rng.random(k), int(rng.integers(100))
+            log.extend(k, x, c)
+            want += [(float(v), c) for v in x]
+        else:
+            assert log.column("k").tolist() == [r[1] for r in want]
+        assert log.n == len(want)
+    assert log.column("x").tolist() == [r[0] for r in want]
+    assert log.column("k").tolist() == [r[1] for r in want]

@@ -11,8 +11,9 @@ __all__ = ["ColumnLog", "TBTHistogram"]
 class ColumnLog:
     """Per-iteration records in numpy columns (doubling on demand).
 
-    ``append`` holds a row as a tuple (one list append on the engine's hot path); held rows
-    are written into the columns at once, by column, before any read or bulk write."""
+    Writes are held and stored together, column by column, before any read (or once many
+    are held): ``append`` holds a row as a tuple (one list append on the engine's hot path),
+    ``extend`` its columns as they are, at its place among the rows."""
 
     FLUSH = 1 << 14
 
@@ -22,10 +23,12 @@ class ColumnLog:
         self._names = tuple(self._dtypes)
         self._stored = 0
         self._rows: list[tuple] = []
+        self._blocks: list[tuple] = []     # (rows held before it, k, columns) of each extend
+        self._in_blocks = 0
 
     @property
     def n(self) -> int:
-        return self._stored + len(self._rows)
+        return self._stored + len(self._rows) + self._in_blocks
 
     def append(self, *values):
         rows = self._rows
@@ -33,38 +36,47 @@ class ColumnLog:
         if len(rows) >= self.FLUSH:
             self._flush()
 
-    def _flush(self):
-        rows = self._rows
-        if not rows:
-            return
-        self._rows = []
-        k = len(rows)
-        self._write(k, [np.array(c, dtype=self._dtypes[name])
-                        for name, c in zip(self._names, zip(*rows, strict=True), strict=True)])
-
     def extend(self, k: int, *columns):
         """Append ``k`` rows at once: each value an array of length ``k`` or a scalar."""
-        self._flush()
-        self._write(k, columns)
-
-    def _write(self, k, columns):
-        n = self._stored
-        need = n + k
-        cap = len(self._cols[self._names[0]])
-        if not n and need > cap:       # a first bulk write: keep its arrays as they are
+        if not self.n and k > len(self._cols[self._names[0]]):
+            # a first bulk write: keep its arrays as they are
             self._cols = {name: (c if type(c) is np.ndarray and c.dtype == self._dtypes[name]
                                  and c.shape == (k,) else np.full(k, c, self._dtypes[name]))
                           for name, c in zip(self._names, columns, strict=True)}
-            self._stored = need
+            self._stored = k
             return
+        self._blocks.append((len(self._rows), k, columns))
+        self._in_blocks += k
+        if self._in_blocks >= self.FLUSH:
+            self._flush()
+
+    def _flush(self):
+        rows, blocks = self._rows, self._blocks
+        if not rows and not blocks:
+            return
+        n, need = self._stored, self.n
+        self._rows, self._blocks, self._in_blocks = [], [], 0
+        cap = len(self._cols[self._names[0]])
         if need > cap:
             cap = max(2 * cap, need)
             for name, a in self._cols.items():
                 wider = np.empty(cap, dtype=a.dtype)
                 wider[:n] = a[:n]
                 self._cols[name] = wider
-        for name, c in zip(self._names, columns, strict=True):
-            self._cols[name][n:need] = c
+        at, ahead = [], n                # a block lands after the rows and blocks before it
+        for before, k, _ in blocks:
+            at.append(ahead + before)
+            ahead += k
+        if rows:
+            shift = np.zeros(len(rows) + 1, dtype=np.int64)
+            for before, k, _ in blocks:
+                shift[before] += k
+            dest = n + np.arange(len(rows)) + shift[:-1].cumsum()    # so does a row
+            for name, c in zip(self._names, zip(*rows, strict=True), strict=True):
+                self._cols[name][dest] = np.array(c, dtype=self._dtypes[name])
+        for start, (_, k, columns) in zip(at, blocks, strict=True):
+            for name, c in zip(self._names, columns, strict=True):
+                self._cols[name][start: start + k] = c
         self._stored = need
 
     def column(self, name: str) -> np.ndarray:
