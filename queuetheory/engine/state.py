@@ -50,12 +50,12 @@ class RequestTable:
         k = len(trace)
         if self.n + k > self._cap:
             self._grow(max(2 * self._cap, self.n + k))
-        ids = np.arange(self.n, self.n + k)
+        new = slice(self.n, self.n + k)
         for f in _STATIC:
-            getattr(self, f)[ids] = getattr(trace, f)
-        self.in_decode[ids] = self.prompt[ids] <= 0
+            getattr(self, f)[new] = getattr(trace, f)
+        self.in_decode[new] = self.prompt[new] <= 0
         self.n += k
-        return ids
+        return np.arange(new.start, new.stop)
 
     def set_progress(self, ids, prefilled, decoded=0) -> None:
         """Place requests part-way through: ``prefilled`` prompt and ``decoded`` output

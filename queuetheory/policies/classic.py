@@ -250,6 +250,7 @@ class StaticPriority(_TokenBudgetPolicy):
         index = [c for c in self.class_order if c >= 0]     # the engine's classes are >= 0
         self._known = np.zeros(max(index, default=-1) + 1, bool)
         self._known[index] = True
+        self._every_class = bool(self._known.all())
 
     def _schedule(self, state):
         budget, left = self.token_budget, self.max_reqs
@@ -280,7 +281,9 @@ class StaticPriority(_TokenBudgetPolicy):
 
     def _check_classes(self, cls):
         known = self._known
-        if cls.size and (cls.max() >= known.size or not known[cls].all()):
+        if not cls.size or (self._every_class and cls.max() < known.size):
+            return              # classes 0 … K-1 all listed, and the engine's are >= 0
+        if cls.max() >= known.size or not known[cls].all():
             unknown = (cls >= known.size) | ~known[np.minimum(cls, known.size - 1)]
             raise ValueError(f"class_order={self.class_order}: misses classes "
                              f"{sorted(set(cls[unknown].tolist()))} present in the system")
