@@ -307,3 +307,23 @@ def test_column_log_interleaved_writes_against_a_plain_list(monkeypatch):
         assert log.n == len(want)
     assert log.column("x").tolist() == [r[0] for r in want]
     assert log.column("k").tolist() == [r[1] for r in want]
+
+
+@pytest.mark.parametrize("class_order", [(0, 2), (2, 0, -1)])
+def test_static_priority_refuses_a_missing_class_when_it_lists_others(class_order):
+    wl = qt.Workload([qt.RequestClass(prompt=20, output=5, rate=1.0),
+                      qt.RequestClass(prompt=20, output=5, rate=1.0)])
+    with pytest.raises(ValueError, match=r"misses classes \[1\]"):
+        qt.simulate(wl, qt.policies.StaticPriority(64, class_order), qt.UnitTime(),
+                    n_requests=20)
+
+
+@pytest.mark.parametrize("finished", [[], [0], [3, 4, 9], [0, 17, 19], list(range(0, 20, 2))])
+def test_engine_drops_finished_requests_from_live(finished):
+    """A few finished requests (removed run by run) or many (by a mask) leave the others
+    in order."""
+    eng = Engine(qt.policies.Sarathi(8), qt.UnitTime())
+    eng.live = np.arange(20) * 3
+    gone = np.array(finished, dtype=np.int64) * 3
+    eng._drop(gone)
+    assert eng.live.tolist() == [i for i in range(0, 60, 3) if i not in set(gone.tolist())]
