@@ -72,13 +72,21 @@ def _total(a: np.ndarray) -> int:
 
 
 def _positions_ok(a: np.ndarray, n: int) -> bool:
-    return not a.size or (_increasing(a) and a[0] >= 0 and a[-1] < n)
+    """Positions in ``[0, n)``, none twice (in any order: a policy may list its classes
+    one after another)."""
+    if not a.size:
+        return True
+    if not _increasing(a):
+        a = np.sort(a)
+        if not _increasing(a):
+            return False
+    return a[0] >= 0 and a[-1] < n
 
 
 def _feasible_used(state, batch: Batch, budget, memory) -> int | None:
     """The memory after a feasible batch without evictions, or None when in doubt.
 
-    Sound but incomplete: it accepts only batches :func:`check_batch` accepts (sorted unique
+    Sound but incomplete: it accepts only batches :func:`check_batch` accepts (unique
     positions; a chunk ``1 <= c <= remaining`` puts a prefill member outside the decode part,
     so the two parts cannot overlap), in a few array operations.
     """

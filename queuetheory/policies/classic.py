@@ -263,6 +263,8 @@ class StaticPriority(_TokenBudgetPolicy):
         in_decode = state.in_decode
         phase = cls * 2 + in_decode         # one key for class and phase: 2k + in decode
         for k in self.class_order:
+            if budget <= 0 or left == 0:
+                break           # the higher classes filled the batch
             dec = np.flatnonzero(phase == 2 * k + 1)
             pre = np.flatnonzero(phase == 2 * k)
             if head:
