@@ -261,15 +261,17 @@ class StaticPriority(_TokenBudgetPolicy):
         # every prefill candidate owes at least one prompt token, every decode one token
         head = self.order == "fcfs" and state.memory is None
         in_decode = state.in_decode
-        phase = cls * 2 + in_decode         # one key for class and phase: 2k + in decode
+        decoding = in_decode.nonzero()[0]
+        decoding_cls = cls[decoding]
         for k in self.class_order:
             if budget <= 0 or left == 0:
                 break           # the higher classes filled the batch
-            dec = np.flatnonzero(phase == 2 * k + 1)
-            pre = np.flatnonzero(phase == 2 * k)
-            if head:
-                dec, pre = dec[:budget], pre[:budget]
+            dec = decoding[decoding_cls == k]
+            if head:            # the first `budget` prefills lie among the first
+                mine = np.flatnonzero(cls == k)[: budget + dec.size]   # budget + |dec|
+                dec, pre = dec[:budget], mine[~in_decode[mine]][:budget]
             else:
+                pre = np.flatnonzero((cls == k) & ~in_decode)
                 dec = ordered(state, dec, self.order)
                 pre = admissible(state, ordered(state, pre, self.order))
             d = take_decodes(dec, budget, left)
