@@ -40,6 +40,8 @@ POLICIES = {
     "vllm": lambda b: qt.policies.VLLMVanilla(b),
     "static": lambda b: qt.policies.StaticPriority(512, [0]),
     "ft": lambda b: qt.policies.FasterTransformer(512),
+    # (K_p, K_d)-FCFS around Sarathi, windows as wide as the budget
+    "kfcfs": lambda b: qt.policies.KFCFS(qt.policies.Sarathi(512), 512, 512),
     # Chen et al.'s and Jaillet et al.'s schedulers need --memory
     "amax": lambda b: qt.policies.AMax(),
     "amin": lambda b: qt.policies.AMin(),

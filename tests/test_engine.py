@@ -258,3 +258,72 @@ def test_static_priority_refuses_a_class_it_does_not_order():
                       qt.RequestClass(prompt=20, output=5, rate=1.0)])
     with pytest.raises(ValueError, match=r"misses classes \[1\]"):
         qt.simulate(wl, qt.policies.StaticPriority(64, [0]), qt.UnitTime(), n_requests=20)
+
+
+def test_column_log_rows_held_then_written_in_order(monkeypatch):
+    """Rows appended one by one (held, then written by column) and bulk writes interleave
+    in order, through several flushes and a growth of the columns."""
+    monkeypatch.setattr(ColumnLog, "FLUSH", 3)
+    log = ColumnLog({"x": float, "k": np.int64}, capacity=4)
+    want_x, want_k = [], []
+    for i in range(11):
+        if i % 4 == 3:
+            log.extend(2, np.array([i + 0.5, i + 0.25]), i)
+            want_x += [i + 0.5, i + 0.25]
+            want_k += [i, i]
+        else:
+            log.append(i / 3, i * 7)
+            want_x.append(i / 3)
+            want_k.append(i * 7)
+        assert log.n == len(want_x)
+    assert log.column("x").tolist() == want_x
+    assert log.column("k").dtype == np.int64 and log.column("k").tolist() == want_k
+    log.append(1e-300, 2**62)
+    frame = log.frame()
+    assert frame["x"].iloc[-1] == 1e-300 and frame["k"].iloc[-1] == 2**62
+    assert len(frame) == len(want_x) + 1
+
+
+def test_column_log_interleaved_writes_against_a_plain_list(monkeypatch):
+    """Random interleavings of rows and bulk writes (scalars and arrays, blocks before,
+    between and after rows, reads in between) store what a plain list of rows would."""
+    monkeypatch.setattr(ColumnLog, "FLUSH", 7)
+    rng = np.random.default_rng(3)
+    log = ColumnLog({"x": float, "k": np.int64}, capacity=5)
+    want = []
+    for _ in range(300):
+        u = rng.random()
+        if u < 0.6:
+            row = (float(rng.random()), int(rng.integers(1 << 40)))
+            log.append(*row)
+            want.append(row)
+        elif u < 0.95:
+            k = int(rng.integers(1, 6))
+            x, c = rng.random(k), int(rng.integers(100))
+            log.extend(k, x, c)
+            want += [(float(v), c) for v in x]
+        else:
+            assert log.column("k").tolist() == [r[1] for r in want]
+        assert log.n == len(want)
+    assert log.column("x").tolist() == [r[0] for r in want]
+    assert log.column("k").tolist() == [r[1] for r in want]
+
+
+@pytest.mark.parametrize("class_order", [(0, 2), (2, 0, -1)])
+def test_static_priority_refuses_a_missing_class_when_it_lists_others(class_order):
+    wl = qt.Workload([qt.RequestClass(prompt=20, output=5, rate=1.0),
+                      qt.RequestClass(prompt=20, output=5, rate=1.0)])
+    with pytest.raises(ValueError, match=r"misses classes \[1\]"):
+        qt.simulate(wl, qt.policies.StaticPriority(64, class_order), qt.UnitTime(),
+                    n_requests=20)
+
+
+@pytest.mark.parametrize("finished", [[], [0], [3, 4, 9], [0, 17, 19], list(range(0, 20, 2))])
+def test_engine_drops_finished_requests_from_live(finished):
+    """A few finished requests (removed run by run) or many (by a mask) leave the others
+    in order."""
+    eng = Engine(qt.policies.Sarathi(8), qt.UnitTime())
+    eng.live = np.arange(20) * 3
+    gone = np.array(finished, dtype=np.int64) * 3
+    eng._drop(gone)
+    assert eng.live.tolist() == [i for i in range(0, 60, 3) if i not in set(gone.tolist())]

@@ -72,13 +72,21 @@ def _total(a: np.ndarray) -> int:
 
 
 def _positions_ok(a: np.ndarray, n: int) -> bool:
-    return not a.size or (_increasing(a) and a[0] >= 0 and a[-1] < n)
+    """Positions in ``[0, n)``, none twice (in any order: a policy may list its classes
+    one after another)."""
+    if not a.size:
+        return True
+    if not _increasing(a):
+        a = np.sort(a)
+        if not _increasing(a):
+            return False
+    return a[0] >= 0 and a[-1] < n
 
 
 def _feasible_used(state, batch: Batch, budget, memory) -> int | None:
     """The memory after a feasible batch without evictions, or None when in doubt.
 
-    Sound but incomplete: it accepts only batches :func:`check_batch` accepts (sorted unique
+    Sound but incomplete: it accepts only batches :func:`check_batch` accepts (unique
     positions; a chunk ``1 <= c <= remaining`` puts a prefill member outside the decode part,
     so the two parts cannot overlap), in a few array operations.
     """
@@ -88,20 +96,26 @@ def _feasible_used(state, batch: Batch, budget, memory) -> int | None:
         return None
     if not (_positions_ok(pre, n) and _positions_ok(d, n)):
         return None
+    # the members' fields straight from the table (the state's columns gather every request)
+    tab, rid = state._t, state.rid
     chunk_sum = 0
     if pre.size == 1:
         chunk_sum = int(chunk[0])
-        if not 1 <= chunk_sum <= (int(state.prefill_length[pre[0]])
-                                  - int(state.prefilled[pre[0]])):
+        r = int(rid[pre[0]])
+        length = int(tab.prompt[r]) + (int(tab.recomputed[r]) if tab.recomputing else 0)
+        if not 1 <= chunk_sum <= length - int(tab.prefilled[r]):
             return None
     elif pre.size:
-        rem = state.prefill_length[pre] - state.prefilled[pre]
+        r = rid[pre]
+        rem = tab.prefill_length(r) - tab.prefilled[r]
         if np.count_nonzero(chunk < 1) or np.count_nonzero(chunk > rem):
             return None
         chunk_sum = int(chunk.sum())
-    if d.size and (np.count_nonzero(state.in_decode[d]) != d.size
-                   or np.count_nonzero(state.decoded[d] >= state.output[d])):
-        return None
+    if d.size:
+        r = rid[d]
+        if (np.count_nonzero(tab.in_decode[r]) != d.size
+                or np.count_nonzero(tab.decoded[r] >= tab.output[r])):
+            return None
     if budget is not None and chunk_sum + d.size > budget:
         return None
     used = state.memory_used + chunk_sum + int(d.size)

@@ -72,9 +72,9 @@ class Engine:
 
     def admit_until(self, t: float) -> None:
         """Admit the pre-loaded requests that arrived at or before ``t``."""
-        stop = int(np.searchsorted(self._arrival, t, side="right"))
+        stop = int(self._arrival.searchsorted(t, side="right"))
         if stop > self._pending:
-            self._admit(np.arange(self._pending, stop))
+            self._admit(np.arange(self._pending, stop), slice(self._pending, stop))
             self._pending = stop
 
     def next_arrival(self) -> float:
@@ -100,10 +100,12 @@ class Engine:
             self.kv_total += int(tab.kv(ids).sum())
         return ids
 
-    def _admit(self, ids):
+    def _admit(self, ids, rows=None):
+        """Admit ``ids`` (``rows``: the same ids as a slice of the table)."""
         t = self.table
-        self.work += int(t.prompt[ids].sum() + t.output[ids].sum())
-        self.live = np.concatenate([self.live, ids])
+        rows = ids if rows is None else rows
+        self.work += int(t.prompt[rows].sum()) + int(t.output[rows].sum())
+        self.live = np.concatenate((self.live, ids))
 
     # ---- one iteration ----------------------------------------------------------------------
     def state(self, t: float) -> State:
@@ -224,8 +226,24 @@ class Engine:
         finished = np.sort(emitted[done])
         self.kv_total -= int(tab.kv(finished).sum())
         tab.finish[finished] = end
-        self.live = self.live[np.isnan(tab.finish[self.live])]
+        self._drop(finished)
         return finished
+
+    def _drop(self, finished):
+        """Remove the sorted ids ``finished`` from ``live`` (sorted too: ids are given in
+        arrival order)."""
+        live = self.live
+        if finished.size > 8:
+            keep = np.ones(live.size, dtype=bool)
+            keep[live.searchsorted(finished)] = False
+            self.live = live[keep]
+            return
+        parts, start = [], 0                 # a few: the runs between them, copied once
+        for at in live.searchsorted(finished).tolist():
+            parts.append(live[start:at])
+            start = at + 1
+        parts.append(live[start:])
+        self.live = np.concatenate(parts)
 
     def _stamp_tokens(self, rid, t, end):
         """Time stamps of the tokens ``rid`` emit at ``end``: first tokens, and the gaps
@@ -308,7 +326,12 @@ class Engine:
             tab.tbt_max[members] = np.maximum(tab.tbt_max[members], longest[emitted - 1])
             tab.last_token[members] = ends[emitted]
             # member i closes the gaps of batches 2 … emitted[i]: gaps[0 : emitted[i] - 1]
-            self.tbt.add_intervals(gaps, np.zeros_like(emitted), emitted - 1, tab.cls[members])
+            if self.tbt.single:     # emitted ascends: gap g is closed by those with more
+                closed = emitted.size - (emitted - 1).searchsorted(steps[: k - 1] - 1, "right")
+                self.tbt.add_counted(gaps, closed)
+            else:
+                self.tbt.add_intervals(gaps, np.zeros_like(emitted), emitted - 1,
+                                       tab.cls[members])
         work = self.work - decodes.cumsum()
         self.log.extend(k, ends[:-1], durations, 0, 0, decodes, decodes, 0, memory,
                         self.live.size - gone, work)
@@ -322,8 +345,9 @@ class Engine:
         finished = members[:done]
         tab.finish[finished] = ends[left[:done]]
         self.kv_total -= int(freed[done])
-        self.live = self.live[np.isnan(tab.finish[self.live])]
-        return float(ends[-1]), np.sort(finished)
+        finished = np.sort(finished)
+        self._drop(finished)
+        return float(ends[-1]), finished
 
     def _evict(self, rid):
         """Drop the KV cache of ``rid`` (:mod:`~queuetheory.engine.conventions`)."""

@@ -9,48 +9,83 @@ __all__ = ["ColumnLog", "TBTHistogram"]
 
 
 class ColumnLog:
-    """Rows appended one at a time into preallocated numpy columns (doubling on demand)."""
+    """Per-iteration records in numpy columns (doubling on demand).
+
+    Writes are held and stored together, column by column, before any read (or once many
+    are held): ``append`` holds a row as a tuple (one list append on the engine's hot path),
+    ``extend`` its columns as they are, at its place among the rows."""
+
+    FLUSH = 1 << 14
 
     def __init__(self, columns: dict, capacity: int = 4096):
         self._dtypes = dict(columns)
         self._cols = {k: np.empty(capacity, dtype=d) for k, d in self._dtypes.items()}
         self._names = tuple(self._dtypes)
-        self.n = 0
+        self._stored = 0
+        self._rows: list[tuple] = []
+        self._blocks: list[tuple] = []     # (rows held before it, k, columns) of each extend
+        self._in_blocks = 0
+
+    @property
+    def n(self) -> int:
+        return self._stored + len(self._rows) + self._in_blocks
 
     def append(self, *values):
-        if self.n == len(self._cols[self._names[0]]):
-            for k, a in self._cols.items():
-                self._cols[k] = np.concatenate([a, np.empty_like(a)])
-        i = self.n
-        for k, v in zip(self._names, values, strict=True):
-            self._cols[k][i] = v
-        self.n += 1
+        rows = self._rows
+        rows.append(values)
+        if len(rows) >= self.FLUSH:
+            self._flush()
 
     def extend(self, k: int, *columns):
         """Append ``k`` rows at once: each value an array of length ``k`` or a scalar."""
-        need = self.n + k
-        cap = len(self._cols[self._names[0]])
-        if not self.n and need > cap:       # a first bulk write: keep its arrays as they are
+        if not self.n and k > len(self._cols[self._names[0]]):
+            # a first bulk write: keep its arrays as they are
             self._cols = {name: (c if type(c) is np.ndarray and c.dtype == self._dtypes[name]
                                  and c.shape == (k,) else np.full(k, c, self._dtypes[name]))
                           for name, c in zip(self._names, columns, strict=True)}
-            self.n = need
+            self._stored = k
             return
+        self._blocks.append((len(self._rows), k, columns))
+        self._in_blocks += k
+        if self._in_blocks >= self.FLUSH:
+            self._flush()
+
+    def _flush(self):
+        rows, blocks = self._rows, self._blocks
+        if not rows and not blocks:
+            return
+        n, need = self._stored, self.n
+        self._rows, self._blocks, self._in_blocks = [], [], 0
+        cap = len(self._cols[self._names[0]])
         if need > cap:
             cap = max(2 * cap, need)
             for name, a in self._cols.items():
                 wider = np.empty(cap, dtype=a.dtype)
-                wider[: self.n] = a[: self.n]
+                wider[:n] = a[:n]
                 self._cols[name] = wider
-        for name, c in zip(self._names, columns, strict=True):
-            self._cols[name][self.n: need] = c
-        self.n = need
+        at, ahead = [], n                # a block lands after the rows and blocks before it
+        for before, k, _ in blocks:
+            at.append(ahead + before)
+            ahead += k
+        if rows:
+            shift = np.zeros(len(rows) + 1, dtype=np.int64)
+            for before, k, _ in blocks:
+                shift[before] += k
+            dest = n + np.arange(len(rows)) + shift[:-1].cumsum()    # so does a row
+            for name, c in zip(self._names, zip(*rows, strict=True), strict=True):
+                self._cols[name][dest] = np.array(c, dtype=self._dtypes[name])
+        for start, (_, k, columns) in zip(at, blocks, strict=True):
+            for name, c in zip(self._names, columns, strict=True):
+                self._cols[name][start: start + k] = c
+        self._stored = need
 
     def column(self, name: str) -> np.ndarray:
-        return self._cols[name][: self.n]
+        self._flush()
+        return self._cols[name][: self._stored]
 
     def frame(self) -> pd.DataFrame:
-        return pd.DataFrame({k: a[: self.n] for k, a in self._cols.items()})
+        self._flush()
+        return pd.DataFrame({k: a[: self._stored] for k, a in self._cols.items()})
 
 
 class TBTHistogram:
@@ -75,6 +110,8 @@ class TBTHistogram:
         self._size = 0
         self._gaps: list[float] = []       # single class: one shared gap per entry ...
         self._weights: list[int] = []      # ... and how many requests had it
+        self._shared: list[float] = []     # several classes: one shared gap per entry ...
+        self._sharers: list[np.ndarray] = []   # ... and the classes of the requests with it
 
     @property
     def counts(self) -> np.ndarray:
@@ -84,6 +121,14 @@ class TBTHistogram:
             self._held.append((np.zeros(gaps.size, np.int64), gaps,
                                np.array(self._weights, dtype=float)))
             self._gaps, self._weights = [], []
+        if self._shared:
+            sizes = [c.size for c in self._sharers]
+            bins = np.repeat(self._bins(np.array(self._shared)), sizes)
+            flat = np.concatenate(self._sharers) * self.width + bins
+            self._counts += np.bincount(flat, minlength=self._counts.size
+                                        ).reshape(self._counts.shape)
+            self._shared, self._sharers = [], []
+            self._size = 0
         if self._held:
             cls, gaps, weights = (np.concatenate(x) for x in zip(*self._held, strict=True))
             self._held, self._size = [], 0
@@ -111,9 +156,11 @@ class TBTHistogram:
             if len(self._gaps) >= self.FLUSH:
                 self.counts  # noqa: B018  (bins what is held)
             return
-        per_class = np.bincount(cls)
-        present = per_class.nonzero()[0]
-        self._hold(present, np.full(present.size, gap), per_class[present].astype(float))
+        self._shared.append(gap)
+        self._sharers.append(cls)
+        self._size += cls.size
+        if self._size >= self.FLUSH:
+            self.counts  # noqa: B018  (bins what is held)
 
     def add_counted(self, gaps: np.ndarray, counts: np.ndarray, cls: int = 0):
         """Gap ``gaps[j]`` once for each of ``counts[j]`` requests of class ``cls``."""

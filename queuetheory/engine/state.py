@@ -50,12 +50,12 @@ class RequestTable:
         k = len(trace)
         if self.n + k > self._cap:
             self._grow(max(2 * self._cap, self.n + k))
-        ids = np.arange(self.n, self.n + k)
+        new = slice(self.n, self.n + k)
         for f in _STATIC:
-            getattr(self, f)[ids] = getattr(trace, f)
-        self.in_decode[ids] = self.prompt[ids] <= 0
+            getattr(self, f)[new] = getattr(trace, f)
+        self.in_decode[new] = self.prompt[new] <= 0
         self.n += k
-        return ids
+        return np.arange(new.start, new.stop)
 
     def set_progress(self, ids, prefilled, decoded=0) -> None:
         """Place requests part-way through: ``prefilled`` prompt and ``decoded`` output
@@ -172,6 +172,15 @@ class State:
     @_lazy
     def remaining_prefill(self) -> np.ndarray:
         return self.prefill_length - self.prefilled
+
+    def remaining_prefill_of(self, positions: np.ndarray) -> np.ndarray:
+        """``remaining_prefill[positions]``, gathering only those requests unless the whole
+        column is already at hand."""
+        whole = self.__dict__.get("remaining_prefill")
+        if whole is not None:
+            return whole[positions]
+        rid = self.rid[positions]
+        return self._t.prefill_length(rid) - self._t.prefilled[rid]
 
     @_lazy
     def remaining_output(self) -> np.ndarray:

@@ -220,6 +220,10 @@ class _Run:
             return
         cls = self.engines[j].table.cls[fin]
         jobs = self.job_of[j][fin]
+        if fin.size == 1 or not np.count_nonzero(cls != cls[0]):     # one class
+            node = self.local[j][cls[0]]
+            self.enter(next(iter(self.net.successors(node))), jobs, t)
+            return
         for c in np.unique(cls):
             node = self.local[j][c]
             self.enter(next(iter(self.net.successors(node))), jobs[cls == c], t)

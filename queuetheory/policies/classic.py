@@ -58,7 +58,8 @@ class _TokenBudgetPolicy(Policy):
         return n_decode
 
     def _prefills(self, state, pre, budget, max_reqs, chunk=None):
-        return take_prefills(pre, state.remaining_prefill[pre], budget, max_reqs,
+        pre = pre[: max(budget, 0)]     # every candidate owes at least one prompt token
+        return take_prefills(pre, state.remaining_prefill_of(pre), budget, max_reqs,
                              self.chunk if chunk is None else chunk)
 
     def _finish(self, state, prefill, chunk, decode) -> Batch:
@@ -249,6 +250,7 @@ class StaticPriority(_TokenBudgetPolicy):
         index = [c for c in self.class_order if c >= 0]     # the engine's classes are >= 0
         self._known = np.zeros(max(index, default=-1) + 1, bool)
         self._known[index] = True
+        self._every_class = bool(self._known.all())
 
     def _schedule(self, state):
         budget, left = self.token_budget, self.max_reqs
@@ -259,13 +261,17 @@ class StaticPriority(_TokenBudgetPolicy):
         # every prefill candidate owes at least one prompt token, every decode one token
         head = self.order == "fcfs" and state.memory is None
         in_decode = state.in_decode
+        decoding = in_decode.nonzero()[0]
+        decoding_cls = cls[decoding]
         for k in self.class_order:
-            mine = cls == k
-            dec = np.flatnonzero(mine & in_decode)
-            pre = np.flatnonzero(mine & ~in_decode)
-            if head:
-                dec, pre = dec[:budget], pre[:budget]
+            if budget <= 0 or left == 0:
+                break           # the higher classes filled the batch
+            dec = decoding[decoding_cls == k]
+            if head:            # the first `budget` prefills lie among the first
+                mine = np.flatnonzero(cls == k)[: budget + dec.size]   # budget + |dec|
+                dec, pre = dec[:budget], mine[~in_decode[mine]][:budget]
             else:
+                pre = np.flatnonzero((cls == k) & ~in_decode)
                 dec = ordered(state, dec, self.order)
                 pre = admissible(state, ordered(state, pre, self.order))
             d = take_decodes(dec, budget, left)
@@ -279,7 +285,9 @@ class StaticPriority(_TokenBudgetPolicy):
 
     def _check_classes(self, cls):
         known = self._known
-        if cls.size and (cls.max() >= known.size or not known[cls].all()):
+        if not cls.size or (self._every_class and cls.max() < known.size):
+            return              # classes 0 … K-1 all listed, and the engine's are >= 0
+        if cls.max() >= known.size or not known[cls].all():
             unknown = (cls >= known.size) | ~known[np.minimum(cls, known.size - 1)]
             raise ValueError(f"class_order={self.class_order}: misses classes "
                              f"{sorted(set(cls[unknown].tolist()))} present in the system")
