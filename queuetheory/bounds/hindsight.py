@@ -26,7 +26,13 @@ Two exact formulations solve the same program (``solver=``):
   intervals sharing the start variable: height ``s_i`` on ``[k_i, k_i + d_i)`` and height 1 on
   ``[k_i + j, k_i + d_i)`` for ``j = 1 … d_i − 1`` (at round ``t`` the covering ones sum to
   ``s_i + t − k_i``), all in one cumulative of capacity ``M``. The time-indexed rows are added
-  as a redundant linear relaxation (``k_i = Σ_k k x_{i,k}``) and MC-SF's schedule is the hint.
+  as a redundant linear relaxation (``k_i = Σ_k k x_{i,k}``) and MC-SF's schedule is the hint;
+* ``"cpsat-ti"`` — CP-SAT on the time-indexed Booleans ``x_{i,k}`` themselves (one
+  ``exactly_one`` per request, one linear memory row per round) after reduced-cost fixing:
+  the LP relaxation (value ``LP``, reduced costs ``r_{i,k}``) shows that every schedule with
+  ``x_{i,k} = 1`` costs at least ``LP + r_{i,k}``, so a start with ``LP + r_{i,k}`` above
+  MC-SF's TEL is dropped (no optimal schedule uses it); ``⌈LP⌉`` bounds the objective and
+  MC-SF's schedule is the hint.
 
 Both honour ``time_limit`` (the solver's own limit, less the model-building time) and report
 whether the optimum is proven and the relative gap ``(TEL − bound) / TEL``.
@@ -51,7 +57,7 @@ __all__ = ["HindsightResult", "hindsight_optimum", "hindsight_lower_bound",
            "hindsight_brute_force", "schedule_memory"]
 
 _MILP_SOLVERS = ("HIGHS", "SCIPY")
-SOLVERS = ("cpsat", "milp")
+SOLVERS = ("cpsat-ti", "cpsat", "milp")
 """The exact formulations of :func:`hindsight_optimum`; a cvxpy MILP solver name also works."""
 DEFAULT_SOLVER = "milp"
 
@@ -305,6 +311,66 @@ def _solve_cpsat(a, s, d, memory, grid, deadline, workers):
     return tel, starts, status, proven, tel if proven else solver.best_objective_bound + offset
 
 
+def _reduced_cost_fixing(a, s, d, memory, grid):
+    """LP bound and the time-indexed variables that may be 1 in a schedule with TEL ≤ MC-SF's.
+
+    With the LP's duals, any feasible ``x`` costs at least ``LP + r_v`` when ``x_v = 1``
+    (``r_v`` the reduced cost of ``x_v``); a variable is kept unless that exceeds the upper
+    bound (with a margin of half a round: keeping one too many is always safe)."""
+    prob, _ = _program(a, s, d, memory, grid, relax=True)
+    prob.solve(solver=_pick_solver(None, False))
+    assign, mem = prob.constraints[0], prob.constraints[1]
+    if prob.status != "optimal" or assign.dual_value is None:
+        return float(d.sum()), np.ones(grid[2].size, bool)
+    rows, cols = grid[2], grid[3]
+    cost = (cols + d[rows] - a[rows]).astype(float)
+    reduced = cost + assign.dual_value[rows] + grid[5].T @ mem.dual_value
+    return float(prob.value), prob.value + reduced <= grid[0] + 0.5
+
+
+def _solve_cpsat_ti(a, s, d, memory, grid, deadline, workers):
+    from ortools.sat.python import cp_model
+
+    upper, hint, rows, cols, horizon, mem = grid
+    lp, keep = _reduced_cost_fixing(a, s, d, memory, grid)
+    kept = np.flatnonzero(keep)
+    rows, cols = rows[kept], cols[kept]
+    mem = mem[:, kept].tocsr()
+    model = cp_model.CpModel()
+    x = [model.new_bool_var(f"x{v}") for v in range(kept.size)]
+    for i in range(a.size):
+        mine = np.flatnonzero(rows == i)
+        model.add_exactly_one(x[v] for v in mine)
+        for v in mine:
+            model.add_hint(x[v], int(cols[v] == hint[i]))
+    for t in range(horizon):
+        lo, hi = mem.indptr[t], mem.indptr[t + 1]
+        if mem.data[lo:hi].sum() > memory:
+            model.add(sum(int(w) * x[v] for w, v in zip(mem.data[lo:hi], mem.indices[lo:hi],
+                                                        strict=True)) <= memory)
+    start = [sum(int(cols[v]) * x[v] for v in np.flatnonzero(rows == i)) for i in range(a.size)]
+    for i, j in _twins(a, s, d):
+        model.add(start[i] <= start[j])
+    tel = sum(int(c) * x[v] for v, c in enumerate(cols + d[rows] - a[rows]))
+    model.add(tel >= math.ceil(lp - 1e-6))
+    model.minimize(tel)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = workers
+    limit = _remaining(deadline)
+    if limit is not None:
+        solver.parameters.max_time_in_seconds = limit
+    code = solver.solve(model)
+    starts = None
+    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        chosen = np.array([solver.boolean_value(v) for v in x])
+        starts = np.zeros(a.size, dtype=np.int64)
+        starts[rows[chosen]] = cols[chosen]
+    starts, tel = _better(starts, grid, a, d)
+    proven = code == cp_model.OPTIMAL
+    bound = solver.best_objective_bound if code != cp_model.UNKNOWN else lp
+    return tel, starts, "optimal" if proven else "time_limit", proven, tel if proven else bound
+
+
 def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limit,
            workers=1):
     start = time.perf_counter()
@@ -312,13 +378,16 @@ def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limi
     time_limit = _check_time_limit(time_limit)
     if isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or workers < 1:
         raise ValueError(f"workers={workers!r}: must be an integer >= 1")
-    name = "cpsat" if solver == "cpsat" and not relax else _pick_solver(solver, not relax)
+    cpsat = solver in ("cpsat", "cpsat-ti") and not relax
+    name = solver if cpsat else _pick_solver(solver, not relax)
     if a.size == 0:
         return HindsightResult(0.0, a, "optimal", 0.0, a, 0, 0.0, name, True, 0.0)
     grid = _grid(a, s, d, memory)
     deadline = None if time_limit is None else start + time_limit
     if name == "cpsat":
         out = _solve_cpsat(a, s, d, memory, grid, deadline, int(workers))
+    elif name == "cpsat-ti":
+        out = _solve_cpsat_ti(a, s, d, memory, grid, deadline, int(workers))
     else:
         out = _solve_cvxpy(a, s, d, memory, grid, name, relax, deadline)
     tel, starts, status, proven, bound = out
@@ -337,7 +406,8 @@ def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solve
     memory : KV capacity ``M`` (an integer)
     convention : ``"ip"`` (``d_i = o_i``, the IP's own) or ``"eq1"`` (``d_i = o_i + 1``)
     solver : ``"milp"`` (time-indexed MILP, HiGHS through cvxpy), ``"cpsat"`` (OR-Tools
-        CP-SAT, cumulative profile) or a cvxpy MILP solver name; default
+        CP-SAT, cumulative profile), ``"cpsat-ti"`` (CP-SAT on the time-indexed Booleans
+        after LP reduced-cost fixing) or a cvxpy MILP solver name; default
         :data:`DEFAULT_SOLVER`, chosen by ``benchmarks/jaillet2025_hindsight.py``
     time_limit : seconds, model building included; on a time-out ``proven`` is False, the
         schedule is the better of the solver's best and MC-SF's (both feasible) and ``gap``
@@ -352,8 +422,8 @@ def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solve
 def hindsight_lower_bound(arrival, prompt, output, memory, *, convention="ip", solver=None,
                           time_limit=None) -> HindsightResult:
     """The LP relaxation of :func:`hindsight_optimum`: ``total_latency`` ≤ the optimum."""
-    if solver == "cpsat":
-        raise ValueError("solver='cpsat': the LP relaxation needs an LP solver (a cvxpy name)")
+    if solver in ("cpsat", "cpsat-ti"):
+        raise ValueError(f"solver={solver!r}: the LP relaxation needs an LP solver (a cvxpy name)")
     return _solve(arrival, prompt, output, memory, convention, solver, True, time_limit)
 
 
