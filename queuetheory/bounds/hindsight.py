@@ -20,7 +20,8 @@ tiny instances by dynamic programming over rounds, independently of the MILP.
 Two exact formulations solve the same program (``solver=``):
 
 * ``"milp"`` — the time-indexed MILP above, HiGHS through cvxpy (or any cvxpy MILP solver
-  named directly, e.g. ``"SCIPY"``);
+  named directly, e.g. ``"SCIPY"``), on the start rounds that reduced-cost fixing leaves (see
+  ``"cpsat-ti"``) and with ``TEL ≥ ⌈LP⌉``;
 * ``"cpsat"`` — OR-Tools CP-SAT on integer start rounds ``k_i``. The growing profile
   ``s_i + t − k_i`` over rounds ``k_i … k_i + d_i − 1`` is split exactly into ``d_i`` fixed
   intervals sharing the start variable: height ``s_i`` on ``[k_i, k_i + d_i)`` and height 1 on
@@ -185,14 +186,17 @@ def _twins(a, s, d) -> list:
     return pairs
 
 
-def _program(a, s, d, memory, grid, relax: bool):
-    """The B.1 program as cvxpy data on ``grid``; returns (problem, x)."""
+def _program(a, s, d, memory, grid, relax: bool, floor=None):
+    """The B.1 program as cvxpy data on ``grid`` (TEL ≥ ``floor`` if given); returns
+    (problem, x)."""
     _, _, rows, cols, _, mem = grid
     nv = rows.size
     x = cp.Variable(nv, boolean=not relax, nonneg=relax)
     assign = sp.csr_matrix((np.ones(nv), (rows, np.arange(nv))), shape=(a.size, nv))
     cost = (cols + d[rows] - a[rows]).astype(float)
     cons = [assign @ x == 1, mem @ x <= memory]
+    if floor is not None:
+        cons.append(cost @ x >= floor)
     if relax:
         cons.append(x <= 1)
     else:
@@ -221,7 +225,12 @@ def _remaining(deadline):
 
 
 def _solve_cvxpy(a, s, d, memory, grid, name, relax, deadline):
-    prob, x = _program(a, s, d, memory, grid, relax)
+    floor = None
+    if not relax:                   # the MILP on the starts reduced-cost fixing leaves
+        lp, keep = _reduced_cost_fixing(a, s, d, memory, grid)
+        grid = grid[:2] + (grid[2][keep], grid[3][keep], grid[4], grid[5][:, keep])
+        floor = math.ceil(lp - 1e-6)
+    prob, x = _program(a, s, d, memory, grid, relax, floor)
     rows, cols = grid[2], grid[3]
     limit = _remaining(deadline)
     opts = {}
