@@ -13,7 +13,7 @@ from queuetheory.bounds import (
 from queuetheory.policies.kvcache import durations, mcsf_schedule
 
 
-@pytest.mark.parametrize("solver", ["milp", "cpsat"])
+@pytest.mark.parametrize("solver", ["milp", "cpsat", "cpsat-ti"])
 @pytest.mark.parametrize("convention", ["ip", "eq1"])
 def test_exact_solvers_equal_dynamic_program_on_tiny_instances(convention, solver):
     rng = np.random.default_rng(5)
@@ -62,14 +62,14 @@ def test_formulations_agree_on_random_instances_up_to_twelve(seed):
         s, o = rng.integers(0, 4, n), rng.integers(1, 8, n)
         M = int(rng.integers(14, 24))
         res = [hindsight_optimum(a, s, o, M, solver=name, time_limit=120)
-               for name in ("milp", "cpsat")]
+               for name in ("milp", "cpsat", "cpsat-ti")]
         assert all(r.proven for r in res), [r.status for r in res]
         assert len({r.total_latency for r in res}) == 1
         for r in res:
             assert np.all(r.starts >= a) and schedule_memory(r.starts, s, o).max() <= M
 
 
-@pytest.mark.parametrize("solver", ["milp", "cpsat"])
+@pytest.mark.parametrize("solver", ["milp", "cpsat", "cpsat-ti"])
 def test_time_limit_is_honoured_and_gap_reported(solver):
     rng = np.random.default_rng(0)
     o = rng.integers(2, 16, 24)
@@ -112,6 +112,8 @@ def test_bad_solver_and_convention():
         hindsight_optimum([0], [1], [1], 5, solver="NOPE")
     with pytest.raises(ValueError, match="solver='cpsat'"):
         hindsight_lower_bound([0], [1], [1], 5, solver="cpsat")
+    with pytest.raises(ValueError, match="solver='cpsat-ti'"):
+        hindsight_lower_bound([0], [1], [1], 5, solver="cpsat-ti")
     with pytest.raises(ValueError, match="workers=0"):
         hindsight_optimum([0], [1], [1], 5, solver="cpsat", workers=0)
     with pytest.raises(ValueError, match="convention"):
