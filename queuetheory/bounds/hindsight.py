@@ -272,6 +272,29 @@ def _gap(tel, bound, d) -> float:
     return max(tel - bound, 0.0) / max(tel, 1.0)
 
 
+def _add_memory_rows(model, x, mem, horizon, memory):
+    """The time-indexed memory rows ``Σ_v mem[t, v] x_v ≤ M`` on CP-SAT Booleans ``x``, one
+    per round ``t < horizon`` (``mem`` in CSR), leaving out rounds that cannot overflow."""
+    for t in range(horizon):
+        lo, hi = mem.indptr[t], mem.indptr[t + 1]
+        if mem.data[lo:hi].sum() > memory:
+            model.add(sum(int(w) * x[v] for w, v in zip(mem.data[lo:hi], mem.indices[lo:hi],
+                                                        strict=True)) <= memory)
+
+
+def _run_cpsat(model, workers, deadline):
+    """Solve ``model`` with ``workers`` threads within what is left before ``deadline``;
+    return the solver (for values and bounds) and its status code."""
+    from ortools.sat.python import cp_model
+
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = workers
+    limit = _remaining(deadline)
+    if limit is not None:
+        solver.parameters.max_time_in_seconds = limit
+    return solver, solver.solve(model)
+
+
 def _solve_cpsat(a, s, d, memory, grid, deadline, workers):
     from ortools.sat.python import cp_model
 
@@ -295,22 +318,13 @@ def _solve_cpsat(a, s, d, memory, grid, deadline, workers):
         model.add_exactly_one(x[v] for v in mine)
         model.add(k[i] == sum(int(cols[v]) * x[v] for v in mine))
     mem = mem.tocsr()
-    for t in range(horizon):
-        lo, hi = mem.indptr[t], mem.indptr[t + 1]
-        if mem.data[lo:hi].sum() > memory:
-            model.add(sum(int(w) * x[v] for w, v in zip(mem.data[lo:hi], mem.indices[lo:hi],
-                                                        strict=True)) <= memory)
+    _add_memory_rows(model, x, mem, horizon, memory)
     for i, j in _twins(a, s, d):
         model.add(k[i] <= k[j])
     for i in range(n):
         model.add_hint(k[i], int(hint[i]))
     model.minimize(sum(k))
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = workers
-    limit = _remaining(deadline)
-    if limit is not None:
-        solver.parameters.max_time_in_seconds = limit
-    code = solver.solve(model)
+    solver, code = _run_cpsat(model, workers, deadline)
     offset = float((d - a).sum())
     starts = (np.array([solver.value(v) for v in k], dtype=np.int64)
               if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None)
@@ -352,23 +366,14 @@ def _solve_cpsat_ti(a, s, d, memory, grid, deadline, workers):
         model.add_exactly_one(x[v] for v in mine)
         for v in mine:
             model.add_hint(x[v], int(cols[v] == hint[i]))
-    for t in range(horizon):
-        lo, hi = mem.indptr[t], mem.indptr[t + 1]
-        if mem.data[lo:hi].sum() > memory:
-            model.add(sum(int(w) * x[v] for w, v in zip(mem.data[lo:hi], mem.indices[lo:hi],
-                                                        strict=True)) <= memory)
+    _add_memory_rows(model, x, mem, horizon, memory)
     start = [sum(int(cols[v]) * x[v] for v in np.flatnonzero(rows == i)) for i in range(a.size)]
     for i, j in _twins(a, s, d):
         model.add(start[i] <= start[j])
     tel = sum(int(c) * x[v] for v, c in enumerate(cols + d[rows] - a[rows]))
     model.add(tel >= math.ceil(lp - 1e-6))
     model.minimize(tel)
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = workers
-    limit = _remaining(deadline)
-    if limit is not None:
-        solver.parameters.max_time_in_seconds = limit
-    code = solver.solve(model)
+    solver, code = _run_cpsat(model, workers, deadline)
     starts = None
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         chosen = np.array([solver.boolean_value(v) for v in x])
