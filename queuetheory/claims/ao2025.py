@@ -221,15 +221,11 @@ def _balance(quick: bool) -> Outcome:
                    note="A misprint: the balance holds as (d0 + d1M*)λ_j(l'_j+1) = n_j* "
                         "(arrivals per iteration = completions = prompts in the last stage); "
                         "eq. (6) and everything built on it stand.",
-                   plot=lambda ax: _plot_balance(ax, lams, curves))
-
-
-def _plot_balance(ax, lams, curves):
-    for i, (name, y) in enumerate(curves.items()):
-        ax.plot(lams, y, label=name, **{**series_style(i), "marker": None})
-    finish(ax, title="L186's balance against eq. (6): fluid memory M* (l = l' = 1, "
-           "d0 = d1 = 0.1)", xlabel="arrival rate λ (requests per time unit)",
-           ylabel="M* (tokens)", logy=True)
+                   plot=lambda ax: lines(
+                       ax, lams, curves, title="The printed balance against eq. (6): fluid "
+                       "memory M* (l = l' = 1, d0 = d1 = 0.1)",
+                       xlabel="arrival rate λ (requests per time unit)", ylabel="M* (tokens)",
+                       logx=False, logy=True, markers=False))
 
 
 # ---- Propositions 1-5 ----------------------------------------------------------------------
@@ -354,7 +350,7 @@ def _theorem1(quick: bool) -> Outcome:
 
 
 @claim("ao2025.theorem1_per_type",
-       statement="L316: type-j latency and TTFT are O(1) whenever ΔT < n_j/λ_j for that type, "
+       statement="Type-j latency and TTFT are O(1) whenever ΔT < n_j/λ_j for that type, "
                  "regardless of the other types.",
        expected="confirmed",
        convention=CHAIN,
@@ -378,7 +374,7 @@ def _theorem1_per_type(quick: bool) -> Outcome:
                         "batch takes the full ΔT (n = (1,1), ao2025.theorem1).",
                    plot=lambda ax: lines(
                        ax, Ts, {"type 1 (strict)": Q[:, 0], "type 2 (critical)": Q[:, 1]},
-                       title="L316: per-type stage-0 queues of WAIT, n = (5, 4)",
+                       title="Per-type stage-0 queues of WAIT, n = (5, 4)",
                        xlabel="horizon T (model units)", ylabel="mean queue (prompts)",
                        logx=True))
 
@@ -598,17 +594,14 @@ def _theta_printed(quick: bool) -> Outcome:
                           f"(n_{{j−1}} ≤ {limit}, p on a 1/20 grid): {not proved_fails}",
                    data={"n_prev": n_prev, "n": n, "p": p, "theta": th,
                          "proved_bound_failures": proved_fails},
-                   note="A misprint: the bound proved at L1316 has denominator n_{j−1}, not n_j. "
-                        "Theorems 2 and 4 use θ_j itself in the memory bound (12)/(15), so "
-                        "they stand; only the displayed lower bound on θ_j is wrong.",
-                   plot=lambda ax: _plot_theta(ax, ns, curves))
-
-
-def _plot_theta(ax, ns, curves):
-    for i, (name, y) in enumerate(curves.items()):
-        ax.plot(ns, y, label=name, **series_style(i))
-    finish(ax, title="θ_j against its printed and proved lower bounds (n_{j−1} = 10, p = 0.5)",
-           xlabel="n_j (prompts per stage)", ylabel="θ_j (1/token)", logy=False)
+                   note="A misprint: the bound proved in the appendix has denominator "
+                        "n_{j−1}, not n_j. Theorems 2 and 4 use θ_j itself in the memory bound "
+                        "(12)/(15), so they stand; only the displayed lower bound on θ_j is "
+                        "wrong.",
+                   plot=lambda ax: lines(
+                       ax, ns, curves, title="θ_j against its printed and proved lower bounds "
+                       "(n_{j−1} = 10, p = 0.5)", xlabel="n_j (prompts per stage)",
+                       ylabel="θ_j (1/token)", logx=False, logy=False))
 
 
 @claim("ao2025.lemma8",
@@ -774,7 +767,7 @@ def _paper_thresholds(quick: bool) -> Outcome:
                    plot=lambda ax: bars(
                        ax, {"n_{i+1}/n_i (thresholds)": dict(enumerate(map(float, ratios))),
                             "p_i (continuation)": dict(enumerate(map(float, conts)))},
-                       title="L478: the synthetic thresholds 15:14:12:8 sit on (10)'s boundary",
+                       title="§6.2: the synthetic thresholds 15:14:12:8 sit on (10)'s boundary",
                        xlabel="segment boundary i", ylabel="ratio", logy=False))
 
 

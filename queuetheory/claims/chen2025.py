@@ -173,7 +173,7 @@ def _plot_identity(ax, pairs, title, xlabel, ylabel):
     finish(ax, title=title, xlabel=xlabel, ylabel=ylabel, logx=False, logy=False)
 
 
-@claim("chen2025.trace_identity", statement="""L338–L370: B_u⁻¹ is tridiagonal with the printed
+@claim("chen2025.trace_identity", statement="""B_u⁻¹ is tridiagonal with the printed
        entries, and tr(B_u⁻¹A_u) = T_1 + 2T_2 = H_u, the u-th harmonic number.""",
        expected="confirmed",
        convention=PERIOD,
@@ -197,7 +197,7 @@ def _trace(quick):
                    {"holds": results, "printed_b_inverse": printed},
                    plot=lambda ax: lines(ax, grid, {"tr(B_u⁻¹A_u), numeric": traces,
                                                     "H_u = Σ 1/k": harmonic},
-                                         title="L338–L370: the trace of C_u is the harmonic "
+                                         title="The trace of C_u is the harmonic "
                                                "number", xlabel="u", ylabel="value"))
 
 
@@ -532,7 +532,7 @@ def _thm52(quick):
                                          ylabel="competitive ratio", logy=False))
 
 
-@claim("chen2025.alpha_star", statement="""L431–L439: A_ℓ's two-point bound beats A_min's iff
+@claim("chen2025.alpha_star", statement="""A_ℓ's two-point bound beats A_min's iff
        α < α* = (3−√5)/2 ≈ 0.382.""", expected="confirmed",
        convention=FLUID_M,
        scope="exact (sympy) and a grid of α")
@@ -562,11 +562,9 @@ def _alpha_star(quick):
 
 
 def _plot_alpha_star(ax, grid, curves, root):
-    lines(ax, grid, curves, title="L431–L439: where A_ℓ's two-point bound beats A_min's",
-          xlabel="α = ℓ/u", ylabel="two-point competitive ratio", logy=False, markers=False)
     reference(ax, root, f"α* = (3−√5)/2 = {root:.3f}", axis="x", color="C3", linestyle=":")
-    finish(ax, title="L431–L439: where A_ℓ's two-point bound beats A_min's",
-           xlabel="α = ℓ/u", ylabel="two-point competitive ratio", logy=False)
+    lines(ax, grid, curves, title="Where A_ℓ's two-point bound beats A_min's",
+          xlabel="α = ℓ/u", ylabel="two-point competitive ratio", logy=False, markers=False)
 
 
 @claim("chen2025.geometric", statement="""§5.2, Fig. 3 (left): under geometric outputs the CR of

@@ -267,8 +267,8 @@ def _theorem6_2(quick: bool) -> Outcome:
         f"vs 1+2/ε = {fixed.limit:.0f}",
         {"M": Ms, "bound": bounds, "mcsf": mcsf, "fixed_eps": (fixed.memory, fixed.ratio)},
         note="Exact optimum (non-preemptive, App. B.1 model) by enumerating the long start. "
-             "The ratio tends to 1 + 2/ε (not 2/ε as L358 says) and grows like M^(1/4) only "
-             "asymptotically (needs ε³M → ∞).",
+             "The ratio tends to 1 + 2/ε (not 2/ε as the paper's text says) and grows like "
+             "M^(1/4) only asymptotically (needs ε³M → ∞).",
                    plot=lambda ax: lines(
             ax, Ms, {"min over deterministic algorithms of TEL/OPT": bounds,
                      "MC-SF's TEL/OPT": mcsf},

@@ -183,7 +183,7 @@ def _rs_virtual(quick: bool) -> Outcome:
 
 
 @claim("li2025.network.rs_classic",
-       statement="""L322: the instability is the classical Rybko–Stolyar phenomenon: in the
+       statement="""The instability is the classical Rybko–Stolyar phenomenon: in the
        exponential two-station, four-class network with priority to the exiting classes, the
        network is unstable when λ(m_2+m_4) > 1 although both station loads are below 1, and
        stable when λ(m_2+m_4) < 1.""",

@@ -124,7 +124,7 @@ def _max_rate_premise(quick: bool) -> Outcome:
             ax, bs, {name: [capacity.token_capacity(tm, int(k)) for k in bs]
                      for name, tm in {"Llama-3-70B (c ≥ a·b0)": capacity.LLAMA3_70B,
                                       **cases}.items()},
-            title="L194: is b/t_b the largest token rate? b′/t_b′ against b′",
+            title="Is b/t_b the largest token rate? b′/t_b′ against b′",
             xlabel="tokens in the batch b′", ylabel="tokens per ms", logx=True))
 
 
@@ -225,7 +225,7 @@ def _linear_lyapunov(quick: bool) -> Outcome:
             ax, list(unbounded), {"one request with d′ left": list(unbounded.values())},
             references={"worst over states with ≥ b requests": worst_bounded,
                         "zero drift": 0.0},
-            title="L204–L208: the linear Lyapunov function's one-step drift",
+            title="Proof sketch: the linear Lyapunov function's one-step drift",
             xlabel="remaining decode length d′ (tokens)", ylabel="drift (tokens per slot)",
             logx=True, logy=False))
 
@@ -329,7 +329,7 @@ def _appendix_b_drift(quick: bool) -> Outcome:
                   "states": c.states_checked} for k, c in
               {**certs, "Sarathi, printed L": printed, "Sarathi, corrected L": fixed}.items()},
         note="Holds with L = max(E[d²], E[(d+1)²]/2) and *strict* work-conservation "
-             "(b' = min(b, avail)), which L444 uses; drift is exact (length laws enumerated). "
+             "(b' = min(b, avail)), which App. B uses; drift is exact (length laws enumerated). "
              "Non-work-conserving vLLM and FasterTransformer have positive drift beyond B.",
                    plot=lambda ax: bars(
             ax, {"worst drift beyond B": {k: c.worst_drift for k, c in certs.items()}},
@@ -370,7 +370,7 @@ def _c19(quick: bool) -> Outcome:
         note="A misprint (the coefficients of Z_p and Z_d swapped): with f = (m_p+m_d)Z_p + "
              "m_d Z_d (qt.fluid.engine_workload) the identity holds exactly, and the fluid "
              "results built on it stand (li2025.proposition2_fluid drains at the predicted "
-             "rate). The same swap is printed at L266 (§4.2) and L678 (Prop. 1).")
+             "rate). The same swap is printed in §4.2 and in Prop. 1.")
 
 
 @claim("li2025.proposition2_fluid",
