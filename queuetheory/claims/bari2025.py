@@ -375,7 +375,7 @@ def _theorem1(quick: bool) -> Outcome:
                    note="Valid with T̄^R_LB (λ > r/T̄^R_LB ⇒ unstable); with the paper's T̄^R "
                         "the proof's step (c) fails when t*_lcm > t*_col (see "
                         "bari2025.lcm_chunking_optimal). Proof also needs Assumption 3 and "
-                        "bounded lengths (I-6).",
+                        "bounded lengths.",
                    plot=lambda ax: plot_paths(
                        results, ax, quantity="in_system", time_label="time (s)",
                        title=f"Theorem 1: requests in system at λ = {rho:.2f} λ*"))
@@ -543,7 +543,7 @@ def _table1(quick: bool) -> Outcome:
                         "integer laws with that median and P90, a linear programme for each "
                         "centre solved with HiGHS) both exclude std 101. One of the columns is "
                         "misprinted, but which cannot be told, so no correction is given; the "
-                        "lognormal fitted to median and P90 has std ≈ 283 (I-12). The SLAI "
+                        "lognormal fitted to median and P90 has std ≈ 283. The SLAI "
                         "claims here use the median and P90 only.",
                    plot=lambda ax: _plot_table1(ax, lp))
 
