@@ -111,7 +111,7 @@ class FluidPath:
 
 
 def fluid_phases(policy, zp0, zd0, lam, mp, md, mu):
-    """Piecewise-linear phases ``(duration, ż_p, ż_d)`` of the spec §3.4 paths, ``μ = b/t_b``.
+    """Piecewise-linear phases ``(duration, ż_p, ż_d)`` of the fluid paths, ``μ = b/t_b``.
 
     Plain arithmetic, so exact with ``fractions.Fraction`` inputs; the last phase may last
     ``math.inf`` (a path that never empties)."""

@@ -123,7 +123,7 @@ def ordered(state, positions: np.ndarray, order: str) -> np.ndarray:
 
 
 def take_decodes(cands: np.ndarray, budget: int, max_reqs=None) -> np.ndarray:
-    """The first candidates that fit: one decode token each (seed 004, rule 2.5c)."""
+    """The first candidates that fit: one decode token each (Li, Dai, Peng, rule 2.5c)."""
     k = min(cands.size, budget, np.inf if max_reqs is None else max_reqs)
     return cands[: int(k)]
 

@@ -1,4 +1,4 @@
-"""Schedulers of Bari, Hegde and de Veciana (seed 002): RAD (Alg. 1), the cycle scheduler
+"""Schedulers of Bari, Hegde and de Veciana: RAD (Alg. 1), the cycle scheduler
 (Alg. 2), request-level batching (Alg. 3), DistServe (Alg. 5), SLAI (§6), and uniformly
 random routing over ``r`` nodes. Sarathi-Serve (Alg. 4) is :class:`~queuetheory.policies.
 Sarathi` (``order="sjf_prompt"`` is SPF), or :meth:`SLAI.sarathi` with an active cap.
