@@ -1,31 +1,4 @@
-"""Decision rules the engine can run in bulk, without asking the policy at every iteration.
-
-A policy whose every decision follows a rule listed here says so (:meth:`Policy.rule`);
-``simulate`` then runs the rule in a loop of plain integer and float arithmetic, one pass per
-iteration, and writes the request stamps, batch log and TBT histogram in bulk at the end.
-The records are those of the step-by-step engine to the last bit (``tests/test_kernels.py``).
-
-``"decode_first_fill"`` (Sarathi-Serve with FCFS order, seed 004 L222): every request whose
-prompt is prefilled decodes one token, and the rest of the token budget ``b`` goes to prompt
-tokens in arrival order, the last prompt chunked. Prefills therefore finish in arrival order,
-and a request whose prompt finishes in iteration ``q`` emits its ``o`` output tokens in
-iterations ``q+1 … q+o``, one per iteration, under ``first_token="decode"``, and in
-iterations ``q … q+o−1`` under ``first_token="prefill"`` (the prefill iteration emits the
-first token): its time stamps follow from the iterations' end times. Every batch is
-feasible by construction: each prompt that finishes took at least one token of the room
-``b − d`` the ``d`` decodes left, so at most ``b`` requests ever decode and the token load
-never exceeds ``b``. With a KV-memory limit (vLLM's accounting and recompute preemption,
-:func:`~queuetheory.policies.base.fit_memory`) or a batch-size limit ``max_reqs`` the rule runs
-as :func:`_decode_first_fill_memory`, which follows residencies instead of prompts.
-
-``"prefill_batches"`` (vanilla vLLM with FCFS order, seed 004 L218): a prefill-only batch
-whenever a prompt can start, else a decode-only batch of every request in decode
-(:func:`_prefill_batches`).
-
-The rules run with a token-count time model, prompts and outputs of at least one token, under
-either first-token convention, and with recompute preemption where memory is limited;
-elsewhere the engine steps.
-"""
+"""The rule ``decode_first_fill``: Sarathi-Serve with FCFS order (see :mod:`..kernels`)."""
 
 from __future__ import annotations
 
@@ -36,55 +9,18 @@ from itertools import accumulate, repeat
 
 import numpy as np
 
-__all__ = ["bulk_runner"]
+from .common import durations, expand, tail_of
+
+__all__ = ["decode_first_fill", "decode_first_fill_memory"]
 
 
-def bulk_runner(engine, policy):
-    """A function ``run(t, stop, limit) -> t`` running the policy's rule from a fresh
-    engine at ``t``, or ``None`` when no rule applies. A rule may stop before ``stop`` and
-    ``limit`` in a state it does not cover; the engine then steps on from there."""
-    rule = getattr(policy, "rule", None)
-    rule = rule() if rule is not None else None
-    tab = engine.table
-    if (rule not in ("decode_first_fill", "prefill_batches")
-            or not engine.time_model.counts_only or engine.budget != policy.token_budget
-            or engine.iteration or engine.live.size
-            or (tab.n and min(tab.column("prompt").min(), tab.column("output").min()) < 1)):
-        return None
-    if engine.memory is not None and engine.preemption != "recompute":
-        return None
-    if rule == "prefill_batches":
-        return lambda t, stop, limit: _prefill_batches(engine, t, stop, limit)
-    if engine.memory is None and getattr(policy, "max_reqs", None) is None:
-        return lambda t, stop, limit: _decode_first_fill(engine, t, stop, limit)
-    return lambda t, stop, limit: _decode_first_fill_memory(engine, t, stop, limit)
-
-
-def _durations(time_model):
-    """``count_duration`` memoised: ``(table, new)``, where ``table.get((prefill_tokens,
-    decodes))`` is the duration of a batch seen before and ``new(prefill_tokens, decodes)``
-    computes, checks and keeps one (a dict look-up costs less than the model's calls)."""
-    table = {}
-
-    def new(prefill_tokens, decodes):
-        tau = time_model.count_duration(prefill_tokens, decodes)
-        if not tau > 0:
-            raise ValueError(f"{time_model!r} returned a non-positive duration {tau}")
-        if len(table) >= 1 << 16:           # bounded memory on long, varied runs
-            table.clear()
-        table[prefill_tokens, decodes] = tau
-        return tau
-
-    return table, new
-
-
-def _decode_first_fill(engine, t, stop, limit):
+def decode_first_fill(engine, t, stop, limit):
     tab = engine.table
     n = tab.n
     arrival = tab.column("arrival").tolist()
     prompt = tab.column("prompt").tolist()
     output = tab.column("output").tolist()
-    taus, new_tau = _durations(engine.time_model)
+    taus, new_tau = durations(engine.time_model)
     b = engine.budget
     e = tab.emit_first           # 1: the iteration that ends a prompt emits its first token
     prefill_end = [-1] * n       # iteration in which each prompt finished
@@ -189,7 +125,7 @@ def _write_back(engine, prefill_end, admitted, head, head_done, rows):
 
 
 
-def _decode_first_fill_memory(engine, t, stop, limit):
+def decode_first_fill_memory(engine, t, stop, limit):
     """The rule with a KV-memory limit ``M`` (vLLM's accounting and recompute preemption,
     :func:`~queuetheory.policies.base.fit_memory`) and a batch-size limit ``R``.
 
@@ -208,7 +144,7 @@ def _decode_first_fill_memory(engine, t, stop, limit):
     arrival = tab.column("arrival").tolist()
     prompt = tab.column("prompt").tolist()
     output = tab.column("output").tolist()
-    taus, new_tau = _durations(engine.time_model)
+    taus, new_tau = durations(engine.time_model)
     b, e = engine.budget, tab.emit_first
     M = engine.memory if engine.memory is not None else float("inf")
     R = getattr(engine.policy, "max_reqs", None) or b
@@ -265,7 +201,7 @@ def _decode_first_fill_memory(engine, t, stop, limit):
                     most = min(most, int((bound - t) / tau) + 2)
                 times = list(accumulate(repeat(tau, int(most)), initial=t))  # t = t + τ
                 k = bisect_left(times, bound, 0, len(times) - 1)
-                if k:         # one row of the log stands for the k batches (_expand)
+                if k:         # one row of the log stands for the k batches (expand)
                     start.append(t)
                     dur.append(tau)
                     n_pre.append(0)
@@ -365,43 +301,12 @@ def _decode_first_fill_memory(engine, t, stop, limit):
     for v in resident:                     # residencies still open
         if seg_first[v] >= 0 and filled[v] >= length[v]:
             segments.extend((v, seg_first[v], max(s - seg_first[v], 0)))
-    _write_back_memory(engine, admitted, _expand(rows, repeats), segments, filled, recomputed,
+    _write_back_memory(engine, admitted, expand(rows, repeats), segments, filled, recomputed,
                        restarts, prefill_end, finish, resident, waiting)
     engine.work, engine.kv_total, engine.peak_memory = work, used, peak
     if any(restarts):
         tab.recomputing = True
     return t
-
-
-def _expand(rows, repeats):
-    """The batch log's columns, one entry per iteration, from the kernel's rows, where a row
-    ``r`` listed in ``repeats`` as ``(r, k)`` stands for ``k`` identical decode-only batches
-    of ``d`` decodes: memory grows and unfinished work falls by ``d`` a batch, and each
-    starts where the one before ends (``t + τ``, added in sequence as the engine adds them:
-    column by column over all such rows at once)."""
-    cols = [np.frombuffer(r, r.typecode) for r in rows]
-    if not repeats:
-        return cols
-    row, k = np.frombuffer(repeats, np.int64).reshape(-1, 2).T
-    reps = np.ones(cols[0].size, dtype=np.int64)
-    reps[row] = k
-    first = reps.cumsum() - reps                   # the row's first iteration
-    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = (c.repeat(reps)
-                                                                    for c in cols)
-    step = np.arange(start.size)
-    step -= first.repeat(reps)                     # batches since the row's first
-    step *= decs
-    used += step
-    work -= step
-    order = np.argsort(-k, kind="stable")
-    k, at, tau = k[order], first[row[order]], cols[1][row[order]]
-    longer = np.searchsorted(-k, -np.arange(int(k[0])), side="left")   # rows with k > j
-    for j in range(1, int(k[0])):
-        live = longer[j]
-        pos = at[:live] + j
-        start[pos] = start[pos - 1] + tau[:live]
-    return [start, dur, n_pre, chunks, decs, evicted, used, in_sys, work]
-
 
 def _write_back_memory(engine, admitted, rows, segments, filled, recomputed, restarts,
                        prefill_end, finish, resident, waiting):
@@ -409,7 +314,7 @@ def _write_back_memory(engine, admitted, rows, segments, filled, recomputed, res
     each residency ``(request, first iteration, tokens)`` emitted its tokens at the ends of
     consecutive iterations; the first token of a later residency closes the gap from the
     last token of the one before (the preemption's stall included). ``rows``: the batch
-    log's columns, one entry per iteration (:func:`_expand`)."""
+    log's columns, one entry per iteration (:func:`~.common.expand`)."""
     start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = rows
     k = start.size
     s0 = engine.iteration
@@ -471,243 +376,3 @@ def _write_back_memory(engine, admitted, rows, segments, filled, recomputed, res
     engine.live = np.sort(np.array(resident + list(waiting), dtype=np.int64))
 
 
-def tail_of(rid):
-    """Marks the last row of each run of equal values in the sorted ``rid``."""
-    tail = np.ones(rid.size, dtype=bool)
-    tail[:-1] = rid[1:] != rid[:-1]
-    return tail
-
-
-def _prefill_batches(engine, t, stop, limit):
-    """The rule ``prefill_batches`` (vanilla vLLM under FCFS): a prefill-only batch of whole
-    prompts in arrival order (a prompt longer than the budget chunked alone) whenever one can
-    start — memory permitting, vLLM's accounting — else a decode-only batch of every request
-    in decode, preempting the youngest (recompute) when their tokens do not fit.
-
-    The residents are the oldest requests; all decode at every decode-only batch, so a
-    residency emits its tokens (after the first, under ``first_token="prefill"``) in
-    consecutive decode-only batches. Stops, for the engine to step on, where the decodes
-    exceed the budget or ``max_reqs`` (some would wait a turn).
-    """
-    from collections import deque
-
-    tab = engine.table
-    n = tab.n
-    arrival = tab.column("arrival").tolist()
-    prompt = tab.column("prompt").tolist()
-    output = tab.column("output").tolist()
-    taus, new_tau = _durations(engine.time_model)
-    b, e = engine.budget, tab.emit_first
-    M = engine.memory if engine.memory is not None else float("inf")
-    max_reqs = getattr(engine.policy, "max_reqs", None)
-    R = n + 1 if max_reqs is None else max_reqs
-    cap = min(b, R)
-    length = prompt[:]
-    filled = [0] * n
-    recomputed = [0] * n
-    restarts = [0] * n
-    first_batch = [0] * n          # index of the first decode-only batch of the residency
-    prefill_end = [-1] * n
-    finish = [-1] * n
-    epoch = [0] * n
-    segments = array("q")          # residencies: (request, prefill end, first batch, decodes)
-    leaving: dict = {}             # decode-only batch index -> [(request, epoch)]
-    resident: list = []
-    waiting: deque = deque()
-    decode_iters = array("q")      # iteration of each decode-only batch
-    rows = [array(code) for code in "ddqqqqqqq"]
-    start, dur, n_pre, chunks, decs, evicted_col, used_col, in_sys, work_col = rows
-    admitted = decoding = 0
-    work, used, peak = engine.work, engine.kv_total, engine.peak_memory
-    s = engine.iteration
-    while t < stop and s < limit:
-        while admitted < n and arrival[admitted] <= t:
-            work += prompt[admitted] + output[admitted]
-            waiting.append(admitted)
-            admitted += 1
-        live = len(resident) + len(waiting)
-        if not live:
-            if admitted == n:
-                break
-            t = arrival[admitted]
-            continue
-        p = resident[-1] if decoding < len(resident) else -1
-        promised = length[p] - filled[p] if p >= 0 else 0
-        free = M - used - promised
-        chunk_sum = members = done = d = 0
-        out, ended = [], []
-        if p >= 0 or (waiting and length[waiting[0]] <= free):      # a prefill-only batch
-            room, memory_left = b, free
-            while members < R:
-                if p >= 0:
-                    w, p = p, -1
-                elif waiting and length[waiting[0]] <= memory_left:
-                    w = waiting[0]
-                else:
-                    break
-                left = length[w] - filled[w]
-                if left > room and members:
-                    break
-                c = left if left <= room else room
-                if filled[w] == 0 and w == (waiting[0] if waiting else -1):
-                    waiting.popleft()
-                    memory_left -= length[w]
-                    resident.append(w)
-                filled[w] += c
-                chunk_sum += c
-                room -= c
-                members += 1
-                if c == left:
-                    prefill_end[w] = s
-                    first_batch[w] = len(decode_iters)
-                    done += 1
-                    ended.append(w)
-                    rest = output[w] - recomputed[w] - e       # decode-only batches to go
-                    if rest:
-                        key = first_batch[w] + rest - 1
-                        leaving.setdefault(key, []).append((w, epoch[w]))
-                else:
-                    break
-        else:                                                       # a decode-only batch
-            d = decoding
-            if d > cap:
-                break                      # some would wait a turn: the engine steps on
-            j = len(decode_iters)
-            if d > free:
-                need, saved = d - free, 0
-                while saved < need:
-                    v = resident.pop()
-                    count = j - first_batch[v]
-                    held = length[v] + count
-                    decoded = recomputed[v] + e + count
-                    segments.extend((v, prefill_end[v], first_batch[v], count))
-                    decoding -= 1
-                    epoch[v] += 1
-                    saved += held + 1
-                    used -= held
-                    work += length[v] + decoded - recomputed[v]
-                    recomputed[v] = decoded
-                    length[v] = prompt[v] + decoded
-                    filled[v] = 0
-                    restarts[v] += 1
-                    out.append(v)
-                waiting.extendleft(out)
-                d = decoding
-                if not d:      # unreachable while every request fits in M alone
-                    raise RuntimeError("prefill_batches: a preemption emptied the batch")
-            decode_iters.append(s)
-        tau = taus.get((chunk_sum, d)) or new_tau(chunk_sum, d)
-        used += chunk_sum + d
-        work -= chunk_sum + d + e * done
-        start.append(t)
-        dur.append(tau)
-        n_pre.append(members)
-        chunks.append(chunk_sum)
-        decs.append(d)
-        evicted_col.append(len(out))
-        used_col.append(used)
-        in_sys.append(live)
-        work_col.append(work)
-        peak = used if used > peak else peak
-        decoding += done
-        if d:
-            gone = leaving.pop(len(decode_iters) - 1, ())
-        else:          # prefills that emit their last token (first_token="prefill")
-            gone = [(w, epoch[w]) for w in ended if output[w] - recomputed[w] - e == 0]
-        for v, ep in gone:
-            if ep == epoch[v]:
-                finish[v] = s
-                used -= prompt[v] + output[v] - e
-                segments.extend((v, prefill_end[v], first_batch[v],
-                                 output[v] - recomputed[v] - e))
-                resident.remove(v)
-                decoding -= 1
-        t = t + tau
-        s += 1
-    j = len(decode_iters)
-    for v in resident:
-        if filled[v] >= length[v]:
-            segments.extend((v, prefill_end[v], first_batch[v], j - first_batch[v]))
-    _write_back_batches(engine, admitted, rows, np.frombuffer(decode_iters, np.int64)
-                        if j else np.empty(0, np.int64), segments, filled, recomputed,
-                        restarts, prefill_end, finish, resident, waiting)
-    engine.work, engine.kv_total, engine.peak_memory = work, used, peak
-    if any(restarts):
-        tab.recomputing = True
-    return t
-
-
-def _write_back_batches(engine, admitted, rows, decode_iters, segments, filled, recomputed,
-                        restarts, prefill_end, finish, resident, waiting):
-    """The engine's records after ``_prefill_batches``: a residency ``(request, prefill
-    end, first decode-only batch, decodes)`` emits (under ``first_token="prefill"``) a token
-    at the end of its prefill iteration, then one at each of its decode-only batches."""
-    cols = [np.frombuffer(r, r.typecode) for r in rows]
-    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = cols
-    k = start.size
-    s0 = engine.iteration
-    if k:
-        engine.log.extend(k, start, dur, n_pre, chunks, decs, chunks + decs, evicted, used,
-                          in_sys, work)
-    engine.iteration += k
-    engine._pending = admitted
-    tab = engine.table
-    e = tab.emit_first
-    ends = start + dur
-    ids = np.arange(admitted)
-    tab.prefilled[:admitted] = filled[:admitted]
-    tab.recomputed[:admitted] = recomputed[:admitted]
-    tab.restarts[:admitted] = restarts[:admitted]
-    tab.decoded[:admitted] = recomputed[:admitted]
-    tab.in_decode[:admitted] = tab.prefilled[:admitted] >= tab.prompt[:admitted] + \
-        tab.recomputed[:admitted]
-    pend = np.array(prefill_end[:admitted], dtype=np.int64) - s0
-    has = pend >= 0
-    tab.prefill_done[ids[has]] = ends[pend[has]]
-    fin = np.array(finish[:admitted], dtype=np.int64) - s0
-    over = fin >= 0
-    tab.finish[ids[over]] = ends[fin[over]]
-    if not segments:
-        engine.live = np.sort(np.array(resident + list(waiting), dtype=np.int64))
-        return
-    dec_end = ends[decode_iters - s0]                  # end of each decode-only batch
-    seg = np.frombuffer(segments, dtype=np.int64).reshape(-1, 4)
-    rid, q, first, count = seg[:, 0], seg[:, 1] - s0, seg[:, 2], seg[:, 3]
-    order = np.lexsort((q, rid))
-    rid, q, first, count = rid[order], q[order], first[order], count[order]
-    talked = (count + e) > 0
-    rid, q, first, count = rid[talked], q[talked], first[talked], count[talked]
-    tail = tail_of(rid)
-    open_ = np.zeros(admitted, dtype=bool)
-    open_[resident] = True
-    running = open_[rid] & tail & tab.in_decode[rid]
-    tab.decoded[rid[running]] = tab.recomputed[rid[running]] + e + count[running]
-    tab.decoded[ids[over]] = tab.output[ids[over]]
-    last_dec = first + count - 1
-    head = ends[q] if e else dec_end[first]           # a residency's first token ...
-    tail_time = np.where(count > 0, np.append(dec_end, 0.0)[np.maximum(last_dec, 0)],
-                         ends[q])                                      # ... and last
-    lead = np.ones(rid.size, dtype=bool)
-    lead[1:] = rid[1:] != rid[:-1]
-    tab.first_token[rid[lead]] = head[lead]
-    tab.last_token[rid[tail]] = tail_time[tail]
-    cls = tab.cls[rid]
-    gaps = np.concatenate([[0.0], dec_end[1:] - dec_end[:-1]])   # between decode batches
-    timed = count > 1
-    if np.count_nonzero(timed):
-        lo, hi = (first + 1)[timed], (first + count)[timed]
-        bounds = np.column_stack([lo, hi]).ravel()
-        inner = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
-        np.maximum.at(tab.tbt_max, rid[timed], inner)
-        engine.tbt.add_intervals(gaps, lo, hi, cls[timed])
-    single = []
-    if e:                       # from the prefill's token to the first decode-only batch
-        step = count > 0
-        single.append((rid[step], dec_end[first[step]] - ends[q[step]]))
-    again = np.flatnonzero(~lead)      # across a preemption
-    single.append((rid[again], head[again] - tail_time[again - 1]))
-    for who, gap in single:
-        if who.size:
-            np.maximum.at(tab.tbt_max, who, gap)
-            engine.tbt.add(tab.cls[who], gap)
-    engine.live = np.sort(np.array(resident + list(waiting), dtype=np.int64))

@@ -1,0 +1,76 @@
+"""Decision rules the engine can run in bulk, without asking the policy at every iteration.
+
+A policy whose every decision follows a rule listed here says so (:meth:`Policy.rule`);
+``simulate`` then runs the rule in a loop of plain integer and float arithmetic, one pass per
+iteration, and writes the request stamps, batch log and TBT histogram in bulk at the end.
+The records are those of the step-by-step engine to the last bit (``tests/test_kernels.py``).
+
+``"decode_first_fill"`` (Sarathi-Serve with FCFS order, Li, Dai, Peng §3): every request whose
+prompt is prefilled decodes one token, and the rest of the token budget ``b`` goes to prompt
+tokens in arrival order, the last prompt chunked. Prefills therefore finish in arrival order,
+and a request whose prompt finishes in iteration ``q`` emits its ``o`` output tokens in
+iterations ``q+1 … q+o``, one per iteration, under ``first_token="decode"``, and in
+iterations ``q … q+o−1`` under ``first_token="prefill"`` (the prefill iteration emits the
+first token): its time stamps follow from the iterations' end times. Every batch is
+feasible by construction: each prompt that finishes took at least one token of the room
+``b − d`` the ``d`` decodes left, so at most ``b`` requests ever decode and the token load
+never exceeds ``b``. With a KV-memory limit (vLLM's accounting and recompute preemption,
+:func:`~queuetheory.policies.base.fit_memory`) or a batch-size limit ``max_reqs`` the rule
+runs as :func:`~.decode_first_fill.decode_first_fill_memory`, which follows residencies
+instead of prompts.
+
+``"prefill_batches"`` (vanilla vLLM with FCFS order, Li, Dai, Peng §3): a prefill-only batch
+whenever a prompt can start, else a decode-only batch of every request in decode
+(:func:`~.prefill_batches.prefill_batches`).
+
+The rules run with a token-count time model, prompts and outputs of at least one token, under
+either first-token convention, and with recompute preemption where memory is limited;
+elsewhere the engine steps. Each rule lives in a module of its own and is listed in
+:data:`RULES`.
+"""
+
+from __future__ import annotations
+
+from .decode_first_fill import decode_first_fill, decode_first_fill_memory
+from .prefill_batches import prefill_batches
+
+__all__ = ["bulk_runner", "RULES"]
+
+
+def _decode_first_fill_runner(engine, policy):
+    if engine.memory is None and getattr(policy, "max_reqs", None) is None:
+        return decode_first_fill
+    return decode_first_fill_memory
+
+
+#: rule name -> ``factory(engine, policy)`` returning ``run(engine, t, stop, limit) -> t``
+#: for this engine and policy, or ``None`` when the rule does not cover the setting. Called
+#: only once the common conditions of :func:`bulk_runner` hold.
+RULES = {
+    "decode_first_fill": _decode_first_fill_runner,
+    "prefill_batches": lambda engine, policy: prefill_batches,
+}
+
+
+def bulk_runner(engine, policy):
+    """A function ``run(t, stop, limit) -> t`` running the policy's rule from a fresh
+    engine at ``t``, or ``None`` when no rule applies. A rule may stop before ``stop`` and
+    ``limit`` in a state it does not cover; the engine then steps on from there.
+
+    Every rule needs a token-count time model, the policy's own token budget, a fresh engine
+    (no iteration run, nothing live), prompts and outputs of at least one token, and under a
+    KV-memory limit recompute preemption."""
+    rule = getattr(policy, "rule", None)
+    rule = rule() if rule is not None else None
+    tab = engine.table
+    if (rule not in RULES
+            or not engine.time_model.counts_only or engine.budget != policy.token_budget
+            or engine.iteration or engine.live.size
+            or (tab.n and min(tab.column("prompt").min(), tab.column("output").min()) < 1)):
+        return None
+    if engine.memory is not None and engine.preemption != "recompute":
+        return None
+    run = RULES[rule](engine, policy)
+    if run is None:
+        return None
+    return lambda t, stop, limit: run(engine, t, stop, limit)

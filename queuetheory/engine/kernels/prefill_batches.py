@@ -1,0 +1,246 @@
+"""The rule ``prefill_batches``: vanilla vLLM with FCFS order (see :mod:`..kernels`)."""
+
+from __future__ import annotations
+
+from array import array
+
+import numpy as np
+
+from .common import durations, tail_of
+
+__all__ = ["prefill_batches"]
+
+
+def prefill_batches(engine, t, stop, limit):
+    """The rule ``prefill_batches`` (vanilla vLLM under FCFS): a prefill-only batch of whole
+    prompts in arrival order (a prompt longer than the budget chunked alone) whenever one can
+    start — memory permitting, vLLM's accounting — else a decode-only batch of every request
+    in decode, preempting the youngest (recompute) when their tokens do not fit.
+
+    The residents are the oldest requests; all decode at every decode-only batch, so a
+    residency emits its tokens (after the first, under ``first_token="prefill"``) in
+    consecutive decode-only batches. Stops, for the engine to step on, where the decodes
+    exceed the budget or ``max_reqs`` (some would wait a turn).
+    """
+    from collections import deque
+
+    tab = engine.table
+    n = tab.n
+    arrival = tab.column("arrival").tolist()
+    prompt = tab.column("prompt").tolist()
+    output = tab.column("output").tolist()
+    taus, new_tau = durations(engine.time_model)
+    b, e = engine.budget, tab.emit_first
+    M = engine.memory if engine.memory is not None else float("inf")
+    max_reqs = getattr(engine.policy, "max_reqs", None)
+    R = n + 1 if max_reqs is None else max_reqs
+    cap = min(b, R)
+    length = prompt[:]
+    filled = [0] * n
+    recomputed = [0] * n
+    restarts = [0] * n
+    first_batch = [0] * n          # index of the first decode-only batch of the residency
+    prefill_end = [-1] * n
+    finish = [-1] * n
+    epoch = [0] * n
+    segments = array("q")          # residencies: (request, prefill end, first batch, decodes)
+    leaving: dict = {}             # decode-only batch index -> [(request, epoch)]
+    resident: list = []
+    waiting: deque = deque()
+    decode_iters = array("q")      # iteration of each decode-only batch
+    rows = [array(code) for code in "ddqqqqqqq"]
+    start, dur, n_pre, chunks, decs, evicted_col, used_col, in_sys, work_col = rows
+    admitted = decoding = 0
+    work, used, peak = engine.work, engine.kv_total, engine.peak_memory
+    s = engine.iteration
+    while t < stop and s < limit:
+        while admitted < n and arrival[admitted] <= t:
+            work += prompt[admitted] + output[admitted]
+            waiting.append(admitted)
+            admitted += 1
+        live = len(resident) + len(waiting)
+        if not live:
+            if admitted == n:
+                break
+            t = arrival[admitted]
+            continue
+        p = resident[-1] if decoding < len(resident) else -1
+        promised = length[p] - filled[p] if p >= 0 else 0
+        free = M - used - promised
+        chunk_sum = members = done = d = 0
+        out, ended = [], []
+        if p >= 0 or (waiting and length[waiting[0]] <= free):      # a prefill-only batch
+            room, memory_left = b, free
+            while members < R:
+                if p >= 0:
+                    w, p = p, -1
+                elif waiting and length[waiting[0]] <= memory_left:
+                    w = waiting[0]
+                else:
+                    break
+                left = length[w] - filled[w]
+                if left > room and members:
+                    break
+                c = left if left <= room else room
+                if filled[w] == 0 and w == (waiting[0] if waiting else -1):
+                    waiting.popleft()
+                    memory_left -= length[w]
+                    resident.append(w)
+                filled[w] += c
+                chunk_sum += c
+                room -= c
+                members += 1
+                if c == left:
+                    prefill_end[w] = s
+                    first_batch[w] = len(decode_iters)
+                    done += 1
+                    ended.append(w)
+                    rest = output[w] - recomputed[w] - e       # decode-only batches to go
+                    if rest:
+                        key = first_batch[w] + rest - 1
+                        leaving.setdefault(key, []).append((w, epoch[w]))
+                else:
+                    break
+        else:                                                       # a decode-only batch
+            d = decoding
+            if d > cap:
+                break                      # some would wait a turn: the engine steps on
+            j = len(decode_iters)
+            if d > free:
+                need, saved = d - free, 0
+                while saved < need:
+                    v = resident.pop()
+                    count = j - first_batch[v]
+                    held = length[v] + count
+                    decoded = recomputed[v] + e + count
+                    segments.extend((v, prefill_end[v], first_batch[v], count))
+                    decoding -= 1
+                    epoch[v] += 1
+                    saved += held + 1
+                    used -= held
+                    work += length[v] + decoded - recomputed[v]
+                    recomputed[v] = decoded
+                    length[v] = prompt[v] + decoded
+                    filled[v] = 0
+                    restarts[v] += 1
+                    out.append(v)
+                waiting.extendleft(out)
+                d = decoding
+                if not d:      # unreachable while every request fits in M alone
+                    raise RuntimeError("prefill_batches: a preemption emptied the batch")
+            decode_iters.append(s)
+        tau = taus.get((chunk_sum, d)) or new_tau(chunk_sum, d)
+        used += chunk_sum + d
+        work -= chunk_sum + d + e * done
+        start.append(t)
+        dur.append(tau)
+        n_pre.append(members)
+        chunks.append(chunk_sum)
+        decs.append(d)
+        evicted_col.append(len(out))
+        used_col.append(used)
+        in_sys.append(live)
+        work_col.append(work)
+        peak = used if used > peak else peak
+        decoding += done
+        if d:
+            gone = leaving.pop(len(decode_iters) - 1, ())
+        else:          # prefills that emit their last token (first_token="prefill")
+            gone = [(w, epoch[w]) for w in ended if output[w] - recomputed[w] - e == 0]
+        for v, ep in gone:
+            if ep == epoch[v]:
+                finish[v] = s
+                used -= prompt[v] + output[v] - e
+                segments.extend((v, prefill_end[v], first_batch[v],
+                                 output[v] - recomputed[v] - e))
+                resident.remove(v)
+                decoding -= 1
+        t = t + tau
+        s += 1
+    j = len(decode_iters)
+    for v in resident:
+        if filled[v] >= length[v]:
+            segments.extend((v, prefill_end[v], first_batch[v], j - first_batch[v]))
+    _write_back_batches(engine, admitted, rows, np.frombuffer(decode_iters, np.int64)
+                        if j else np.empty(0, np.int64), segments, filled, recomputed,
+                        restarts, prefill_end, finish, resident, waiting)
+    engine.work, engine.kv_total, engine.peak_memory = work, used, peak
+    if any(restarts):
+        tab.recomputing = True
+    return t
+
+
+def _write_back_batches(engine, admitted, rows, decode_iters, segments, filled, recomputed,
+                        restarts, prefill_end, finish, resident, waiting):
+    """The engine's records after ``_prefill_batches``: a residency ``(request, prefill
+    end, first decode-only batch, decodes)`` emits (under ``first_token="prefill"``) a token
+    at the end of its prefill iteration, then one at each of its decode-only batches."""
+    cols = [np.frombuffer(r, r.typecode) for r in rows]
+    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = cols
+    k = start.size
+    s0 = engine.iteration
+    if k:
+        engine.log.extend(k, start, dur, n_pre, chunks, decs, chunks + decs, evicted, used,
+                          in_sys, work)
+    engine.iteration += k
+    engine._pending = admitted
+    tab = engine.table
+    e = tab.emit_first
+    ends = start + dur
+    ids = np.arange(admitted)
+    tab.prefilled[:admitted] = filled[:admitted]
+    tab.recomputed[:admitted] = recomputed[:admitted]
+    tab.restarts[:admitted] = restarts[:admitted]
+    tab.decoded[:admitted] = recomputed[:admitted]
+    tab.in_decode[:admitted] = tab.prefilled[:admitted] >= tab.prompt[:admitted] + \
+        tab.recomputed[:admitted]
+    pend = np.array(prefill_end[:admitted], dtype=np.int64) - s0
+    has = pend >= 0
+    tab.prefill_done[ids[has]] = ends[pend[has]]
+    fin = np.array(finish[:admitted], dtype=np.int64) - s0
+    over = fin >= 0
+    tab.finish[ids[over]] = ends[fin[over]]
+    if not segments:
+        engine.live = np.sort(np.array(resident + list(waiting), dtype=np.int64))
+        return
+    dec_end = ends[decode_iters - s0]                  # end of each decode-only batch
+    seg = np.frombuffer(segments, dtype=np.int64).reshape(-1, 4)
+    rid, q, first, count = seg[:, 0], seg[:, 1] - s0, seg[:, 2], seg[:, 3]
+    order = np.lexsort((q, rid))
+    rid, q, first, count = rid[order], q[order], first[order], count[order]
+    talked = (count + e) > 0
+    rid, q, first, count = rid[talked], q[talked], first[talked], count[talked]
+    tail = tail_of(rid)
+    open_ = np.zeros(admitted, dtype=bool)
+    open_[resident] = True
+    running = open_[rid] & tail & tab.in_decode[rid]
+    tab.decoded[rid[running]] = tab.recomputed[rid[running]] + e + count[running]
+    tab.decoded[ids[over]] = tab.output[ids[over]]
+    last_dec = first + count - 1
+    head = ends[q] if e else dec_end[first]           # a residency's first token ...
+    tail_time = np.where(count > 0, np.append(dec_end, 0.0)[np.maximum(last_dec, 0)],
+                         ends[q])                                      # ... and last
+    lead = np.ones(rid.size, dtype=bool)
+    lead[1:] = rid[1:] != rid[:-1]
+    tab.first_token[rid[lead]] = head[lead]
+    tab.last_token[rid[tail]] = tail_time[tail]
+    cls = tab.cls[rid]
+    gaps = np.concatenate([[0.0], dec_end[1:] - dec_end[:-1]])   # between decode batches
+    timed = count > 1
+    if np.count_nonzero(timed):
+        lo, hi = (first + 1)[timed], (first + count)[timed]
+        bounds = np.column_stack([lo, hi]).ravel()
+        inner = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
+        np.maximum.at(tab.tbt_max, rid[timed], inner)
+        engine.tbt.add_intervals(gaps, lo, hi, cls[timed])
+    single = []
+    if e:                       # from the prefill's token to the first decode-only batch
+        step = count > 0
+        single.append((rid[step], dec_end[first[step]] - ends[q[step]]))
+    again = np.flatnonzero(~lead)      # across a preemption
+    single.append((rid[again], head[again] - tail_time[again - 1]))
+    for who, gap in single:
+        if who.size:
+            np.maximum.at(tab.tbt_max, who, gap)
+            engine.tbt.add(tab.cls[who], gap)
+    engine.live = np.sort(np.array(resident + list(waiting), dtype=np.int64))
