@@ -3,8 +3,8 @@
 A scheduler is one entry ``(name, factory, needs)``: ``factory(setting)`` builds a fresh
 policy from a :class:`Setting` (token budget, KV memory, time model, workload, load), and
 ``needs`` says what it must know beyond what a real engine sees — ``"none"``, ``"output
-lengths"`` (exact, seed 001's MC-SF), ``"intervals"`` (``[lo, hi]``, seed 003), ``"class
-rates"`` (seed 000's WAIT thresholds), ... The table shows it beside the figures, so a
+lengths"`` (exact, Jaillet et al.'s MC-SF), ``"intervals"`` (``[lo, hi]``, Chen et al.), ``"class
+rates"`` (Ao et al.'s WAIT thresholds), ... The table shows it beside the figures, so a
 scheduler that knows more is never compared silently with one that knows less.
 
 Adding a scheduler is one line in a list::
@@ -310,7 +310,7 @@ def compare(schedulers: Sequence | None = None, *, loads=(0.5, 0.7, 0.9), seeds=
     seeds : seeds per point (int k: ``range(k)``); intervals need at least ``MIN_SEEDS``
     n_requests : requests per run (all drained)
     lengths : paired (prompt, output) samples; default ShareGPT words with
-        ``prompt + output <= max_total`` (seed 002 caps requests at 8,192 tokens)
+        ``prompt + output <= max_total`` (Bari et al. cap requests at 8,192 tokens)
     time_model, token_budget, memory : the one engine every scheduler runs on
     predictor : the workload's output-length predictor (``lo``, ``hi``) for schedulers
         that need intervals; default exact

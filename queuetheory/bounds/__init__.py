@@ -29,7 +29,7 @@ __all__ += ["rad", "rad_capacity", "RadCapacity", "request_time", "request_time_
             "distserve_split", "DistServeSplit", "optimal_chunking"]
 __all__ += ["amin_matrices", "amin_ratio", "AminRatio", "rayleigh", "lemma46_ratio", "b_inverse",
             "trace_identity", "fit_log_curve", "two_point_threshold", "competitive_closed_forms"]
-from .capacity import (  # noqa: E402  (seed 004)
+from .capacity import (  # noqa: E402  (Li, Dai, Peng)
     LLAMA3_70B,
     MaxRate,
     capacity_table,
@@ -40,7 +40,7 @@ from .capacity import (  # noqa: E402  (seed 004)
     smallest_stable_budget,
     token_capacity,
 )
-from .drift import (  # noqa: E402  (seed 004)
+from .drift import (  # noqa: E402  (Li, Dai, Peng)
     Drift,
     DriftCertificate,
     LinearLyapunov,
@@ -51,7 +51,7 @@ from .drift import (  # noqa: E402  (seed 004)
     length_pmf,
     one_step_drift,
 )
-from .work_conserving import (  # noqa: E402  (seed 004)
+from .work_conserving import (  # noqa: E402  (Li, Dai, Peng)
     WorkConservation,
     available_tokens,
     dtmc_state,
@@ -68,7 +68,7 @@ __all__ += [
     "work_conservation_witness",
 ]
 from .._quiet import silence_highs_banner  # noqa: E402
-from .adversarial import (  # noqa: E402  (seed 001)
+from .adversarial import (  # noqa: E402  (Jaillet et al.)
     long_short_latency,
     theorem62_deterministic_bound,
     theorem62_instance,
@@ -87,17 +87,17 @@ from .hindsight import (  # noqa: E402  (seeds 001, 003)
 __all__ += ["HindsightResult", "hindsight_optimum", "hindsight_lower_bound",
             "hindsight_brute_force", "schedule_memory", "theorem62_instance",
             "theorem62_deterministic_bound", "theorem64_ratio", "long_short_latency"]
-from .mcsf_search import (  # noqa: E402  (seed 001)
+from .mcsf_search import (  # noqa: E402  (Jaillet et al.)
     Alg1Counterexample,
     identical_jobs_gap,
     smallest_alg1_counterexample,
 )
 
 __all__ += ["Alg1Counterexample", "smallest_alg1_counterexample", "identical_jobs_gap"]
-from .overflow import prop4_overflow_probability  # noqa: E402  (seed 000)
+from .overflow import prop4_overflow_probability  # noqa: E402  (Ao et al.)
 
 __all__ += ["prop4_overflow_probability"]
-from .random_order import (  # noqa: E402  (seed 003)
+from .random_order import (  # noqa: E402  (Chen et al.)
     RandomOrderWorstCase,
     hsf_tel,
     random_order_tel,
@@ -107,6 +107,6 @@ from .random_order import (  # noqa: E402  (seed 003)
 
 __all__ += ["RandomOrderWorstCase", "hsf_tel", "random_order_tel", "random_order_worst_case",
             "smallest_two_point_counterexample"]
-from .quantile_std import QuantileStd, min_std_given_quantiles  # noqa: E402  (seed 002)
+from .quantile_std import QuantileStd, min_std_given_quantiles  # noqa: E402  (Bari et al.)
 
 __all__ += ["QuantileStd", "min_std_given_quantiles"]

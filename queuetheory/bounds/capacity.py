@@ -31,7 +31,8 @@ __all__ = ["token_capacity", "max_rate", "MaxRate", "MAX_LOADS", "max_stable_rat
            "min_token_budget",
            "smallest_stable_budget", "capacity_table", "LLAMA3_70B", "llama3_70b_table"]
 
-#: The only fit the paper reports (L116): Llama-3-70B on 2×A100-80GB, NVLink, tensor parallel.
+#: The only fit the paper reports (§2.1, Eq. 2.3): Llama-3-70B on 2×A100-80GB, NVLink,
+#: tensor parallel.
 #: Time unit: milliseconds (c = 45.5 ms, a = 0.30 ms/token, b0 = 64 tokens).
 LLAMA3_70B = PiecewiseLinearTime(c=45.5, a=0.30, b0=64)
 

@@ -9,7 +9,7 @@ Corollary 4.8 writes ``A_u, B_u`` for ``s = 0, ℓ = 1``; the general matrices (
 with ``m = min(i, j)``. The worst case ``ρ(C_u)``, ``C_u = B⁻¹A``, is the top eigenvalue of the
 symmetric-definite pencil ``(A, B)``. ``B`` is a Green's matrix ``g(min(i, j))`` with ``g``
 increasing, so ``B = L D Lᵀ`` with ``L`` the lower all-ones matrix and ``D = diag(Δg)``:
-``B⁻¹`` is tridiagonal (L338–L340) and both ``A`` and ``B`` apply to a vector in ``O(u)`` by
+``B⁻¹`` is tridiagonal (§4.1) and both ``A`` and ``B`` apply to a vector in ``O(u)`` by
 cumulative sums. The Lanczos path runs on ``D^{-1/2} L⁻¹ A L⁻ᵀ D^{-1/2}`` matrix-free.
 """
 

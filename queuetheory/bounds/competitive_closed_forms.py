@@ -8,7 +8,7 @@ Two-point outputs ``o ∈ {ℓ, u}``, ``α = ℓ/u``, ``s = 0`` unless a functio
   ``(1+√(w_u/w_ℓ))/2``.
 * A_min: Thm 5.1, ``1 + α(1−α²)t/(α²t²+2α²t+1)``, ``t = x_ℓ/x_u``, sup ``(3−α)/2``.
 * A_ℓ: Thm 5.2, ``1 + (α²t+2α²)/(α²t²+2α²t+1)``, sup ``1+α/(2(1−α))`` (α ≤ ½), ``1+2α²``.
-* The threshold α* where A_ℓ's bound meets A_min's (L431–L439).
+* The threshold α* where A_ℓ's bound meets A_min's (§5.1).
 * Geometric (§5.2) and linearly weighted geometric (Thm 5.3) output laws for A_min.
 
 Every formula here is checked against the matrix evaluation of Lemma 4.6 in the tests.

@@ -6,7 +6,7 @@ that is a valid converse for every schedule (spec ``rad_slai.md`` §3.8, issue I
 prefill/decode split ``T̄^P + T̄^D``, DistServe's best static split (§3.7), the worst-case
 single-request time ``T^max`` (Eq. 13), Theorem 2's condition on ``n`` and the cycle bounds
 (Eq. 25, Lemma 4); and the exact search over prefill chunkings that tests the paper's claim
-that chunks of ``t*_lcm`` are optimal (Eq. 10 step (c), L515–L523).
+that chunks of ``t*_lcm`` are optimal (Eq. 10 step (c), App. B.1).
 
 Lengths: ``L^P`` prompt tokens and ``L^D`` decode iterations per request (the engine's
 ``output`` is ``L^D + 1`` tokens, the first one emitted by the last prefill chunk, see

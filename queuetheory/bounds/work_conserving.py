@@ -1,11 +1,11 @@
 """Work-conservation as a checkable property of a batch (Li, Dai, Peng §2.3, eq. 2.6; App. B).
 
-A state of seed 004's DTMC is the ordered list of ``(p'_i, d'_i)``: remaining prefill and
-decode tokens of every request in the system (L124–L128). The largest feasible token load
+A state of Li, Dai, Peng's DTMC (§2.2) is the ordered list of ``(p'_i, d'_i)``: remaining
+prefill and decode tokens of every request in the system. The largest feasible token load
 under rules (2.5a–d) is ``avail(x) = Σ_i p'_i + #{i : p'_i = 0}`` (spec §1.2).
 
-* **weak** (the paper's definition 2.6, L164–L168): ``b' = b`` whenever ``avail(x) ≥ b``;
-* **strict** (what the Lyapunov proof of App. B uses at L444): ``b' = min(b, avail(x))``, so
+* **weak** (the paper's Definition 2.6, §2.3): ``b' = b`` whenever ``avail(x) ≥ b``;
+* **strict** (what the Lyapunov proof of App. B uses): ``b' = min(b, avail(x))``, so
   that when the budget is not binding every request finishes its prefill or gets a decode token.
 """
 
@@ -57,7 +57,7 @@ def is_work_conserving(state, batch, b: int, strict: bool = True) -> bool:
     """Whether ``batch`` is work-conserving in ``state`` for token budget ``b``.
 
     ``strict=False`` checks the paper's (2.6): a full batch whenever ``avail(x) ≥ b``.
-    ``strict=True`` checks ``b' = min(b, avail(x))`` (App. B, L444). The batch must be
+    ``strict=True`` checks ``b' = min(b, avail(x))`` (App. B). The batch must be
     feasible (rules 2.5a–d and the budget); an infeasible one raises
     :class:`~queuetheory.errors.InfeasibleBatchError`.
     """

@@ -1086,8 +1086,8 @@ def _kingman(quick: bool) -> Outcome:
 
 # ---- §6 experiments under model (1) ---------------------------------------------------------
 
-LOW_DEMAND = ((10, 10, 1.0), (10, 20, 1.0))                       # §6.1, L461 (relative rates)
-HIGH_DEMAND = ((20, 100, 6.0), (20, 200, 4.0), (20, 300, 2.0))    # §6.1, L462
+LOW_DEMAND = ((10, 10, 1.0), (10, 20, 1.0))                       # §6.1 (relative rates)
+HIGH_DEMAND = ((20, 100, 6.0), (20, 200, 4.0), (20, 300, 2.0))    # §6.1
 
 
 def demand(spec, qps: float) -> list[RequestClass]:
@@ -1190,7 +1190,7 @@ def steady_window(res, start: float, end: float) -> dict:
 
 NESTED_LENGTHS, NESTED_RATES = (20, 40, 80, 160), (20, 40, 80, 160)
 PAPER_NESTED_THRESHOLDS = (15, 14, 12, 8)
-"""§6.2's thresholds (L478) for lengths 20, 40, 80, 160 and rates 20:40:80:160."""
+"""§6.2's thresholds for lengths 20, 40, 80, 160 and rates 20:40:80:160."""
 
 
 @claim("ao2025.nested_comparison",

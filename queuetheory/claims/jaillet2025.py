@@ -314,7 +314,7 @@ def _theorem6_4(quick: bool) -> Outcome:
 
 # ---- Section 7 in model form ------------------------------------------------------------------
 PAPER_M = 16492
-"""KV capacity of Section 7 (L416) in tokens, as stated (spec decision D2)."""
+"""KV capacity of Section 7 in tokens, as stated."""
 
 MODEL_M = 4096
 """The scaled capacity the Section 7 claims run at (a quarter of :data:`PAPER_M`, so that a
@@ -323,7 +323,7 @@ few hundred requests already congest the system and a check takes seconds)."""
 BENCHMARKS = {"greedy α=0.30": (0.3, None), "greedy α=0.25": (0.25, None),
               "clearing α=0.2 β=0.2": (0.2, 0.2), "clearing α=0.2 β=0.1": (0.2, 0.1),
               "clearing α=0.1 β=0.2": (0.1, 0.2), "clearing α=0.1 β=0.1": (0.1, 0.1)}
-"""The six benchmark configurations of Figure 5 (L444, L456)."""
+"""The six benchmark configurations of Figure 5 (§7.1, §7.2)."""
 
 
 def section7_run(policy, arrival, prompt, output, memory: int = MODEL_M) -> dict:

@@ -1,7 +1,7 @@
 """Claims of Li, Dai, Peng: Theorem 1 and the instability of non-work-conserving
 schedulers.
 
-Time model: the paper's only fitted coefficients (Llama-3-70B, L116: ``c = 45.5`` ms,
+Time model: the paper's only fitted coefficients (Llama-3-70B, Eq. 2.3: ``c = 45.5`` ms,
 ``a = 0.30`` ms/token, ``b0 = 64``) scaled by ``s`` (spec §5.6), since with ``s = 1`` the
 Fig. 1 workload (14.3 qps, prompts 129, outputs 112) exceeds ``1/a`` and no policy could be
 stable. Loads are ``ρ = λ(m_p + m_d) t_b / b``.

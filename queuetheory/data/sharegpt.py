@@ -39,14 +39,14 @@ MODEL_ROLES = ("gpt", "chatgpt", "bing", "bard")
 
 # Length statistics the papers report for their own data sets, quoted for comparison.
 PAPER_LENGTH_STATISTICS = {
-    "LMSYS-Chat-1M, 2,000 conversations (seed 003 §6, words)": {
+    "LMSYS-Chat-1M, 2,000 conversations (Chen et al. §6, words)": {
         "prompt": {"mean": 41, "median": 11, "variance": 4961, "min": 1, "max": 468},
         "output": {"mean": 85, "median": 43, "variance": 9702, "min": 1, "max": 883},
     },
-    "LMSYS-Chat-1M, 10,000 conversations (seed 001 §7, words)": {
+    "LMSYS-Chat-1M, 10,000 conversations (Jaillet et al. §7, words)": {
         "note": "only shown as histograms (Figure 6); no numbers in the text",
     },
-    "openchat_sharegpt4 (seed 002 Table 1, model tokens)": {
+    "openchat_sharegpt4 (Bari et al. Table 1, model tokens)": {
         "prompt": {"median": 1730, "p90": 5696, "std": 2088},
         "output": {"median": 415, "p90": 834, "std": 101},
     },

@@ -135,7 +135,7 @@ class State:
     ``priority``, ``prefilled``, ``decoded``, ``recomputed``, ``restarts``, ``discarded``,
     ``kv``, ``prefill_length`` (prompt plus recomputed output), ``remaining_prefill``,
     ``remaining_output``, ``in_decode`` (true once the prefill is complete, ``p_i = 0`` in
-    seed 004's notation), ``started``. Scalars: ``time``, ``budget``, ``memory``,
+    Li, Dai, Peng's notation), ``started``. Scalars: ``time``, ``budget``, ``memory``,
     ``memory_used`` and ``memory_free``; ``arrivals_done`` is true when no request will arrive
     any more in a run that drains (``simulate`` without a horizon, once the whole trace is
     admitted), so that a policy waiting for cohorts finishes its leftovers.

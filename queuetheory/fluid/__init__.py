@@ -3,7 +3,7 @@ token-budget engine's fluid model."""
 
 __all__: list[str] = []
 
-from .engine import (  # noqa: E402  (seed 004)
+from .engine import (  # noqa: E402  (Li, Dai, Peng)
     FluidPath,
     ScaledRun,
     drain_rate,

@@ -5,7 +5,7 @@ finish (MC-SF of Jaillet et al.; A_max, A_min of Chen et al.).
 A job that is in memory at round ``t`` with ``m`` tokens grows by one token per round until
 its last round ``e``, then frees everything. The total of a fixed set of jobs rises linearly
 between completions and drops at them, so checking the completion rounds (checkpoints) is
-enough (seed 001, L159) — the candidate's own completion included (spec §2.1's fix).
+enough (Jaillet et al., §4) — the candidate's own completion included (spec §2.1's fix).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@
   Exp. 3's ``[(1−x)o, (1+x)o]`` is :class:`~queuetheory.workload.RelativeInterval`.
 * :func:`lmsys_like` draws the synthetic surrogate of the 2,000 LMSYS-Chat-1M conversations
   (the data set is not shipped): log-normal lengths clipped to the reported ranges, with
-  medians 11 (prompts) and 43 (outputs) as reported (L472).
+  medians 11 (prompts) and 43 (outputs) as reported (§6).
 * :func:`latency_experiment` runs Experiments 1–3 and returns average latencies (TEL/n).
 """
 

@@ -9,11 +9,11 @@ import numpy as np
 __all__ = ["LMSYS_BINS", "lmsys_bin_rates", "lmsys_length_sample"]
 
 LMSYS_BINS = np.array([23, 11, 8, 7, 6, 4, 3, 2, 1, 1], dtype=float)
-"""Ao et al.'s ten output-length bins of LMSYS-Chat-1M (L484), relative frequencies."""
+"""Ao et al.'s ten output-length bins of LMSYS-Chat-1M (§6.2), relative frequencies."""
 
 
 def lmsys_bin_rates(total_rate: float, m: int = 500):
-    """500 output lengths 1..500 with rates ∝ the paper's 10-bin proportions (L484), flat
+    """500 output lengths 1..500 with rates ∝ the paper's 10-bin proportions (§6.2), flat
     inside each bin of 50: a surrogate of the LMSYS-Chat-1M frequencies of Fig. 15."""
     per = np.repeat(LMSYS_BINS / LMSYS_BINS.sum(), m // LMSYS_BINS.size) / (m // LMSYS_BINS.size)
     return np.arange(1, m + 1), per * total_rate
