@@ -370,7 +370,24 @@ def _c19(quick: bool) -> Outcome:
         note="A misprint (the coefficients of Z_p and Z_d swapped): with f = (m_p+m_d)Z_p + "
              "m_d Z_d (qt.fluid.engine_workload) the identity holds exactly, and the fluid "
              "results built on it stand (li2025.proposition2_fluid drains at the predicted "
-             "rate). The same swap is printed in §4.2 and in Prop. 1.")
+             "rate). The same swap is printed in §4.2 and in Prop. 1.",
+        plot=_plot_c19)
+
+
+def _plot_c19(ax):
+    """Both workload forms along Orca's fluid path, against the balance the identity states:
+    a prefill-priority path moves work from ``Z_p`` to ``Z_d``, which the printed form
+    counts wrongly."""
+    lam, mp, md, b = 1.0, 10.0, 10.0, 32.0
+    t = np.linspace(0.0, 36.0, 181)
+    path = fluid.fluid_path("orca", 20.0, 0.0, lam, mp, md, b, 1.0, t)
+    balance = np.maximum(path.f[0] - fluid.drain_rate(lam, mp, md, b, 1.0) * t, 0.0)
+    lines(ax, t, {"printed (C.19): m_p Z_p + (m_p+m_d) Z_d":
+                  fluid.printed_c19_workload(path.zp, path.zd, mp, md),
+                  "corrected: (m_p+m_d) Z_p + m_d Z_d": path.f,
+                  "balance f(0) + λ(m_p+m_d)t − B(t)": balance},
+          title="(C.19) along Orca's fluid path (λ = 1, m_p = m_d = 10, b/t_b = 32)",
+          xlabel="fluid time", ylabel="workload (tokens)", markers=False)
 
 
 @claim("li2025.proposition2_fluid",
