@@ -18,12 +18,17 @@ tiled          ``c0 + α·⌈B / t_col⌉ + β·B`` (Bari, Hegde,  :class:`Tiled
 
 Conventions: least squares on **relative** residuals ``(fit − y) / y`` by default (batch
 times span orders of magnitude; an absolute fit would ignore the small batches), or on
-absolute ones with ``relative=False``. The intervals are ``θ ± t_{0.975} · se`` with the
-covariance ``s² (JᵀJ)⁻¹`` of the Jacobian ``J`` at the optimum (for ``tiled``, given the
-chosen tile width ``t_col``, picked from multiples of 8 up to 512 by least squares), clipped
-at 0 where the parameter cannot be negative. The **held-out error** is the root mean square
-relative error of ``k``-fold cross-validation (every fold refits the family, ``t_col`` and
-``b0`` included; fixed seed); ``model="best"`` picks the family with the smallest one.
+absolute ones with ``relative=False``. The intervals (``intervals="jacobian"``, the default)
+are ``θ ± t_{0.975} · se`` with the covariance ``s² (JᵀJ)⁻¹`` of the Jacobian ``J`` at the
+optimum (for ``tiled``, given the chosen tile width ``t_col``, picked from multiples of 8 up
+to 512 by least squares), clipped at 0 where the parameter cannot be negative. They are
+local: they ignore the choice of ``t_col`` and the kink ``b0`` of ``piecewise`` moving with
+the data. ``intervals="bootstrap"`` refits the family on resampled rows (pairs bootstrap,
+:func:`scipy.stats.bootstrap`, percentile intervals, the standard errors the resamples'
+spread), which carries those choices, at ``resamples`` refits' cost. The **held-out error**
+is the root mean square relative error of ``k``-fold cross-validation (every fold refits
+the family, ``t_col`` and ``b0`` included; fixed seed); ``model="best"`` picks the family
+with the smallest one.
 
 The tiled family fits the linear-layer staircase of Eq. 4 plus a per-token term (Eq. 7's
 ``τ/μ_nLin``) and the overhead ``c0``. Turning it into a :class:`TiledGPUTime` needs the
@@ -212,6 +217,34 @@ def _intervals(f: _Fitted, residual: np.ndarray, level=0.95):
         zip(f.names, map(float, se), strict=True)), out
 
 
+def _bootstrap(X, y, w, family, f: _Fitted, resamples: int, seed: int, level=0.95):
+    """Pairs bootstrap: refit ``family`` (its ``t_col`` or ``b0`` search included) on
+    ``resamples`` resamples of the rows; percentile intervals and the resamples' standard
+    deviations (:func:`scipy.stats.bootstrap`). Returns ``(stderr, intervals, failed)``;
+    ``failed`` counts the resamples whose fit raised (their estimates are left out)."""
+    p = len(f.names)
+    failed = 0
+
+    def refit(rows):
+        nonlocal failed
+        rows = rows.astype(np.int64)
+        try:
+            g = _FITTERS[family](X.iloc[rows], y[rows], w[rows])
+        except (ValueError, np.linalg.LinAlgError):
+            failed += 1
+            return np.full(p, np.nan)
+        theta = np.asarray(g.theta, float)
+        return theta if theta.size == p else np.full(p, np.nan)   # affine tied in a resample
+
+    res = stats.bootstrap((np.arange(y.size),), refit, vectorized=False,
+                          n_resamples=int(resamples), confidence_level=level,
+                          method="percentile", rng=np.random.default_rng(seed))
+    lo, hi = res.confidence_interval
+    intervals = {name: (float(a), float(b)) for name, a, b in zip(f.names, lo, hi, strict=True)}
+    stderr = dict(zip(f.names, map(float, res.standard_error), strict=True))
+    return stderr, intervals, failed
+
+
 def _heldout(X, y, family, relative, folds, seed):
     n = y.size
     perm = np.random.default_rng(seed).permutation(n)
@@ -299,8 +332,8 @@ def _measurements(data) -> tuple[pd.DataFrame, np.ndarray]:
 
 
 def fit(measurements, model: str = "best", *, relative: bool = True, folds: int = 5,
-        seed: int = 0, dims: ModelDims | None = None, gpu_spec: dict | str | None = None
-        ) -> FitReport:
+        seed: int = 0, dims: ModelDims | None = None, gpu_spec: dict | str | None = None,
+        intervals: str = "jacobian", resamples: int = 200) -> FitReport:
     """Fit a batch-time model to measured batches (see the module docstring).
 
     Parameters
@@ -314,11 +347,17 @@ def fit(measurements, model: str = "best", *, relative: bool = True, folds: int 
     dims : the model's shape, needed to turn a tiled fit into a :class:`TiledGPUTime`
     gpu_spec : ``"a100"``, ``"h100"`` or ``{"sms": ..., "bandwidth": ...}`` (tiled only;
         default ``"a100"``)
+    intervals : ``"jacobian"`` (default) or ``"bootstrap"`` (``resamples`` refits of the
+        chosen family on resampled rows, seeded by ``seed``); see the module docstring
     """
     if model not in (*FAMILIES, "best"):
         raise ValueError(f"model={model!r}: must be one of {(*FAMILIES, 'best')}")
     if int(folds) != folds or folds < 2:
         raise ValueError(f"folds={folds!r}: must be an integer >= 2")
+    if intervals not in ("jacobian", "bootstrap"):
+        raise ValueError(f"intervals={intervals!r}: must be 'jacobian' or 'bootstrap'")
+    if intervals == "bootstrap" and (int(resamples) != resamples or resamples < 20):
+        raise ValueError(f"resamples={resamples!r}: must be an integer >= 20")
     X, y = _measurements(measurements)
     if y.size < 2 * folds:
         raise ValueError(f"measurements: {y.size} rows; need at least {2 * folds} for "
@@ -335,9 +374,14 @@ def fit(measurements, model: str = "best", *, relative: bool = True, folds: int 
     w = _weights(y, relative)
     f = _FITTERS[chosen](X, y, w)
     fitted = np.asarray(f.predict(X), float)
-    params, se, intervals = _intervals(f, (fitted - y) * w)
+    params, se, bands = _intervals(f, (fitted - y) * w)
     notes = [] if model != "best" or dims is not None else [
         "best: the tiled family was not tried (no dims given)"]
+    if intervals == "bootstrap":
+        se, bands, failed = _bootstrap(X, y, w, chosen, f, resamples, seed)
+        notes.append(f"intervals: pairs bootstrap, {int(resamples)} resamples, percentile"
+                     + (f"; {failed} resamples failed to fit and were left out" if failed
+                        else ""))
     if "t_col" in f.extra:
         params["t_col"] = float(f.extra["t_col"])
     built = _build(chosen, f, dims, spec, notes)
@@ -347,5 +391,5 @@ def fit(measurements, model: str = "best", *, relative: bool = True, folds: int 
     comparison = None
     if model == "best":
         comparison = pd.DataFrame({"heldout_error": errors}).sort_values("heldout_error")
-    return FitReport(chosen, built, params, se, intervals, errors[chosen], int(folds),
+    return FitReport(chosen, built, params, se, bands, errors[chosen], int(folds),
                      residuals, comparison, notes)
