@@ -149,6 +149,9 @@ class _FuturePeakPolicy(Policy):
         self.on_fail = _check_on_fail(on_fail)
         self.max_starts = _check_max_starts(max_starts)
 
+    def rule(self) -> str | None:
+        return "future_peak_admission" if self.on_fail == "break" else None
+
     def _schedule(self, state) -> Batch:
         run = np.flatnonzero(state.started)
         wait = np.flatnonzero(~state.started)

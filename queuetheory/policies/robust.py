@@ -125,6 +125,9 @@ class HSF(_RoundPolicy):
     def _order(self, state, waiting):
         return np.lexsort((self.rng.random(waiting.size), state.output[waiting]))
 
+    def rule(self) -> str:
+        return "future_peak_admission"
+
 
 class ARandom(_RoundPolicy):
     """A_random (Alg. 4, analysis only): true lengths, one random permutation drawn at the
@@ -135,6 +138,9 @@ class ARandom(_RoundPolicy):
 
     def _order(self, state, waiting):
         return np.argsort(self._ranks(state.rid[waiting]))
+
+    def rule(self) -> str:
+        return "future_peak_admission"
 
 
 class AMax(_RoundPolicy):
@@ -158,6 +164,9 @@ class AMax(_RoundPolicy):
         if self.order == "random":
             return np.argsort(rank)
         return np.lexsort((rank, state.hi[waiting]))
+
+    def rule(self) -> str:
+        return "future_peak_admission"
 
 
 class _LowerBounds(_RoundPolicy):
@@ -215,6 +224,9 @@ class AMin(_LowerBounds):
 
     def _order(self, state, waiting):
         return np.lexsort((self.rng.random(waiting.size), self._lb[state.rid[waiting]]))
+
+    def rule(self) -> str:
+        return "future_peak_admission"
 
 
 class AEll(_LowerBounds):
