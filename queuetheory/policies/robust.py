@@ -20,9 +20,9 @@ the lengths lie within the assumed ones. Every policy here needs a set ``memory`
 (``simulate`` refuses ``memory=None``). Decisions of the spec (§5) are referenced by number
 in the code.
 
-Fast path: every decision of H-SF, A_random, A_max and A_min follows the bulk rule
-:mod:`~queuetheory.engine.kernels.future_peak_admission`, which draws the same random numbers
-(A_min hands back to the step-by-step engine once a job outlives its lower bound).
+Fast path: every decision of H-SF, A_random, A_max and A_min (its evictions included)
+follows the bulk rule :mod:`~queuetheory.engine.kernels.future_peak_admission`, which draws
+the same random numbers.
 """
 
 from __future__ import annotations
