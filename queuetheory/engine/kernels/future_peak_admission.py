@@ -40,12 +40,15 @@ from __future__ import annotations
 import heapq
 from array import array
 from bisect import bisect_left, insort
+from itertools import accumulate
 
 import numpy as np
 
 from .common import durations, tail_of
 
 __all__ = ["future_peak_admission_runner"]
+
+_SHIFT = 8                       # ids per block of the waiting counts: 256
 
 
 def future_peak_admission_runner(engine, policy):
@@ -177,8 +180,8 @@ def _run(engine, policy, t, stop, limit, kind, est, cap, evicts):
     heap: list = []              # waiting requests by priority (unique keys) ...
     groups: dict = {}            # ... or, kind "fresh", key -> [ids (ascending), Σ P, min P],
     keys: list = []              # with a heap of the keys
-    flags = bytearray(n)         # kind "fresh": 1 for a waiting request
-    oldest = 0                   # ... none below this id
+    flags = bytearray(n)         # kind "fresh": 1 for a waiting request, and their
+    per_block = [0] * ((n >> _SHIFT) + 1)   # count per block of ids (draw positions)
     waiting = 0                  # requests seen and not admitted
     ranks: list = []             # kinds "rank", "hi_rank": σ per request id
     skip = 0                     # kind "fresh": uniforms owed to the generator
@@ -232,6 +235,7 @@ def _run(engine, policy, t, stop, limit, kind, est, cap, evicts):
                 else:
                     wait(j, est[j])
                     flags[j] = 1
+                    per_block[j >> _SHIFT] += 1
         out = ()
         if M is not None:
             profile.age(s)
@@ -256,7 +260,7 @@ def _run(engine, policy, t, stop, limit, kind, est, cap, evicts):
                     est[j] = max(est[j], a + evicts[1])
                     wait(j, est[j])
                     flags[j] = 1
-                    oldest = min(oldest, j)
+                    per_block[j >> _SHIFT] += 1
                 running -= len(out)
                 waiting += len(out)
         width = waiting                        # the uniforms A_min and H-SF draw now
@@ -287,10 +291,11 @@ def _run(engine, policy, t, stop, limit, kind, est, cap, evicts):
                     if block is None:
                         rng.bit_generator.advance(skip)
                         skip = 0
-                        block = rng.random(width).tolist()
-                        while not flags[oldest]:
-                            oldest += 1
-                    u = [block[flags.count(1, oldest, j)] for j in ids]
+                        block = rng.random(width)
+                        before = [0, *accumulate(per_block)]
+                    # u of request j: its place among the waiting ids, ascending
+                    u = block[[before[j >> _SHIFT] + flags.count(1, j >> _SHIFT << _SHIFT, j)
+                               for j in ids]].tolist()
                     take = []
                     for _, j in sorted(zip(u, ids, strict=True)):
                         if not fits(prompt[j], 1, last, s):
@@ -310,6 +315,7 @@ def _run(engine, policy, t, stop, limit, kind, est, cap, evicts):
                 del groups[key]
             for j in new:
                 flags[j] = 0
+                per_block[j >> _SHIFT] -= 1
             if block is None and (new or running):
                 skip += width
         if not new and not running:
