@@ -137,6 +137,19 @@ def test_ties_of_fresh_draws_same_records():
             assert n_fast == 0
 
 
+def test_ties_in_a_long_queue_same_records():
+    # ids over many blocks of the rule's waiting counts (256 ids each), a queue hundreds long
+    rng = np.random.default_rng(5)
+    n = 900
+    arrival = rng.exponential(0.004, n).cumsum()
+    prompt, output = rng.integers(1, 30, n), rng.integers(1, 8, n)
+    trace = qt.Workload.from_arrays(arrival, prompt, output)
+    res, _, n_fast = _same(trace, HSF, ANCHOR_TIME, memory=int((prompt + output).max()) + 60)
+    assert n_fast == 0
+    waiting = res.batches["in_system"] - res.batches["decode_requests"]
+    assert waiting.max() > 300
+
+
 AMIN = {
     "static": AMin,
     "dynamic": lambda: AMin(evict_key="dynamic"),
