@@ -75,7 +75,7 @@ def bulk_runner(engine, policy):
             or (tab.n and min(tab.column("prompt").min(), tab.column("output").min()) < 1)):
         return None
     if (engine.memory is not None and engine.preemption != "recompute"
-            and rule != "future_peak_admission"):      # which stops before any eviction
+            and rule != "future_peak_admission"):      # evicts as the papers do: restart
         return None
     run = RULES[rule](engine, policy)
     if run is None:

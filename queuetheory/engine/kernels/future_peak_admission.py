@@ -55,15 +55,15 @@ def future_peak_admission_runner(engine, policy):
     """``run(engine, t, stop, limit)`` for the policy, or ``None`` outside the rule: an
     MC-SF whose admission goes on past a failure (``on_fail="skip"``), a scheduler of
     Chen et al. not listed above, a generator other than PCG64, lengths below one token."""
-    from ...policies.kvcache import _FuturePeakPolicy
+    from ...policies.kvcache import FCFS, MCSF
     from ...policies.robust import HSF, AMax, AMin, ARandom
 
     tab = engine.table
     evicts = None
-    if isinstance(policy, _FuturePeakPolicy):
+    if type(policy) in (MCSF, FCFS):
         if policy.on_fail != "break":
             return None
-        kind = "output" if policy._order == "output" else "arrival"
+        kind = "output" if type(policy) is MCSF else "arrival"
         est, cap = tab.column("output"), policy.max_starts
     elif type(policy) in (AMax, AMin, HSF, ARandom):
         if type(policy.rng.bit_generator) is not np.random.PCG64:
