@@ -28,9 +28,9 @@ Ye, Zhou): every running request decodes, and waiting ones are admitted in the p
 order while the future-peak check holds (:mod:`.future_peak_admission`).
 
 The rules run with a token-count time model, prompts and outputs of at least one token, under
-either first-token convention, and with recompute preemption where memory is limited;
-elsewhere the engine steps. Each rule lives in a module of its own and is listed in
-:data:`RULES`.
+either first-token convention, and with recompute preemption where memory is limited (the
+papers' restart for ``future_peak_admission``); elsewhere the engine steps. Each rule lives
+in a module of its own and is listed in :data:`RULES`.
 """
 
 from __future__ import annotations
