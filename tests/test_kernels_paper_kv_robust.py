@@ -22,7 +22,8 @@ from queuetheory.workload import Trace
 
 
 def _same(trace, make_policy, time_model, **kw):
-    """``_same_run`` that also compares the policies' generators after the two runs."""
+    """``_same_run`` that also compares the policies' generators after the two runs, and
+    what Chen et al.'s schedulers keep per request (the permutation keys σ, A_min's õ)."""
     made = []
 
     def make():
@@ -32,6 +33,11 @@ def _same(trace, make_policy, time_model, **kw):
     res, n_slow, n_fast = _same_run(trace, make, time_model, **kw)
     slow, fast = made
     assert slow.rng.bit_generator.state == fast.rng.bit_generator.state
+    if hasattr(slow, "_ranked"):
+        assert slow._ranked == fast._ranked
+        np.testing.assert_array_equal(slow._rank[: slow._ranked], fast._rank[: fast._ranked])
+    if isinstance(slow, AMin):          # õ > 0 for every request the policy has seen
+        np.testing.assert_array_equal(np.trim_zeros(slow._lb, "b"), np.trim_zeros(fast._lb, "b"))
     return res, n_slow, n_fast
 
 
