@@ -1,34 +1,38 @@
 """Jaillet, Jiang, Podimata, Zhou: memory-constrained shortest-first (MC-SF) and
 the vLLM-like α-protection benchmarks of its Section 7.
 
-Model (seed 001 §3). One request per prompt of size ``s_i`` and output ``o_i`` (known on
-arrival); one batch per round (``qt.UnitTime()``); a request started in round ``p`` runs
+Model (Jaillet et al., Section 3). One request per prompt of size ``s_i`` and output ``o_i``
+(known on arrival); one batch per round (``qt.UnitTime()``); a request started in round ``p`` runs
 ``d_i`` consecutive rounds and holds ``s_i + k`` KV tokens in its ``k``-th one
 (``k = 0`` is the prefill round); capacity ``M``; no pausing, no eviction for MC-SF.
 
 Timing conventions — the one place where they are mapped
 --------------------------------------------------------
-=========  ============================  ====================  ============================
-name       paper                          duration ``d_i``      engine
-=========  ============================  ====================  ============================
-``"ip"``   App. B.1 (L626–L634), default  ``o_i``               ``first_token="prefill"``
-``"eq1"``  Eq. (1), Section 3 (L121)      ``o_i + 1``           ``first_token="decode"``
-=========  ============================  ====================  ============================
+=========  ===================================  ================  ==========================
+name       paper                                duration ``d_i``  engine
+=========  ===================================  ================  ==========================
+``"ip"``   App. B.1 (hindsight IP), default     ``o_i``           ``first_token="prefill"``
+``"eq1"``  Eq. (1), Section 3 (the token phase)  ``o_i + 1``       ``first_token="decode"``
+=========  ===================================  ================  ==========================
 
 With ``"ip"`` the prefill round emits the first token, memory runs ``s_i … s_i + o_i − 1``
 and the request completes at ``p_i + o_i``; with ``"eq1"`` memory peaks at ``s_i + o_i``
-(L121) and it completes at ``p_i + o_i + 1``. :data:`CONVENTIONS` maps the name to the
-engine's ``first_token`` and :func:`durations` to ``d_i``; the policies read the engine's
-convention from ``State.emit_first``, so the same policy object serves both.
+(Section 3, the token phase) and it completes at ``p_i + o_i + 1``. :data:`CONVENTIONS` maps
+the name to the engine's ``first_token`` and :func:`durations` to ``d_i``; the policies read
+the engine's convention from ``State.emit_first``, so the same policy object serves both.
 
 Algorithms
 ----------
-:class:`MCSF` is Algorithm 2 (L192–L209): every round, the running requests continue and
+:class:`MCSF` is Algorithm 2 (Section 5.1): every round, the running requests continue and
 the arrived waiting ones are tried in ascending ``o_i`` (ties: arrival, then index), each
 admitted if the future-peak check (eqs. (1)–(2), :class:`~.memory_check.FuturePeak`, own
-completion included) holds. With all arrivals at 0 it is Algorithm 1 (L161–L164).
-:class:`FCFS` is the same check in arrival order. :class:`AlphaProtection` is benchmark B1
-(L428–L430) and, with ``beta``, B2 (L432).
+completion included) holds. With all arrivals at 0 it is Algorithm 1 (Section 4).
+:class:`FCFS` is the same check in arrival order. :class:`AlphaProtection` is the
+α-protection greedy benchmark of Section 7 and, with ``beta``, its α-protection β-clearing
+variant (Section 7).
+
+Fast path: every decision of :class:`MCSF` and :class:`FCFS` (``on_fail="break"``) follows
+the bulk rule :mod:`~queuetheory.engine.kernels.future_peak_admission`.
 """
 
 from __future__ import annotations
@@ -149,6 +153,9 @@ class _FuturePeakPolicy(Policy):
         self.on_fail = _check_on_fail(on_fail)
         self.max_starts = _check_max_starts(max_starts)
 
+    def rule(self) -> str | None:
+        return "future_peak_admission" if self.on_fail == "break" else None
+
     def _schedule(self, state) -> Batch:
         run = np.flatnonzero(state.started)
         wait = np.flatnonzero(~state.started)
@@ -173,7 +180,7 @@ class MCSF(_FuturePeakPolicy):
     Parameters
     ----------
     on_fail : ``"break"`` stops admitting at the first request that fails the check (the
-        paper, L164/L207); ``"skip"`` tries the longer ones too (differs only with unequal
+        paper's Algorithms 1 and 2); ``"skip"`` tries the longer ones too (differs only with unequal
         prompt sizes, spec D6).
     max_starts : at most this many admissions per round (``None``: the paper's algorithm;
         a cap gives the staggered comparators that refute Theorems 4.2 and 5.3).
@@ -196,11 +203,12 @@ class AlphaProtection(Policy):
     ``beta`` (α-protection β-clearing B2). If one clearing pass leaves the memory over
     ``M``, the round is a stall: nothing is processed (spec decision D8).
 
-    Loops (spec D7, "infinite loop" of L430): the run is declared looping when the same
-    running set is fully cleared twice with no completion in between, or when nothing
-    completes for ``10 × (longest output in the system)`` rounds. From then on the policy
-    idles, so ``simulate`` returns with the looping requests unfinished; ``loop_at`` is the
-    time of detection (``None`` if none) and ``clearings`` counts clearing passes.
+    Loops (spec D7, the "infinite processing loops" of Section 7): the run is declared
+    looping when the same running set is fully cleared twice with no completion in between,
+    or when nothing completes for ``10 × (longest output in the system)`` rounds. From then
+    on the policy idles, so ``simulate`` returns with the looping requests unfinished;
+    ``loop_at`` is the time of detection (``None`` if none) and ``clearings`` counts
+    clearing passes.
     """
 
     def __init__(self, alpha: float, beta: float | None = None):

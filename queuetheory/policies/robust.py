@@ -19,6 +19,10 @@ admission round emits no token), so no batch overflows ``M`` under either conven
 the lengths lie within the assumed ones. Every policy here needs a set ``memory``
 (``simulate`` refuses ``memory=None``). Decisions of the spec (§5) are referenced by number
 in the code.
+
+Fast path: every decision of H-SF, A_random, A_max and A_min (its evictions included)
+follows the bulk rule :mod:`~queuetheory.engine.kernels.future_peak_admission`, which draws
+the same random numbers.
 """
 
 from __future__ import annotations
@@ -125,6 +129,9 @@ class HSF(_RoundPolicy):
     def _order(self, state, waiting):
         return np.lexsort((self.rng.random(waiting.size), state.output[waiting]))
 
+    def rule(self) -> str:
+        return "future_peak_admission"
+
 
 class ARandom(_RoundPolicy):
     """A_random (Alg. 4, analysis only): true lengths, one random permutation drawn at the
@@ -135,6 +142,9 @@ class ARandom(_RoundPolicy):
 
     def _order(self, state, waiting):
         return np.argsort(self._ranks(state.rid[waiting]))
+
+    def rule(self) -> str:
+        return "future_peak_admission"
 
 
 class AMax(_RoundPolicy):
@@ -158,6 +168,9 @@ class AMax(_RoundPolicy):
         if self.order == "random":
             return np.argsort(rank)
         return np.lexsort((rank, state.hi[waiting]))
+
+    def rule(self) -> str:
+        return "future_peak_admission"
 
 
 class _LowerBounds(_RoundPolicy):
@@ -215,6 +228,9 @@ class AMin(_LowerBounds):
 
     def _order(self, state, waiting):
         return np.lexsort((self.rng.random(waiting.size), self._lb[state.rid[waiting]]))
+
+    def rule(self) -> str:
+        return "future_peak_admission"
 
 
 class AEll(_LowerBounds):

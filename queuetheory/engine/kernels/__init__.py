@@ -23,15 +23,20 @@ instead of prompts.
 whenever a prompt can start, else a decode-only batch of every request in decode
 (:func:`~.prefill_batches.prefill_batches`).
 
+``"future_peak_admission"`` (MC-SF of Jaillet et al., A_max, A_min, H-SF and A_random of Chen,
+Ye, Zhou): every running request decodes, and waiting ones are admitted in the policy's
+order while the future-peak check holds (:mod:`.future_peak_admission`).
+
 The rules run with a token-count time model, prompts and outputs of at least one token, under
-either first-token convention, and with recompute preemption where memory is limited;
-elsewhere the engine steps. Each rule lives in a module of its own and is listed in
-:data:`RULES`.
+either first-token convention, and with recompute preemption where memory is limited (the
+papers' restart for ``future_peak_admission``); elsewhere the engine steps. Each rule lives
+in a module of its own and is listed in :data:`RULES`.
 """
 
 from __future__ import annotations
 
 from .decode_first_fill import decode_first_fill, decode_first_fill_memory
+from .future_peak_admission import future_peak_admission_runner
 from .prefill_batches import prefill_batches
 
 __all__ = ["bulk_runner", "RULES"]
@@ -49,6 +54,7 @@ def _decode_first_fill_runner(engine, policy):
 RULES = {
     "decode_first_fill": _decode_first_fill_runner,
     "prefill_batches": lambda engine, policy: prefill_batches,
+    "future_peak_admission": future_peak_admission_runner,
 }
 
 
@@ -68,7 +74,8 @@ def bulk_runner(engine, policy):
             or engine.iteration or engine.live.size
             or (tab.n and min(tab.column("prompt").min(), tab.column("output").min()) < 1)):
         return None
-    if engine.memory is not None and engine.preemption != "recompute":
+    if (engine.memory is not None and engine.preemption != "recompute"
+            and rule != "future_peak_admission"):      # evicts as the papers do: restart
         return None
     run = RULES[rule](engine, policy)
     if run is None:

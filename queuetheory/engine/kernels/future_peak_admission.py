@@ -1,0 +1,470 @@
+"""The rule ``future_peak_admission``: the paper schedulers that keep every running request
+and admit waiting ones in a priority order while the future-peak check of Jaillet et al.
+(eqs. (1)–(2), :class:`~queuetheory.policies.memory_check.FuturePeak`) holds, stopping at the
+first that fails: MC-SF and its FCFS variant (Jaillet et al., Algorithm 2), and A_max,
+A_min, H-SF and A_random (Chen, Ye, Zhou, Algorithms 1–4), A_min with its evictions.
+
+Every request prefills its whole prompt in its admission round ``p`` and then decodes one
+token per round until it finishes in round ``T = p + o − e`` (``e = 1`` when the prefill
+emits the first token), holding ``P + (τ − p)`` KV tokens after round ``τ``: its memory is
+``base + τ`` with ``base = P − p`` fixed. The policy assumes it lasts until round
+``L = p + ô − e`` (``ô``: the true length for MC-SF and H-SF, ``hi`` for A_max, the running
+lower bound ``õ`` for A_min); a request still running after ``L`` (A_min only) is assumed
+to end in the current round (Chen et al.'s ``max(õ, a + 1)``). With
+``G(τ) = Σ_{L_j ≥ τ} (base_j + τ)`` over the running requests, a set ``A`` of candidates
+ending in round ``E`` fits in round ``s`` iff ``G(τ) + Σ_A (m_i − s + τ) ≤ M`` at every
+checkpoint ``τ ∈ {L_j} ∩ [s, E]`` and at ``E`` (between checkpoints the load only grows).
+:class:`_Profile` keeps the running requests grouped by ``L`` and scans the checkpoints up
+to ``E`` only: the candidates tried first are the shortest, so the scan is short.
+
+Orders (the policies' own, ties as they break them): ``(o, id)`` for MC-SF, ``id`` for its
+FCFS variant; ``(hi, σ, id)`` for A_max (``σ`` the uniform key each request draws when the
+policy first sees it, in the policy's generator order), ``(σ, id)`` for its ``"random"``
+order and A_random; ``(key, u, id)`` for A_min and H-SF, with ``u`` a fresh uniform for each
+waiting request at every decision, drawn in id order. Those fresh draws matter only inside
+the group of equal keys where admission stops part-way: if the whole group fits together,
+all of it is admitted in any order; if its smallest prompt does not fit alone, none is
+(the check is monotone in the set admitted). The kernel draws the block only there and
+otherwise advances the PCG64 generator past it (``advance``: one 64-bit step per uniform),
+so the generator ends in the policy's state. A_min's evictions (when next round's memory
+would exceed ``M``) draw their uniforms as the policy does; an evicted request restarts
+(the papers' preemption) with ``õ`` raised to the tokens it had generated.
+
+The records are written back per residency (admission to completion, eviction or the end
+of the run). The rule hands the run back to the engine, untouched, at a decision where an
+empty system cannot admit its first candidate (Chen et al.'s schedulers raise there).
+"""
+
+from __future__ import annotations
+
+import heapq
+from array import array
+from bisect import bisect_left, insort
+from itertools import accumulate
+
+import numpy as np
+
+from .common import durations, tail_of
+
+__all__ = ["future_peak_admission_runner"]
+
+_SHIFT = 8                       # ids per block of the waiting counts: 256
+
+
+def future_peak_admission_runner(engine, policy):
+    """``run(engine, t, stop, limit)`` for the policy, or ``None`` outside the rule: an
+    MC-SF whose admission goes on past a failure (``on_fail="skip"``), a scheduler of
+    Chen et al. not listed above, a generator other than PCG64, lengths below one token."""
+    from ...policies.kvcache import FCFS, MCSF
+    from ...policies.robust import HSF, AMax, AMin, ARandom
+
+    tab = engine.table
+    evicts = None
+    if type(policy) in (MCSF, FCFS):
+        if policy.on_fail != "break":
+            return None
+        kind = "output" if type(policy) is MCSF else "arrival"
+        est, cap = tab.column("output"), policy.max_starts
+    elif type(policy) in (AMax, AMin, HSF, ARandom):
+        if type(policy.rng.bit_generator) is not np.random.PCG64:
+            return None
+        cap = None
+        if isinstance(policy, AMax):
+            est, kind = tab.column("hi"), "hi_rank" if policy.order == "sorted" else "rank"
+        elif isinstance(policy, ARandom):
+            est, kind = tab.column("output"), "rank"
+        else:
+            est, kind = tab.column("output"), "fresh"
+            if isinstance(policy, AMin):
+                est = tab.column("lo")
+                evicts = (policy.evict_key == "dynamic", int(policy.bound == "generated+1"))
+        if tab.n and est.min() < 1:
+            return None
+    else:
+        return None
+    est = est.tolist()
+
+    def run(engine, t, stop, limit):
+        return _run(engine, policy, t, stop, limit, kind, est, cap, evicts)
+
+    return run
+
+
+class _Profile:
+    """The running requests' memory from the current round on: those assumed to end in
+    round ``L`` grouped (``ending[L] = [Σ base, count]``, ``checkpoints`` the sorted keys),
+    totals ``B``, ``C`` over them, and ``OB``, ``OC`` over the overdue ones (past ``L``,
+    assumed to end now)."""
+
+    def __init__(self, memory):
+        self.M = memory
+        self.ending: dict = {}
+        self.checkpoints: list = []
+        self.B = self.C = self.OB = self.OC = 0
+
+    def fits(self, msum, k, last, s):
+        """Do ``k`` candidates holding ``msum`` tokens now and ending in round ``last`` fit?"""
+        thr = self.M - msum + k * s
+        b, c = self.B, self.C + k
+        if self.OC and b + self.OB + (c + self.OC) * s > thr:
+            return False
+        ending = self.ending
+        for L in self.checkpoints:
+            if L > last:
+                break
+            if b + c * L > thr:
+                return False
+            sb, cnt = ending[L]
+            b -= sb
+            c -= cnt
+        return b + c * last <= thr
+
+    def enter(self, last, base):
+        slot = self.ending.get(last)
+        if slot is None:
+            self.ending[last] = [base, 1]
+            insort(self.checkpoints, last)
+        else:
+            slot[0] += base
+            slot[1] += 1
+        self.B += base
+        self.C += 1
+
+    def leave(self, last, base, s):
+        """A request assumed to end in ``last`` leaves in round ``s``."""
+        if last < s:
+            self.OB -= base
+            self.OC -= 1
+            return
+        slot = self.ending[last]
+        slot[0] -= base
+        slot[1] -= 1
+        if not slot[1]:
+            del self.ending[last]
+            del self.checkpoints[bisect_left(self.checkpoints, last)]
+        self.B -= base
+        self.C -= 1
+
+    def age(self, s):
+        """Requests assumed to have ended before round ``s`` become overdue."""
+        checkpoints = self.checkpoints
+        while checkpoints and checkpoints[0] < s:
+            sb, cnt = self.ending.pop(checkpoints.pop(0))
+            self.B -= sb
+            self.C -= cnt
+            self.OB += sb
+            self.OC += cnt
+
+    def need(self, s):
+        """Memory of every running request after round ``s``."""
+        return self.B + self.OB + (self.C + self.OC) * s
+
+
+def _run(engine, policy, t, stop, limit, kind, est, cap, evicts):
+    tab = engine.table
+    n = tab.n
+    arrival = tab.column("arrival").tolist()
+    prompt = tab.column("prompt").tolist()
+    output = tab.column("output").tolist()
+    taus, new_tau = durations(engine.time_model)
+    e = tab.emit_first
+    M = engine.memory
+    rng = getattr(policy, "rng", None)
+    est = list(est)              # A_min's õ rises at its evictions
+    profile = _Profile(M)
+    fits = profile.fits
+    began = [-1] * n             # admission round of each running request's residency
+    leaving: dict = {}           # round -> (request, admission round) ending in it
+    residencies = array("q")     # (request, admission round, tokens, how it ended)
+    running_ids: set = set()     # kept for A_min's evictions
+    heap: list = []              # waiting requests by priority (unique keys) ...
+    groups: dict = {}            # ... or, kind "fresh", key -> [ids (ascending), Σ P, min P],
+    keys: list = []              # with a heap of the keys
+    flags = bytearray(n)         # kind "fresh": 1 for a waiting request, and their
+    per_block = [0] * ((n >> _SHIFT) + 1)   # count per block of ids (draw positions)
+    waiting = 0                  # requests seen and not admitted
+    ranks: list = []             # kinds "rank", "hi_rank": σ per request id
+    skip = 0                     # kind "fresh": uniforms owed to the generator
+    rows = [array(code) for code in "ddqqqqqqq"]
+    start, dur, n_pre, chunks, decs, evicted_col, used_col, in_sys, work_col = rows
+    admitted = seen = finished = running = 0
+    work, kv, peak = engine.work, engine.kv_total, engine.peak_memory
+    s = engine.iteration
+
+    def wait(j, key):
+        """Request ``j`` joins the waiting group of ``key``."""
+        g = groups.get(key)
+        if g is None:
+            groups[key] = [[j], prompt[j], prompt[j]]
+            heapq.heappush(keys, key)
+            return
+        if g[0][-1] < j:
+            g[0].append(j)
+        else:
+            insort(g[0], j)
+        g[1] += prompt[j]
+        g[2] = min(g[2], prompt[j])
+
+    while t < stop and s < limit:
+        while admitted < n and arrival[admitted] <= t:
+            work += prompt[admitted] + output[admitted]
+            admitted += 1
+        live = admitted - finished
+        if not live:
+            if admitted == n:
+                break
+            t = arrival[admitted]
+            continue
+        # ---- the decision -------------------------------------------------------------
+        saved = None
+        if seen < admitted:                    # requests the policy sees for the first time
+            if kind in ("rank", "hi_rank"):
+                if not running:
+                    saved = rng.bit_generator.state
+                ranks.extend(rng.random(admitted - seen).tolist())
+            waiting += admitted - seen
+            for j in range(seen, admitted):
+                if kind == "output":
+                    heapq.heappush(heap, (output[j], j))
+                elif kind == "arrival":
+                    heapq.heappush(heap, (j,))
+                elif kind == "hi_rank":
+                    heapq.heappush(heap, (est[j], ranks[j], j))
+                elif kind == "rank":
+                    heapq.heappush(heap, (ranks[j], j))
+                else:
+                    wait(j, est[j])
+                    flags[j] = 1
+                    per_block[j >> _SHIFT] += 1
+        out = ()
+        if M is not None:
+            profile.age(s)
+            if profile.need(s) > M:
+                if evicts is None:
+                    raise RuntimeError(f"future_peak_admission: memory over M = {M} "
+                                       "(the check should have kept it within)")
+                rng.bit_generator.advance(skip)
+                skip = 0
+                out = _evictions(sorted(running_ids), profile.need(s) - M, rng, est, began,
+                                 prompt, s, e, evicts[0])
+                for j in out:
+                    p = began[j]
+                    a = s - p - 1 + e                  # tokens generated so far
+                    residencies.extend((j, p, a, 0))
+                    base = prompt[j] - p
+                    profile.leave(p + est[j] - e, base, s)
+                    running_ids.discard(j)
+                    began[j] = -1
+                    kv -= base + s - 1
+                    work += prompt[j] + a
+                    est[j] = max(est[j], a + evicts[1])
+                    wait(j, est[j])
+                    flags[j] = 1
+                    per_block[j >> _SHIFT] += 1
+                running -= len(out)
+                waiting += len(out)
+        width = waiting                        # the uniforms A_min and H-SF draw now
+        new = []
+        if M is None:                          # MC-SF without a memory limit: admit all
+            new = [item[-1] for item in heap]
+            heap.clear()
+        elif kind != "fresh":
+            while heap and (cap is None or len(new) < cap):
+                j = heap[0][-1]
+                last = s + est[j] - e
+                if not fits(prompt[j], 1, last, s):
+                    break
+                heapq.heappop(heap)
+                new.append(j)
+                profile.enter(last, prompt[j] - s)
+        else:
+            block = None
+            while keys:
+                key = keys[0]
+                ids, total, least = g = groups[key]
+                last = s + key - e
+                if fits(total, len(ids), last, s):
+                    take = ids                            # all of the group fits
+                elif len(ids) == 1 or not fits(least, 1, last, s):
+                    break                                 # none of it does
+                else:                                     # the tie-break decides
+                    if block is None:
+                        rng.bit_generator.advance(skip)
+                        skip = 0
+                        block = rng.random(width)
+                        before = [0, *accumulate(per_block)]
+                    # u of request j: its place among the waiting ids, ascending
+                    u = block[[before[j >> _SHIFT] + flags.count(1, j >> _SHIFT << _SHIFT, j)
+                               for j in ids]].tolist()
+                    take = []
+                    for _, j in sorted(zip(u, ids, strict=True)):
+                        if not fits(prompt[j], 1, last, s):
+                            break
+                        take.append(j)
+                        profile.enter(last, prompt[j] - s)
+                    new.extend(take)
+                    gone = set(take)
+                    g[0] = [j for j in ids if j not in gone]
+                    g[1] -= sum(prompt[j] for j in take)
+                    g[2] = min(prompt[j] for j in g[0])
+                    break
+                for j in take:
+                    profile.enter(last, prompt[j] - s)
+                new.extend(take)
+                heapq.heappop(keys)
+                del groups[key]
+            for j in new:
+                flags[j] = 0
+                per_block[j >> _SHIFT] -= 1
+            if block is None and (new or running):
+                skip += width
+        if not new and not running:
+            if out:
+                raise RuntimeError("future_peak_admission: A_min evicted every running "
+                                   "request and cannot start one (it always can)")
+            if saved is not None:              # hand the decision back untouched
+                rng.bit_generator.state = saved
+                del ranks[seen:]
+            break
+        seen = admitted
+        waiting -= len(new)
+        # ---- the iteration --------------------------------------------------------------
+        chunk_sum = 0
+        for j in new:
+            chunk_sum += prompt[j]
+            began[j] = s
+            end = s + output[j] - e
+            if end in leaving:
+                leaving[end].append((j, s))
+            else:
+                leaving[end] = [(j, s)]
+        if evicts is not None:
+            running_ids.update(new)
+        tau = taus.get((chunk_sum, running)) or new_tau(chunk_sum, running)
+        used = kv + chunk_sum + running
+        work -= chunk_sum + running + e * len(new)
+        start.append(t)
+        dur.append(tau)
+        n_pre.append(len(new))
+        chunks.append(chunk_sum)
+        decs.append(running)
+        evicted_col.append(len(out))
+        used_col.append(used)
+        in_sys.append(live)
+        work_col.append(work)
+        peak = used if used > peak else peak
+        running += len(new)
+        freed = 0
+        for j, p in leaving.pop(s, ()):
+            if began[j] != p:                  # evicted since
+                continue
+            freed += prompt[j] + output[j] - e
+            running -= 1
+            finished += 1
+            residencies.extend((j, p, output[j], 1))
+            began[j] = -1
+            if M is not None:
+                profile.leave(p + est[j] - e, prompt[j] - p, s)
+            if evicts is not None:
+                running_ids.discard(j)
+        kv = used - freed
+        t = t + tau
+        s += 1
+    for j in range(admitted):                  # residencies still open
+        if began[j] >= 0:
+            residencies.extend((j, began[j], max(0, s - began[j] - 1 + e), 2))
+    _write_back(engine, admitted, rows, residencies)
+    engine.work, engine.kv_total, engine.peak_memory = work, kv, peak
+    _hand_back(policy, kind, seen, est, ranks, skip)
+    return t
+
+
+def _evictions(running, excess, rng, est, began, prompt, s, e, dynamic):
+    """A_min's victims (``AMin._evict``): the running requests (ascending ids) in the order
+    of their key (``õ``, or ``max(õ, a)`` when ``dynamic``), ties by fresh uniforms, until
+    their next-round memory covers ``excess``."""
+    u = rng.random(len(running)).tolist()
+    rows = []
+    for i, j in enumerate(running):
+        a = s - began[j] - 1 + e
+        rows.append((max(est[j], a) if dynamic else est[j], u[i], i, j))
+    rows.sort()
+    out, freed = [], 0
+    for *_, j in rows:
+        out.append(j)
+        freed += prompt[j] - began[j] + s
+        if freed >= excess:
+            break
+    return out
+
+
+def _write_back(engine, admitted, rows, residencies):
+    """The engine's records and state after the bulk run, as if it had stepped: the batch
+    log, and per request its residencies ``(request, admission round, tokens, end)`` (end
+    0: evicted, 1: finished, 2: still running), whose tokens came out in consecutive
+    iterations from the admission's (``first_token="prefill"``) or the next one."""
+    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = (
+        np.frombuffer(r, r.typecode) for r in rows)
+    k = start.size
+    s0 = engine.iteration
+    if k:
+        engine.log.extend(k, start, dur, n_pre, chunks, decs, chunks + decs, evicted, used,
+                          in_sys, work)
+    engine.iteration += k
+    engine._pending = admitted
+    tab = engine.table
+    ends = start + dur                                   # t + τ, as the engine adds them
+    gaps = ends - start                                  # the gap each decode closes
+    seg = np.frombuffer(residencies, dtype=np.int64).reshape(-1, 4)
+    order = np.lexsort((seg[:, 1], seg[:, 0]))           # by request, then in time
+    rid, p, count, how = seg[order].T
+    p = p - s0
+    first = p + 1 - tab.emit_first                       # iteration of the first token
+    now = tail_of(rid)                                   # each request's latest residency
+    on = how[now] > 0                                    # ... holding KV (or finished)
+    latest = rid[now]
+    tab.prefill_done[latest] = ends[p[now]]
+    tab.prefilled[latest[on]] = tab.prompt[latest[on]]
+    tab.in_decode[latest[on]] = True
+    tab.decoded[latest] = np.where(on, count[now], 0)
+    gone = how == 0
+    np.add.at(tab.restarts, rid[gone], 1)
+    np.add.at(tab.discarded, rid[gone], count[gone])
+    done = how == 1
+    tab.finish[rid[done]] = ends[(first + count - 1)[done]]
+    talked = count > 0
+    rid, first, count = rid[talked], first[talked], count[talked]
+    final = first + count - 1
+    lead = np.ones(rid.size, dtype=bool)
+    lead[1:] = rid[1:] != rid[:-1]                       # each request's first tokens
+    tab.first_token[rid[lead]] = ends[first[lead]]
+    tail = tail_of(rid)
+    tab.last_token[rid[tail]] = ends[final[tail]]
+    cls = tab.cls[rid]
+    timed = count > 1                                    # gaps inside a residency
+    if np.count_nonzero(timed):
+        lo, hi = (first + 1)[timed], (final + 1)[timed]
+        bounds = np.column_stack([lo, hi]).ravel()
+        inner = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
+        np.maximum.at(tab.tbt_max, rid[timed], inner)
+        engine.tbt.add_intervals(gaps, lo, hi, cls[timed])
+    again = ~lead                                        # across a restart
+    if np.count_nonzero(again):
+        stall = ends[first[again]] - ends[final[np.flatnonzero(again) - 1]]
+        np.maximum.at(tab.tbt_max, rid[again], stall)
+        engine.tbt.add(cls[again], stall)
+    ids = np.arange(admitted)
+    engine.live = ids[np.isnan(tab.finish[:admitted])]
+
+
+def _hand_back(policy, kind, seen, est, ranks, skip):
+    """The policy's own state as if it had made every decision of the run."""
+    from ...policies.robust import AMin
+
+    if kind in ("rank", "hi_rank"):
+        policy._rank = np.array(ranks, dtype=float)
+        policy._ranked = len(ranks)
+    elif kind == "fresh":
+        policy.rng.bit_generator.advance(skip)
+        if isinstance(policy, AMin) and seen:     # õ of every request seen
+            policy._lb = np.array(est[:seen], dtype=np.int64)
