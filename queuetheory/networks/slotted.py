@@ -82,8 +82,8 @@ def covers(net) -> bool:
 class _Queue:
     """One queue of an agent (see the module doc)."""
 
-    __slots__ = ("classes", "waiting", "head", "loose", "due", "synced", "ends", "stack_at",
-                 "stack_gap")
+    __slots__ = ("classes", "waiting", "head", "loose", "due", "synced", "n_sync", "ends",
+                 "stack_at", "stack_gap")
 
     def __init__(self, classes, n_classes):
         self.classes = classes
@@ -91,7 +91,8 @@ class _Queue:
         self.head = 0               # prompt tokens done of waiting[0]
         self.loose = []             # ids in decode handled one by one, in arrival order
         self.due = {}               # decode index -> ids in sync finishing at that decode
-        self.synced = [0] * n_classes   # ids in sync, per class
+        self.synced = [0] * n_classes   # ids in sync, per class ...
+        self.n_sync = 0                 # ... and in all
         self.ends = []              # end time of every decode of the queue
         self.stack_at = []          # decode indices whose gap exceeds every later gap ...
         self.stack_gap = []         # ... and those gaps (strictly decreasing)
@@ -102,23 +103,49 @@ class _Queue:
         return self.stack_gap[k] if k < len(self.stack_at) else 0.0
 
 
+class _Stream:
+    """A class's per-visit lengths as lists: the draws of
+    :class:`~queuetheory.networks.stepped.StepRun`'s stream, in the same chunks."""
+
+    def __init__(self, draws):
+        self.law, self.rng, self.chunk = draws.lengths, draws.rng, draws.chunk
+        self.prompt, self.output, self.at = [], [], 0
+
+    def take(self, n: int):
+        at = self.at
+        if n > len(self.prompt) - at:
+            p, o = self.law.sample_lengths(self.rng, max(self.chunk, n))
+            self.prompt = self.prompt[at:] + p.tolist()
+            self.output = self.output[at:] + o.tolist()
+            at = 0
+        self.at = at + n
+        return self.prompt[at: at + n], self.output[at: at + n]
+
+
+_FIELDS = (("arrival", 0.0), ("prompt", 0), ("output", 0), ("cls", 0), ("job", 0),
+           ("prefill_done", _NAN), ("first", _NAN), ("last", _NAN), ("finish", _NAN),
+           ("decoded", 0), ("sync", -1), ("tmax", 0.0))
+
+
 class _Agent:
-    """One agent's requests and queues, advanced one slot at a time."""
+    """One agent's requests and queues, advanced one slot at a time.
+
+    Per request id (arrival order, as the engine numbers them) plain lists hold its
+    lengths and stamps; ``decoded`` and ``tmax`` of a request in sync are those at its sync
+    decode ``sync`` (``-1``: not in sync), ``last`` is kept for loose requests only."""
 
     def __init__(self, engine, n_classes):
         self.engine = engine
         self.budget = engine.policy.token_budget
-        plan = _queues(engine.policy, n_classes)
-        self.queues = [_Queue(cs, n_classes) for cs in plan]
+        self.queues = [_Queue(cs, n_classes) for cs in _queues(engine.policy, n_classes)]
         self.queue_of = [None] * n_classes
         for q in self.queues:
             for c in q.classes:
                 self.queue_of[c] = q
-        self.hist = [{} for _ in range(n_classes)]    # per class: gap -> tokens
-        # per request id, in arrival order
-        self.arrival, self.prompt, self.output, self.cls, self.job = [], [], [], [], []
-        self.prefill_done, self.first, self.last, self.finish = [], [], [], []
-        self.decoded, self.sync, self.tmax = [], [], []
+        self.hist = [{} for _ in range(n_classes)]    # per class: gap -> tokens that closed it
+        for name, _ in _FIELDS:
+            setattr(self, name, [])
+        self.n = self.cap = 0
         self.live = 0               # requests in the system
         self.work = 0               # their unprocessed tokens
         self.kv = 0                 # their KV tokens
@@ -127,41 +154,56 @@ class _Agent:
         self.pending = 0            # requests of the last batch not yet released ...
         self.in_batch = 0           # ... and its tokens
 
-    def enter(self, c, jobs, prompt, output, t):
-        n = len(prompt)
-        start = len(self.prompt)
-        self.arrival.extend([t] * n)
-        self.prompt.extend(prompt)
-        self.output.extend(output)
-        self.cls.extend([c] * n)
-        self.job.extend(jobs)
-        for stamps in (self.prefill_done, self.first, self.last, self.finish):
-            stamps.extend([_NAN] * n)
-        self.decoded.extend([0] * n)
-        self.sync.extend([-1] * n)
-        self.tmax.extend([0.0] * n)
-        self.queue_of[c].waiting.extend(range(start, start + n))
+    def _grow(self, need):
+        cap = max(need, 2 * self.cap, 1024)
+        for name, fill in _FIELDS:
+            getattr(self, name).extend([fill] * (cap - self.cap))
+        self.cap = cap
+
+    def enter(self, c, jobs, prompt, output, tokens, t):
+        n = len(jobs)
+        start = self.n
+        stop = self.n = start + n
+        if stop > self.cap:
+            self._grow(stop)
+        if n == 1:
+            self.arrival[start], self.prompt[start], self.output[start] = t, prompt[0], output[0]
+            self.cls[start], self.job[start] = c, jobs[0]
+            self.queue_of[c].waiting.append(start)
+        else:
+            self.arrival[start:stop] = [t] * n
+            self.prompt[start:stop] = prompt
+            self.output[start:stop] = output
+            self.cls[start:stop] = [c] * n
+            self.job[start:stop] = jobs
+            self.queue_of[c].waiting.extend(range(start, stop))
         self.live += n
-        self.work += sum(prompt) + sum(output)
+        self.work += tokens
 
     def step(self, t, end):
-        """Run one batch from ``t`` to ``end``; return the ids it finishes."""
+        """Run one batch from ``t`` to ``end``; return the ids it finishes, sorted."""
         left = self.budget
         chunks = prefills = decodes = 0
         done = []
-        prompt = self.prompt
         for q in self.queues:
             if left <= 0:
                 break
-            n = sum(q.synced) + len(q.loose)
+            n = q.n_sync + len(q.loose)
             if n:
-                k = n if n <= left else left
-                self._decode(q, end, k, n, done)
-                decodes += k
-                left -= k
+                if n <= left:
+                    self._decode(q, end, q.loose, done)
+                    q.loose = []
+                    decodes += n
+                    left -= n
+                else:
+                    members = self._loosen(q)
+                    q.loose = members[left:]
+                    self._decode(q, end, members[:left], done)
+                    decodes += left
+                    left = 0
             waiting = q.waiting
             if left > 0 and waiting:
-                head = q.head
+                prompt, head, loose = self.prompt, q.head, q.loose
                 while left > 0 and waiting:
                     r = waiting[0]
                     rest = prompt[r] - head
@@ -172,7 +214,7 @@ class _Agent:
                         waiting.popleft()
                         head = 0
                         self.prefill_done[r] = end
-                        q.loose.append(r)
+                        loose.append(r)
                     else:
                         head += left
                         chunks += left
@@ -180,168 +222,198 @@ class _Agent:
                 q.head = head
         tokens = chunks + decodes
         used = self.kv + tokens
-        self.peak = max(self.peak, used)
+        if used > self.peak:
+            self.peak = used
         self.work -= tokens
         self.rows.append((t, end - t, prefills, chunks, decodes, tokens, used, self.live,
                           self.work))
+        self.pending, self.in_batch = len(done), tokens
         if done:
-            out = self.output
-            self.kv = used - sum([prompt[r] + out[r] for r in done])
+            prompt, output = self.prompt, self.output
+            self.kv = used - sum([prompt[r] + output[r] for r in done])
             self.live -= len(done)
             done.sort()
         else:
             self.kv = used
-        self.pending, self.in_batch = len(done), tokens
         return done
 
-    def _decode(self, q, end, k, n, done):
-        """The queue's decode at ``end`` of its first ``k`` of ``n`` requests in decode."""
+    def _decode(self, q, end, members, done):
+        """The queue's next decode, at ``end``: every request in sync and the loose
+        ``members``."""
         ends = q.ends
         e = len(ends)
-        if k < n:
-            members = self._loosen(q, e)
-            q.loose = members[k:]
-            members = members[:k]
-        else:
-            members = q.loose
-            q.loose = []
-        ends.append(end)
         hist, cls = self.hist, self.cls
         if e:
-            gap = end - ends[e - 1]
+            gap = end - ends[-1]
             at, gaps = q.stack_at, q.stack_gap
             while gaps and gaps[-1] <= gap:
                 gaps.pop()
                 at.pop()
             at.append(e)
             gaps.append(gap)
-            for c in q.classes:
-                m = q.synced[c]
-                if m:
-                    h = hist[c]
-                    h[gap] = h.get(gap, 0) + m
-        last, first, decoded, output = self.last, self.first, self.decoded, self.output
-        tmax, due, synced = self.tmax, q.due, q.synced
-        for r in members:
-            before = last[r]
-            if before == before:
-                gap = end - before
-                h = hist[cls[r]]
-                h[gap] = h.get(gap, 0) + 1
-                if gap > tmax[r]:
-                    tmax[r] = gap
-            else:
-                first[r] = end
-            d = decoded[r] + 1
-            decoded[r] = d
-            if d >= output[r]:
-                last[r] = self.finish[r] = end
-                done.append(r)
-            else:
-                self.sync[r] = e
-                at = e + output[r] - d
-                if at in due:
-                    due[at].append(r)
+            if q.n_sync:
+                for c in q.classes:
+                    m = q.synced[c]
+                    if m:
+                        h = hist[c]
+                        h[gap] = h.get(gap, 0) + m
+        ends.append(end)
+        due = q.due
+        if members:
+            last, decoded, output, tmax = self.last, self.decoded, self.output, self.tmax
+            sync, synced = self.sync, q.synced
+            for r in members:
+                before = last[r]
+                if before == before:
+                    gap = end - before
+                    h = hist[cls[r]]
+                    h[gap] = h.get(gap, 0) + 1
+                    if gap > tmax[r]:
+                        tmax[r] = gap
                 else:
-                    due[at] = [r]
-                synced[cls[r]] += 1
+                    self.first[r] = end
+                d = decoded[r] + 1
+                decoded[r] = d
+                if d >= output[r]:
+                    last[r] = self.finish[r] = end
+                    done.append(r)
+                else:
+                    sync[r] = e
+                    at = e + output[r] - d
+                    if at in due:
+                        due[at].append(r)
+                    else:
+                        due[at] = [r]
+                    synced[cls[r]] += 1
+                    q.n_sync += 1
         finished = due.pop(e, None)
         if finished:
-            sync = self.sync
+            sync, tmax, decoded, output = self.sync, self.tmax, self.decoded, self.output
+            last, finish, synced = self.last, self.finish, q.synced
+            top = q.stack_gap[0]            # the largest gap of all
             for r in finished:
-                s = sync[r]
-                sync[r] = -1
                 decoded[r] = output[r]
-                last[r] = self.finish[r] = end
-                tmax[r] = max(tmax[r], q.since(s))
+                last[r] = finish[r] = end
+                if top > tmax[r]:
+                    tmax[r] = max(tmax[r], q.since(sync[r]))
+                sync[r] = -1
                 synced[cls[r]] -= 1
+            q.n_sync -= len(finished)
             done.extend(finished)
 
-    def _loosen(self, q, e):
-        """Before decode ``e``: make every request in sync loose; return all the queue's
-        requests in decode in arrival order."""
+    def _loosen(self, q):
+        """Make every request of ``q`` in sync loose, as before the queue's next decode;
+        return all its requests in decode, in arrival order."""
         members = list(q.loose)
         if q.due:
             sync, decoded, last, tmax = self.sync, self.decoded, self.last, self.tmax
-            previous = q.ends[e - 1]
+            e = len(q.ends) - 1
             for ids in q.due.values():
                 for r in ids:
                     s = sync[r]
-                    decoded[r] += e - 1 - s
-                    last[r] = previous
+                    decoded[r] += e - s
+                    last[r] = q.ends[e]
                     tmax[r] = max(tmax[r], q.since(s))
                     sync[r] = -1
                 members.extend(ids)
             q.due = {}
             q.synced = [0] * len(q.synced)
+            q.n_sync = 0
         members.sort()
         return members
 
     def to_engine(self):
-        """Write the run into the agent's :class:`~queuetheory.engine.Engine`: its request
-        table, live requests, counters, batch log and TBT histogram, as the general path
-        leaves them."""
-        eng = self.engine
-        n = len(self.prompt)
-        if n:
-            prompt = np.array(self.prompt, dtype=np.int64)
-            output = np.array(self.output, dtype=np.int64)
-            eng.table.append(Trace(np.array(self.arrival, dtype=float), prompt, output,
-                                   np.array(self.cls, dtype=np.int64), output, output,
-                                   np.zeros(n, np.int64)))
-        decoded, last, tmax = list(self.decoded), list(self.last), list(self.tmax)
+        """Write the run into the agent's :class:`~queuetheory.engine.Engine` (request table,
+        live requests, counters, batch log, TBT histogram) as the general path leaves it;
+        return the network request of every engine id."""
         for q in self.queues:
-            e = len(q.ends) - 1
-            for ids in q.due.values():
-                for r in ids:
-                    s = self.sync[r]
-                    decoded[r] += e - s
-                    last[r] = q.ends[e]
-                    tmax[r] = max(tmax[r], q.since(s))
+            self._loosen(q)         # stamps of the requests in sync, as of their last decode
+        eng, n = self.engine, self.n
+        if n:
+            output = np.array(self.output[:n], dtype=np.int64)
+            eng.table.append(Trace(np.array(self.arrival[:n]),
+                                   np.array(self.prompt[:n], dtype=np.int64), output,
+                                   np.array(self.cls[:n], dtype=np.int64), output, output,
+                                   np.zeros(n, np.int64)))
         tab = eng.table
-        prefilled = np.array(self.prompt, dtype=np.int64)
-        waiting = []
+        prefilled = tab.prompt[:n].copy()
         for q in self.queues:
             if q.waiting:
                 ids = np.fromiter(q.waiting, dtype=np.int64, count=len(q.waiting))
                 prefilled[ids] = 0
                 prefilled[ids[0]] = q.head
-                waiting.append(ids)
-        for name, values in (("prefilled", prefilled), ("decoded", decoded),
-                             ("prefill_done", self.prefill_done), ("first_token", self.first),
-                             ("last_token", last), ("finish", self.finish), ("tbt_max", tmax)):
-            getattr(tab, name)[:n] = values
+        for name, mine in (("prefilled", prefilled), ("decoded", self.decoded),
+                           ("prefill_done", self.prefill_done), ("first_token", self.first),
+                           ("last_token", self.last), ("finish", self.finish),
+                           ("tbt_max", self.tmax)):
+            getattr(tab, name)[:n] = mine[:n]
         tab.in_decode[:n] = prefilled >= tab.prompt[:n]
         eng.live = np.flatnonzero(np.isnan(tab.finish[:n]))
         eng.iteration = len(self.rows)
         eng.work, eng.kv_total, eng.peak_memory = self.work, self.kv, self.peak
         if self.rows:
             cols = list(zip(*self.rows, strict=True))
-            k = len(self.rows)
-            eng.log.extend(k, np.array(cols[0]), np.array(cols[1]),
-                           *(np.array(c, dtype=np.int64) for c in cols[2:6]), 0,
-                           *(np.array(c, dtype=np.int64) for c in cols[6:]))
+            ints = [np.array(c, dtype=np.int64) for c in cols[2:]]
+            eng.log.extend(len(self.rows), np.array(cols[0], dtype=float),
+                           np.array(cols[1], dtype=float), *ints[:4], 0, *ints[4:])
         for c, h in enumerate(self.hist):
             if h:
                 eng.tbt.add_counted(np.array(list(h), dtype=float),
                                     np.array(list(h.values()), dtype=np.int64), c)
-        return np.array(self.job, dtype=np.int64)
+        return np.array(self.job[:n], dtype=np.int64)
 
 
 class SlotRun(StepRun):
     """A network run through the per-slot kernel (see the module doc); :func:`covers` says
     when it applies. Its :meth:`run` returns what :meth:`StepRun.run` returns and leaves the
-    engines as that does."""
+    engines as that leaves them."""
 
     def __init__(self, net, horizon, seed):
         super().__init__(net, horizon, seed)
         self.agents = [_Agent(eng, len(mine)) for eng, mine in zip(self.engines, self.local,
                                                                     strict=True)]
         self.slot = float(net.slot)
-        self.next_of = [[next(iter(net.successors(k))) for k in mine] for mine in self.local]
+        self.streams = {k: _Stream(d) for k, d in self.lengths.items()}
+        self.kind = dict(net.nodes(data="kind"))
+        self.succ = {v: list(net.successors(v)) for v in net}
+        self.need = {v: net.in_degree(v) for v in net.nodes_of("join")}
+        self.joined = {v: {} for v in self.need}
+        self.next_of = [[self.succ[k][0] for k in mine] for mine in self.local]
 
-    def _into_class(self, j, c, jobs, prompt, output, t):
-        self.agents[j].enter(c, jobs.tolist(), prompt.tolist(), output.tolist(), t)
+    def enter(self, node, jobs, t):
+        """Send ``jobs`` (a list, or an array from a router) into ``node`` at time ``t``."""
+        if type(jobs) is np.ndarray:
+            jobs = jobs.tolist()
+        if not jobs:
+            return
+        kind = self.kind[node]
+        if kind == "class":
+            p, o = self.streams[node].take(len(jobs))
+            tokens = sum(p) + sum(o)
+            self.tokens_in += tokens
+            j, c = self.where[node]
+            self.agents[j].enter(c, jobs, p, o, tokens, t)
+        elif kind == "sink":
+            self.finish[jobs] = t
+            self.done += len(jobs)
+        elif kind == "fork":
+            for v in self.succ[node]:
+                self.enter(v, jobs, t)
+        elif kind == "join":
+            count, need = self.joined[node], self.need[node]
+            ready = []
+            for x in jobs:
+                k = count.get(x, 0) + 1
+                if k >= need:
+                    del count[x]
+                    ready.append(x)
+                else:
+                    count[x] = k
+            ready.sort()
+            self.join_waiting += len(jobs) - need * len(ready)
+            self.enter(self.succ[node][0], ready, t)
+        else:
+            self._route(node, self.net.nodes[node]["router"], np.array(jobs, dtype=np.int64), t)
 
     def _requests_at(self, j) -> int:
         a = self.agents[j]
@@ -353,43 +425,49 @@ class SlotRun(StepRun):
 
     def run(self):
         agents, J = self.agents, len(self.agents)
-        admit, n_jobs, slot = self.admit, self.n_jobs, self.slot
+        admit, source, n_jobs = self.admit.tolist(), self.source.tolist(), self.n_jobs
+        slot, horizon, enter, first = self.slot, self.horizon, self.enter, self.first
         finished = [[] for _ in range(J)]
-        stepped = []
-        rows = []
+        stepped, rows = [], []
         ptr = 0
-        t = float(admit[0]) if n_jobs else np.inf
-        while t < self.horizon:
+        t = admit[0] if n_jobs else np.inf
+        while t < horizon:
             for j in stepped:
-                self._release(j, finished[j], t)
+                if finished[j]:
+                    self._release(j, finished[j], t)
                 agents[j].pending = agents[j].in_batch = 0
             if ptr < n_jobs and admit[ptr] <= t:
-                stop = int(np.searchsorted(admit, t, side="right"))
-                jobs = np.arange(ptr, stop)
-                src = self.source[ptr:stop]
-                for i in np.unique(src):
-                    self.enter(self.first[i], jobs[src == i], t)
+                stop = ptr + 1
+                while stop < n_jobs and admit[stop] <= t:
+                    stop += 1
+                kinds = source[ptr:stop]
+                if stop - ptr == 1 or kinds.count(kinds[0]) == len(kinds):
+                    enter(first[kinds[0]], list(range(ptr, stop)), t)
+                else:
+                    for i in sorted(set(kinds)):
+                        enter(first[i], [x for x, k in zip(range(ptr, stop), kinds, strict=True)
+                                         if k == i], t)
                 ptr = stop
             end = t + slot
-            stepped = [j for j in range(J) if agents[j].live]
+            counts = [a.live for a in agents]
+            stepped = [j for j in range(J) if counts[j]]
             for j in stepped:
                 finished[j] = agents[j].step(t, end)
-            rows.append((t, ptr - self.done, self.join_waiting,
-                         *[agents[j].rows[-1][7] if j in stepped else 0 for j in range(J)],
+            rows.append((t, ptr - self.done, self.join_waiting, *counts,
                          *[a.work for a in agents]))
-            t = end if stepped else (float(admit[ptr]) if ptr < n_jobs else np.inf)
+            t = end if stepped else (admit[ptr] if ptr < n_jobs else np.inf)
         for j, a in enumerate(agents):
             self.job_of[j] = a.to_engine()
         return rows, ptr
 
     def _release(self, j, done, t):
-        if not done:
-            return
+        """Send the requests agent ``j`` finished (sorted ids) to their next nodes, class by
+        class."""
         a = self.agents[j]
-        cls, job = a.cls, a.job
-        first = cls[done[0]]
-        if all(cls[r] == first for r in done):
-            self.enter(self.next_of[j][first], np.array([job[r] for r in done]), t)
+        cls, job, nxt = a.cls, a.job, self.next_of[j]
+        c = cls[done[0]]
+        if len(nxt) == 1 or all(cls[r] == c for r in done):
+            self.enter(nxt[c], [job[r] for r in done], t)
             return
         for c in sorted({cls[r] for r in done}):
-            self.enter(self.next_of[j][c], np.array([job[r] for r in done if cls[r] == c]), t)
+            self.enter(nxt[c], [job[r] for r in done if cls[r] == c], t)
