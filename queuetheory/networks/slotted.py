@@ -122,6 +122,8 @@ class _Stream:
         return self.prompt[at: at + n], self.output[at: at + n]
 
 
+_ROW = 9        # start, duration, prefill requests and tokens, decodes, token load, memory,
+                # requests in the system, unfinished tokens: the batch log less its evictions
 _FIELDS = (("arrival", 0.0), ("prompt", 0), ("output", 0), ("cls", 0), ("job", 0),
            ("prefill_done", _NAN), ("first", _NAN), ("last", _NAN), ("finish", _NAN),
            ("decoded", 0), ("sync", -1), ("tmax", 0.0))
@@ -150,7 +152,7 @@ class _Agent:
         self.work = 0               # their unprocessed tokens
         self.kv = 0                 # their KV tokens
         self.peak = 0
-        self.rows = []              # the batch log, one tuple per batch
+        self.log = []               # the batch log, row after row (flat: few objects to track)
         self.pending = 0            # requests of the last batch not yet released ...
         self.in_batch = 0           # ... and its tokens
 
@@ -225,8 +227,8 @@ class _Agent:
         if used > self.peak:
             self.peak = used
         self.work -= tokens
-        self.rows.append((t, end - t, prefills, chunks, decodes, tokens, used, self.live,
-                          self.work))
+        self.log.extend((t, end - t, prefills, chunks, decodes, tokens, used, self.live,
+                         self.work))
         self.pending, self.in_batch = len(done), tokens
         if done:
             prompt, output = self.prompt, self.output
@@ -290,12 +292,14 @@ class _Agent:
         if finished:
             sync, tmax, decoded, output = self.sync, self.tmax, self.decoded, self.output
             last, finish, synced = self.last, self.finish, q.synced
-            top = q.stack_gap[0]            # the largest gap of all
+            oldest, top = q.stack_at[0], q.stack_gap[0]     # the largest gap of all
             for r in finished:
                 decoded[r] = output[r]
                 last[r] = finish[r] = end
-                if top > tmax[r]:
-                    tmax[r] = max(tmax[r], q.since(sync[r]))
+                s = sync[r]
+                gap = top if oldest > s else q.since(s)
+                if gap > tmax[r]:
+                    tmax[r] = gap
                 sync[r] = -1
                 synced[cls[r]] -= 1
             q.n_sync -= len(finished)
@@ -349,13 +353,13 @@ class _Agent:
             getattr(tab, name)[:n] = mine[:n]
         tab.in_decode[:n] = prefilled >= tab.prompt[:n]
         eng.live = np.flatnonzero(np.isnan(tab.finish[:n]))
-        eng.iteration = len(self.rows)
+        k = eng.iteration = len(self.log) // _ROW
         eng.work, eng.kv_total, eng.peak_memory = self.work, self.kv, self.peak
-        if self.rows:
-            cols = list(zip(*self.rows, strict=True))
+        if k:
+            cols = [self.log[i::_ROW] for i in range(_ROW)]
             ints = [np.array(c, dtype=np.int64) for c in cols[2:]]
-            eng.log.extend(len(self.rows), np.array(cols[0], dtype=float),
-                           np.array(cols[1], dtype=float), *ints[:4], 0, *ints[4:])
+            eng.log.extend(k, np.array(cols[0], dtype=float), np.array(cols[1], dtype=float),
+                           *ints[:4], 0, *ints[4:])
         for c, h in enumerate(self.hist):
             if h:
                 eng.tbt.add_counted(np.array(list(h), dtype=float),
@@ -428,7 +432,8 @@ class SlotRun(StepRun):
         admit, source, n_jobs = self.admit.tolist(), self.source.tolist(), self.n_jobs
         slot, horizon, enter, first = self.slot, self.horizon, self.enter, self.first
         finished = [[] for _ in range(J)]
-        stepped, rows = [], []
+        everyone = range(J)
+        stepped, flat = [], []
         ptr = 0
         t = admit[0] if n_jobs else np.inf
         while t < horizon:
@@ -450,15 +455,18 @@ class SlotRun(StepRun):
                 ptr = stop
             end = t + slot
             counts = [a.live for a in agents]
-            stepped = [j for j in range(J) if counts[j]]
+            stepped = [j for j in everyone if counts[j]]
             for j in stepped:
                 finished[j] = agents[j].step(t, end)
-            rows.append((t, ptr - self.done, self.join_waiting, *counts,
-                         *[a.work for a in agents]))
+            flat.append(t)
+            flat.append(ptr - self.done)
+            flat.append(self.join_waiting)
+            flat.extend(counts)
+            flat.extend([a.work for a in agents])
             t = end if stepped else (admit[ptr] if ptr < n_jobs else np.inf)
         for j, a in enumerate(agents):
             self.job_of[j] = a.to_engine()
-        return rows, ptr
+        return list(zip(*[iter(flat)] * (3 + 2 * J), strict=True)), ptr
 
     def _release(self, j, done, t):
         """Send the requests agent ``j`` finished (sorted ids) to their next nodes, class by
