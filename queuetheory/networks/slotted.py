@@ -82,16 +82,17 @@ def covers(net) -> bool:
 class _Queue:
     """One queue of an agent (see the module doc)."""
 
-    __slots__ = ("classes", "waiting", "head", "loose", "due", "synced", "n_sync", "ends",
-                 "stack_at", "stack_gap")
+    __slots__ = ("classes", "several", "waiting", "head", "loose", "due", "synced", "n_sync",
+                 "ends", "stack_at", "stack_gap")
 
     def __init__(self, classes, n_classes):
         self.classes = classes
+        self.several = len(classes) > 1
         self.waiting = deque()      # ids waiting for (the rest of) their prompt, FIFO
         self.head = 0               # prompt tokens done of waiting[0]
         self.loose = []             # ids in decode handled one by one, in arrival order
         self.due = {}               # decode index -> ids in sync finishing at that decode
-        self.synced = [0] * n_classes   # ids in sync, per class ...
+        self.synced = [0] * n_classes   # ids in sync, per class (kept with several) ...
         self.n_sync = 0                 # ... and in all
         self.ends = []              # end time of every decode of the queue
         self.stack_at = []          # decode indices whose gap exceeds every later gap ...
@@ -244,26 +245,33 @@ class _Agent:
         ``members``."""
         ends = q.ends
         e = len(ends)
-        hist, cls = self.hist, self.cls
+        hist, cls, several = self.hist, self.cls, q.several
         if e:
             gap = end - ends[-1]
             at, gaps = q.stack_at, q.stack_gap
-            while gaps and gaps[-1] <= gap:
-                gaps.pop()
-                at.pop()
-            at.append(e)
-            gaps.append(gap)
+            if gaps and gaps[-1] == gap:
+                at[-1] = e
+            else:
+                while gaps and gaps[-1] <= gap:
+                    gaps.pop()
+                    at.pop()
+                at.append(e)
+                gaps.append(gap)
             if q.n_sync:
-                for c in q.classes:
-                    m = q.synced[c]
-                    if m:
-                        h = hist[c]
-                        h[gap] = h.get(gap, 0) + m
+                if several:
+                    for c in q.classes:
+                        m = q.synced[c]
+                        if m:
+                            h = hist[c]
+                            h[gap] = h.get(gap, 0) + m
+                else:
+                    h = hist[q.classes[0]]
+                    h[gap] = h.get(gap, 0) + q.n_sync
         ends.append(end)
         due = q.due
         if members:
             last, decoded, output, tmax = self.last, self.decoded, self.output, self.tmax
-            sync, synced = self.sync, q.synced
+            sync, synced, joined = self.sync, q.synced, 0
             for r in members:
                 before = last[r]
                 if before == before:
@@ -286,8 +294,10 @@ class _Agent:
                         due[at].append(r)
                     else:
                         due[at] = [r]
-                    synced[cls[r]] += 1
-                    q.n_sync += 1
+                    joined += 1
+                    if several:
+                        synced[cls[r]] += 1
+            q.n_sync += joined
         finished = due.pop(e, None)
         if finished:
             sync, tmax, decoded, output = self.sync, self.tmax, self.decoded, self.output
@@ -301,7 +311,8 @@ class _Agent:
                 if gap > tmax[r]:
                     tmax[r] = gap
                 sync[r] = -1
-                synced[cls[r]] -= 1
+                if several:
+                    synced[cls[r]] -= 1
             q.n_sync -= len(finished)
             done.extend(finished)
 
