@@ -428,7 +428,30 @@ class SlotRun(StepRun):
             self.join_waiting += len(jobs) - need * len(ready)
             self.enter(self.succ[node][0], ready, t)
         else:
-            self._route(node, self.net.nodes[node]["router"], np.array(jobs, dtype=np.int64), t)
+            self._route(node, self.net.nodes[node]["router"], jobs, t)
+
+    def _route(self, node, rule, jobs, t):
+        """:meth:`StepRun._route` on a list: the join-the-least rules choose with plain
+        floats, as the general path does with numpy (ties to the lowest index)."""
+        if rule not in ("least_requests", "least_tokens"):
+            super()._route(node, rule, np.array(jobs, dtype=np.int64), t)
+            return
+        targets = self.succ[node]
+        agents = [self.where[v][0] for v in targets]
+        if rule == "least_requests":
+            score = [float(self._requests_at(j)) for j in agents]
+            step = [1.0] * len(targets)
+        else:
+            score = [float(self._tokens_at(j)) for j in agents]
+            step = [self.mean_tokens[v] for v in targets]
+        picks = [[] for _ in targets]
+        choices = range(len(targets))
+        for x in jobs:                      # each choice sees the ones before it
+            k = min(choices, key=score.__getitem__)
+            picks[k].append(x)
+            score[k] += step[k]
+        for v, mine in zip(targets, picks, strict=True):
+            self.enter(v, mine, t)
 
     def _requests_at(self, j) -> int:
         a = self.agents[j]
