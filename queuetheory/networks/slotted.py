@@ -50,7 +50,8 @@ _NAN = float("nan")
 def _queues(policy, n_classes: int):
     """The queues of an agent (lists of local classes, most important first), or ``None``
     when its policy is not one the kernel reproduces."""
-    if getattr(policy, "order", None) != "fcfs" or getattr(policy, "max_reqs", 0) is not None:
+    if (getattr(policy, "order", None) != "fcfs" or getattr(policy, "max_reqs", 0) is not None
+            or getattr(policy, "chunk", False) is not True):
         return None
     if type(policy) is Sarathi:
         return [list(range(n_classes))]
