@@ -157,3 +157,34 @@ def test_networks_the_kernel_does_not_cover_take_the_general_path():
     assert not slotted.covers(net)
     with pytest.raises(ValueError, match="misses classes"):
         simulate(net, horizon=50, seed=0)
+
+
+def test_random_small_networks():
+    """Budgets of a few tokens to a few dozen, loads on both sides of 1, fixed and Poisson
+    lengths: the kernel's decodes, prefills, starvation and joins against the general path."""
+    rng = np.random.default_rng(11)
+    for i in range(6):
+        b = int(rng.integers(4, 40))
+        sizes = [tuple(int(x) for x in rng.integers(1, 12, 2)) for _ in range(4)]
+        lengths = ("fixed", "poisson")[i % 2]
+        rho = float(rng.uniform(0.8, 1.2))
+        if i % 3 == 2:
+            net = fork_join(rho, sizes=sizes, token_budget=b, lengths=lengths)
+        else:
+            net = rybko_stolyar(("up", "down")[i % 2], rho, short=sizes[0], long=sizes[1],
+                                token_budget=b, lengths=lengths)
+        assert_same_run(net, 300, i)
+
+
+def test_length_streams_draw_as_the_general_path_does():
+    """The kernel's list streams give the general path's lengths for any group sizes,
+    groups longer than a drawing chunk included."""
+    from queuetheory.networks.stepped import _Lengths
+    from queuetheory.workload import RequestClass
+
+    law = RequestClass(qt.networks.length_law(20), qt.networks.length_law(7), rate=0.0)
+    ref = _Lengths(law, np.random.default_rng(3), chunk=8)
+    mine = slotted._Stream(_Lengths(law, np.random.default_rng(3), chunk=8))
+    for n in (1, 3, 7, 2, 20, 1, 9, 8, 33, 4):
+        p, o = ref.take(n)
+        assert mine.take(n) == (p.tolist(), o.tolist())
