@@ -135,8 +135,9 @@ def simulate(net, *, horizon: float, seed=0, fast_path: bool = True) -> NetworkR
     ``fast_path``: networks of unit-time agents running FCFS Sarathi or FCFS StaticPriority
     (the builders' defaults) go through the per-slot kernel of
     :mod:`~queuetheory.networks.slotted`, which gives the same result as the general path
-    (:mod:`~queuetheory.networks.stepped`, one engine decision per agent per epoch) many
-    times faster; ``False`` forces the general path. Other networks always take it.
+    (:mod:`~queuetheory.networks.stepped`, one engine decision per agent per epoch) about
+    ten times faster on the paper's networks (benchmarks/networks_rs.py); ``False`` forces
+    the general path. Other networks always take it.
     """
     net.validate()
     check_positive("horizon", horizon)
