@@ -83,6 +83,39 @@ def test_relaxation_time_is_the_heavy_traffic_scale():
         cap.relaxation_time(wl, 1.0, 0.0)
 
 
+def test_relaxation_time_scales_with_the_arrivals_and_the_work_variability():
+    """Kingman's c_a² + c_s²: paired lengths (10, 1) and (30, 1) under "decode" bring work
+    11 and 31 (c_s² = 100/441 by hand); Poisson arrivals add c_a² = 1, a clock 0, Bernoulli
+    slots 1 − λ·slot."""
+    lengths = qt.Workload.from_lengths(np.array([10, 30]), np.array([1, 1]), rate=0.2)
+    c, lam = 1.0, 0.8
+    scale = lam / c**2 / (1 - lam / c) ** 2
+    cs2 = 100 / 441
+    for arrivals, ca2 in (("poisson", 1.0), ("poisson-slot", 1.0), ("deterministic", 0.0),
+                          ("bernoulli", 1 - lam)):
+        wl = qt.Workload(lengths.classes, arrivals=arrivals)
+        assert cap.arrival_variability(wl, lam) == pytest.approx(ca2)
+        assert cap.relaxation_time(wl, lam, c, "decode") == pytest.approx((ca2 + cs2) * scale)
+    # Poisson: the M/G/1 scale λE[S²]/(1 − ρ)², E[S] = 1/c
+    poisson = cap.relaxation_time(lengths, lam, c, "decode")
+    assert poisson == pytest.approx(lam * (121 + 961) / 2 / 21**2 / c**2 / (1 - lam) ** 2)
+
+
+def test_a_bursty_trace_relaxes_more_slowly_than_poisson_arrivals():
+    """Clumps of 8 simultaneous requests every 8 units: of n − 1 gaps, k are 8 and the rest
+    0, so the gaps' squared coefficient of variation is (n − 1)/k − 1 at any replay rate;
+    with fixed lengths (c_s² = 0) the relaxation time is c_a² times Poisson's."""
+    tr = clumped_trace()
+    gaps = len(tr) - 1
+    k = np.count_nonzero(np.diff(tr.arrival))
+    ca2 = gaps / k - 1
+    assert ca2 > 6
+    for rate in (0.5, 2.0):
+        assert cap.arrival_variability(tr, rate) == pytest.approx(ca2)
+    poisson = cap.relaxation_time(fixed(32, 32), 0.9, 1.0, "decode")
+    assert cap.relaxation_time(tr, 0.9, 1.0, "decode") == pytest.approx(ca2 * poisson)
+
+
 # ---- the simulated boundary against the papers' closed forms ---------------------------------
 def test_sarathi_boundary_is_li_dai_peng_capacity():
     """Unit time, b = 64, (32, 32) tokens: b/t_b/(m_p + m_d) = 1 request per round."""

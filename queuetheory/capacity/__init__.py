@@ -33,7 +33,7 @@ from .bounds import Bracket, bounds, vllm_unit_time_rate
 from .cli import capacity_main
 from .curve import load_curve, plot_capacity
 from .goodput import Goodput, goodput
-from .relaxation import relaxation_time
+from .relaxation import arrival_variability, relaxation_time
 from .replicas import Replicas, replicas
 from .rescale import at_rate, replay
 from .search import MAX_PROBE_REQUESTS, RELAXATION_RUNS, MaxRate, max_rate
@@ -42,6 +42,6 @@ from .stats import MIN_LIFETIMES, RequestStats, request_stats
 
 __all__ = ["bounds", "Bracket", "max_rate", "MaxRate", "goodput", "Goodput", "replicas",
            "Replicas", "at_rate", "replay", "request_stats", "RequestStats", "relaxation_time",
-           "vllm_unit_time_rate",
+           "arrival_variability", "vllm_unit_time_rate",
            "SLO_KEYS", "slo_attainment", "load_curve", "plot_capacity", "capacity_main",
            "MIN_LIFETIMES", "RELAXATION_RUNS", "MAX_PROBE_REQUESTS"]

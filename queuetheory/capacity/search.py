@@ -137,15 +137,16 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     times. That first run settles a probe when it is ``stable`` (the fill-up from empty
     only biases towards growth) or when the backlog surely grows faster than
     ``tolerance`` of the offered work (the drift's lower bound above it: a stable queue's
-    fill-up rises at about ``σ/√H`` relative, ``σ² = λE[S²]``, far less at these lengths).
-    Otherwise the probe runs again for ``RELAXATION_RUNS`` relaxation times of the backlog
-    (:func:`relaxation_time`, ``λE[S²]/(1 − ρ)²`` with ``ρ`` the rate over the bracket's
-    upper bound), so that stability's tail lies past the fill-up and its blocks are longer
-    than the backlog's excursions; without it, ShareGPT's heavy-tailed lengths read as
-    growth at 0.96 of a bound Theorem 1(a) of Li, Dai, Peng proves stable. No probe draws
-    more than ``max_probe_requests`` expected arrivals (doublings included). A setting the
-    policy refuses (``Policy.supports``) raises
-    :class:`~queuetheory.errors.UnsupportedSettingError` before any probe.
+    fill-up rises at about ``σ/√H`` relative, ``σ² = λE[S]²(c_a² + c_s²)``, far less at
+    these lengths). Otherwise the probe runs again for ``RELAXATION_RUNS`` relaxation times
+    of the backlog (:func:`relaxation_time`, ``σ²/(1 − ρ)²`` with ``ρ`` the rate over the
+    bracket's upper bound, ``c_s²`` the work's and ``c_a²`` the arrivals' variability: a
+    bursty trace's probes run longer, a clock's shorter), so that stability's tail lies
+    past the fill-up and its blocks are longer than the backlog's excursions; without it,
+    ShareGPT's heavy-tailed lengths read as growth at 0.96 of a bound Theorem 1(a) of Li,
+    Dai, Peng proves stable. No probe draws more than ``max_probe_requests`` expected
+    arrivals (doublings included). A setting the policy refuses (``Policy.supports``)
+    raises :class:`~queuetheory.errors.UnsupportedSettingError` before any probe.
 
     The search first checks the analytic value: the bracket's ``start`` (:func:`bounds`)
     times ``1 − tol`` and, below the upper bound, ``1 + tol``; when the first is stable and
@@ -185,7 +186,8 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
         wl = at_rate(workload, x)
         H = (default_horizon(wl, time_model) if n_requests is None
              else max(n_requests / x, MIN_LIFETIMES * lifetime))
-        relax = relaxation_time(workload, x, br.upper, first_token)
+        relax = relaxation_time(workload if trace is None else trace, x, br.upper,
+                                first_token)
         long = max(H, min(RELAXATION_RUNS * relax, max_probe_requests / x))
         cap = max(long, min(max_horizon_factor * long, max_probe_requests / x))
         kw = {"memory": memory, "token_budget": b, "first_token": first_token}
