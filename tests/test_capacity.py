@@ -247,6 +247,13 @@ def test_unfinished_requests_count_as_misses():
                                  "p99_latency": 7.95})
     assert cap.slo_attainment(req, {"tbt": 2.0}, start=0.0, end=10.0)["met"] == 1
     assert cap.slo_attainment(req, {"tpot": 3.5}, start=0.0, end=10.0)["met"] == 2
+    # the unfinished request (arrival 2, no first token) stopped at 10: undecided only
+    # while every deadline of it lies past the stop
+    for slo, undecided in (({"latency": 5.0}, 0), ({"latency": 50.0}, 1), ({"ttft": 5.0}, 0),
+                           ({"ttft": 20.0, "latency": 50.0}, 1),
+                           ({"ttft": 20.0, "latency": 5.0}, 0)):
+        out = cap.slo_attainment(req, slo, start=0.0, end=10.0, run_end=10.0)
+        assert out["undecided"] == undecided, slo
 
 
 def test_an_overloaded_probe_counts_its_unfinished_instead_of_warning():
@@ -260,6 +267,35 @@ def test_an_overloaded_probe_counts_its_unfinished_instead_of_warning():
     row = curve.iloc[0]
     assert row["unfinished"] > 0
     assert row["met"] + row["unfinished"] <= row["requests"]
+
+
+def test_the_drain_is_the_longest_deadline_capped_at_the_window():
+    assert cap.drain_time({"latency": 30.0, "ttft": 5.0}, 1.0, 400.0) == 30.0
+    assert cap.drain_time({"tbt": 0.1}, 1.0, 400.0) == 20.0          # 20 lone lifetimes
+    assert cap.drain_time({"latency": 1e6}, 1.0, 400.0) == 400.0      # the window's length
+    assert cap.drain_time({"latency": 1e6}, 50.0, 400.0) == 1000.0    # 20 lifetimes if longer
+
+
+def test_a_huge_latency_target_keeps_the_runs_short_and_counts_the_undecided():
+    """A latency SLO of 10⁶ rounds: every probe's run stops one window after the window
+    (not 10⁶ rounds later); below capacity every request of the window is met, above it
+    the requests still queued when the run stops had missed no target yet: undecided,
+    counted as misses. With a target shorter than the window nothing is undecided."""
+    wl, pol, tm = fixed(), qt.policies.Sarathi(64), qt.UnitTime()
+    g = cap.goodput(wl, pol, tm, slo={"latency": 1e6}, tol=0.05, n_requests=400,
+                    first_token="decode")
+    lifetime = 1 + 32                             # a lone (32, 32) request: prefill, decodes
+    window = np.maximum(400 / g.probes["rate"], cap.MIN_LIFETIMES * lifetime)
+    assert (g.probes["drain"] == window).all()
+    assert g.met and g.rate >= 0.9
+    over = cap.load_curve(wl, pol, tm, [3.0], slo={"latency": 1e6}, n_requests=400,
+                          first_token="decode").iloc[0]
+    assert over["drain"] == cap.MIN_LIFETIMES * lifetime
+    assert over["unfinished"] > 0 and over["undecided"] == over["unfinished"]
+    short = cap.load_curve(wl, pol, tm, [3.0], slo={"latency": 100.0}, n_requests=400,
+                           first_token="decode").iloc[0]
+    assert short["drain"] == 20 * lifetime
+    assert short["unfinished"] > 0 and short["undecided"] == 0
 
 
 # ---- replicas --------------------------------------------------------------------------------

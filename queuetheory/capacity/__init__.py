@@ -37,11 +37,11 @@ from .relaxation import arrival_variability, relaxation_time
 from .replicas import Replicas, replicas
 from .rescale import at_rate, replay
 from .search import MAX_PROBE_REQUESTS, RELAXATION_RUNS, MaxRate, max_rate
-from .slo import SLO_KEYS, slo_attainment
+from .slo import SLO_KEYS, drain_time, slo_attainment
 from .stats import MIN_LIFETIMES, RequestStats, request_stats
 
 __all__ = ["bounds", "Bracket", "max_rate", "MaxRate", "goodput", "Goodput", "replicas",
            "Replicas", "at_rate", "replay", "request_stats", "RequestStats", "relaxation_time",
-           "arrival_variability", "vllm_unit_time_rate",
-           "SLO_KEYS", "slo_attainment", "load_curve", "plot_capacity", "capacity_main",
-           "MIN_LIFETIMES", "RELAXATION_RUNS", "MAX_PROBE_REQUESTS"]
+           "arrival_variability", "vllm_unit_time_rate", "SLO_KEYS", "slo_attainment",
+           "drain_time", "load_curve", "plot_capacity", "capacity_main", "MIN_LIFETIMES",
+           "RELAXATION_RUNS", "MAX_PROBE_REQUESTS"]

@@ -27,8 +27,10 @@ class Goodput:
     met : whether some probed rate met the targets; ``best_attainment`` the highest
         attainment seen (what the user can get, when ``met`` is False)
     probes : one row per probed rate: ``attainment``, ``requests`` in the steady-state
-        window, ``met`` requests, ``unfinished`` (counted as misses), ``p50_latency``,
-        ``p99_latency``, ``meets``
+        window, ``met`` requests, ``unfinished`` (counted as misses), ``undecided`` (of
+        those, the ones that had missed no target when the run stopped),
+        ``p50_latency``, ``p99_latency``, ``drain`` (how long the run went on past the
+        window), ``meets``
     """
 
     rate: float
@@ -68,9 +70,15 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
     (``simulate(warmup=...)`` at the window's start) and judges those that arrive after the
     first ``warmup`` share of them (:func:`slo_attainment`; unfinished requests are misses,
     counted in ``probes`` instead of a :class:`~queuetheory.errors.CensoredRunWarning`:
-    the run is cut on purpose). The search starts below the bracket's ``start``, walks up or down by
-    halving, then bisects until ``high / low − 1 ≤ tol``. When no probed rate meets the
-    targets (down to 1/64 of the start), the result says so with the best attainment seen.
+    the run is cut on purpose). The run goes on past the window, arrivals continuing, for
+    the longest latency or TTFT target but at most the window's length
+    (:func:`drain_time`): a huge target such as 10⁶ s does not
+    make the run explode; a request still unfinished then counts as a miss (``undecided``
+    in ``probes`` when it had missed no target yet), so a target longer than the window
+    can only make the goodput err low. The search starts below the bracket's ``start``,
+    walks up or down by halving, then bisects until ``high / low − 1 ≤ tol``. When no
+    probed rate meets the targets (down to 1/64 of the start), the result says so with the
+    best attainment seen.
 
     Goodput is a sustained rate: no rate at or above the stability limit counts, however
     well a finite window looks there. The limit is the bracket's upper bound, or
@@ -90,8 +98,8 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
     seeds = tuple(int(s) for s in np.atleast_1d(seeds))
     br = bracket or bounds(_length_law(workload), time_model, token_budget=b, memory=memory,
                            policy=policy, first_token=first_token)
-    cols = ["rate", "attainment", "requests", "met", "unfinished", "p50_latency",
-            "p99_latency", "meets"]
+    cols = ["rate", "attainment", "requests", "met", "unfinished", "undecided",
+            "p50_latency", "p99_latency", "drain", "meets"]
     rows = []
     if br.empty:
         return Goodput(0.0, (0.0, 0.0), False, float("nan"), slo, attainment,

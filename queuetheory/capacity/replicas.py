@@ -16,7 +16,7 @@ from ..timing import UnitTime
 from ..workload import Workload
 from .bounds import bounds
 from .inputs import _budget_of, _refuse_unsupported
-from .slo import _check_slo, slo_attainment
+from .slo import _check_slo, drain_time, slo_attainment
 from .stats import _lone_lifetime
 
 
@@ -98,13 +98,13 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
     seeds = tuple(int(s) for s in np.atleast_1d(seeds))
     br = bounds(workload, time_model, token_budget=b, policy=policy, first_token="decode")
     at_least = max(1, math.ceil(target_rate / br.upper * (1 - 1e-12)))
-    drain = max([slo.get("latency", 0.0), slo.get("ttft", 0.0),
-                 20 * _lone_lifetime(workload, time_model)])
+    lifetime = _lone_lifetime(workload, time_model)
     rows, tried = [], {}
 
     def meets(K):
         if K not in tried:
             H = n_requests * K / target_rate
+            drain = drain_time(slo, lifetime, H)
             frames = []
             for s in seeds:
                 res = simulate_network(_parallel(workload, policy, time_model, K, b, router,
@@ -114,7 +114,7 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
                                                for e in res.engines.values()])
                 frames.append(v)
             out = slo_attainment(pd.concat(frames, ignore_index=True), slo, start=warmup * H,
-                                 end=H)
+                                 end=H, run_end=H + drain)
             out["meets"] = bool(out["attainment"] >= attainment)
             rows.append({"engines": K, **out})
             tried[K] = out["meets"]
