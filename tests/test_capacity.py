@@ -386,6 +386,9 @@ def test_max_rate_on_a_bursty_trace_reaches_the_token_capacity():
     m = cap.max_rate(tr, pol, tm, first_token="decode", tol=0.02, bracket=br)
     assert m.rate == pytest.approx(1.0, rel=0.02) and m.interval[1] == 1.0
     assert (m.probes["arrived"] > 0).all()
+    # the probes ran for the trace's own relaxation time, its clumps' c_a² in it
+    assert m.probes["relaxation"].tolist() == pytest.approx(
+        [cap.relaxation_time(tr, x, br.upper, "decode") for x in m.probes["rate"]])
     g = cap.goodput(tr, pol, tm, slo={"latency": 300.0}, first_token="decode", tol=0.05,
                     n_requests=400, bracket=br)
     assert g.met and g.rate <= 1.0
