@@ -95,12 +95,12 @@ def test_eq11_memory_printed_vs_exact():
         assert qt.fluid.nested_memory(n, SEG) == 3 * n[0] + 3 * n[1]
 
 
-def test_L560_memory_formula_for_equal_segments():
+def test_segment_design_memory_formula_for_equal_segments():
     """§7.2's Σ n_i (l + iΔ/2)Δ for lengths 1..m in L equal segments undercounts the exact
     memory by n_1·l (stage 0) plus n_i·Δ((i−1)Δ + 1)/2 (wrong mean stage of segment i)."""
     seg = qt.fluid.segment_design(5, np.arange(1, 13), np.ones(12), 4)      # Δ = 3
     n = np.array([7, 5, 3, 2])
-    printed = qt.fluid.nested_memory(n, seg, form="L560")
+    printed = qt.fluid.nested_memory(n, seg, form="segment_design")
     assert printed == sum(n[i] * (5 + (i + 1) * 3 / 2) * 3 for i in range(4))
     gap = 7 * 5 + sum(n[i] * 3 * (i * 3 + 1) / 2 for i in range(4))
     assert qt.fluid.nested_memory(n, seg) - printed == pytest.approx(gap)

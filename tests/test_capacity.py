@@ -83,6 +83,39 @@ def test_relaxation_time_is_the_heavy_traffic_scale():
         cap.relaxation_time(wl, 1.0, 0.0)
 
 
+def test_relaxation_time_scales_with_the_arrivals_and_the_work_variability():
+    """Kingman's c_a² + c_s²: paired lengths (10, 1) and (30, 1) under "decode" bring work
+    11 and 31 (c_s² = 100/441 by hand); Poisson arrivals add c_a² = 1, a clock 0, Bernoulli
+    slots 1 − λ·slot."""
+    lengths = qt.Workload.from_lengths(np.array([10, 30]), np.array([1, 1]), rate=0.2)
+    c, lam = 1.0, 0.8
+    scale = lam / c**2 / (1 - lam / c) ** 2
+    cs2 = 100 / 441
+    for arrivals, ca2 in (("poisson", 1.0), ("poisson-slot", 1.0), ("deterministic", 0.0),
+                          ("bernoulli", 1 - lam)):
+        wl = qt.Workload(lengths.classes, arrivals=arrivals)
+        assert cap.arrival_variability(wl, lam) == pytest.approx(ca2)
+        assert cap.relaxation_time(wl, lam, c, "decode") == pytest.approx((ca2 + cs2) * scale)
+    # Poisson: the M/G/1 scale λE[S²]/(1 − ρ)², E[S] = 1/c
+    poisson = cap.relaxation_time(lengths, lam, c, "decode")
+    assert poisson == pytest.approx(lam * (121 + 961) / 2 / 21**2 / c**2 / (1 - lam) ** 2)
+
+
+def test_a_bursty_trace_relaxes_more_slowly_than_poisson_arrivals():
+    """Clumps of 8 simultaneous requests every 8 units: of n − 1 gaps, k are 8 and the rest
+    0, so the gaps' squared coefficient of variation is (n − 1)/k − 1 at any replay rate;
+    with fixed lengths (c_s² = 0) the relaxation time is c_a² times Poisson's."""
+    tr = clumped_trace()
+    gaps = len(tr) - 1
+    k = np.count_nonzero(np.diff(tr.arrival))
+    ca2 = gaps / k - 1
+    assert ca2 > 6
+    for rate in (0.5, 2.0):
+        assert cap.arrival_variability(tr, rate) == pytest.approx(ca2)
+    poisson = cap.relaxation_time(fixed(32, 32), 0.9, 1.0, "decode")
+    assert cap.relaxation_time(tr, 0.9, 1.0, "decode") == pytest.approx(ca2 * poisson)
+
+
 # ---- the simulated boundary against the papers' closed forms ---------------------------------
 def test_sarathi_boundary_is_li_dai_peng_capacity():
     """Unit time, b = 64, (32, 32) tokens: b/t_b/(m_p + m_d) = 1 request per round."""
@@ -214,6 +247,13 @@ def test_unfinished_requests_count_as_misses():
                                  "p99_latency": 7.95})
     assert cap.slo_attainment(req, {"tbt": 2.0}, start=0.0, end=10.0)["met"] == 1
     assert cap.slo_attainment(req, {"tpot": 3.5}, start=0.0, end=10.0)["met"] == 2
+    # the unfinished request (arrival 2, no first token) stopped at 10: undecided only
+    # while every deadline of it lies past the stop
+    for slo, undecided in (({"latency": 5.0}, 0), ({"latency": 50.0}, 1), ({"ttft": 5.0}, 0),
+                           ({"ttft": 20.0, "latency": 50.0}, 1),
+                           ({"ttft": 20.0, "latency": 5.0}, 0)):
+        out = cap.slo_attainment(req, slo, start=0.0, end=10.0, run_end=10.0)
+        assert out["undecided"] == undecided, slo
 
 
 def test_an_overloaded_probe_counts_its_unfinished_instead_of_warning():
@@ -227,6 +267,35 @@ def test_an_overloaded_probe_counts_its_unfinished_instead_of_warning():
     row = curve.iloc[0]
     assert row["unfinished"] > 0
     assert row["met"] + row["unfinished"] <= row["requests"]
+
+
+def test_the_drain_is_the_longest_deadline_capped_at_the_window():
+    assert cap.drain_time({"latency": 30.0, "ttft": 5.0}, 1.0, 400.0) == 30.0
+    assert cap.drain_time({"tbt": 0.1}, 1.0, 400.0) == 20.0          # 20 lone lifetimes
+    assert cap.drain_time({"latency": 1e6}, 1.0, 400.0) == 400.0      # the window's length
+    assert cap.drain_time({"latency": 1e6}, 50.0, 400.0) == 1000.0    # 20 lifetimes if longer
+
+
+def test_a_huge_latency_target_keeps_the_runs_short_and_counts_the_undecided():
+    """A latency SLO of 10⁶ rounds: every probe's run stops one window after the window
+    (not 10⁶ rounds later); below capacity every request of the window is met, above it
+    the requests still queued when the run stops had missed no target yet: undecided,
+    counted as misses. With a target shorter than the window nothing is undecided."""
+    wl, pol, tm = fixed(), qt.policies.Sarathi(64), qt.UnitTime()
+    g = cap.goodput(wl, pol, tm, slo={"latency": 1e6}, tol=0.05, n_requests=400,
+                    first_token="decode")
+    lifetime = 1 + 32                             # a lone (32, 32) request: prefill, decodes
+    window = np.maximum(400 / g.probes["rate"], cap.MIN_LIFETIMES * lifetime)
+    assert (g.probes["drain"] == window).all()
+    assert g.met and g.rate >= 0.9
+    over = cap.load_curve(wl, pol, tm, [3.0], slo={"latency": 1e6}, n_requests=400,
+                          first_token="decode").iloc[0]
+    assert over["drain"] == cap.MIN_LIFETIMES * lifetime
+    assert over["unfinished"] > 0 and over["undecided"] == over["unfinished"]
+    short = cap.load_curve(wl, pol, tm, [3.0], slo={"latency": 100.0}, n_requests=400,
+                           first_token="decode").iloc[0]
+    assert short["drain"] == 20 * lifetime
+    assert short["unfinished"] > 0 and short["undecided"] == 0
 
 
 # ---- replicas --------------------------------------------------------------------------------
@@ -317,6 +386,9 @@ def test_max_rate_on_a_bursty_trace_reaches_the_token_capacity():
     m = cap.max_rate(tr, pol, tm, first_token="decode", tol=0.02, bracket=br)
     assert m.rate == pytest.approx(1.0, rel=0.02) and m.interval[1] == 1.0
     assert (m.probes["arrived"] > 0).all()
+    # the probes ran for the trace's own relaxation time, its clumps' c_a² in it
+    assert m.probes["relaxation"].tolist() == pytest.approx(
+        [cap.relaxation_time(tr, x, br.upper, "decode") for x in m.probes["rate"]])
     g = cap.goodput(tr, pol, tm, slo={"latency": 300.0}, first_token="decode", tol=0.05,
                     n_requests=400, bracket=br)
     assert g.met and g.rate <= 1.0

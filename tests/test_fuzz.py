@@ -274,6 +274,97 @@ def test_network_builders(builder, rho, choice, K):
         assert rep is None or rep.conditions is not None
 
 
+NETWORK_NAMES = ["node", "class", "agent", "source", "router", "fork", "join", "routes",
+                 "network", "rate", "horizon"]
+#: the rules a network can break, by the shapes that can break them (None: a valid network)
+DEFECTS = {None: ("chain", "router", "fork_join"), "unknown_node": ("chain", "router",
+           "fork_join"), "loop": ("chain", "fork_join"), "bad_router": ("router",),
+           "bad_rate": ("chain", "router", "fork_join"), "no_source": ("chain", "router",
+           "fork_join"), "unknown_agent": ("chain", "fork_join"),
+           "join_without_fork": ("fork_join",), "bad_horizon": ("chain", "router", "fork_join")}
+
+
+def small_network(shape, stages, time_models, budget, rate, router, slot, defect):
+    """A ``chain`` of ``stages`` (prompt, output) over the agents in turn, a ``router`` over
+    one class per agent, or a ``fork_join`` (c0, then c1 ∥ c2, then c3), with the rule
+    ``defect`` broken. Every agent serves a class."""
+    net = qt.networks.AgentNetwork(slot=slot)
+    if shape == "chain":
+        time_models = time_models[:len(stages)]
+    agents = [f"A{k}" for k in range(len(time_models))]
+    for a, tm in zip(agents, time_models, strict=True):
+        net.add_agent(a, tm, budget)
+    if defect == "bad_rate":
+        rate = (0.0, -1.0, float("nan"), float("inf"))[len(stages)]
+    (p, o), last = stages[0], agents[-1]
+    if shape == "chain":
+        on = [(agents[k % len(agents)], p_k, o_k) for k, (p_k, o_k) in enumerate(stages)]
+        if defect == "unknown_agent":
+            on.append(("Z", p, o))
+        first = net.add_route("r", rate, on, to="r1" if defect == "loop" else "sink")[0]
+    elif shape == "router":
+        names = [f"c{k}" for k in range(len(agents))]
+        for name, a in zip(names, agents, strict=True):
+            net.add_class(name, a, p, o)
+        first = "lb"
+        net.add_router(first, names, router="nearest" if defect == "bad_router" else router)
+        net.add_source("src", rate, first)
+    else:
+        first = "c0"
+        net.add_class(first, agents[0], p, o, to="fork")
+        net.add_fork("fork", ["c1", "c2"])
+        net.add_class("c1", agents[0], p, o, to="join")
+        net.add_class("c2", "Z" if defect == "unknown_agent" else last, p, o, to="join")
+        net.add_join("join", "c0" if defect == "join_without_fork" else "fork",
+                     to=first if defect == "loop" else "c3")
+        net.add_class("c3", last, *stages[-1])
+        net.add_source("src", rate, first)
+    if defect == "unknown_node":
+        net.add_edge(first, "nowhere")
+    if defect == "no_source":
+        net.remove_nodes_from(net.nodes_of("source"))
+    return net
+
+
+@FUZZ
+@given(st.sampled_from(["chain", "router", "fork_join"]),
+       st.lists(st.tuples(st.integers(1, 6), st.integers(1, 6)), min_size=1, max_size=3),
+       st.lists(st.sampled_from([qt.UnitTime(), qt.PiecewiseLinearTime(1.0, 0.05, 8)]),
+                min_size=1, max_size=2),
+       st.integers(6, 24), st.floats(0.01, 0.3), st.sampled_from(qt.networks.ROUTERS),
+       st.sampled_from([None, 1.0]), st.sampled_from(list(DEFECTS)), st.floats(5.0, 150.0),
+       st.integers(0, 3))
+def test_network_simulate(shape, stages, time_models, budget, rate, router, slot, defect,
+                          horizon, seed):
+    """A broken network is refused with a ValueError naming the node or the parameter; a
+    valid one runs, and every request is accounted for: finished, or with a task still in
+    an engine at the horizon (none stranded between nodes)."""
+    defect = defect if shape in DEFECTS[defect] else None
+    if defect == "bad_horizon":
+        horizon = (0.0, -5.0, float("inf"), float("nan"))[seed]
+    net = small_network(shape, stages, time_models, budget, rate, router, slot, defect)
+    if defect is not None:
+        with pytest.raises(ValueError) as err:
+            qt.networks.simulate(net, horizon=horizon, seed=seed)
+        assert _names(str(err.value), NETWORK_NAMES), str(err.value)
+        return
+    res = qt.networks.simulate(net, horizon=horizon, seed=seed)
+    m = res.metrics
+    assert m["completed"] + m["requests_end"] == m["arrived"] == len(res.requests)
+    served = sum(int(e.log.column("token_load").sum()) for e in res.engines.values())
+    assert served + sum(int(e.work) for e in res.engines.values()) == res.tokens_in
+    visits = res.visits
+    assert set(visits["request"]) == set(res.requests.index)      # every request entered
+    inside = visits["finish"].isna() | (visits["finish"] >= horizon)
+    unfinished = set(res.requests.index[res.requests["finish"].isna()])
+    stranded = unfinished - set(visits.loc[inside, "request"])
+    assert not stranded, f"requests {sorted(stranded)} neither finished nor in an engine"
+    done = res.requests.loc[res.requests["finish"].notna(), ["arrival", "finish"]]
+    last = visits.groupby("request")["finish"].max()
+    assert (done["finish"] >= done["arrival"]).all()
+    assert (last.loc[done.index] <= done["finish"]).all()
+
+
 @FUZZ
 @given(st.sampled_from(["sarathi", "orca", "vllm", "fastertransformer", "bogus"]),
        numbers, lengths, lengths, st.integers(-1, 600), numbers,

@@ -2,22 +2,25 @@
 
 Two functions of the DTMC state ``x = (R, {(p'_i, d'_i)})`` (spec §3.2–§3.3):
 
-* :class:`LinearLyapunov` (L206): ``f(x) = Σ_i (p'_i + d'_i) + R·b/t_b``. Its drift is
-  ``λ(m_p+m_d) − b/t_b`` per slot only after *full* batches; a partial batch of ``b'`` tokens
-  gives ``λ(m_p+m_d) − b' + (t_{b'} − 1)·b/t_b``, positive for large states with few requests,
-  so it is no Foster–Lyapunov function on its own.
-* :class:`QuadraticLyapunov` (App. B, L418–L432, unit-time batches):
+* :class:`LinearLyapunov` (the proof sketch of Theorem 1, §2.3):
+  ``f(x) = Σ_i (p'_i + d'_i) + R·b/t_b``. Its drift is ``λ(m_p+m_d) − b/t_b`` per slot only
+  after *full* batches; a partial batch of ``b'`` tokens gives
+  ``λ(m_p+m_d) − b' + (t_{b'} − 1)·b/t_b``, positive for large states with few requests, so
+  it is no Foster–Lyapunov function on its own.
+* :class:`QuadraticLyapunov` (App. B, the proof of Theorem 1(a), unit-time batches):
   ``f(x) = Σ_i (p'_i + d'_i + ε·(1(p'_i>0) + d'_i)²/(4Lλ))`` with ``ε' = b − λ(m_p+m_d)``,
   ``ε = min(ε', Lλ)`` and ``B = 2b(4Lλb/ε)² + b``. The paper bounds the arrivals' quadratic
-  term with ``E[(d+1)²] ≤ 2E[d²] ≤ 2L`` (L426), false for ``d ∈ {1, 2}``; the corrected
-  constant is ``L = max(E[d²], E[(d+1)²]/2)`` (spec §6 item 2, :func:`appendix_b_constant`).
+  term with ``E[(d+1)²] ≤ 2E[d²] ≤ 2L`` (App. B, just before (B.1)), false for
+  ``d ∈ {1, 2}``; the corrected constant is ``L = max(E[d²], E[(d+1)²]/2)`` (spec §6 item 2,
+  :func:`appendix_b_constant`).
 
-Both are sums over requests, and arrivals join after service (L141–L150), so the expected
-next value is ``f(post-decision state) + E[a]·E[h(v_p, v_d)]`` (Wald's identity): the drift
-is *exact* once ``E[h]`` is, which :func:`one_step_drift` computes by enumerating the length
-laws' finite supports (``method="exact"``) or estimates with a standard error
-(``method="mc"``). :func:`drift_certificate` searches sampled and adversarial states with
-``f(x) ≥ B`` for the worst drift, to test (B.1): drift ``≤ −ε/2`` beyond the finite set.
+Both are sums over requests, and arrivals join after service (the system dynamics of §2.2),
+so the expected next value is ``f(post-decision state) + E[a]·E[h(v_p, v_d)]`` (Wald's
+identity): the drift is *exact* once ``E[h]`` is, which :func:`one_step_drift` computes by
+enumerating the length laws' finite supports (``method="exact"``) or estimates with a
+standard error (``method="mc"``). :func:`drift_certificate` searches sampled and adversarial
+states with ``f(x) ≥ B`` for the worst drift, to test (B.1): drift ``≤ −ε/2`` beyond the
+finite set.
 """
 
 from __future__ import annotations
@@ -111,7 +114,7 @@ def appendix_b_constant(output, *, printed: bool = False) -> float:
 
     Corrected (default): ``L = max(E[d²], E[(d+1)²]/2)``, so that ``E[(d+1)²] ≤ 2L`` holds
     and every step of the proof goes through (spec §3.3). ``printed=True`` gives the
-    paper's implicit ``L = E[d²]`` (L426), which relies on the false ``E[(d+1)²] ≤ 2E[d²]``.
+    paper's implicit ``L = E[d²]`` (App. B), which relies on the false ``E[(d+1)²] ≤ 2E[d²]``.
     ``output``: a length law, or a Workload / RequestClass (its rate-weighted mixture).
     """
     v, p = _output_mixture(output)
@@ -290,10 +293,11 @@ def one_step_drift(policy, state, lyapunov, workload, *, time_model=None, method
     """Expected one-step drift of ``lyapunov`` from ``state = (p', d')`` under ``policy``.
 
     The policy schedules one batch (checked against rules 2.5a–d), the state moves to the
-    post-decision state (L141–L145), then the slot's arrivals join (L147–L150); the batch
-    lasts ``t_{b'}`` slots of ``time_model`` (default unit time). ``method``: ``"exact"``
-    enumerates the length laws (they must have finite support), ``"mc"`` samples
-    ``n_samples`` slots of arrivals, ``"auto"`` is exact when it can be.
+    post-decision state ``(P'_i, D'_i)`` of §2.2's system dynamics, then the slot's arrivals
+    join (the state ``X(n+1)`` of §2.2); the batch lasts ``t_{b'}`` slots of ``time_model``
+    (default unit time). ``method``: ``"exact"`` enumerates the length laws (they must have
+    finite support), ``"mc"`` samples ``n_samples`` slots of arrivals, ``"auto"`` is exact
+    when it can be.
     """
     if method not in ("exact", "mc", "auto"):
         raise ValueError(f"method={method!r}: must be 'exact', 'mc' or 'auto'")

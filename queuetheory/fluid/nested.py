@@ -9,11 +9,11 @@ that a prompt leaving segment ``i`` continues (main-text indexing).
 
 Corrections to the printed paper: the exact full-batch memory is
 ``n_1 (b_1+1)(l + b_1/2) + Σ_{i≥2} n_i (b_i − b_{i−1})(l + (b_{i−1}+b_i+1)/2)``; eq. (11)
-(cumulative ``L'_j``) and L560 (``(l + iΔL/2)ΔL``) are approximations, kept as
-``form="paper"``. The lower bound of θ proved has denominator ``n_{j−1}``; the
-theorem text prints ``n_j``. The log term of the memory bound is
-``ln((m−1)S/δ)`` in the proof, ``ln(mζS/δ)`` in Thm 2 and ``ln((L−1)(T+1)/δ)`` in
-Figs. 16–18: all three are offered.
+(cumulative ``L'_j``) and the ``M^π`` of condition (14) in §7.2 (``(l + iΔL/2)ΔL``) are
+approximations, kept as ``form="paper"`` and ``form="segment_design"``. The lower bound of
+θ proved has denominator ``n_{j−1}``; the theorem text prints ``n_j``. The log term of the
+memory bound is ``ln((m−1)S/δ)`` in the proof, ``ln(mζS/δ)`` in Thm 2 and
+``ln((L−1)(T+1)/δ)`` in Figs. 16–18: all three are offered.
 """
 
 from __future__ import annotations
@@ -117,10 +117,11 @@ def nested_memory(n, seg: Segments, *, form: str = "exact") -> float:
 
     ``form="exact"``: ``Σ_i n_i Σ_{k∈S_i} (l + k)``. ``form="paper"``: eq. (11),
     ``Σ_j n_j (l + L'_j/2) Δl'_j`` with ``L'_j = Σ_{k≤j} l'_k`` (not the memory of the
-    stated segments: it drops stage 0 and uses cumulative lengths). ``form="L560"``: the
-    §7.2 formula ``Σ_i n_i (l + iΔ_i/2) Δ_i`` for ``L`` segments of ``Δ_i`` stages; for
-    equal segments the mean stage of segment ``i`` is ``(i − 1/2)Δ + 1/2``, not ``iΔ/2``,
-    and stage 0 is dropped, so it underestimates by ``n_1 l + Σ_i n_i Δ((i−1)Δ + 1)/2``.
+    stated segments: it drops stage 0 and uses cumulative lengths).
+    ``form="segment_design"``: the ``M^π`` of condition (14) (§7.2, Segment Design),
+    ``Σ_i n_i (l + iΔ_i/2) Δ_i`` for ``L`` segments of ``Δ_i`` stages; for equal segments
+    the mean stage of segment ``i`` is ``(i − 1/2)Δ + 1/2``, not ``iΔ/2``, and stage 0 is
+    dropped, so it underestimates by ``n_1 l + Σ_i n_i Δ((i−1)Δ + 1)/2``.
     """
     n = check_thresholds(n, len(seg), integer=False)
     width = np.diff(seg.bounds, prepend=0)
@@ -129,10 +130,10 @@ def nested_memory(n, seg: Segments, *, form: str = "exact") -> float:
     if form == "paper":
         cum = np.cumsum(seg.bounds)
         return float(np.dot(n, (seg.prompt + cum / 2) * width))
-    if form == "L560":
+    if form == "segment_design":
         i = np.arange(1, len(seg) + 1)
         return float(np.dot(n, (seg.prompt + i * width / 2) * width))
-    raise ValueError(f"form={form!r}: must be 'exact', 'paper' or 'L560'")
+    raise ValueError(f"form={form!r}: must be 'exact', 'paper' or 'segment_design'")
 
 
 @dataclass(frozen=True)

@@ -122,8 +122,8 @@ class NetworkResult:
                 "mean_sojourn": float(r.loc[done, "sojourn"].mean()),
                 "mean_requests": self.time_average("requests"),
                 "mean_tokens": self.time_average("tokens"),
-                "requests_end": int(self.paths["requests"].iloc[-1]),
-                "tokens_end": int(self.paths["tokens"].iloc[-1])}
+                "requests_end": int(self.paths["requests"].iloc[-1]) if len(self.paths) else 0,
+                "tokens_end": int(self.paths["tokens"].iloc[-1]) if len(self.paths) else 0}
 
 
 def simulate(net, *, horizon: float, seed=0, fast_path: bool = True) -> NetworkResult:

@@ -1,0 +1,263 @@
+"""The analytic bracket for the largest stable arrival rate (:func:`bounds`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import optimize
+
+from ..engine.conventions import check_first_token
+from ..errors import check_positive
+from ..timing import (
+    AffineTokenTime,
+    BatchLoad,
+    LinearMemoryTime,
+    PiecewiseLinearTime,
+    TiledGPUTime,
+    TimeModel,
+    UnitTime,
+)
+from .rescale import _length_law
+from .stats import RequestStats, request_stats
+
+
+@dataclass(frozen=True, eq=False)
+class Bracket:
+    """The analytic bracket of :func:`bounds`.
+
+    table : one row per bound: ``name``, ``rate`` (requests per time unit), ``kind``
+        (``upper``: no scheduler is stable above it; ``lower``: a theorem says this
+        scheduler is stable below it; ``scheduler``: the paper's rate for this scheduler, a
+        fluid or heuristic value, neither side proven; ``estimate``: a fluid estimate of a
+        bound, tight where stated), ``source`` and ``formula``
+    lower, upper : the bracket: the largest proven-stable rate (0 when no theorem covers the
+        scheduler) and the smallest upper bound
+    binding : the name of the upper bound that binds (the smallest)
+    start : where a search starts: the smallest of the upper, scheduler and estimate rates
+    stats : the workload's :class:`RequestStats`
+    violated : why no rate is stable (the bracket is empty), or ``None``
+    """
+
+    table: pd.DataFrame
+    lower: float
+    upper: float
+    binding: str
+    start: float
+    stats: RequestStats
+    first_token: str
+    violated: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.violated is not None
+
+    def rate(self, name: str) -> float:
+        return float(self.table.set_index("name").loc[name, "rate"])
+
+    def __repr__(self) -> str:
+        if self.empty:
+            return f"Bracket(empty: {self.violated})"
+        return (f"Bracket([{self.lower:.5g}, {self.upper:.5g}] requests per time unit, "
+                f"{self.binding} binds; {len(self.table)} bounds)")
+
+
+def bounds(workload, time_model, *, token_budget, memory=None, policy=None,
+           first_token: str = "prefill") -> Bracket:
+    """An analytic bracket for the largest stable arrival rate of ``workload``.
+
+    A request brings ``w = m_p + m_d`` tokens of compute on average (``m_d`` decode
+    iterations: ``output − 1`` when the prefill iteration emits the first token) and the
+    KV-token-iterations ``E[a]`` of :func:`request_stats`. The bounds, in requests per unit:
+
+    **compute** (kind ``upper``): an iteration of ``k ≤ b`` tokens takes at least ``t_k``, so
+    the engine does at most ``max_{k≤b} k / t_k`` tokens per unit (Li, Dai, Peng, eq. 2.7:
+    ``λ w < b / t_b``). Per model: piecewise-linear and unit time: ``max_{k≤b} k/t_k``
+    (``b / t_b`` when ``c ≥ a·b0``); affine ``c + α_p P + α_d D``: every batch takes at least
+    ``(P + D)·c/b + α_p P + α_d D``, so ``λ ≤ 1 / (c·w/b + α_p m_p + α_d m_d)``, the rate of
+    full batches of the workload's mix; linear memory ``d0 + d1·K``: an iteration that
+    processes ``K`` KV tokens of memory work takes ``d0 + d1 K > d1 K``, so ``λ E[a] < 1/d1``
+    (Ao et al., eq. 6–7: ``d1 W < 1``), and a batch of ``k ≤ b`` tokens holds ``K ≥ k``, so
+    ``λ w ≤ b / (d0 + d1 b)``; tiled GPU: Bari et al.'s converse ``λ ≤ 1 / T̄^R_LB``, the
+    ceiling-free per-request time no schedule beats (:func:`~queuetheory.bounds.rad_capacity`).
+
+    **memory** (kind ``upper``, only with ``memory = M``): Little's law on KV-token-time. Let
+    ``K(t) ≤ M`` be the KV tokens held at time ``t``. A request holds, during each of its
+    iterations, at least the KV tokens it has after that iteration, for the iteration's
+    duration ``τ ≥ τ_min`` (the shortest iteration a request can be in: one decode alone),
+    so its KV-token-time is ``A ≥ τ_min · a``. Over a long run ``λ E[A] = mean K ≤ M``:
+    ``λ ≤ M / (τ_min E[a])``. For linear memory the iteration time grows with ``K`` itself
+    and the sharper ``λ E[a] ≤ M / (d0 + d1 M)`` holds (each iteration processes ``K ≤ M``
+    memory work at rate ``K/(d0 + d1 K)``): Ao et al.'s ``W < C/(d0 + d1 C)``. The bound is
+    tight when the engine runs memory-full batches of iterations that last ``τ_min``: unit
+    time, or piecewise-linear decode batches of at most ``b0`` requests; it is loose where
+    memory-full batches are slower than ``τ_min`` (then see the estimate below), where
+    requests wait resident (preempted or paused), or where evictions redo work.
+
+    **memory (full batch)** (kind ``estimate``): the same balance with ``τ`` the duration of
+    a memory-full decode batch (``n = min(b, M / κ)`` requests at the mean KV ``κ`` each, the
+    full-batch iteration time): ``λ ≤ M / (τ_M E[a])``. Not a proven bound (batches may be
+    shorter); it is the fluid boundary when memory-full batches are the rule.
+
+    **scheduler-specific** (kind ``scheduler``; ``lower`` where a theorem proves stability):
+    Sarathi and Orca (chunked): Li, Dai, Peng's Theorem 1(a): work-conserving, so stable
+    while ``λ w < b / t_b`` (without a memory limit; the compute bound itself when no
+    smaller load is faster); vanilla vLLM in unit time: ``λ*``
+    solving ``λ m_d = e^{−λ} b`` (decodes run only in the rounds after one without arrivals,
+    Li, Dai, Peng); WAIT with fixed lengths under linear memory: condition (9) of Ao et al.,
+    ``d0 + d1 M^π ≤ n_j / λ_j``, scaled to the largest ``λ``; RAD under the tiled GPU model:
+    Bari et al.'s ``λ* = 1 / T̄^R`` (Theorems 1–2).
+
+    An empty bracket (``violated``) names the bound broken at every rate: a request whose
+    KV peak exceeds ``memory``, or WAIT's ``M^π > memory``. A recorded :class:`Trace`
+    stands for its (prompt, output) pairs at its mean rate.
+    """
+    first_token = check_first_token(first_token)
+    workload = _length_law(workload)
+    if not isinstance(time_model, TimeModel):
+        raise ValueError(f"time_model={time_model!r}: must be a queuetheory TimeModel")
+    check_positive("token_budget", token_budget, integer=True)
+    b = int(token_budget)
+    if memory is not None:
+        check_positive("memory", memory, integer=True)
+    st = request_stats(workload, first_token)
+    rows, violated = [], None
+    rows += _compute_bounds(workload, time_model, b, st, first_token)
+    if memory is not None:
+        if st.peak > memory:
+            violated = (f"memory: M={memory} is below the KV peak {st.peak} of the longest "
+                        "request the workload draws; it can never finish, at any rate")
+        rows += _memory_bounds(time_model, b, int(memory), st)
+    sched, why = _scheduler_bounds(workload, time_model, b, memory, policy, st)
+    rows += sched
+    violated = violated or why
+    table = pd.DataFrame(rows, columns=["name", "rate", "kind", "source", "formula"])
+    uppers = table[table["kind"] == "upper"]
+    i = int(uppers["rate"].to_numpy().argmin())
+    upper, binding = float(uppers["rate"].iloc[i]), str(uppers["name"].iloc[i])
+    lows = table.loc[table["kind"] == "lower", "rate"]
+    lower = min(float(lows.max()), upper) if len(lows) else 0.0
+    start = float(table.loc[table["kind"] != "lower", "rate"].min())
+    if violated is not None:
+        lower = upper = start = 0.0
+    return Bracket(table, lower, upper, binding, start, st, first_token, violated)
+
+
+def _row(name, rate, kind, source, formula):
+    return {"name": name, "rate": float(rate), "kind": kind, "source": source,
+            "formula": formula}
+
+
+def _compute_bounds(workload, tm, b, st, first_token):
+    from ..bounds.capacity import max_rate as best_token_rate
+    from ..bounds.capacity import token_capacity
+
+    if isinstance(tm, PiecewiseLinearTime | UnitTime):
+        tokens = best_token_rate(tm, b, warn=False).rate
+        return [_row("compute", tokens / st.work, "upper", "Li, Dai, Peng (eq. 2.7)",
+                     "max_{k≤b} k/t_k / (m_p + m_d)")]
+    if isinstance(tm, AffineTokenTime):
+        if tm.slot is not None:
+            raise ValueError(f"time_model={tm!r}: a slotted AffineTokenTime has no full-batch "
+                             "capacity; give slot=None")
+        tokens = token_capacity(tm, b, mix=st.prompt / st.work)
+        return [_row("compute", tokens / st.work, "upper", "Li, Dai, Peng (eq. 2.7), affine",
+                     "1 / (c·w/b + α_p m_p + α_d m_d)")]
+    if isinstance(tm, LinearMemoryTime):
+        rows = [_row("compute (token budget)", b / ((tm.d0 + tm.d1 * b) * st.work), "upper",
+                     "budget b at the least iteration time", "b / ((d0 + d1 b)(m_p + m_d))")]
+        if tm.d1 > 0:
+            rows.insert(0, _row("compute", 1 / (tm.d1 * st.kv_area), "upper",
+                                "Ao et al. (eq. 6–7, d1 W < 1)", "1 / (d1 E[a])"))
+        return rows
+    if isinstance(tm, TiledGPUTime):
+        cap = _rad(workload, tm, first_token)
+        return [_row("compute", cap.lambda_lb, "upper", "Bari et al. (converse T̄^R_LB)",
+                     "1 / T̄^R_LB")]
+    raise ValueError(f"time_model={tm!r}: no compute bound for {type(tm).__name__}; the "
+                     "shipped models are PiecewiseLinearTime, UnitTime, AffineTokenTime, "
+                     "LinearMemoryTime and TiledGPUTime")
+
+
+def _rad(workload, tm, first_token, n: int = 4000):
+    """Bari et al.'s capacity from the workload's lengths (exact for fixed lengths, else a
+    Monte Carlo mean over ``n`` draws with a fixed seed)."""
+    from ..bounds.rad_capacity import rad_capacity
+
+    tr = workload.sample(n_requests=1 if _fixed(workload) else n, seed=0)
+    decode = tr.output - int(first_token == "prefill")
+    if decode.min() < 1:
+        raise ValueError("workload: Bari et al.'s tile model needs at least one decode "
+                         "iteration per request (output ≥ 2 when prefill emits the first token)")
+    return rad_capacity(tr.prompt, decode, tm)
+
+
+def _fixed(workload) -> bool:
+    return len(workload.classes) == 1 and workload.classes[0].fixed
+
+
+def _memory_bounds(tm, b, M, st):
+    if isinstance(tm, LinearMemoryTime):
+        return [_row("memory", M / ((tm.d0 + tm.d1 * M) * st.kv_area), "upper",
+                     "Ao et al. (W < C/(d0 + d1 C))", "M / ((d0 + d1 M) E[a])")]
+    tau_min = float(tm.duration(BatchLoad.of_tokens(decodes=1)))
+    iters = st.decode + 1
+    kappa = st.kv_area / iters                      # mean KV held per request-iteration
+    n = max(1, min(b, int(M // max(kappa, 1.0))))
+    tau_full = float(tm.duration(BatchLoad.of_tokens(decodes=n, context=int(round(kappa)))))
+    return [
+        _row("memory", M / (tau_min * st.kv_area), "upper", "Little's law on KV-token-time",
+             "M / (τ_min E[a])"),
+        _row("memory (full batch)", M / (tau_full * st.kv_area), "estimate",
+             "Little's law at the memory-full iteration time", "M / (τ_M E[a])"),
+    ]
+
+
+def vllm_unit_time_rate(token_budget: int, decode_tokens: float) -> float:
+    """Li, Dai, Peng's ``λ*`` of vanilla vLLM in unit time: the root of ``λ m_d = e^{−λ} b``
+    (a round decodes only after a round without arrivals, which has probability
+    ``e^{−λ}``, and then serves at most ``b`` decodes)."""
+    check_positive("token_budget", token_budget, integer=True)
+    check_positive("decode_tokens", decode_tokens)
+    return float(optimize.brentq(lambda lam: lam * decode_tokens - np.exp(-lam) * token_budget,
+                                 1e-12, 60.0))
+
+
+def _scheduler_bounds(workload, tm, b, memory, policy, st):
+    from .. import policies as P
+
+    if policy is None:
+        return [], None
+    out, violated = [], None
+    if (type(policy) in (P.Sarathi, P.Orca) and getattr(policy, "chunk", True)
+            and memory is None and isinstance(tm, PiecewiseLinearTime | UnitTime
+                                              | AffineTokenTime)):
+        from ..bounds.capacity import token_capacity
+
+        full = token_capacity(tm, b, mix=st.prompt / st.work) / st.work
+        out.append(_row("work-conserving", full, "lower", "Li, Dai, Peng, Theorem 1(a)",
+                        "stable while λ(m_p + m_d) < b/t_b"))
+    if type(policy) is P.VLLMVanilla and isinstance(tm, UnitTime):
+        out.append(_row("vLLM λ*", vllm_unit_time_rate(b, st.decode) / (tm.slot or 1.0),
+                        "scheduler", "Li, Dai, Peng (vanilla vLLM, unit time)",
+                        "λ m_d = e^{−λ} b"))
+    if isinstance(policy, P.WAIT) and isinstance(tm, LinearMemoryTime):
+        from ..fluid.thresholds import wait_condition, wait_memory
+
+        n = np.array(policy.thresholds)
+        if len(n) == len(workload.classes) and all(c.fixed for c in workload.classes):
+            cond = wait_condition(n, workload.classes, tm.d0, tm.d1)
+            lam = workload.rates
+            scale = float(np.min(n[lam > 0] / (lam[lam > 0] * cond.iteration_time)))
+            out.append(_row("WAIT fluid", scale * workload.total_rate, "scheduler",
+                            "Ao et al., condition (9)", "d0 + d1 M^π ≤ n_j / λ_j"))
+            m_pi = wait_memory(n, workload.classes)
+            if memory is not None and memory < m_pi:
+                violated = (f"memory: M={memory} is below WAIT's M^π = {m_pi:g} for thresholds "
+                            f"{policy.thresholds} (Ao et al., eq. 9); WAIT refuses to run")
+    if isinstance(policy, P.RAD) and isinstance(tm, TiledGPUTime):
+        cap = _rad(workload, tm, "prefill")
+        out.append(_row("RAD λ*", cap.lambda_star, "scheduler", "Bari et al., Theorems 1–2",
+                        "1 / T̄^R"))
+    return out, violated

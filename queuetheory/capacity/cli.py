@@ -1,0 +1,147 @@
+"""``queuetheory capacity``: the bracket, the simulated boundary, the goodput and the figure
+for one engine, from the command line."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..timing import AffineTokenTime, LinearMemoryTime, PiecewiseLinearTime, UnitTime
+from ..workload import Workload
+from .bounds import bounds
+from .curve import load_curve, plot_capacity
+from .goodput import goodput
+from .search import max_rate
+from .slo import SLO_KEYS, _check_slo
+
+_ANCHOR = "affine:16.1e-3,57.8e-6,39.5e-6"
+POLICIES = ("sarathi", "orca", "vllm", "fastertransformer", "slai")
+
+
+def _cli_policy(name: str, budget: int):
+    from .. import policies as P
+
+    if name == "slai":
+        return P.SLAI(budget)
+    return {"sarathi": P.Sarathi, "orca": P.Orca, "vllm": P.VLLMVanilla,
+            "fastertransformer": P.FasterTransformer}[name](budget)
+
+
+def _cli_time_model(spec: str):
+    kind, _, args = spec.partition(":")
+    try:
+        values = [float(v) for v in args.split(",")] if args else []
+        if kind == "unit" and not values:
+            return UnitTime(), "round"
+        if kind == "affine" and len(values) == 3:
+            return AffineTokenTime(*values), "s"
+        if kind == "piecewise" and len(values) == 3:
+            return PiecewiseLinearTime(*values), "ms"
+        if kind == "linear" and len(values) == 2:
+            return LinearMemoryTime(*values), "time unit"
+    except ValueError:
+        pass
+    raise ValueError(f"--time {spec!r}: expected 'affine:C,PER_PREFILL,PER_DECODE' (seconds), "
+                     "'piecewise:C,A,B0' (ms), 'linear:D0,D1' or 'unit'")
+
+
+def _cli_parser():
+    import argparse
+
+    p = argparse.ArgumentParser(
+        prog="queuetheory capacity",
+        description="Capacity planning for one engine: the analytic bracket of the largest "
+                    "stable rate, the simulated boundary, the SLO goodput, and a figure of "
+                    "latency and SLO attainment against load.")
+    p.add_argument("--lengths", choices=("sharegpt", "fixed"), default="sharegpt",
+                   help="request lengths: the shipped ShareGPT V3 pairs (default) or fixed")
+    p.add_argument("--trace", metavar="FILE",
+                   help="a production trace (.csv, .jsonl, .parquet; "
+                        "queuetheory.workload.read_trace) instead: replayed at each rate "
+                        "searched with its arrival gaps scaled by one factor, so its "
+                        "burstiness is kept")
+    p.add_argument("--format", help="the trace's format: azure, burstgpt, mooncake "
+                   "(default: detected from its columns)")
+    p.add_argument("--prompt", type=int, default=256, help="fixed prompt tokens")
+    p.add_argument("--output", type=int, default=256, help="fixed output tokens")
+    p.add_argument("--time", default=_ANCHOR, help=f"time model (default {_ANCHOR}, seconds)")
+    p.add_argument("--budget", type=int, default=512, help="token budget b (default 512)")
+    p.add_argument("--memory", type=int, help="KV-cache capacity in tokens (default none)")
+    p.add_argument("--policy", choices=POLICIES, default="sarathi")
+    for key in SLO_KEYS:
+        p.add_argument(f"--{key}", type=float, help=f"SLO target: {SLO_KEYS[key]}")
+    p.add_argument("--attainment", type=float, default=0.9,
+                   help="share of requests that must meet every target (default 0.9)")
+    p.add_argument("--tol", type=float, default=0.02, help="relative precision (default 0.02)")
+    p.add_argument("--requests", type=int, default=2000,
+                   help="requests per probe of the goodput search and the curve")
+    p.add_argument("--points", type=int, default=8, help="rates on the curve (default 8)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="capacity", help="folder for the figure (default capacity)")
+    return p
+
+
+def capacity_main(argv) -> int:
+    """``queuetheory capacity``: print the bracket, the boundary and the goodput; draw the
+    latency and attainment curves into ``--out``."""
+    from pathlib import Path
+
+    a = _cli_parser().parse_args(argv)
+    tm, unit = _cli_time_model(a.time)
+    if a.trace is not None:
+        from ..workload import read_trace
+
+        wl = read_trace(a.trace, format=a.format)
+    elif a.lengths == "sharegpt":
+        from ..data import sharegpt_lengths
+
+        prompt, output = sharegpt_lengths()
+        wl = Workload.from_lengths(prompt, output, rate=1.0)
+    else:
+        from ..workload import RequestClass
+
+        wl = Workload([RequestClass(a.prompt, a.output, 1.0)])
+    policy = _cli_policy(a.policy, a.budget)
+    slo = {k: getattr(a, k) for k in SLO_KEYS if getattr(a, k) is not None} or None
+    slo = _check_slo({"ttft": 1.0, "tbt": 0.1} if slo is None else slo)
+    per = f"requests/{unit}"
+    br = bounds(wl, tm, token_budget=a.budget, memory=a.memory, policy=policy)
+    st = br.stats
+    print(f"workload: mean prompt {st.prompt:.1f}, output {st.output:.1f} tokens; "
+          f"{type(policy).__name__}(b={a.budget}), {tm!r}, memory {a.memory or 'unlimited'}")
+    print("analytic bounds on the largest stable rate:")
+    for r in br.table.to_dict("records"):
+        print(f"  {r['name']:<22} {r['rate']:10.4g} {per}  [{r['kind']}] {r['source']}: "
+              f"{r['formula']}")
+    if br.empty:
+        print(f"empty bracket: {br.violated}")
+        return 1
+    print(f"bracket: [{br.lower:.4g}, {br.upper:.4g}] {per}; {br.binding} binds")
+    m = max_rate(wl, policy, tm, memory=a.memory, tol=a.tol, seeds=(a.seed,), bracket=br)
+    lo, hi = m.interval
+    print(f"simulated boundary: {m.rate:.4g} {per} [{lo:.4g}, {hi:.4g}], efficiency "
+          f"{m.efficiency:.3f} of the {m.binding} bound; {len(m.probes)} probes "
+          f"({m.inconclusive} inconclusive){'; ' + m.note if m.note else ''}")
+    g = goodput(wl, policy, tm, slo=slo, attainment=a.attainment, memory=a.memory,
+                tol=a.tol, seeds=(a.seed,), n_requests=a.requests, bracket=br,
+                stable_limit=m.interval[1])
+    if g.met:
+        print(f"goodput: {g.rate:.4g} {per} [{g.interval[0]:.4g}, {g.interval[1]:.4g}] meet "
+              f"{slo} ({unit}) for ≥ {a.attainment:.0%} of requests")
+    else:
+        print(f"goodput: no rate meets {slo} ({unit}) for {a.attainment:.0%} of requests; the "
+              f"best attainment found is {g.best_attainment:.1%}")
+    top = max(br.upper, m.interval[1])
+    rates = np.linspace(0.3, 1.1, max(2, a.points)) * top
+    curve = load_curve(wl, policy, tm, rates, slo=slo, memory=a.memory,
+                       n_requests=a.requests, seeds=(a.seed,))
+    import matplotlib
+
+    matplotlib.use("Agg")
+    axes = plot_capacity(curve, br, max_rate_result=m, goodput_result=g,
+                         attainment=a.attainment, unit=unit, title=type(policy).__name__)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"capacity_{a.policy}.png"
+    axes[0].figure.savefig(path, dpi=120)
+    print(f"figure: {path}")
+    return 0

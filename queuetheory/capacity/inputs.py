@@ -1,0 +1,24 @@
+"""Checks shared by the searches: the settings a policy refuses, and the token budget."""
+
+from __future__ import annotations
+
+from ..errors import UnsupportedSettingError, check_positive
+
+
+def _refuse_unsupported(who: str, policy, memory, first_token) -> None:
+    """Refuse, before any bound or probe, a setting ``policy`` says it cannot run
+    (:meth:`~queuetheory.policies.Policy.supports`)."""
+    supports = getattr(policy, "supports", None)
+    reason = supports(memory=memory, first_token=first_token) if supports else None
+    if reason:
+        raise UnsupportedSettingError(
+            policy, f"memory={memory}, first_token={first_token!r} in qt.capacity.{who}",
+            reason)
+
+
+def _budget_of(policy, token_budget):
+    b = token_budget if token_budget is not None else getattr(policy, "token_budget", None)
+    if b is None:
+        raise ValueError(f"token_budget=None: {policy!r} has no token_budget of its own; "
+                         "give token_budget")
+    return int(check_positive("token_budget", b, integer=True))

@@ -1,0 +1,137 @@
+"""Replica count (:func:`replicas`): the fewest engines behind a router that meet the
+latency targets at a total rate."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import check_positive
+from ..timing import UnitTime
+from ..workload import Workload
+from .bounds import bounds
+from .inputs import _budget_of, _refuse_unsupported
+from .slo import _check_slo, drain_time, slo_attainment
+from .stats import _lone_lifetime
+
+
+@dataclass(frozen=True, eq=False)
+class Replicas:
+    """The answer of :func:`replicas`: the fewest engines ``count`` (``None`` when even
+    ``max_replicas`` miss), the lower bound ``at_least`` from the analytic bracket (fewer
+    engines cannot even be stable), and one row per replica count tried in ``probes``."""
+
+    count: int | None
+    at_least: int
+    target_rate: float
+    router: str
+    slo: dict
+    attainment: float
+    probes: pd.DataFrame
+    wall_s: float
+
+    def __repr__(self) -> str:
+        got = f"{self.count} engines" if self.count else "no count up to the limit"
+        return (f"Replicas({got} behind {self.router!r} meet {self.slo} for "
+                f"≥ {self.attainment:.0%} at {self.target_rate:.5g} requests per time unit; "
+                f"≥ {self.at_least} by the bounds; tried {list(self.probes['engines'])})")
+
+
+def _parallel(workload, policy, time_model, K, b, router, rate):
+    """``K`` engines behind one ``router`` per request class (the networks layer), the
+    workload's length laws kept (paired samples stay paired)."""
+    from ..networks.graph import AgentNetwork
+
+    net = AgentNetwork(slot=1.0 if isinstance(time_model, UnitTime) else time_model.slot,
+                       name=f"replicas(K={K}, {router})")
+    for k in range(1, K + 1):
+        net.add_agent(f"E{k}", time_model, b, policy=policy)
+    scale = rate / workload.total_rate
+    for j, c in enumerate(workload.classes):
+        names = [f"c{j}_{k}" for k in range(1, K + 1)]
+        for k, name in enumerate(names, start=1):
+            net.add_class(name, f"E{k}", 1, 1)
+            net.nodes[name]["lengths"] = dataclasses.replace(c, rate=0.0)
+        net.add_router(f"router{j}", names, router=router)
+        net.add_source(f"src{j}", c.rate * scale, f"router{j}")
+    return net
+
+
+def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment: float = 0.9,
+             router: str = "round_robin", token_budget=None, n_requests: int = 2000,
+             warmup: float = 0.2, seeds=(0,), max_replicas: int = 64) -> Replicas:
+    """The fewest engines behind ``router`` that meet ``slo`` for ``attainment`` of the
+    requests at the total rate ``target_rate``.
+
+    Engines run ``policy`` (copied per engine) in the networks layer
+    (:func:`queuetheory.networks.simulate`), which follows Li, Dai, Peng's convention
+    ``first_token="decode"`` (every output token takes a decode iteration, so the sizing
+    is conservative by one iteration per request against real engines) and has no KV-memory
+    limit. ``router``: ``random``, ``round_robin``, ``least_requests`` or ``least_tokens``.
+    The count starts at the bound ``K ≥ target_rate / upper`` of :func:`bounds` (fewer
+    engines are unstable), doubles until the targets are met, then bisects. Attainment is
+    judged as in :func:`goodput`, over the arrivals after the first ``warmup`` share of
+    ``n_requests·K`` requests.
+    """
+    from ..networks.graph import ROUTERS
+    from ..networks.simulate import simulate as simulate_network
+
+    t0 = time.perf_counter()
+    check_positive("target_rate", target_rate)
+    if not isinstance(workload, Workload) or workload._trace is not None:
+        raise ValueError(f"workload={workload!r}: replicas splits a Workload that draws "
+                         "arrivals among engines; for a recorded trace give its length pairs "
+                         "(Workload.from_lengths(trace.prompt, trace.output, rate=...))")
+    if router not in ROUTERS:
+        raise ValueError(f"router={router!r}: must be one of {ROUTERS}")
+    slo = _check_slo({"ttft": 1.0, "tbt": 0.1} if slo is None else slo)
+    if not 0 < attainment <= 1:
+        raise ValueError(f"attainment={attainment}: must lie in (0, 1]")
+    check_positive("max_replicas", max_replicas, integer=True)
+    _refuse_unsupported("replicas", policy, None, "decode")
+    b = _budget_of(policy, token_budget)
+    seeds = tuple(int(s) for s in np.atleast_1d(seeds))
+    br = bounds(workload, time_model, token_budget=b, policy=policy, first_token="decode")
+    at_least = max(1, math.ceil(target_rate / br.upper * (1 - 1e-12)))
+    lifetime = _lone_lifetime(workload, time_model)
+    rows, tried = [], {}
+
+    def meets(K):
+        if K not in tried:
+            H = n_requests * K / target_rate
+            drain = drain_time(slo, lifetime, H)
+            frames = []
+            for s in seeds:
+                res = simulate_network(_parallel(workload, policy, time_model, K, b, router,
+                                                 target_rate), horizon=H + drain, seed=s)
+                v = res.visits
+                v["tbt_max"] = np.concatenate([e.table.column("tbt_max")
+                                               for e in res.engines.values()])
+                frames.append(v)
+            out = slo_attainment(pd.concat(frames, ignore_index=True), slo, start=warmup * H,
+                                 end=H, run_end=H + drain)
+            out["meets"] = bool(out["attainment"] >= attainment)
+            rows.append({"engines": K, **out})
+            tried[K] = out["meets"]
+        return tried[K]
+
+    lo, hi = at_least - 1, at_least                 # lo misses (or is below the bound)
+    while not meets(hi):
+        lo, hi = hi, 2 * hi
+        if hi > max_replicas:
+            hi = None
+            break
+    while hi is not None and hi - lo > 1:
+        mid = (lo + hi) // 2
+        if meets(mid):
+            hi = mid
+        else:
+            lo = mid
+    probes = pd.DataFrame(rows).sort_values("engines", ignore_index=True)
+    return Replicas(hi, at_least, float(target_rate), router, slo, attainment, probes,
+                    time.perf_counter() - t0)

@@ -1,0 +1,51 @@
+"""A workload at another rate: its classes rescaled, or a recorded trace replayed."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..errors import check_positive
+from ..workload import Trace, Workload
+from ..workload.traces import mean_rate, with_rate
+
+
+def at_rate(workload: Workload, rate: float) -> Workload:
+    """``workload`` with its total arrival rate set to ``rate``: every class's rate scaled by
+    the same factor, its length laws, arrival process, predictor and slot kept."""
+    check_positive("rate", rate)
+    if workload._trace is not None:
+        raise ValueError("workload: a recorded trace has its own arrival times; capacity "
+                         "planning rescales a Workload that draws arrivals")
+    total = workload.total_rate
+    if total <= 0:
+        raise ValueError(f"workload={workload!r}: total rate 0, no length mix to rescale")
+    f = float(rate) / total
+    classes = [dataclasses.replace(c, rate=c.rate * f) for c in workload.classes]
+    return Workload(classes, arrivals=workload.arrivals, predictor=workload.predictor,
+                    slot=workload.slot)
+
+
+def replay(trace: Trace, rate: float, horizon: float) -> Trace:
+    """``trace`` at the mean rate ``rate`` (:func:`~queuetheory.workload.traces.with_rate`:
+    every gap scaled by one factor, the burstiness kept), replayed end to end — copies one
+    mean gap apart — until ``horizon``: a production trace as long as a probe needs."""
+    check_positive("horizon", horizon)
+    tr = with_rate(trace, rate)
+    t = tr.arrival - tr.arrival[0]
+    period = float(t[-1]) + 1 / float(rate)
+    copies = max(1, math.ceil(horizon / period))
+    fields = {f: np.tile(getattr(tr, f), copies) for f in Trace.__dataclass_fields__}
+    fields["arrival"] = (t[None, :] + period * np.arange(copies)[:, None]).ravel()
+    return Trace(**fields).until(horizon)
+
+
+def _length_law(workload):
+    """The workload whose length law and rate the bounds read: a trace's (prompt, output)
+    pairs at its mean rate, or the workload itself."""
+    if isinstance(workload, Trace):
+        return Workload.from_lengths(workload.prompt, workload.output,
+                                     rate=mean_rate(workload))
+    return workload

@@ -1,0 +1,273 @@
+"""The simulated boundary (:func:`max_rate`): a bisection on the arrival rate, each probe
+judged by :func:`~queuetheory.stability`."""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..engine import simulate
+from ..engine.conventions import check_first_token
+from ..errors import CensoredRunWarning, check_positive
+from ..stability import default_horizon, stability
+from ..workload import Trace
+from .bounds import Bracket, bounds
+from .inputs import _budget_of, _refuse_unsupported
+from .relaxation import relaxation_time
+from .rescale import _length_law, at_rate, replay
+from .stats import MIN_LIFETIMES, _lone_lifetime
+
+#: A probe of :func:`max_rate` spans at least this many relaxation times of the backlog
+#: (:func:`relaxation_time`): its tail (the last half) then holds ten blocks of about two
+#: relaxation times each, long enough for the batch means to be nearly independent.
+RELAXATION_RUNS = 40
+#: The most expected arrivals one probe of :func:`max_rate` runs by default (about 136 MB
+#: of request table, a few seconds for the bulk-rule schedulers on ShareGPT lengths).
+MAX_PROBE_REQUESTS = 500_000
+
+
+@dataclass(frozen=True, eq=False)
+class MaxRate:
+    """The answer of :func:`max_rate`.
+
+    rate : the estimated largest stable rate: the geometric middle of the largest rate
+        judged stable and the smallest judged unstable (or the analytic upper bound)
+    interval : ``(low, high)``: ``high`` the smallest rate judged unstable (or the analytic
+        upper bound), ``low`` the largest rate judged stable lowered by the verdict's
+        ``tolerance`` (a "stable" verdict means the engine serves at least ``1 − tolerance``
+        of the offered work, so no less is certain)
+    probes : one row per probe: ``rate``, ``load`` (over the upper bound), ``verdict``,
+        ``drift``/``drift_low``/``drift_high`` (relative to the offered work), ``horizon``,
+        ``relaxation`` (:func:`relaxation_time` at that rate), ``rounds``, ``arrived`` and
+        ``unfinished`` (requests, all seeds of the last round), ``wall_s``
+    bracket : the analytic :class:`Bracket`; ``binding`` its binding bound
+    efficiency : ``rate`` over the analytic upper bound
+    converged : whether the stable and unstable probes are within ``(1 + tol)/(1 − tol)``
+    inconclusive : how many probes were inconclusive (treated as unknown)
+    """
+
+    rate: float
+    interval: tuple[float, float]
+    probes: pd.DataFrame
+    bracket: Bracket
+    efficiency: float
+    converged: bool
+    tol: float
+    tolerance: float
+    wall_s: float
+    note: str = ""
+
+    @property
+    def binding(self) -> str:
+        return self.bracket.binding
+
+    @property
+    def inconclusive(self) -> int:
+        return int((self.probes["verdict"] == "inconclusive").sum())
+
+    def __repr__(self) -> str:
+        lo, hi = self.interval
+        return (f"MaxRate({self.rate:.5g} [{lo:.5g}, {hi:.5g}] requests per time unit, "
+                f"efficiency {self.efficiency:.3f} of {self.binding} "
+                f"{self.bracket.upper:.5g}; {len(self.probes)} probes, {self.inconclusive} "
+                f"inconclusive, {'converged' if self.converged else 'NOT converged'}, "
+                f"{self.wall_s:.1f} s{'; ' + self.note if self.note else ''})")
+
+
+def _trace_verdict(trace, rate, policy, time_model, H, cap, level, tolerance, kw) -> dict:
+    """One probe of :func:`max_rate` on a production trace: :func:`replay` at ``rate`` up to
+    ``H`` (doubled while inconclusive, up to ``cap``), judged by
+    :func:`~queuetheory.metrics.growth_rate` (the rule of :func:`~queuetheory.stability`).
+
+    The replay is periodic (period ``P = n / rate``, the trace's ``n`` requests at the mean
+    rate), and so is a stable backlog: a tail cut mid-period reads the trace's own busy
+    hours as growth. ``H`` is therefore rounded up to a whole number of ``2·blocks``
+    periods, so that the tail (the last half) is a whole number of periods per block and
+    the periodic part cancels from both tests."""
+    from ..metrics import growth_rate
+
+    blocks = 10                         # growth_rate's blocks; its tail is the last half
+    unit = 2 * blocks * len(trace) / rate
+    if unit > cap:
+        raise ValueError(
+            f"trace: {len(trace)} requests; a probe needs {2 * blocks} replays of it "
+            f"({2 * blocks * len(trace):.3g} requests), over max_probe_requests: give a "
+            "shorter stretch (trace.head(n) or read_trace(window=...)) or raise "
+            "max_probe_requests")
+    H = unit * math.ceil(H / unit * (1 - 1e-12))
+    t0, rounds = time.perf_counter(), 0
+    while True:
+        rounds += 1
+        with warnings.catch_warnings():     # an unstable run's backlog is the evidence here
+            warnings.simplefilter("ignore", CensoredRunWarning)
+            res = simulate(replay(trace, rate, H), policy, time_model, horizon=H, **kw)
+        g = growth_rate(res, level=level, tolerance=tolerance, blocks=blocks)
+        if g.verdict != "inconclusive" or 2 * H > cap:
+            break
+        H = 2 * H
+    rel = g.offered if g.offered > 0 else 1.0
+    return {"verdict": g.verdict, "drift": g.relative, "drift_low": g.ci_low / rel,
+            "drift_high": g.ci_high / rel, "horizon": H, "rounds": rounds,
+            "arrived": len(res.trace), "unfinished": int(res.engine.live.size),
+            "wall_s": time.perf_counter() - t0}
+
+
+def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
+             tol: float = 0.01, seeds=(0,), first_token: str = "prefill",
+             n_requests: int | None = None, max_horizon_factor: float = 4.0,
+             tolerance: float = 0.03, level: float = 0.99, max_probes: int = 24,
+             max_probe_requests: float = MAX_PROBE_REQUESTS,
+             bracket: Bracket | None = None) -> MaxRate:
+    """The largest arrival rate at which ``policy`` is stable, by bisection on the rate.
+
+    The workload's length law is kept and its rate scaled (:func:`at_rate`); a recorded
+    :class:`~queuetheory.workload.Trace` is replayed at each rate with its burstiness kept
+    (:func:`replay`, the verdict of :func:`~queuetheory.metrics.growth_rate` on the one
+    replay: ``seeds`` then only seed the policy). Each probe is
+    judged by :func:`~queuetheory.stability` over ``seeds``, with its ``tolerance`` (default
+    0.03, stability's own: a "stable" verdict at ``λ`` means the engine serves at least
+    ``1 − tolerance`` of what arrives) and runs of stability's default horizon (4000
+    arrivals or 200 lifetimes of a lone request, whichever is longer), or of ``n_requests``
+    arrivals but at least ``MIN_LIFETIMES`` lone lifetimes (a shorter run is all warm-up
+    and looks unstable); a run is doubled while inconclusive, up to ``max_horizon_factor``
+    times. That first run settles a probe when it is ``stable`` (the fill-up from empty
+    only biases towards growth) or when the backlog surely grows faster than
+    ``tolerance`` of the offered work (the drift's lower bound above it: a stable queue's
+    fill-up rises at about ``σ/√H`` relative, ``σ² = λE[S]²(c_a² + c_s²)``, far less at
+    these lengths). Otherwise the probe runs again for ``RELAXATION_RUNS`` relaxation times
+    of the backlog (:func:`relaxation_time`, ``σ²/(1 − ρ)²`` with ``ρ`` the rate over the
+    bracket's upper bound, ``c_s²`` the work's and ``c_a²`` the arrivals' variability: a
+    bursty trace's probes run longer, a clock's shorter), so that stability's tail lies
+    past the fill-up and its blocks are longer than the backlog's excursions; without it,
+    ShareGPT's heavy-tailed lengths read as growth at 0.96 of a bound Theorem 1(a) of Li,
+    Dai, Peng proves stable. No probe draws more than ``max_probe_requests`` expected
+    arrivals (doublings included). A setting the policy refuses (``Policy.supports``)
+    raises :class:`~queuetheory.errors.UnsupportedSettingError` before any probe.
+
+    The search first checks the analytic value: the bracket's ``start`` (:func:`bounds`)
+    times ``1 − tol`` and, below the upper bound, ``1 + tol``; when the first is stable and
+    the second unstable it is done in two probes. Otherwise an unstable probe's next guess
+    is the rate it served, ``λ(1 − drift)``, where that lies inside the interval, else the
+    geometric middle of the widest gap. An inconclusive probe is unknown: it moves neither
+    end, and the search goes on between the stable probes and the inconclusive ones, or
+    between those and the unstable ones (probes inside an inconclusive band would be
+    inconclusive too). It stops when the largest stable and the smallest unstable probe
+    (or the analytic upper bound) are within a factor ``(1 + tol)/(1 − tol)``
+    (``converged``: the rate is their geometric middle, within about ``±tol`` of both),
+    when an inconclusive band is
+    all that is left, or after ``max_probes``. Heavy-tailed lengths (ShareGPT's prompts
+    reach 26k tokens) make the backlog jumpy: near the boundary the verdicts stay
+    inconclusive unless the runs are long, and ``note`` says so.
+    """
+    t0 = time.perf_counter()
+    _refuse_unsupported("max_rate", policy, memory, check_first_token(first_token))
+    trace = workload if isinstance(workload, Trace) else None
+    workload = _length_law(workload)
+    b = _budget_of(policy, token_budget)
+    if not 0 < tol < 0.5:
+        raise ValueError(f"tol={tol!r}: the relative precision must lie in (0, 0.5)")
+    tolerance = float(check_positive("tolerance", tolerance))
+    br = bracket or bounds(workload, time_model, token_budget=b, memory=memory,
+                           policy=policy, first_token=first_token)
+    cols = ["rate", "load", "verdict", "drift", "drift_low", "drift_high", "horizon",
+            "relaxation", "rounds", "arrived", "unfinished", "wall_s"]
+    if br.empty:
+        return MaxRate(0.0, (0.0, 0.0), pd.DataFrame(columns=cols), br, 0.0, True, tol,
+                       tolerance, time.perf_counter() - t0, br.violated)
+    rows = []
+
+    lifetime = _lone_lifetime(workload, time_model)
+
+    def probe(x):
+        wl = at_rate(workload, x)
+        H = (default_horizon(wl, time_model) if n_requests is None
+             else max(n_requests / x, MIN_LIFETIMES * lifetime))
+        relax = relaxation_time(workload if trace is None else trace, x, br.upper,
+                                first_token)
+        long = max(H, min(RELAXATION_RUNS * relax, max_probe_requests / x))
+        cap = max(long, min(max_horizon_factor * long, max_probe_requests / x))
+        kw = {"memory": memory, "token_budget": b, "first_token": first_token}
+        if trace is None:
+            def judge(h, most):
+                return stability(wl, policy, time_model, horizon=h, max_horizon=most,
+                                 seeds=seeds, level=level, tolerance=tolerance, **kw)
+
+            v, rounds, wall = judge(H, H if long > H else cap), 0, 0.0
+            clear = (v.verdict == "stable"
+                     or (v.verdict == "unstable" and v.drift_interval[0] > tolerance))
+            if long > H and not clear:
+                rounds, wall = v.rounds, v.wall_s
+                v = judge(long, cap)
+            row = {"verdict": v.verdict, "drift": v.drift, "drift_low": v.drift_interval[0],
+                   "drift_high": v.drift_interval[1], "horizon": v.horizon,
+                   "rounds": rounds + v.rounds, "arrived": int(v.runs["arrived"].sum()),
+                   "unfinished": int(v.runs["in_system_end"].sum()),
+                   "wall_s": wall + v.wall_s}
+        else:
+            H = long
+            row = _trace_verdict(trace, x, policy, time_model, H, cap, level, tolerance, kw)
+        rows.append({"rate": x, "load": x / br.upper, "relaxation": relax, **row})
+        return row
+
+    lo, hi, unknown, served, note = None, None, [], None, ""
+    width = (1 + tol) / (1 - tol) * (1 + 1e-12)   # the widest stable/unstable pair accepted
+    planned = [br.start * (1 - tol)]          # first check the analytic value itself
+    if br.start * (1 + tol) < br.upper:
+        planned.append(br.start * (1 + tol))
+    while len(rows) < max_probes:
+        x = planned.pop(0) if planned else None
+        if x is None:
+            top = hi if hi is not None else br.upper   # nothing is stable above the bound
+            if lo is None:                             # walk down until a stable probe
+                lowest = min(r["rate"] for r in rows)
+                guess = served if served is not None and served < lowest else lowest / 2
+                x, served = min(max(guess, lowest / 4), lowest * (1 - 2 * tol)), None
+                if x < br.start * 1e-4:
+                    note = f"not stable at any rate probed, down to {lowest:.3g}"
+                    break
+            elif lo >= top:
+                note = (f"conflicting verdicts: stable at {lo:.5g} above unstable at "
+                        f"{top:.5g}; give more seeds or a larger n_requests")
+                break
+            elif top / lo <= width:
+                break
+            else:
+                inside = [u for u in unknown if lo < u < top]
+                gaps = [(lo, min(inside)), (max(inside), top)] if inside else [(lo, top)]
+                a, z = max(gaps, key=lambda g: g[1] / g[0])
+                if z / a <= width:
+                    note = (f"an inconclusive band [{min(inside):.5g}, {max(inside):.5g}] "
+                            "remains between the stable and unstable probes: longer runs "
+                            "(n_requests) or a larger tolerance narrow it")
+                    break
+                x = math.sqrt(a * z)
+                if served is not None and a * (1 + tol) < served < z / (1 + tol):
+                    x = served                       # the rate an overloaded run served
+                served = None
+        v = probe(x)
+        if v["verdict"] == "stable":
+            lo = x if lo is None else max(lo, x)
+        elif v["verdict"] == "unstable":
+            hi = x if hi is None else min(hi, x)
+            served = x * (1 - max(v["drift"], 0.0)) * (1 - tol)
+        else:
+            unknown.append(x)
+    probes = pd.DataFrame(rows, columns=cols)
+    high = hi if hi is not None else br.upper
+    converged = lo is not None and high / lo <= width
+    rate = math.sqrt(lo * high) if lo is not None else 0.0
+    low = 0.0 if lo is None else lo * (1 - tolerance)
+    if converged and hi is None:
+        note = note or "stable just below the analytic upper bound"
+    if hi is not None and hi < br.lower:
+        note = (f"{note + '; ' if note else ''}unstable verdict at {hi:.5g}, below the rate "
+                f"{br.lower:.5g} a theorem proves stable: near ρ = 1 the backlog's slow "
+                "fill-up reads as growth; longer runs (n_requests) move the boundary up")
+    if not converged and not note:
+        note = f"stopped after {len(rows)} probes"
+    return MaxRate(rate, (low, high), probes, br, rate / br.upper if br.upper else 0.0,
+                   converged, tol, tolerance, time.perf_counter() - t0, note)
