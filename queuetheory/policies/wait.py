@@ -6,16 +6,17 @@ Conventions of the paper mapped onto the engine (written down once, here)
   engine's ``first_token="decode"``: stage 0 is the prefill iteration (the whole prompt
   as one chunk, KV ``l_j`` after it) and stages ``1..l'_j`` are the ``l'_j`` decode
   iterations (KV ``l_j + k`` after stage ``k``). A prompt thus takes ``l'_j + 1``
-  iterations and completes at the end of stage ``l'_j``, as in the paper (L85, L144).
+  iterations and completes at the end of stage ``l'_j``, as in the paper (§2.1, §3.1).
 * Batch time: ``qt.LinearMemoryTime(d0, d1)`` charges ``d1`` per KV token of the batch
   members *after* the iteration, which is eq. (1)'s ``Σ (l_j + k_i)``.
 * Memory: the engine's KV check counts every resident request, paused cohorts and entry
   queues included (spec §1.3 [DECIDE]): a paused prompt after stage ``k−1`` holds
-  ``l_j + k − 1`` tokens; un-prefilled prompts hold none (CPU, L961). ``memory=C``.
-* TTFT: the engine stamps ``first_token`` at the end of stage 1 (Fig. 1, L30: the first
+  ``l_j + k − 1`` tokens; un-prefilled prompts hold none (they wait in CPU memory,
+  Appendix C, proof of Theorem 2). ``memory=C``.
+* TTFT: the engine stamps ``first_token`` at the end of stage 1 (§1, Fig. 1: the first
   output token is produced in stage 1); the vLLM convention, end of prefill, is the
   ``prefill_done`` column. Latency is ``finish − arrival`` (end of stage ``l'_j``).
-* Throughput: ``metrics["throughput"]`` counts decode tokens (``l'_j`` per prompt, L122);
+* Throughput: ``metrics["throughput"]`` counts decode tokens (``l'_j`` per prompt, §2.3);
   eq. (8)'s ``l'_j + 1`` convention is ``(output + 1)`` summed over completed requests.
 * Decision epochs are batch completions and arrivals to an idle GPU (spec §3.0): the
   engine asks the policy after every batch and, when the policy idles, at the next arrival.
