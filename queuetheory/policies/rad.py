@@ -259,6 +259,11 @@ class SLAI(Policy):
         """Sarathi-Serve (Alg. 4) with an active cap (I-19): every decode critical, no β."""
         return cls(token_budget, alpha=alpha, beta=None, delta=0.0, order=order, tbt=(0.0,))
 
+    def rule(self) -> str | None:
+        """``"slo_slack"`` (:mod:`~queuetheory.engine.kernels.slo_slack`): without a memory
+        limit every decision follows it; the engine steps where memory is limited."""
+        return "slo_slack" if type(self)._schedule is SLAI._schedule else None
+
     def _reset(self):
         self._e = np.full(1024, np.nan)
         self._mean, self._count = 0.0, 0

@@ -23,6 +23,10 @@ instead of prompts.
 whenever a prompt can start, else a decode-only batch of every request in decode
 (:func:`~.prefill_batches.prefill_batches`).
 
+``"slo_slack"`` (SLAI of Bari, Hegde and de Veciana, §6, without a KV-memory limit): critical
+decodes by last schedulable time, then prefills, then the other decodes by slack; the
+decodes fall into a few groups served together (:func:`~.slo_slack.slo_slack`).
+
 The rules run with a token-count time model, prompts and outputs of at least one token, under
 either first-token convention, and with recompute preemption where memory is limited;
 elsewhere the engine steps. Each rule lives in a module of its own and is listed in
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 from .decode_first_fill import decode_first_fill, decode_first_fill_memory
 from .prefill_batches import prefill_batches
+from .slo_slack import slo_slack
 
 __all__ = ["bulk_runner", "RULES"]
 
@@ -49,6 +54,7 @@ def _decode_first_fill_runner(engine, policy):
 RULES = {
     "decode_first_fill": _decode_first_fill_runner,
     "prefill_batches": lambda engine, policy: prefill_batches,
+    "slo_slack": lambda engine, policy: slo_slack if engine.memory is None else None,
 }
 
 

@@ -1,0 +1,420 @@
+"""The rule ``slo_slack``: SLAI of Bari, Hegde and de Veciana (§6), without a KV-memory limit.
+
+A decision of :class:`~queuetheory.policies.SLAI` orders the requests in decode by their
+last schedulable time ``C_j = e_j + T_j − δ t̄`` (Eq. 8: ``e_j`` the end of the last batch
+``j`` was in, ``T_j`` its class's TBT target, ``t̄`` the running mean batch duration), ties by
+arrival; it serves the critical ones (``t ≥ C_j``) up to ``β``, then one chunk of the
+prefill under way, new prompts (SPF or FCFS, paying first if asked) while fewer than ``α``
+requests hold KV, and the non-critical decodes into what is left of the budget and ``β``.
+The decodes it serves are therefore always a prefix of that order.
+
+Every request served in a batch gets the same ``e_j``, the batch's end, so the requests in
+decode fall into a few *groups* of equal key ``K = e_j + T_j`` (one class each), and since
+``C = K − δ t̄`` for all of them the order is the groups' order by ``K``, by arrival within a
+group. (Rounding may make ``C`` of two groups equal although their ``K`` differ, or two
+classes may share a target; the decodes of groups with equal ``C`` are then merged by
+arrival, as the stable sort does.) A decision thus costs a few integer operations per
+group: how many decode, which whole groups and which part of one. Served groups of a class
+merge into the largest of them (the others' members move), so that a group that waits and is
+served again keeps its members.
+
+Output tokens are recorded per group, not per token: each group keeps the iterations in which
+it was served (its history), and a request keeps its *memberships* ``(group, first, last)``
+— it emitted a token at every entry of its group's history between them. A membership
+opens when the request enters decode or moves into another group and closes when it moves
+or finishes. Completions are found with a heap per group of the history index at which
+each member emits its last token. At the end the memberships become the engine's records:
+first and last token times, output counts, the largest gap (within a membership the gaps
+are between consecutive history entries; between two memberships, the stall) and the TBT
+histogram, in a few numpy operations.
+
+The rule runs with a token-count time model, no KV-memory limit (SLAI's memory admission
+and evictions are not covered: the engine steps), either first-token convention, and the
+policy's own token budget.
+"""
+
+from __future__ import annotations
+
+import heapq
+from array import array
+from bisect import bisect_left, insort
+from collections import deque
+
+import numpy as np
+
+from .common import durations, tail_of
+
+__all__ = ["slo_slack"]
+
+
+class _Group:
+    """Requests in decode with equal key ``K = e + T`` and class ``cls``, sorted by id;
+    ``hist``: the iterations the group was served in (the first: where it was formed);
+    ``heap``: ``(history index of the last token, request, membership)``."""
+
+    __slots__ = ("K", "cls", "members", "hist", "heap", "gid")
+
+    def __init__(self, K, cls, members, hist, gid):
+        self.K, self.cls, self.members, self.hist, self.gid = K, cls, members, hist, gid
+        self.heap = []
+
+
+def slo_slack(engine, t, stop, limit):
+    policy = engine.policy
+    tab = engine.table
+    n = tab.n
+    arrival = tab.column("arrival").tolist()
+    prompt = tab.column("prompt").tolist()
+    output = tab.column("output").tolist()
+    cls_of = tab.column("cls").tolist()
+    targets = policy.tbt.tolist()
+    target = [targets[min(c, len(targets) - 1)] for c in range(max(cls_of, default=0) + 1)]
+    taus, new_tau = durations(engine.time_model)
+    b = engine.budget
+    e = tab.emit_first
+    beta = b if policy.beta is None else min(policy.beta, b)
+    alpha = policy.alpha
+    delta = policy.delta
+    if policy.offset == "dynamic":        # no memory limit: KV use is 0
+        delta = policy.dynamic[0] if 0.0 < policy.dynamic[2] else policy.dynamic[1]
+    queue = _WaitingQueue(policy, prompt, tab.column("priority").tolist())
+
+    # memberships: request, group, first and last history index, and whether the first
+    # entry is silent (the request entered decode there without emitting a token)
+    members_of = tuple(array("q") for _ in range(5))
+    m_rid, m_gid, m_a, m_b, m_silent = members_of
+    cur = [-1] * n                 # open membership of each request
+    decoded = [0] * n              # tokens of its closed memberships
+    prefill_end = [-1] * n
+    finish = [-1] * n
+    groups: list = []              # every group ever formed, by id
+    order: list = []               # the groups with members, by K
+    partial = partial_filled = partial_last = -1
+    pre: list = []
+    rows = [array(code) for code in "ddqqqqqq"]
+    start, dur, n_pre, chunks, decs, used_col, in_sys, work_col = rows
+    admitted = finished = ndec = carried = 0
+    mean, count, prev_time = policy._mean, policy._count, policy._prev_time
+    work, kv, peak = engine.work, engine.kv_total, engine.peak_memory
+    s = engine.iteration
+
+    def new_group(K, c, members, first):
+        g = _Group(K, c, members, [first], len(groups))
+        groups.append(g)
+        return g
+
+    def join(r, g, silent):
+        """Open ``r``'s membership at the last entry of ``g``'s history; return the
+        history index of its last token (if it stays) and the membership."""
+        mid = len(m_rid)
+        a = len(g.hist) - 1
+        m_rid.append(r)
+        m_gid.append(g.gid)
+        m_a.append(a)
+        m_b.append(-1)
+        m_silent.append(silent)
+        cur[r] = mid
+        return a + output[r] - decoded[r] - 1 + silent, mid
+
+    def leave(r, last):
+        mid = cur[r]
+        m_b[mid] = last
+        decoded[r] += last - m_a[mid] + 1 - m_silent[mid]
+        cur[r] = -1
+
+    def move(rids, g, silent, gone):
+        """Move ``rids`` into ``g`` at its last history entry; those whose token there is
+        their last finish (into ``gone``); return the others."""
+        idx = len(g.hist) - 1
+        heap, stay = g.heap, []
+        for r in rids:
+            leave(r, len(groups[m_gid[cur[r]]].hist) - 1)
+            fin, mid = join(r, g, silent)
+            if fin == idx:
+                leave(r, idx)
+                gone.append(r)
+            else:
+                heapq.heappush(heap, (fin, r, mid))
+                stay.append(r)
+        return stay
+
+    while t < stop and s < limit:
+        while admitted < n and arrival[admitted] <= t:
+            work += prompt[admitted] + output[admitted]
+            queue.push(admitted)
+            admitted += 1
+        live = admitted - finished
+        if not live:
+            if admitted == n:
+                break
+            t = arrival[admitted]
+            continue
+        if carried:                      # the policy books the previous batch (_observe)
+            count += 1
+            mean += (t - prev_time - mean) / count
+        dm = delta * mean
+        # how many decode: the critical ones up to beta, then the prefills, then the rest
+        ncrit = 0
+        for g in order:
+            if t >= g.K - dm:
+                ncrit += len(g.members)
+            else:
+                break
+        d1 = ncrit if ncrit < beta else beta
+        left = b - d1
+        pre, chunk = [], []
+        if partial >= 0 and left > 0:
+            c = prompt[partial] - partial_filled
+            c = c if c < left else left
+            pre.append(partial)
+            chunk.append(c)
+            left -= c
+        room = alpha - ndec - (partial >= 0)
+        while room > 0 and left > 0 and queue:
+            r = queue.pop()
+            c = prompt[r] if prompt[r] < left else left
+            pre.append(r)
+            chunk.append(c)
+            left -= c
+            room -= 1
+        chunk_sum = b - d1 - left
+        cap2 = left if left < beta - d1 else beta - d1
+        served = d1 + (min(cap2, ndec - ncrit) if cap2 > 0 else 0)
+        tau = taus.get((chunk_sum, served)) or new_tau(chunk_sum, served)
+        end = t + tau
+        gone: list = []
+        hosts: dict = {}
+        if served:
+            whole, rest = _split(order, served, dm, new_group, move, gone)
+            for g in whole:              # the largest served group of each class hosts
+                h = hosts.get(g.cls)
+                if h is None or len(g.members) > len(h.members):
+                    hosts[g.cls] = g
+            for h in hosts.values():
+                h.hist.append(s)
+                idx = len(h.hist) - 1
+                heap, out = h.heap, []
+                while heap and heap[0][0] <= idx:
+                    fin, r, mid = heapq.heappop(heap)
+                    if fin == idx and cur[r] == mid:
+                        leave(r, idx)
+                        out.append(r)
+                if out:
+                    gone += out
+                    mine = h.members
+                    for r in out:
+                        del mine[bisect_left(mine, r)]
+            for g in whole:
+                h = hosts[g.cls]
+                if g is not h:
+                    stay = move(g.members, h, 0, gone)
+                    h.members = sorted(h.members + stay)
+            order = rest
+        ndec -= len(gone)
+        # prefills: chunks, and completions (new decodes, or finished by their first token)
+        new = []
+        for j, r in enumerate(pre):
+            c = chunk[j]
+            if r == partial:
+                if c < prompt[r] - partial_filled:
+                    partial_filled += c
+                    partial_last = s
+                    continue
+                partial = -1
+            elif c < prompt[r]:
+                partial, partial_filled, partial_last = r, c, s
+                continue
+            prefill_end[r] = s
+            new.append(r)
+        work -= chunk_sum + served + e * len(new)
+        for r in new:
+            c = cls_of[r]
+            h = hosts.get(c)
+            if h is None:
+                h = hosts[c] = new_group(0.0, c, [], s)
+            fin, mid = join(r, h, 1 - e)
+            if fin == len(h.hist) - 1:
+                leave(r, fin)
+                gone.append(r)
+            else:
+                heapq.heappush(h.heap, (fin, r, mid))
+                insort(h.members, r)
+                ndec += 1
+        for c, h in hosts.items():        # the batch's end is every served request's e_j
+            if h.members:
+                h.K = end + target[c]
+                at = len(order)
+                while at and order[at - 1].K > h.K:
+                    at -= 1
+                order.insert(at, h)
+        used = kv + chunk_sum + served
+        start.append(t)
+        dur.append(tau)
+        n_pre.append(len(pre))
+        chunks.append(chunk_sum)
+        decs.append(served)
+        used_col.append(used)
+        in_sys.append(live)
+        work_col.append(work)
+        peak = used if used > peak else peak
+        for r in gone:
+            finish[r] = s
+            used -= prompt[r] + output[r] - e
+        kv = used
+        finished += len(gone)
+        carried = live - len(gone)
+        prev_time = t
+        t = end
+        s += 1
+    for r in range(admitted):             # memberships still open
+        if cur[r] >= 0:
+            leave(r, len(groups[m_gid[cur[r]]].hist) - 1)
+    _write_back(engine, admitted, rows, groups, members_of, decoded, prefill_end, finish,
+                (partial, partial_filled, partial_last), pre)
+    engine.work, engine.kv_total, engine.peak_memory = work, kv, peak
+    policy._mean, policy._count, policy._prev_time = mean, count, prev_time
+    return t
+
+
+class _WaitingQueue:
+    """The requests not yet started, in the policy's order: SPF (prompt length, then
+    arrival) or FCFS, paying class first with ``paying_first``."""
+
+    def __init__(self, policy, prompt, priority):
+        self.spf, self.paying = policy.order == "spf", policy.paying_first
+        self.prompt, self.priority = prompt, priority
+        self.heap: list = []
+        self.fifo = deque() if not (self.spf or self.paying) else None
+
+    def __bool__(self):
+        return bool(self.heap) if self.fifo is None else bool(self.fifo)
+
+    def push(self, r):
+        if self.fifo is not None:
+            self.fifo.append(r)
+            return
+        key = (self.prompt[r], r) if self.spf else (r,)
+        heapq.heappush(self.heap, (-self.priority[r], *key) if self.paying else key)
+
+    def pop(self):
+        return self.fifo.popleft() if self.fifo is not None else heapq.heappop(self.heap)[-1]
+
+
+def _split(order, served, dm, new_group, move, gone):
+    """The groups served whole this batch (the served part of a group that is served in
+    part split off as a group of its own) and the groups left, in order."""
+    i = cum = 0
+    while i < len(order) and cum + len(order[i].members) <= served:
+        cum += len(order[i].members)
+        i += 1
+    if cum == served and not (0 < i < len(order) and order[i - 1].K - dm == order[i].K - dm):
+        return order[:i], order[i:]
+    lo = hi = i if cum < served else i - 1
+    hi = i
+    C = order[i].K - dm
+    while lo > 0 and order[lo - 1].K - dm == C:
+        lo -= 1
+    while hi + 1 < len(order) and order[hi + 1].K - dm == C:
+        hi += 1
+    run = order[lo: hi + 1]
+    cum -= sum(len(g.members) for g in order[lo:i])
+    take = [0] * len(run)                # decodes of a run of equal C go by arrival
+    if len(run) > 1:
+        for _, j in sorted((r, j) for j, g in enumerate(run) for r in g.members)[: served - cum]:
+            take[j] += 1
+    else:
+        take[0] = served - cum
+    whole, rest = order[:lo], []
+    for g, k in zip(run, take, strict=True):
+        if k == len(g.members):
+            whole.append(g)
+        elif not k:
+            rest.append(g)
+        else:                            # split: the smaller side moves to a new group
+            last = g.hist[-1]
+            P, R = g.members[:k], g.members[k:]
+            if k <= len(R):
+                f = new_group(g.K, g.cls, P, last)
+                f.members = move(P, f, 1, gone)
+                g.members = R
+                whole.append(f)
+                rest.append(g)
+            else:
+                f = new_group(g.K, g.cls, R, last)
+                f.members = move(R, f, 1, gone)
+                g.members = P
+                whole.append(g)
+                rest.append(f)
+    return whole, rest + order[hi + 1:]
+
+
+def _write_back(engine, admitted, rows, groups, memberships, decoded, prefill_end, finish,
+                partial, last_pre):
+    """The engine's records and state after the bulk run, as if it had stepped."""
+    start, dur, n_pre, chunks, decs, used, in_sys, work = (np.frombuffer(r, r.typecode)
+                                                           for r in rows)
+    k = start.size
+    s0 = engine.iteration
+    if k:
+        engine.log.extend(k, start, dur, n_pre, chunks, decs, chunks + decs, 0, used, in_sys,
+                          work)
+    engine.iteration += k
+    engine._pending = admitted
+    tab = engine.table
+    ends = start + dur                                   # t + τ, as the engine adds them
+    ids = np.arange(admitted)
+    pend = np.array(prefill_end[:admitted], dtype=np.int64) - s0
+    has = pend >= 0
+    tab.prefilled[ids[has]] = tab.prompt[ids[has]]
+    tab.in_decode[ids[has]] = True
+    tab.prefill_done[ids[has]] = ends[pend[has]]
+    r_part, filled, part_last = partial
+    if r_part >= 0:
+        tab.prefilled[r_part] = filled
+    fin = np.array(finish[:admitted], dtype=np.int64) - s0
+    over = fin >= 0
+    tab.finish[ids[over]] = ends[fin[over]]
+    tab.decoded[:admitted] = decoded[:admitted]
+    engine.live = ids[~over]
+    # memberships -> positions in the groups' histories laid end to end
+    sizes = np.array([len(g.hist) for g in groups], dtype=np.int64)
+    off = np.concatenate([[0], sizes.cumsum()])
+    hist = np.array([x for g in groups for x in g.hist], dtype=np.int64) - s0
+    at = ends[hist]                                      # the end of each history entry
+    rid, gid, a, last, silent = (np.frombuffer(m, np.int64) for m in memberships)
+    lo, hi = off[gid] + a + silent, off[gid] + last
+    policy = engine.policy
+    e_of = np.full(max(admitted, 1), np.nan)             # the policy's e_j of live requests
+    e_of[rid] = at[hi]                  # memberships in time order: the last one stays
+    if r_part >= 0:
+        e_of[r_part] = ends[part_last - s0]
+    policy._e = np.where(over, np.nan, e_of[:admitted]) if admitted else policy._e
+    emitted_last = rid[(hist[hi] == k - 1) & (hi >= lo)] if k else rid[:0]
+    policy._prev_rids = np.union1d(emitted_last, np.array(last_pre, dtype=np.int64))
+    talked = hi >= lo
+    rid, lo, hi = rid[talked], lo[talked], hi[talked]
+    if not rid.size:
+        return
+    by_rid = np.argsort(rid, kind="stable")              # each request's in time order
+    rid, lo, hi = rid[by_rid], lo[by_rid], hi[by_rid]
+    cls = tab.cls[rid]
+    lead = np.ones(rid.size, dtype=bool)
+    lead[1:] = rid[1:] != rid[:-1]
+    tab.first_token[rid[lead]] = at[lo[lead]]
+    tail = tail_of(rid)
+    tab.last_token[rid[tail]] = at[hi[tail]]
+    gaps = np.zeros(at.size)                             # between consecutive entries
+    gaps[1:] = at[1:] - at[:-1]
+    gaps[off[:-1]] = 0.0                                 # (a group's first entry: none)
+    timed = hi > lo
+    if np.count_nonzero(timed):
+        lo_t, hi_t = lo[timed] + 1, hi[timed] + 1
+        bounds = np.column_stack([lo_t, hi_t]).ravel()
+        inner = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
+        np.maximum.at(tab.tbt_max, rid[timed], inner)
+        engine.tbt.add_intervals(gaps, lo_t, hi_t, cls[timed])
+    again = ~lead                       # from the last token of one membership to the next
+    if np.count_nonzero(again):
+        stall = at[lo[again]] - at[hi[np.flatnonzero(again) - 1]]
+        np.maximum.at(tab.tbt_max, rid[again], stall)
+        engine.tbt.add(cls[again], stall)
