@@ -18,15 +18,10 @@ group: how many decode, which whole groups and which part of one. Served groups 
 merge into the largest of them (the others' members move), so that a group that waits and is
 served again keeps its members.
 
-Output tokens are recorded per group, not per token: each group keeps the iterations in which
-it was served (its history), and a request keeps its *memberships* ``(group, first, last)``
-— it emitted a token at every entry of its group's history between them. A membership
-opens when the request enters decode or moves into another group and closes when it moves
-or finishes. Completions are found with a heap per group of the history index at which
-each member emits its last token. At the end the memberships become the engine's records:
-first and last token times, output counts, the largest gap (within a membership the gaps
-are between consecutive history entries; between two memberships, the stall) and the TBT
-histogram, in a few numpy operations.
+Output tokens are recorded per group, not per token (:mod:`~.memberships`): a membership opens
+when a request enters decode or moves into another group and closes when it moves or
+finishes. Completions are found with a heap per group of the history index at which each
+member emits its last token.
 
 The rule runs with a token-count time model, no KV-memory limit (SLAI's memory admission
 and evictions are not covered: the engine steps), either first-token convention, and the
@@ -42,7 +37,8 @@ from collections import deque
 
 import numpy as np
 
-from .common import durations, tail_of
+from .common import durations
+from .memberships import write_back
 
 __all__ = ["slo_slack"]
 
@@ -350,71 +346,21 @@ def _split(order, served, dm, new_group, move, gone):
 
 def _write_back(engine, admitted, rows, groups, memberships, decoded, prefill_end, finish,
                 partial, last_pre):
-    """The engine's records and state after the bulk run, as if it had stepped."""
-    start, dur, n_pre, chunks, decs, used, in_sys, work = (np.frombuffer(r, r.typecode)
-                                                           for r in rows)
-    k = start.size
-    s0 = engine.iteration
-    if k:
-        engine.log.extend(k, start, dur, n_pre, chunks, decs, chunks + decs, 0, used, in_sys,
-                          work)
-    engine.iteration += k
-    engine._pending = admitted
-    tab = engine.table
-    ends = start + dur                                   # t + τ, as the engine adds them
-    ids = np.arange(admitted)
-    pend = np.array(prefill_end[:admitted], dtype=np.int64) - s0
-    has = pend >= 0
-    tab.prefilled[ids[has]] = tab.prompt[ids[has]]
-    tab.in_decode[ids[has]] = True
-    tab.prefill_done[ids[has]] = ends[pend[has]]
+    """The engine's records and state after the bulk run, as if it had stepped, and the
+    policy's books: its ``e_j`` of the requests left, the members of the last batch."""
     r_part, filled, part_last = partial
+    ends, at, hist, rid, lo, hi = write_back(engine, admitted, rows, [g.hist for g in groups],
+                                             memberships, decoded, prefill_end, finish)
+    tab = engine.table
     if r_part >= 0:
         tab.prefilled[r_part] = filled
-    fin = np.array(finish[:admitted], dtype=np.int64) - s0
-    over = fin >= 0
-    tab.finish[ids[over]] = ends[fin[over]]
-    tab.decoded[:admitted] = decoded[:admitted]
-    engine.live = ids[~over]
-    # memberships -> positions in the groups' histories laid end to end
-    sizes = np.array([len(g.hist) for g in groups], dtype=np.int64)
-    off = np.concatenate([[0], sizes.cumsum()])
-    hist = np.array([x for g in groups for x in g.hist], dtype=np.int64) - s0
-    at = ends[hist]                                      # the end of each history entry
-    rid, gid, a, last, silent = (np.frombuffer(m, np.int64) for m in memberships)
-    lo, hi = off[gid] + a + silent, off[gid] + last
     policy = engine.policy
-    e_of = np.full(max(admitted, 1), np.nan)             # the policy's e_j of live requests
-    e_of[rid] = at[hi]                  # memberships in time order: the last one stays
-    if r_part >= 0:
-        e_of[r_part] = ends[part_last - s0]
-    policy._e = np.where(over, np.nan, e_of[:admitted]) if admitted else policy._e
-    emitted_last = rid[(hist[hi] == k - 1) & (hi >= lo)] if k else rid[:0]
+    if admitted:
+        e_of = np.full(admitted, np.nan)
+        e_of[rid] = at[hi]              # memberships in time order: the last one stays
+        if r_part >= 0:
+            e_of[r_part] = ends[part_last - (engine.iteration - ends.size)]
+        e_of[np.isfinite(tab.finish[:admitted])] = np.nan
+        policy._e = e_of
+    emitted_last = rid[(hist[hi] == ends.size - 1) & (hi >= lo)]
     policy._prev_rids = np.union1d(emitted_last, np.array(last_pre, dtype=np.int64))
-    talked = hi >= lo
-    rid, lo, hi = rid[talked], lo[talked], hi[talked]
-    if not rid.size:
-        return
-    by_rid = np.argsort(rid, kind="stable")              # each request's in time order
-    rid, lo, hi = rid[by_rid], lo[by_rid], hi[by_rid]
-    cls = tab.cls[rid]
-    lead = np.ones(rid.size, dtype=bool)
-    lead[1:] = rid[1:] != rid[:-1]
-    tab.first_token[rid[lead]] = at[lo[lead]]
-    tail = tail_of(rid)
-    tab.last_token[rid[tail]] = at[hi[tail]]
-    gaps = np.zeros(at.size)                             # between consecutive entries
-    gaps[1:] = at[1:] - at[:-1]
-    gaps[off[:-1]] = 0.0                                 # (a group's first entry: none)
-    timed = hi > lo
-    if np.count_nonzero(timed):
-        lo_t, hi_t = lo[timed] + 1, hi[timed] + 1
-        bounds = np.column_stack([lo_t, hi_t]).ravel()
-        inner = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
-        np.maximum.at(tab.tbt_max, rid[timed], inner)
-        engine.tbt.add_intervals(gaps, lo_t, hi_t, cls[timed])
-    again = ~lead                       # from the last token of one membership to the next
-    if np.count_nonzero(again):
-        stall = at[lo[again]] - at[hi[np.flatnonzero(again) - 1]]
-        np.maximum.at(tab.tbt_max, rid[again], stall)
-        engine.tbt.add(cls[again], stall)
