@@ -120,6 +120,11 @@ class WAIT(Policy):
                 raise ValueError(f"thresholds={self.thresholds}: need one per class ({l.size})")
             self.memory_bound = wait_memory(self._n, classes)
 
+    def rule(self) -> str | None:
+        """``"cohorts"`` (:mod:`~queuetheory.engine.kernels.cohorts`): without a memory limit
+        every decision follows it; the engine steps where memory is limited."""
+        return "cohorts" if type(self)._schedule is WAIT._schedule else None
+
     def _schedule(self, state):
         cls = state.cls
         if cls.max() >= self._n.size:
@@ -198,6 +203,14 @@ class NestedWAIT(Policy):
         seg = np.where(started, np.searchsorted(self._b, d, side="right"), 0)
         entry = ~started | ((seg > 0) & (d == self._b[np.maximum(seg - 1, 0)]))
         return seg, entry
+
+    def rule(self) -> str | None:
+        """``"cohorts"`` (:mod:`~queuetheory.engine.kernels.cohorts`): without a memory limit
+        every decision follows it; the engine steps where memory is limited."""
+        if type(self)._schedule is NestedWAIT._schedule \
+                and type(self).segment_of is NestedWAIT.segment_of:
+            return "cohorts"
+        return None
 
     def supports(self, *, memory, first_token) -> str | None:
         if memory is not None and self.overflow == "soft":

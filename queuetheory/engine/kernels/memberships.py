@@ -69,7 +69,7 @@ def write_back(engine, admitted, rows, hists, memberships, decoded, prefill_end,
     tab.last_token[rid[tail]] = at[hi[tail]]
     gaps = np.zeros(at.size)                             # between consecutive entries
     gaps[1:] = at[1:] - at[:-1]
-    gaps[off[:-1]] = 0.0                                 # (a group's first entry: none)
+    gaps[off[:-1][sizes > 0]] = 0.0                      # (a group's first entry: none)
     timed = hi > lo
     if np.count_nonzero(timed):
         lo_t, hi_t = lo[timed] + 1, hi[timed] + 1

@@ -1,0 +1,176 @@
+"""The rule ``cohorts``: WAIT and Nested WAIT of Ao et al. (Algorithms 1–2) without a KV-memory
+limit.
+
+Both schedulers run *cohort groups* all or nothing: WAIT a type ``j`` (its in-progress
+prompts, all of class ``j``), Nested WAIT a segment ``i`` (the prompts admitted to it that
+have not reached its last stage ``b_i``). A group runs in a batch when it is ready —
+WAIT: at least ``n_j`` type-``j`` prompts wait for prefill; Nested WAIT: segments ``1..i``
+all have at least ``n`` prompts at their entries — or, once no request will arrive any
+more in a run that drains, when it has anything to do (the leftovers of the module notes of
+:mod:`queuetheory.policies.wait`). A running group admits the first ``n`` of its entry queue
+by arrival (a prefill of the whole prompt for a type or the first segment, a decode for a
+later segment) and every member advances one stage; paused groups keep their caches. A
+Nested WAIT prompt that reaches its segment's last stage moves to the next segment's entry
+queue; a prompt that has all its output finishes. With no group ready the GPU idles until
+the next arrival.
+
+So a decision costs a few integer operations per group, and tokens are recorded per group
+(:mod:`~.memberships`): a membership opens when a prompt is admitted to a group and closes
+when it leaves it; a heap per group holds the history index at which each member leaves.
+
+The rule runs with a token-count time model, no KV-memory limit (WAIT's and Nested WAIT's
+memory gates are not covered: the engine steps), either first-token convention (the papers'
+is ``"decode"``), and no token budget (neither scheduler has one).
+"""
+
+from __future__ import annotations
+
+import heapq
+from array import array
+
+from .common import durations
+from .memberships import write_back
+
+__all__ = ["cohorts"]
+
+
+class _Cohort:
+    """One type or segment: threshold ``n``, entry queue (a heap of request ids), members
+    sorted by nothing (they all advance), the iterations it ran in (``hist``), and a heap
+    of ``(history index at which a member leaves, request)``."""
+
+    __slots__ = ("n", "last", "queue", "members", "hist", "heap", "gid")
+
+    def __init__(self, n, last, gid):
+        self.n, self.last, self.gid = n, last, gid
+        self.queue, self.members, self.hist, self.heap = [], 0, [], []
+
+
+def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
+    """``first_group[r]``: the group a request enters first (its type; segment 0);
+    ``bounds``: each group's last stage (None: the output length); ``nested``: groups run
+    as a ready prefix and pass prompts on (Nested WAIT), else each on its own (WAIT)."""
+    tab = engine.table
+    n = tab.n
+    arrival = tab.column("arrival").tolist()
+    prompt = tab.column("prompt").tolist()
+    output = tab.column("output").tolist()
+    taus, new_tau = durations(engine.time_model)
+    e = tab.emit_first
+    groups = [_Cohort(k, None if bounds is None else bounds[g], g)
+              for g, k in enumerate(thresholds)]
+    m_rid, m_gid, m_a, m_b, m_silent = memberships = tuple(array("q") for _ in range(5))
+    cur = [-1] * n                 # open membership of each request
+    decoded = [0] * n              # tokens of its closed memberships
+    prefill_end = [-1] * n
+    finish = [-1] * n
+    rows = [array(code) for code in "ddqqqqqq"]
+    start, dur, n_pre, chunks, decs, used_col, in_sys, work_col = rows
+    admitted = finished = 0
+    work, kv, peak = engine.work, engine.kv_total, engine.peak_memory
+    final = engine._final
+    s = engine.iteration
+    while t < stop and s < limit:
+        while admitted < n and arrival[admitted] <= t:
+            work += prompt[admitted] + output[admitted]
+            heapq.heappush(groups[first_group[admitted]].queue, admitted)
+            admitted += 1
+        live = admitted - finished
+        if not live:
+            if admitted == n:
+                break
+            t = arrival[admitted]
+            continue
+        done = final and admitted == n       # nothing will arrive: leftovers run
+        if nested:
+            k = 0
+            while k < len(groups) and (done or len(groups[k].queue) >= groups[k].n):
+                k += 1
+            running = groups[:k]
+        else:
+            running = [g for g in groups if len(g.queue) >= g.n
+                       or (done and (g.queue or g.members))]
+        if not running:                      # the GPU idles until the next arrival
+            if admitted == n:
+                break
+            t = arrival[admitted]
+            continue
+        # admissions first (from the entry queues as they are now), then every run
+        entering = [[heapq.heappop(g.queue) for _ in range(min(g.n, len(g.queue)))]
+                    for g in running]
+        chunk_sum = n_prefill = decodes = 0
+        gone, passed = [], []
+        for g, new in zip(running, entering, strict=True):
+            decodes += g.members
+            if not (g.members or new):
+                continue
+            g.hist.append(s)
+            idx = len(g.hist) - 1
+            heap = g.heap
+            out = []
+            while heap and heap[0][0] == idx:
+                out.append(heapq.heappop(heap)[1])
+            if new:
+                first = not nested or g.gid == 0     # admitted by a prefill
+                silent = 1 - e if first else 0
+                if first:
+                    n_prefill += len(new)
+                else:
+                    decodes += len(new)
+                for r in new:
+                    if first:
+                        chunk_sum += prompt[r]
+                        prefill_end[r] = s
+                    cap = output[r] if g.last is None or g.last > output[r] else g.last
+                    mid = len(m_rid)
+                    m_rid.append(r)
+                    m_gid.append(g.gid)
+                    m_a.append(idx)
+                    m_b.append(-1)
+                    m_silent.append(silent)
+                    cur[r] = mid
+                    leave = idx + cap - decoded[r] - 1 + silent
+                    if leave == idx:
+                        out.append(r)
+                    else:
+                        heapq.heappush(heap, (leave, r))
+                g.members += len(new)
+            for r in out:
+                mid = cur[r]
+                m_b[mid] = idx
+                decoded[r] += idx - m_a[mid] + 1 - m_silent[mid]
+                cur[r] = -1
+                if decoded[r] == output[r]:
+                    gone.append(r)
+                else:
+                    passed.append((g.gid + 1, r))
+            g.members -= len(out)
+        for gid, r in passed:                # into the next segment's entry queue
+            heapq.heappush(groups[gid].queue, r)
+        tau = taus.get((chunk_sum, decodes)) or new_tau(chunk_sum, decodes)
+        used = kv + chunk_sum + decodes
+        work -= chunk_sum + decodes + e * n_prefill
+        start.append(t)
+        dur.append(tau)
+        n_pre.append(n_prefill)
+        chunks.append(chunk_sum)
+        decs.append(decodes)
+        used_col.append(used)
+        in_sys.append(live)
+        work_col.append(work)
+        peak = used if used > peak else peak
+        for r in gone:
+            finish[r] = s
+            used -= prompt[r] + output[r] - e
+        kv = used
+        finished += len(gone)
+        t = t + tau
+        s += 1
+    for r in range(admitted):                # memberships still open
+        if cur[r] >= 0:
+            m_b[cur[r]] = last = len(groups[m_gid[cur[r]]].hist) - 1
+            decoded[r] += last - m_a[cur[r]] + 1 - m_silent[cur[r]]
+    write_back(engine, admitted, rows, [g.hist for g in groups], memberships, decoded,
+               prefill_end, finish)
+    engine.work, engine.kv_total, engine.peak_memory = work, kv, peak
+    return t
