@@ -59,7 +59,7 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
     e = tab.emit_first
     groups = [_Cohort(k, None if bounds is None else bounds[g], g)
               for g, k in enumerate(thresholds)]
-    m_rid, m_gid, m_a, m_b, m_silent = memberships = tuple(array("q") for _ in range(5))
+    mem = array("q")               # memberships, five numbers each (see slo_slack)
     cur = [-1] * n                 # open membership of each request
     decoded = [0] * n              # tokens of its closed memberships
     prefill_end = [-1] * n
@@ -97,7 +97,7 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
             continue
         # admissions first (from the entry queues as they are now), then every run
         entering = [[heapq.heappop(g.queue) for _ in range(min(g.n, len(g.queue)))]
-                    for g in running]
+                    if g.queue else () for g in running]
         chunk_sum = n_prefill = decodes = 0
         gone, passed = [], []
         for g, new in zip(running, entering, strict=True):
@@ -122,13 +122,8 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
                         chunk_sum += prompt[r]
                         prefill_end[r] = s
                     cap = output[r] if g.last is None or g.last > output[r] else g.last
-                    mid = len(m_rid)
-                    m_rid.append(r)
-                    m_gid.append(g.gid)
-                    m_a.append(idx)
-                    m_b.append(-1)
-                    m_silent.append(silent)
-                    cur[r] = mid
+                    cur[r] = len(mem)
+                    mem.extend((r, g.gid, idx, -1, silent))
                     leave = idx + cap - decoded[r] - 1 + silent
                     if leave == idx:
                         out.append(r)
@@ -137,8 +132,8 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
                 g.members += len(new)
             for r in out:
                 mid = cur[r]
-                m_b[mid] = idx
-                decoded[r] += idx - m_a[mid] + 1 - m_silent[mid]
+                mem[mid + 3] = idx
+                decoded[r] += idx - mem[mid + 2] + 1 - mem[mid + 4]
                 cur[r] = -1
                 if decoded[r] == output[r]:
                     gone.append(r)
@@ -167,10 +162,11 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
         t = t + tau
         s += 1
     for r in range(admitted):                # memberships still open
-        if cur[r] >= 0:
-            m_b[cur[r]] = last = len(groups[m_gid[cur[r]]].hist) - 1
-            decoded[r] += last - m_a[cur[r]] + 1 - m_silent[cur[r]]
-    write_back(engine, admitted, rows, [g.hist for g in groups], memberships, decoded,
+        mid = cur[r]
+        if mid >= 0:
+            mem[mid + 3] = last = len(groups[mem[mid + 1]].hist) - 1
+            decoded[r] += last - mem[mid + 2] + 1 - mem[mid + 4]
+    write_back(engine, admitted, rows, [g.hist for g in groups], mem, decoded,
                prefill_end, finish)
     engine.work, engine.kv_total, engine.peak_memory = work, kv, peak
     return t

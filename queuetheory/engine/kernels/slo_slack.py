@@ -75,10 +75,10 @@ def slo_slack(engine, t, stop, limit):
         delta = policy.dynamic[0] if 0.0 < policy.dynamic[2] else policy.dynamic[1]
     queue = _WaitingQueue(policy, prompt, tab.column("priority").tolist())
 
-    # memberships: request, group, first and last history index, and whether the first
-    # entry is silent (the request entered decode there without emitting a token)
-    members_of = tuple(array("q") for _ in range(5))
-    m_rid, m_gid, m_a, m_b, m_silent = members_of
+    # memberships, five numbers each: request, group, first and last history index, and
+    # whether the first entry is silent (the request entered decode there without emitting
+    # a token); a membership is known by the position of its first number
+    mem = array("q")
     cur = [-1] * n                 # open membership of each request
     decoded = [0] * n              # tokens of its closed memberships
     prefill_end = [-1] * n
@@ -102,20 +102,16 @@ def slo_slack(engine, t, stop, limit):
     def join(r, g, silent):
         """Open ``r``'s membership at the last entry of ``g``'s history; return the
         history index of its last token (if it stays) and the membership."""
-        mid = len(m_rid)
+        mid = len(mem)
         a = len(g.hist) - 1
-        m_rid.append(r)
-        m_gid.append(g.gid)
-        m_a.append(a)
-        m_b.append(-1)
-        m_silent.append(silent)
+        mem.extend((r, g.gid, a, -1, silent))
         cur[r] = mid
         return a + output[r] - decoded[r] - 1 + silent, mid
 
     def leave(r, last):
         mid = cur[r]
-        m_b[mid] = last
-        decoded[r] += last - m_a[mid] + 1 - m_silent[mid]
+        mem[mid + 3] = last
+        decoded[r] += last - mem[mid + 2] + 1 - mem[mid + 4]
         cur[r] = -1
 
     def move(rids, g, silent, gone):
@@ -124,7 +120,7 @@ def slo_slack(engine, t, stop, limit):
         idx = len(g.hist) - 1
         heap, stay = g.heap, []
         for r in rids:
-            leave(r, len(groups[m_gid[cur[r]]].hist) - 1)
+            leave(r, len(groups[mem[cur[r] + 1]].hist) - 1)
             fin, mid = join(r, g, silent)
             if fin == idx:
                 leave(r, idx)
@@ -264,8 +260,8 @@ def slo_slack(engine, t, stop, limit):
         s += 1
     for r in range(admitted):             # memberships still open
         if cur[r] >= 0:
-            leave(r, len(groups[m_gid[cur[r]]].hist) - 1)
-    _write_back(engine, admitted, rows, groups, members_of, decoded, prefill_end, finish,
+            leave(r, len(groups[mem[cur[r] + 1]].hist) - 1)
+    _write_back(engine, admitted, rows, groups, mem, decoded, prefill_end, finish,
                 (partial, partial_filled, partial_last), pre)
     engine.work, engine.kv_total, engine.peak_memory = work, kv, peak
     policy._mean, policy._count, policy._prev_time = mean, count, prev_time
