@@ -16,7 +16,7 @@ the next arrival.
 
 So a decision costs a few integer operations per group, and tokens are recorded per group
 (:mod:`~.memberships`): a membership opens when a prompt is admitted to a group and closes
-when it leaves it; a heap per group holds the history index at which each member leaves.
+when it leaves it; each group lists its members by the history index at which they leave.
 
 The rule runs with a token-count time model, no KV-memory limit (WAIT's and Nested WAIT's
 memory gates are not covered: the engine steps), either first-token convention (the papers'
@@ -35,15 +35,15 @@ __all__ = ["cohorts"]
 
 
 class _Cohort:
-    """One type or segment: threshold ``n``, entry queue (a heap of request ids), members
-    sorted by nothing (they all advance), the iterations it ran in (``hist``), and a heap
-    of ``(history index at which a member leaves, request)``."""
+    """One type or segment: threshold ``n``, entry queue (a heap of request ids), how many
+    members (they all advance), the iterations it ran in (``hist``), and ``leaving``:
+    history index -> the members that leave there."""
 
-    __slots__ = ("n", "last", "queue", "members", "hist", "heap", "gid")
+    __slots__ = ("n", "last", "queue", "members", "hist", "leaving", "gid")
 
     def __init__(self, n, last, gid):
         self.n, self.last, self.gid = n, last, gid
-        self.queue, self.members, self.hist, self.heap = [], 0, [], []
+        self.queue, self.members, self.hist, self.leaving = [], 0, [], {}
 
 
 def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
@@ -106,10 +106,8 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
                 continue
             g.hist.append(s)
             idx = len(g.hist) - 1
-            heap = g.heap
-            out = []
-            while heap and heap[0][0] == idx:
-                out.append(heapq.heappop(heap)[1])
+            leaving = g.leaving
+            out = leaving.pop(idx, [])
             if new:
                 first = not nested or g.gid == 0     # admitted by a prefill
                 silent = 1 - e if first else 0
@@ -127,8 +125,10 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
                     leave = idx + cap - decoded[r] - 1 + silent
                     if leave == idx:
                         out.append(r)
+                    elif leave in leaving:
+                        leaving[leave].append(r)
                     else:
-                        heapq.heappush(heap, (leave, r))
+                        leaving[leave] = [r]
                 g.members += len(new)
             for r in out:
                 mid = cur[r]

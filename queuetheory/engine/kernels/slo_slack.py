@@ -20,8 +20,8 @@ served again keeps its members.
 
 Output tokens are recorded per group, not per token (:mod:`~.memberships`): a membership opens
 when a request enters decode or moves into another group and closes when it moves or
-finishes. Completions are found with a heap per group of the history index at which each
-member emits its last token.
+finishes. Each group lists its members by the history index at which they emit their last
+token (an entry of a member that has moved since is passed over).
 
 The rule runs with a token-count time model, no KV-memory limit (SLAI's memory admission
 and evictions are not covered: the engine steps), either first-token convention, and the
@@ -46,13 +46,13 @@ __all__ = ["slo_slack"]
 class _Group:
     """Requests in decode with equal key ``K = e + T`` and class ``cls``, sorted by id;
     ``hist``: the iterations the group was served in (the first: where it was formed);
-    ``heap``: ``(history index of the last token, request, membership)``."""
+    ``leaving``: history index of the last token -> ``[(request, membership)]``."""
 
-    __slots__ = ("K", "cls", "members", "hist", "heap", "gid")
+    __slots__ = ("K", "cls", "members", "hist", "leaving", "gid")
 
     def __init__(self, K, cls, members, hist, gid):
         self.K, self.cls, self.members, self.hist, self.gid = K, cls, members, hist, gid
-        self.heap = []
+        self.leaving = {}
 
 
 def slo_slack(engine, t, stop, limit):
@@ -118,7 +118,7 @@ def slo_slack(engine, t, stop, limit):
         """Move ``rids`` into ``g`` at its last history entry; those whose token there is
         their last finish (into ``gone``); return the others."""
         idx = len(g.hist) - 1
-        heap, stay = g.heap, []
+        leaving, stay = g.leaving, []
         for r in rids:
             leave(r, len(groups[mem[cur[r] + 1]].hist) - 1)
             fin, mid = join(r, g, silent)
@@ -126,7 +126,10 @@ def slo_slack(engine, t, stop, limit):
                 leave(r, idx)
                 gone.append(r)
             else:
-                heapq.heappush(heap, (fin, r, mid))
+                if fin in leaving:
+                    leaving[fin].append((r, mid))
+                else:
+                    leaving[fin] = [(r, mid)]
                 stay.append(r)
         return stay
 
@@ -185,10 +188,9 @@ def slo_slack(engine, t, stop, limit):
             for h in hosts.values():
                 h.hist.append(s)
                 idx = len(h.hist) - 1
-                heap, out = h.heap, []
-                while heap and heap[0][0] <= idx:
-                    fin, r, mid = heapq.heappop(heap)
-                    if fin == idx and cur[r] == mid:
+                out = []
+                for r, mid in h.leaving.pop(idx, ()):
+                    if cur[r] == mid:
                         leave(r, idx)
                         out.append(r)
                 if out:
@@ -229,7 +231,10 @@ def slo_slack(engine, t, stop, limit):
                 leave(r, fin)
                 gone.append(r)
             else:
-                heapq.heappush(h.heap, (fin, r, mid))
+                if fin in h.leaving:
+                    h.leaving[fin].append((r, mid))
+                else:
+                    h.leaving[fin] = [(r, mid)]
                 insort(h.members, r)
                 ndec += 1
         for c, h in hosts.items():        # the batch's end is every served request's e_j
