@@ -180,11 +180,17 @@ def slo_slack(engine, t, stop, limit):
         gone: list = []
         hosts: dict = {}
         if served:
-            whole, rest = _split(order, served, dm, new_group, move, gone)
-            for g in whole:              # the largest served group of each class hosts
-                h = hosts.get(g.cls)
-                if h is None or len(g.members) > len(h.members):
-                    hosts[g.cls] = g
+            if served == ndec:           # every group, whole (the common case)
+                whole, rest = order, []
+            else:
+                whole, rest = _split(order, served, dm, new_group, move, gone)
+            if len(whole) == 1:
+                hosts[whole[0].cls] = whole[0]
+            else:
+                for g in whole:          # the largest served group of each class hosts
+                    h = hosts.get(g.cls)
+                    if h is None or len(g.members) > len(h.members):
+                        hosts[g.cls] = g
             for h in hosts.values():
                 h.hist.append(s)
                 idx = len(h.hist) - 1
@@ -198,11 +204,12 @@ def slo_slack(engine, t, stop, limit):
                     mine = h.members
                     for r in out:
                         del mine[bisect_left(mine, r)]
-            for g in whole:
-                h = hosts[g.cls]
-                if g is not h:
-                    stay = move(g.members, h, 0, gone)
-                    h.members = sorted(h.members + stay)
+            if len(whole) > 1:
+                for g in whole:
+                    h = hosts[g.cls]
+                    if g is not h:
+                        stay = move(g.members, h, 0, gone)
+                        h.members = sorted(h.members + stay)
             order = rest
         ndec -= len(gone)
         # prefills: chunks, and completions (new decodes, or finished by their first token)
