@@ -69,11 +69,17 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
     admitted = finished = 0
     work, kv, peak = engine.work, engine.kv_total, engine.peak_memory
     final = engine._final
+    short = set(range(len(groups)))      # groups whose entry queue is below the threshold
+    busy: set = set()                    # groups with members or prompts at the entry
     s = engine.iteration
     while t < stop and s < limit:
         while admitted < n and arrival[admitted] <= t:
             work += prompt[admitted] + output[admitted]
-            heapq.heappush(groups[first_group[admitted]].queue, admitted)
+            g = groups[first_group[admitted]]
+            heapq.heappush(g.queue, admitted)
+            if len(g.queue) == g.n:
+                short.discard(g.gid)
+            busy.add(g)
             admitted += 1
         live = admitted - finished
         if not live:
@@ -82,14 +88,13 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
             t = arrival[admitted]
             continue
         done = final and admitted == n       # nothing will arrive: leftovers run
-        if nested:
-            k = 0
-            while k < len(groups) and (done or len(groups[k].queue) >= groups[k].n):
-                k += 1
-            running = groups[:k]
+        if done:
+            running = list(busy)
+        elif nested:
+            running = groups[:min(short)] if short else groups
         else:
-            running = [g for g in groups if len(g.queue) >= g.n
-                       or (done and (g.queue or g.members))]
+            running = [g for g in groups if g.gid not in short] if len(short) < len(groups) \
+                else ()
         if not running:                      # the GPU idles until the next arrival
             if admitted == n:
                 break
@@ -98,6 +103,9 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
         # admissions first (from the entry queues as they are now), then every run
         entering = [[heapq.heappop(g.queue) for _ in range(min(g.n, len(g.queue)))]
                     if g.queue else () for g in running]
+        for g in running:
+            if len(g.queue) < g.n:
+                short.add(g.gid)
         chunk_sum = n_prefill = decodes = 0
         gone, passed = [], []
         for g, new in zip(running, entering, strict=True):
@@ -141,7 +149,14 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
                     passed.append((g.gid + 1, r))
             g.members -= len(out)
         for gid, r in passed:                # into the next segment's entry queue
-            heapq.heappush(groups[gid].queue, r)
+            g = groups[gid]
+            heapq.heappush(g.queue, r)
+            if len(g.queue) == g.n:
+                short.discard(gid)
+            busy.add(g)
+        for g in running:
+            if not (g.members or g.queue):
+                busy.discard(g)
         tau = taus.get((chunk_sum, decodes)) or new_tau(chunk_sum, decodes)
         used = kv + chunk_sum + decodes
         work -= chunk_sum + decodes + e * n_prefill
