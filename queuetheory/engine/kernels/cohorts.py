@@ -116,8 +116,9 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
             idx = len(g.hist) - 1
             leaving = g.leaving
             out = leaving.pop(idx, [])
+            last, gid = g.last, g.gid
             if new:
-                first = not nested or g.gid == 0     # admitted by a prefill
+                first = not nested or gid == 0       # admitted by a prefill
                 silent = 1 - e if first else 0
                 if first:
                     n_prefill += len(new)
@@ -127,9 +128,9 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
                     if first:
                         chunk_sum += prompt[r]
                         prefill_end[r] = s
-                    cap = output[r] if g.last is None or g.last > output[r] else g.last
+                    cap = output[r] if last is None or last > output[r] else last
                     cur[r] = len(mem)
-                    mem.extend((r, g.gid, idx, -1, silent))
+                    mem.extend((r, gid, idx, -1, silent))
                     leave = idx + cap - decoded[r] - 1 + silent
                     if leave == idx:
                         out.append(r)
@@ -138,15 +139,15 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
                     else:
                         leaving[leave] = [r]
                 g.members += len(new)
-            for r in out:
-                mid = cur[r]
-                mem[mid + 3] = idx
-                decoded[r] += idx - mem[mid + 2] + 1 - mem[mid + 4]
+            for r in out:                    # they reached the group's last stage
+                mem[cur[r] + 3] = idx
                 cur[r] = -1
-                if decoded[r] == output[r]:
+                if last is None or last >= output[r]:
+                    decoded[r] = output[r]
                     gone.append(r)
                 else:
-                    passed.append((g.gid + 1, r))
+                    decoded[r] = last
+                    passed.append((gid + 1, r))
             g.members -= len(out)
         for gid, r in passed:                # into the next segment's entry queue
             g = groups[gid]
