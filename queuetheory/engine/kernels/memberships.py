@@ -74,9 +74,10 @@ def write_back(engine, admitted, rows, hists, memberships, decoded, prefill_end,
     timed = hi > lo
     if np.count_nonzero(timed):
         lo_t, hi_t = lo[timed] + 1, hi[timed] + 1
-        bounds = np.column_stack([lo_t, hi_t]).ravel()
+        by_lo = np.argsort(lo_t, kind="stable")       # the ranges between ranges stay short
+        bounds = np.column_stack([lo_t[by_lo], hi_t[by_lo]]).ravel()
         inner = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
-        np.maximum.at(tab.tbt_max, rid[timed], inner)
+        np.maximum.at(tab.tbt_max, rid[timed][by_lo], inner)
         engine.tbt.add_intervals(gaps, lo_t, hi_t, cls[timed])
     again = ~lead                       # from the last token of one membership to the next
     if np.count_nonzero(again):
