@@ -114,14 +114,18 @@ def slo_slack(engine, t, stop, limit):
         decoded[r] += last - mem[mid + 2] + 1 - mem[mid + 4]
         cur[r] = -1
 
-    def move(rids, g, silent, gone):
-        """Move ``rids`` into ``g`` at its last history entry; those whose token there is
-        their last finish (into ``gone``); return the others."""
-        idx = len(g.hist) - 1
+    def move(rids, src, g, silent, gone):
+        """Move ``rids`` from ``src`` into ``g`` at its last history entry; those whose
+        token there is their last finish (into ``gone``); return the others."""
+        old, idx, gid = len(src.hist) - 1, len(g.hist) - 1, g.gid
         leaving, stay = g.leaving, []
         for r in rids:
-            leave(r, len(groups[mem[cur[r] + 1]].hist) - 1)
-            fin, mid = join(r, g, silent)
+            mid = cur[r]                 # close the membership in src ...
+            mem[mid + 3] = old
+            d = decoded[r] = decoded[r] + old - mem[mid + 2] + 1 - mem[mid + 4]
+            mid = cur[r] = len(mem)      # ... and open one in g
+            mem.extend((r, gid, idx, -1, silent))
+            fin = idx + output[r] - d - 1 + silent
             if fin == idx:
                 leave(r, idx)
                 gone.append(r)
@@ -208,7 +212,7 @@ def slo_slack(engine, t, stop, limit):
                 for g in whole:
                     h = hosts[g.cls]
                     if g is not h:
-                        stay = move(g.members, h, 0, gone)
+                        stay = move(g.members, g, h, 0, gone)
                         h.members = sorted(h.members + stay)
             order = rest
         ndec -= len(gone)
@@ -339,13 +343,13 @@ def _split(order, served, dm, new_group, move, gone):
             P, R = g.members[:k], g.members[k:]
             if k <= len(R):
                 f = new_group(g.K, g.cls, P, last)
-                f.members = move(P, f, 1, gone)
+                f.members = move(P, g, f, 1, gone)
                 g.members = R
                 whole.append(f)
                 rest.append(g)
             else:
                 f = new_group(g.K, g.cls, R, last)
-                f.members = move(R, f, 1, gone)
+                f.members = move(R, g, f, 1, gone)
                 g.members = P
                 whole.append(g)
                 rest.append(f)
