@@ -46,7 +46,7 @@ __all__ = ["slo_slack"]
 class _Group:
     """Requests in decode with equal key ``K = e + T`` and class ``cls``, sorted by id;
     ``hist``: the iterations the group was served in (the first: where it was formed);
-    ``leaving``: history index of the last token -> ``[(request, membership)]``."""
+    ``leaving``: history index of the last token -> ``[request, membership, …]``."""
 
     __slots__ = ("K", "cls", "members", "hist", "leaving", "gid")
 
@@ -131,9 +131,9 @@ def slo_slack(engine, t, stop, limit):
                 gone.append(r)
             else:
                 if fin in leaving:
-                    leaving[fin].append((r, mid))
+                    leaving[fin] += (r, mid)
                 else:
-                    leaving[fin] = [(r, mid)]
+                    leaving[fin] = [r, mid]
                 stay.append(r)
         return stay
 
@@ -199,8 +199,10 @@ def slo_slack(engine, t, stop, limit):
                 h.hist.append(s)
                 idx = len(h.hist) - 1
                 out = []
-                for r, mid in h.leaving.pop(idx, ()):
-                    if cur[r] == mid:
+                ending = h.leaving.pop(idx, ())
+                for j in range(0, len(ending), 2):
+                    r = ending[j]
+                    if cur[r] == ending[j + 1]:
                         leave(r, idx)
                         out.append(r)
                 if out:
@@ -243,9 +245,9 @@ def slo_slack(engine, t, stop, limit):
                 gone.append(r)
             else:
                 if fin in h.leaving:
-                    h.leaving[fin].append((r, mid))
+                    h.leaving[fin] += (r, mid)
                 else:
-                    h.leaving[fin] = [(r, mid)]
+                    h.leaving[fin] = [r, mid]
                 insort(h.members, r)
                 ndec += 1
         for c, h in hosts.items():        # the batch's end is every served request's e_j
@@ -286,13 +288,17 @@ def slo_slack(engine, t, stop, limit):
 
 class _WaitingQueue:
     """The requests not yet started, in the policy's order: SPF (prompt length, then
-    arrival) or FCFS, paying class first with ``paying_first``."""
+    arrival) or FCFS, paying class first with ``paying_first``. A heap of integer keys
+    ``(rank · (longest prompt + 1) + prompt) · n + request`` (no tuples to keep alive)."""
 
     def __init__(self, policy, prompt, priority):
-        self.spf, self.paying = policy.order == "spf", policy.paying_first
-        self.prompt, self.priority = prompt, priority
-        self.heap: list = []
-        self.fifo = deque() if not (self.spf or self.paying) else None
+        n = len(prompt)
+        spf, paying = policy.order == "spf", policy.paying_first
+        self.n, self.heap = max(n, 1), []
+        self.fifo = deque() if not (spf or paying) else None
+        top, longest = max(priority, default=0), max(prompt, default=0) + 1
+        self.keys = [((top - priority[r] if paying else 0) * longest
+                      + (prompt[r] if spf else 0)) * self.n + r for r in range(n)]
 
     def __bool__(self):
         return bool(self.heap) if self.fifo is None else bool(self.fifo)
@@ -300,12 +306,11 @@ class _WaitingQueue:
     def push(self, r):
         if self.fifo is not None:
             self.fifo.append(r)
-            return
-        key = (self.prompt[r], r) if self.spf else (r,)
-        heapq.heappush(self.heap, (-self.priority[r], *key) if self.paying else key)
+        else:
+            heapq.heappush(self.heap, self.keys[r])
 
     def pop(self):
-        return self.fifo.popleft() if self.fifo is not None else heapq.heappop(self.heap)[-1]
+        return self.fifo.popleft() if self.fifo is not None else heapq.heappop(self.heap) % self.n
 
 
 def _split(order, served, dm, new_group, move, gone):
