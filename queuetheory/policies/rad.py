@@ -235,6 +235,10 @@ class SLAI(Policy):
     ``tbt``: TBT target per class (default free 0.5 s, paying 0.1 s, §7); ``offset``:
     ``"fixed"`` (``δ = delta``) or ``"dynamic"`` (``δ = 5`` below 96 % KV-memory use, else 10;
     §7; without a memory limit use is 0). ``beta=None`` removes the decode limit.
+
+    Without a memory limit and with a token-count time model, ``simulate`` runs SLAI as the
+    bulk rule ``slo_slack`` (:mod:`queuetheory.engine.kernels.slo_slack`), with the records
+    of the step-by-step engine.
     """
 
     def __init__(self, token_budget: int = 512, *, alpha: int = 128, beta: int | None = 128,

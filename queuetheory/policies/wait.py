@@ -34,6 +34,9 @@ Conventions of the paper mapped onto the engine (written down once, here)
   its cache — and if not even one token fits, the most recently started request is evicted
   (its progress lost, recomputed later), as vLLM does; with nothing resident, the waiting
   prompts that fit start, in arrival order, below their threshold.
+* Speed: without a memory limit and with a token-count time model, ``simulate`` runs both
+  schedulers as the bulk rule ``cohorts`` (:mod:`queuetheory.engine.kernels.cohorts`), with
+  the records of the step-by-step engine; the memory gates and ``LinearMemoryTime`` step.
 * Nested WAIT does not know types: it only reads a request's stage (``decoded``) and the
   segment boundaries; a request's ``output`` is used only by the engine to end it (EOS).
 """
