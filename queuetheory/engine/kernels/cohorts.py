@@ -107,7 +107,7 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
             if len(g.queue) < g.n:
                 short.add(g.gid)
         chunk_sum = n_prefill = decodes = 0
-        gone, passed = [], []
+        gone = []
         for g, new in zip(running, entering, strict=True):
             decodes += g.members
             if not (g.members or new):
@@ -118,16 +118,16 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
             out = leaving.pop(idx, [])
             last, gid = g.last, g.gid
             if new:
-                first = not nested or gid == 0       # admitted by a prefill
-                silent = 1 - e if first else 0
-                if first:
+                if not nested or gid == 0:   # admitted by a prefill
                     n_prefill += len(new)
-                else:
-                    decodes += len(new)
-                for r in new:
-                    if first:
+                    silent = 1 - e
+                    for r in new:
                         chunk_sum += prompt[r]
                         prefill_end[r] = s
+                else:
+                    decodes += len(new)
+                    silent = 0
+                for r in new:
                     cap = output[r] if last is None or last > output[r] else last
                     cur[r] = len(mem)
                     mem.extend((r, gid, idx, -1, silent))
@@ -139,22 +139,30 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
                     else:
                         leaving[leave] = [r]
                 g.members += len(new)
-            for r in out:                    # they reached the group's last stage
+            if not out:
+                continue
+            g.members -= len(out)
+            if last is None:                 # WAIT: a member leaves with all its output
+                for r in out:
+                    mem[cur[r] + 3] = idx
+                    cur[r] = -1
+                    decoded[r] = output[r]
+                gone += out
+                continue
+            nxt = groups[gid + 1] if gid + 1 < len(groups) else None
+            for r in out:                    # Nested WAIT: at the segment's last stage
                 mem[cur[r] + 3] = idx
                 cur[r] = -1
-                if last is None or last >= output[r]:
+                if last >= output[r]:
                     decoded[r] = output[r]
                     gone.append(r)
-                else:
+                else:                        # on to the next segment's entry queue
                     decoded[r] = last
-                    passed.append((gid + 1, r))
-            g.members -= len(out)
-        for gid, r in passed:                # into the next segment's entry queue
-            g = groups[gid]
-            heapq.heappush(g.queue, r)
-            if len(g.queue) == g.n:
-                short.discard(gid)
-            busy.add(g)
+                    heapq.heappush(nxt.queue, r)
+            if nxt is not None and nxt.queue:
+                if len(nxt.queue) >= nxt.n:
+                    short.discard(nxt.gid)
+                busy.add(nxt)
         for g in running:
             if not (g.members or g.queue):
                 busy.discard(g)
