@@ -37,7 +37,7 @@ __all__ = ["cohorts"]
 class _Cohort:
     """One type or segment: threshold ``n``, entry queue (a heap of request ids), how many
     members (they all advance), the iterations it ran in (``hist``), and ``leaving``:
-    history index -> the members that leave there."""
+    history index -> the last membership that leaves there (linked to the one before)."""
 
     __slots__ = ("n", "last", "queue", "members", "hist", "leaving", "gid")
 
@@ -59,7 +59,7 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
     e = tab.emit_first
     groups = [_Cohort(k, None if bounds is None else bounds[g], g)
               for g, k in enumerate(thresholds)]
-    mem = array("q")               # memberships, five numbers each (see slo_slack)
+    mem = array("q")               # memberships, six numbers each (see slo_slack)
     cur = [-1] * n                 # open membership of each request
     decoded = [0] * n              # tokens of its closed memberships
     prefill_end = [-1] * n
@@ -115,7 +115,11 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
             g.hist.append(s)
             idx = len(g.hist) - 1
             leaving = g.leaving
-            out = leaving.pop(idx, [])
+            out = []
+            mid = leaving.pop(idx, -1)
+            while mid >= 0:
+                out.append(mem[mid])
+                mid = mem[mid + 5]
             last, gid = g.last, g.gid
             if new:
                 if not nested or gid == 0:   # admitted by a prefill
@@ -129,15 +133,14 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
                     silent = 0
                 for r in new:
                     cap = output[r] if last is None or last > output[r] else last
-                    cur[r] = len(mem)
-                    mem.extend((r, gid, idx, -1, silent))
+                    mid = cur[r] = len(mem)
+                    mem.extend((r, gid, idx, -1, silent, -1))
                     leave = idx + cap - decoded[r] - 1 + silent
                     if leave == idx:
                         out.append(r)
-                    elif leave in leaving:
-                        leaving[leave].append(r)
                     else:
-                        leaving[leave] = [r]
+                        mem[mid + 5] = leaving.get(leave, -1)
+                        leaving[leave] = mid
                 g.members += len(new)
             if not out:
                 continue

@@ -2,8 +2,8 @@
 decode are served in groups (``slo_slack``, ``cohorts``).
 
 A group keeps the iterations it was served in (its *history*); a request keeps its
-*memberships* ``(request, group, first, last, silent)`` (five numbers each, laid end to end in
-one array): it emitted a token at every entry of
+*memberships* ``(request, group, first, last, silent, link)`` (six numbers each, laid end to end
+in one array; ``link`` is the rules' own): it emitted a token at every entry of
 its group's history from ``first`` to ``last`` (history indices), but at ``first`` when
 ``silent`` (it joined there by a prefill that emits nothing, ``first_token="decode"``). At the
 end the memberships become the engine's records: first and last token times, the largest gap
@@ -53,7 +53,7 @@ def write_back(engine, admitted, rows, hists, memberships, decoded, prefill_end,
     off = np.concatenate([[0], sizes.cumsum()])
     hist = np.array([x for h in hists for x in h], dtype=np.int64) - s0
     at = ends[hist]                                      # the end of each history entry
-    rid, gid, a, last, silent = np.frombuffer(memberships, np.int64).reshape(-1, 5).T
+    rid, gid, a, last, silent, _ = np.frombuffer(memberships, np.int64).reshape(-1, 6).T
     lo, hi = off[gid] + a + silent, off[gid] + last
     out = ends, at, hist, rid, lo, hi
     talked = hi >= lo

@@ -46,7 +46,8 @@ __all__ = ["slo_slack"]
 class _Group:
     """Requests in decode with equal key ``K = e + T`` and class ``cls``, sorted by id;
     ``hist``: the iterations the group was served in (the first: where it was formed);
-    ``leaving``: history index of the last token -> ``[request, membership, …]``."""
+    ``leaving``: history index of the last token -> the last membership opened with it
+    (each membership links to the one opened before it with the same index)."""
 
     __slots__ = ("K", "cls", "members", "hist", "leaving", "gid")
 
@@ -75,9 +76,10 @@ def slo_slack(engine, t, stop, limit):
         delta = policy.dynamic[0] if 0.0 < policy.dynamic[2] else policy.dynamic[1]
     queue = _WaitingQueue(policy, prompt, tab.column("priority").tolist())
 
-    # memberships, five numbers each: request, group, first and last history index, and
-    # whether the first entry is silent (the request entered decode there without emitting
-    # a token); a membership is known by the position of its first number
+    # memberships, six numbers each: request, group, first and last history index, whether
+    # the first entry is silent (the request entered decode there without emitting a token)
+    # and the next membership of its group's leaving list; a membership is known by the
+    # position of its first number
     mem = array("q")
     cur = [-1] * n                 # open membership of each request
     decoded = [0] * n              # tokens of its closed memberships
@@ -104,7 +106,7 @@ def slo_slack(engine, t, stop, limit):
         history index of its last token (if it stays) and the membership."""
         mid = len(mem)
         a = len(g.hist) - 1
-        mem.extend((r, g.gid, a, -1, silent))
+        mem.extend((r, g.gid, a, -1, silent, -1))
         cur[r] = mid
         return a + output[r] - decoded[r] - 1 + silent, mid
 
@@ -124,16 +126,14 @@ def slo_slack(engine, t, stop, limit):
             mem[mid + 3] = old
             d = decoded[r] = decoded[r] + old - mem[mid + 2] + 1 - mem[mid + 4]
             mid = cur[r] = len(mem)      # ... and open one in g
-            mem.extend((r, gid, idx, -1, silent))
+            mem.extend((r, gid, idx, -1, silent, -1))
             fin = idx + output[r] - d - 1 + silent
             if fin == idx:
                 leave(r, idx)
                 gone.append(r)
             else:
-                if fin in leaving:
-                    leaving[fin] += (r, mid)
-                else:
-                    leaving[fin] = [r, mid]
+                mem[mid + 5] = leaving.get(fin, -1)
+                leaving[fin] = mid
                 stay.append(r)
         return stay
 
@@ -199,12 +199,13 @@ def slo_slack(engine, t, stop, limit):
                 h.hist.append(s)
                 idx = len(h.hist) - 1
                 out = []
-                ending = h.leaving.pop(idx, ())
-                for j in range(0, len(ending), 2):
-                    r = ending[j]
-                    if cur[r] == ending[j + 1]:
+                mid = h.leaving.pop(idx, -1)
+                while mid >= 0:          # (passing over members that moved since)
+                    r = mem[mid]
+                    if cur[r] == mid:
                         leave(r, idx)
                         out.append(r)
+                    mid = mem[mid + 5]
                 if out:
                     gone += out
                     mine = h.members
@@ -244,10 +245,8 @@ def slo_slack(engine, t, stop, limit):
                 leave(r, fin)
                 gone.append(r)
             else:
-                if fin in h.leaving:
-                    h.leaving[fin] += (r, mid)
-                else:
-                    h.leaving[fin] = [r, mid]
+                mem[mid + 5] = h.leaving.get(fin, -1)
+                h.leaving[fin] = mid
                 insort(h.members, r)
                 ndec += 1
         for c, h in hosts.items():        # the batch's end is every served request's e_j
