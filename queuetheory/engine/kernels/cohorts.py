@@ -110,9 +110,7 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
         gone = []
         for g, new in zip(running, entering, strict=True):
             decodes += g.members
-            if not (g.members or new):
-                continue
-            g.hist.append(s)
+            g.hist.append(s)                 # (a running group has members or admits)
             idx = len(g.hist) - 1
             leaving = g.leaving
             out = []
