@@ -57,6 +57,9 @@ class _Group:
 
 
 def slo_slack(engine, t, stop, limit):
+    """Run SLAI's decisions from ``t`` on a fresh engine until the horizon ``stop``, the
+    iteration cap ``limit`` or the last completion; write the records and the policy's books
+    back as if it had stepped; return the time reached."""
     policy = engine.policy
     tab = engine.table
     n = tab.n
