@@ -69,7 +69,7 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
     admitted = finished = 0
     work, kv, peak = engine.work, engine.kv_total, engine.peak_memory
     final = engine._final
-    short = set(range(len(groups)))      # groups whose entry queue is below the threshold
+    ready: set = set()                   # groups whose entry queue is at the threshold
     busy: set = set()                    # groups with members or prompts at the entry
     s = engine.iteration
     while t < stop and s < limit:
@@ -78,7 +78,7 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
             g = groups[first_group[admitted]]
             heapq.heappush(g.queue, admitted)
             if len(g.queue) == g.n:
-                short.discard(g.gid)
+                ready.add(g.gid)
             busy.add(g)
             admitted += 1
         live = admitted - finished
@@ -90,11 +90,13 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
         done = final and admitted == n       # nothing will arrive: leftovers run
         if done:
             running = list(busy)
-        elif nested:
-            running = groups[:min(short)] if short else groups
+        elif nested:                         # the longest ready prefix
+            k = 0
+            while k in ready:
+                k += 1
+            running = groups[:k]
         else:
-            running = [g for g in groups if g.gid not in short] if len(short) < len(groups) \
-                else ()
+            running = [groups[j] for j in ready]
         if not running:                      # the GPU idles until the next arrival
             if admitted == n:
                 break
@@ -105,7 +107,7 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
                     if g.queue else () for g in running]
         for g in running:
             if len(g.queue) < g.n:
-                short.add(g.gid)
+                ready.discard(g.gid)
         chunk_sum = n_prefill = decodes = 0
         gone = []
         for g, new in zip(running, entering, strict=True):
@@ -162,7 +164,7 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
                     heapq.heappush(nxt.queue, r)
             if nxt is not None and nxt.queue:
                 if len(nxt.queue) >= nxt.n:
-                    short.discard(nxt.gid)
+                    ready.add(nxt.gid)
                 busy.add(nxt)
         for g in running:
             if not (g.members or g.queue):
