@@ -39,12 +39,10 @@ elsewhere the engine steps. Each rule lives in a module of its own and is listed
 
 from __future__ import annotations
 
-from functools import partial
-
-from .cohorts import cohorts
+from .cohorts import cohorts_runner
 from .decode_first_fill import decode_first_fill, decode_first_fill_memory
 from .prefill_batches import prefill_batches
-from .slo_slack import slo_slack
+from .slo_slack import slo_slack_runner
 
 __all__ = ["bulk_runner", "RULES"]
 
@@ -55,33 +53,14 @@ def _decode_first_fill_runner(engine, policy):
     return decode_first_fill_memory
 
 
-def _cohorts_runner(engine, policy):
-    """WAIT (a group per type) or Nested WAIT (a group per segment, ``policy.segments``),
-    without a memory limit; ``None`` where the policy itself would refuse a request (a class
-    without a threshold, an output past the last segment): the engine steps and says so."""
-    tab = engine.table
-    if engine.memory is not None:
-        return None
-    segments = getattr(policy, "segments", None)
-    if segments is not None:
-        if tab.n and tab.column("output").max() > segments[-1]:
-            return None
-        return partial(cohorts, first_group=[0] * tab.n, thresholds=policy.thresholds,
-                       bounds=segments, nested=True)
-    if tab.n and tab.column("cls").max() >= len(policy.thresholds):
-        return None
-    return partial(cohorts, first_group=tab.column("cls").tolist(),
-                   thresholds=policy.thresholds, bounds=None, nested=False)
-
-
 #: rule name -> ``factory(engine, policy)`` returning ``run(engine, t, stop, limit) -> t``
 #: for this engine and policy, or ``None`` when the rule does not cover the setting. Called
 #: only once the common conditions of :func:`bulk_runner` hold.
 RULES = {
     "decode_first_fill": _decode_first_fill_runner,
     "prefill_batches": lambda engine, policy: prefill_batches,
-    "slo_slack": lambda engine, policy: slo_slack if engine.memory is None else None,
-    "cohorts": _cohorts_runner,
+    "slo_slack": slo_slack_runner,
+    "cohorts": cohorts_runner,
 }
 
 

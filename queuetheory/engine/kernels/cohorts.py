@@ -27,11 +27,32 @@ from __future__ import annotations
 
 import heapq
 from array import array
+from functools import partial
 
 from .common import durations
 from .memberships import write_back
 
-__all__ = ["cohorts"]
+__all__ = ["cohorts", "cohorts_runner"]
+
+
+def cohorts_runner(engine, policy):
+    """The rule's entry in :data:`~queuetheory.engine.kernels.RULES`: the rule for WAIT (a
+    group per type) or Nested WAIT (a group per segment, ``policy.segments``) without a
+    KV-memory limit; ``None`` with one, or where the policy itself would refuse a request (a
+    class without a threshold, an output past the last segment): the engine steps."""
+    tab = engine.table
+    if engine.memory is not None:
+        return None
+    segments = getattr(policy, "segments", None)
+    if segments is not None:
+        if tab.n and tab.column("output").max() > segments[-1]:
+            return None
+        return partial(cohorts, first_group=[0] * tab.n, thresholds=policy.thresholds,
+                       bounds=segments, nested=True)
+    if tab.n and tab.column("cls").max() >= len(policy.thresholds):
+        return None
+    return partial(cohorts, first_group=tab.column("cls").tolist(),
+                   thresholds=policy.thresholds, bounds=None, nested=False)
 
 
 class _Cohort:

@@ -40,7 +40,13 @@ import numpy as np
 from .common import durations
 from .memberships import write_back
 
-__all__ = ["slo_slack"]
+__all__ = ["slo_slack", "slo_slack_runner"]
+
+
+def slo_slack_runner(engine, policy):
+    """The rule's entry in :data:`~queuetheory.engine.kernels.RULES`: the rule without a
+    KV-memory limit; ``None`` with one (the engine steps)."""
+    return slo_slack if engine.memory is None else None
 
 
 class _Group:
