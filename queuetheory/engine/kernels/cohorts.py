@@ -109,13 +109,15 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
             t = arrival[admitted]
             continue
         done = final and admitted == n       # nothing will arrive: leftovers run
+        # Nested WAIT's segments are run last first: the prompts a segment passes on join
+        # the entry queue of one that has already admitted this batch's prompts
         if done:
-            running = list(busy)
+            running = [g for g in reversed(groups) if g in busy] if nested else list(busy)
         elif nested:                         # the longest ready prefix
             k = 0
             while k in ready:
                 k += 1
-            running = groups[:k]
+            running = groups[k - 1::-1] if k else ()
         else:
             running = [groups[j] for j in ready]
         if not running:                      # the GPU idles until the next arrival
@@ -123,15 +125,10 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
                 break
             t = arrival[admitted]
             continue
-        # admissions first (from the entry queues as they are now), then every run
-        entering = [[heapq.heappop(g.queue) for _ in range(min(g.n, len(g.queue)))]
-                    if g.queue else () for g in running]
-        for g in running:
-            if len(g.queue) < g.n:
-                ready.discard(g.gid)
         chunk_sum = n_prefill = decodes = 0
         gone = []
-        for g, new in zip(running, entering, strict=True):
+        for g in running:
+            queue, last, gid = g.queue, g.last, g.gid
             decodes += g.members
             g.hist.append(s)                 # (a running group has members or admits)
             idx = len(g.hist) - 1
@@ -141,8 +138,10 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
             while mid >= 0:
                 out.append(mem[mid])
                 mid = mem[mid + 5]
-            last, gid = g.last, g.gid
-            if new:
+            if queue:                        # admissions: the first n by arrival
+                new = [heapq.heappop(queue) for _ in range(min(g.n, len(queue)))]
+                if len(queue) < g.n:
+                    ready.discard(gid)
                 if not nested or gid == 0:   # admitted by a prefill
                     n_prefill += len(new)
                     silent = 1 - e
@@ -163,32 +162,30 @@ def cohorts(engine, t, stop, limit, *, first_group, thresholds, bounds, nested):
                         mem[mid + 5] = leaving.get(leave, -1)
                         leaving[leave] = mid
                 g.members += len(new)
-            if not out:
-                continue
-            g.members -= len(out)
-            if last is None:                 # WAIT: a member leaves with all its output
-                for r in out:
-                    mem[cur[r] + 3] = idx
-                    cur[r] = -1
-                    decoded[r] = output[r]
-                gone += out
-                continue
-            nxt = groups[gid + 1] if gid + 1 < len(groups) else None
-            for r in out:                    # Nested WAIT: at the segment's last stage
-                mem[cur[r] + 3] = idx
-                cur[r] = -1
-                if last >= output[r]:
-                    decoded[r] = output[r]
-                    gone.append(r)
-                else:                        # on to the next segment's entry queue
-                    decoded[r] = last
-                    heapq.heappush(nxt.queue, r)
-            if nxt is not None and nxt.queue:
-                if len(nxt.queue) >= nxt.n:
-                    ready.add(nxt.gid)
-                busy.add(nxt)
-        for g in running:
-            if not (g.members or g.queue):
+            if out:
+                g.members -= len(out)
+                if last is None:             # WAIT: a member leaves with all its output
+                    for r in out:
+                        mem[cur[r] + 3] = idx
+                        cur[r] = -1
+                        decoded[r] = output[r]
+                    gone += out
+                else:
+                    nxt = groups[gid + 1] if gid + 1 < len(groups) else None
+                    for r in out:            # Nested WAIT: at the segment's last stage
+                        mem[cur[r] + 3] = idx
+                        cur[r] = -1
+                        if last >= output[r]:
+                            decoded[r] = output[r]
+                            gone.append(r)
+                        else:                # on to the next segment's entry queue
+                            decoded[r] = last
+                            heapq.heappush(nxt.queue, r)
+                    if nxt is not None and nxt.queue:
+                        if len(nxt.queue) >= nxt.n:
+                            ready.add(nxt.gid)
+                        busy.add(nxt)
+            if not (g.members or queue):
                 busy.discard(g)
         tau = taus.get((chunk_sum, decodes)) or new_tau(chunk_sum, decodes)
         used = kv + chunk_sum + decodes
