@@ -1,11 +1,14 @@
-"""The bulk rule ``slo_slack`` (SLAI of Bari, Hegde and de Veciana, §6) changes nothing.
+"""The bulk rules of the paper schedulers change nothing: ``slo_slack`` (SLAI of Bari, Hegde
+and de Veciana, §6) and ``cohorts`` (WAIT and Nested WAIT of Ao et al., Algorithms 1–2).
 
-Each run is made with ``fast_path=False`` (SLAI decides every iteration) and with the fast
-path, where the whole run goes through the rule without one call to ``schedule``; request
-stamps, the batch log row by row, the TBT histogram, every metric and the policy's running
-mean batch duration must be identical to the last bit. SLAI's paper runs the real engines'
-convention (``first_token="prefill"``, pinned in :mod:`queuetheory.policies.rad`); the rule
-covers ``"decode"`` too, so both are checked.
+Each run is made with ``fast_path=False`` (the policy decides every iteration) and with the
+fast path, where the whole run goes through the rule without a call to ``schedule``; request
+stamps, the batch log row by row, the TBT histogram and every metric (for SLAI also its
+running mean batch duration) must be identical to the last bit. The papers' conventions are
+pinned in their modules — SLAI the real engines' ``first_token="prefill"``
+(:mod:`queuetheory.policies.rad`), WAIT and Nested WAIT ``"decode"``
+(:mod:`queuetheory.policies.wait`), all with restart preemption, which never happens without
+a memory limit — and the rules cover both conventions, so both are checked.
 """
 
 import warnings
@@ -47,7 +50,7 @@ def _same_records(workload, make_policy, time_model, **kw):
     return slow, n_fast
 
 
-def _same(workload, make_policy, time_model, **kw):
+def _same_slai(workload, make_policy, time_model, **kw):
     """``_same_run`` plus the policy's own books (its running mean batch duration)."""
     policies = []
 
@@ -81,7 +84,7 @@ def test_sharegpt_lengths_at_load_0_8_same_records(first_token):
     """The benchmark's setting: ShareGPT lengths, load 0.8, the TBT target 0.5 s in µs."""
     prompt, output = qt.data.sharegpt_lengths()
     wl = qt.Workload.from_lengths(prompt, output, load=0.8, time_model=MICRO, token_budget=512)
-    res = _same(wl, lambda: SLAI(512, tbt=(5e5,)), MICRO, n_requests=300,
+    res = _same_slai(wl, lambda: SLAI(512, tbt=(5e5,)), MICRO, n_requests=300,
                 first_token=first_token)
     assert res.metrics["completed"] == 300
     dec = res.batches["decode_requests"].to_numpy()
@@ -99,7 +102,7 @@ def test_two_classes_same_records(tbt, paying_first):
         qt.RequestClass(_lognormal(150), _lognormal(120), rate=6.0),
         qt.RequestClass(_lognormal(100), _lognormal(80), rate=3.0, priority=1),
     ])
-    res = _same(wl, lambda: SLAI(160, alpha=24, beta=12, delta=3.0, tbt=tbt,
+    res = _same_slai(wl, lambda: SLAI(160, alpha=24, beta=12, delta=3.0, tbt=tbt,
                                  paying_first=paying_first), ANCHOR_TIME, n_requests=120)
     served = res.batches["decode_requests"].to_numpy()
     assert served.max() == 12 and np.count_nonzero(served < 12) > 10
@@ -115,13 +118,13 @@ def test_two_classes_same_records(tbt, paying_first):
 ], ids=["fcfs", "no-decode-limit", "dynamic-offset", "tiny-caps", "every-decode-critical"])
 def test_parameters_same_records(kw, first_token):
     wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(100), rate=4.0)])
-    _same(wl, lambda: SLAI(256, **{"tbt": (0.15,), **kw}), ANCHOR_TIME, n_requests=60,
+    _same_slai(wl, lambda: SLAI(256, **{"tbt": (0.15,), **kw}), ANCHOR_TIME, n_requests=60,
           first_token=first_token)
 
 
 def test_sarathi_form_same_records():
     wl = qt.Workload([qt.RequestClass(_lognormal(300), _lognormal(150), rate=3.0)])
-    _same(wl, lambda: SLAI.sarathi(512, alpha=16), ANCHOR_TIME, n_requests=80)
+    _same_slai(wl, lambda: SLAI.sarathi(512, alpha=16), ANCHOR_TIME, n_requests=80)
 
 
 @pytest.mark.parametrize("cut", [{"horizon": 12.0}, {"max_iterations": 700},
@@ -130,7 +133,7 @@ def test_sarathi_form_same_records():
 def test_stops_mid_run_with_the_same_state(cut, first_token):
     wl = qt.Workload([qt.RequestClass(_lognormal(300), _lognormal(200), rate=4.0)])
     kw = cut if "horizon" in cut else {**cut, "n_requests": 300}
-    res = _same(wl, lambda: SLAI(256, alpha=32, beta=16, tbt=(0.3,)), ANCHOR_TIME,
+    res = _same_slai(wl, lambda: SLAI(256, alpha=32, beta=16, tbt=(0.3,)), ANCHOR_TIME,
                 first_token=first_token, **kw)
     req = res.requests
     assert (req["first_token"].notna() & req["finish"].isna()).any()   # cut in decode
@@ -142,7 +145,7 @@ def test_idle_periods_ties_and_one_token_outputs_same_records(first_token):
     rng = np.random.default_rng(3)
     n = arrival.size
     trace = qt.Workload.from_arrays(arrival, rng.integers(1, 300, n), rng.integers(1, 30, n))
-    res = _same(trace, lambda: SLAI(64, alpha=5, beta=3, delta=1.0, tbt=(4.0,)),
+    res = _same_slai(trace, lambda: SLAI(64, alpha=5, beta=3, delta=1.0, tbt=(4.0,)),
                 qt.UnitTime(), first_token=first_token)
     assert (res.requests["output"] == 1).any()
 
@@ -172,7 +175,7 @@ def test_random_small_traces_same_records(seed):
     first_token = str(rng.choice(["prefill", "decode"]))
     time_model = [ANCHOR_TIME, qt.UnitTime(), qt.PiecewiseLinearTime(c=0.03, a=1e-4, b0=64)][
         seed % 3]
-    _same(trace, lambda: SLAI(budget, **policy), time_model, first_token=first_token)
+    _same_slai(trace, lambda: SLAI(budget, **policy), time_model, first_token=first_token)
 
 
 def test_rule_only_where_it_applies():
