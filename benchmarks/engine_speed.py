@@ -9,6 +9,10 @@ scheduler is one of ``POLICIES``; ``--memory M`` adds a KV-cache limit of ``M`` 
 same trace in the same process, with the program ``tests/test_oracle_pyserq.py`` checks to be
 identical (its compile step not timed). Prints wall and CPU time, iterations/s and peak memory.
 
+``--policy wait`` and ``nested-wait`` run Ao et al.'s schedulers in their paper's setting
+(:func:`ao_et_al`): their convention ``first_token="decode"``, output lengths binned by 50
+decode stages (§6.2), thresholds of the paper's rules with the batch limit ``B = 512``.
+
 ``--ciw`` runs instead the single-server queue of ``tests/test_oracle_ciw.py`` (Sarathi with
 ``max_reqs=1``: 512-token prompts, geometric outputs of mean 64, Poisson arrivals at load 0.8,
 ``-n`` customers) and Ciw on the same arrival and service times in the same run.
@@ -63,6 +67,41 @@ def trace(n: int, sharegpt: bool, load: float, seed: int = 0):
     return tr.arrival, tr.prompt, tr.output
 
 
+def ao_et_al(name: str, arrival, prompt, output, fast_path: bool = True) -> dict:
+    """WAIT or Nested WAIT (Ao et al.) on the trace, timed as :func:`benchmarks.anchor.ours`.
+
+    The paper's §6.2 setting: output lengths in bins of 50 decode stages — WAIT's types (a
+    request's type is its bin) and Nested WAIT's segments (boundaries 50, 100, … up to the
+    longest output) — and thresholds with a batch limit ``B = 512``: WAIT the §6.1 rule
+    ``n_j = max(1, ⌊Bρ_j/(l'_j+1)⌋)`` (``l'_j`` the bin's last stage, ``ρ_j`` its share),
+    Nested WAIT the tail-sum rule of (10) in the authors' form ``⌈BΛ_i/Σ_k w_k Λ_k⌉``.
+    Their convention ``first_token="decode"``; no KV limit (Nested WAIT ``overflow="soft"``)."""
+    from pyserq_driver import TIME
+
+    width, B = 50, 512
+    kind = (output - 1) // width
+    share = np.bincount(kind).astype(float)
+    if name == "wait":
+        classes = [qt.RequestClass(prompt=int(prompt.mean()), output=width * (j + 1),
+                                   rate=max(r, 1e-9)) for j, r in enumerate(share)]
+        policy = qt.policies.WAIT(qt.fluid.wait_thresholds(classes, 1.0, 0.0, rule="paper",
+                                                           batch_limit=B))
+        trace = qt.Workload.from_arrays(arrival, prompt, output, kind)
+    else:
+        seg = qt.fluid.Segments(int(prompt.mean()), width * np.arange(1, share.size + 1), share)
+        policy = qt.policies.NestedWAIT(seg, qt.fluid.nested_thresholds(
+            seg, 1.0, 0.0, rule="tail_sum", batch_limit=B))
+        trace = qt.Workload.from_arrays(arrival, prompt, output)
+    print(f"  thresholds {policy.thresholds}")
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = qt.simulate(trace, policy, TIME, fast_path=fast_path, first_token="decode")
+    m = res.metrics
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"wall_s": wall, "cpu_s": cpu, "iterations": m["iterations"],
+            "iterations_per_cpu_s": m["iterations"] / cpu, "completed": m["completed"],
+            "mean_latency_s": float(res.requests["latency"].mean()) / 1e6}
+
+
 def single_server(n: int, load: float = 0.8, seed: int = 5):
     """The M/G/1 sample path of ``tests/test_oracle_ciw.py``, timed in ``simulate`` and in
     Ciw (CPU seconds; departures compared)."""
@@ -92,7 +131,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("-n", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--sharegpt", action="store_true")
-    ap.add_argument("--policy", choices=tuple(POLICIES), default="sarathi")
+    ap.add_argument("--policy", choices=(*POLICIES, "wait", "nested-wait"), default="sarathi")
     ap.add_argument("--memory", type=int, default=None)
     ap.add_argument("--load", type=float, default=0.9)
     ap.add_argument("--pyserq", action="store_true")
@@ -106,6 +145,11 @@ def main():
         return
     for n in args.n:
         arrival, prompt, output = trace(n, args.sharegpt, args.load)
+        if args.policy in ("wait", "nested-wait"):
+            print(f"n={n:,} policy={args.policy}")
+            show("simulate", ao_et_al(args.policy, arrival, prompt, output,
+                                      args.fast_path == "on"))
+            continue
         memory = args.memory and max(args.memory, int((prompt + output).max()))
         budget = max(2048, int((prompt + output).max())) if args.policy == "vllm" else 512
         print(f"n={n:,} policy={args.policy} budget={budget} memory={memory}")

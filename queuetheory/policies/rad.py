@@ -102,7 +102,7 @@ class _TiledPolicy(Policy):
 
 
 class RAD(_TiledPolicy):
-    """Resource-Aware Dynamic scheduler (Alg. 1, L259–L283).
+    """Resource-Aware Dynamic scheduler (§4.2, Alg. 1).
 
     Pure batches only: either one decode iteration for every decode-phase request (when
     ``t*_col`` of them decode, nothing waits, or ``n`` requests were started this cycle), or
@@ -136,7 +136,7 @@ class RAD(_TiledPolicy):
 
 
 class CycleScheduler(_TiledPolicy):
-    """Algorithm 2 (L805–L847): prefill up to ``n`` waiting requests (each alone, ``t_lcm``
+    """Algorithm 2 (Appendix D): prefill up to ``n`` waiting requests (each alone, ``t_lcm``
     chunks), then decode them ``t*_col`` at a time (FCFS refill) until all finish; repeat."""
 
     def _reset(self):
@@ -223,7 +223,7 @@ class DecodeOnly(Policy):
 
 
 class SLAI(Policy):
-    """SLO-Aware LLM Inference (§6, L329–L380).
+    """SLO-Aware LLM Inference (§6).
 
     Each decode-phase request j has a last schedulable time (Eq. 8)
     ``C_j = e_j + TBT_j − δ t̄_batch`` (``e_j`` its last token's time, ``t̄_batch`` the running
@@ -232,9 +232,13 @@ class SLAI(Policy):
     FCFS (paying first with ``paying_first``) while fewer than ``α`` requests hold KV and
     memory admits their whole prompt, (4) non-critical decodes by ``C_j`` into what is left.
 
-    ``tbt``: TBT target per class (default free 0.5 s, paying 0.1 s, L394); ``offset``:
+    ``tbt``: TBT target per class (default free 0.5 s, paying 0.1 s, §7); ``offset``:
     ``"fixed"`` (``δ = delta``) or ``"dynamic"`` (``δ = 5`` below 96 % KV-memory use, else 10;
-    L402; without a memory limit use is 0). ``beta=None`` removes the decode limit.
+    §7; without a memory limit use is 0). ``beta=None`` removes the decode limit.
+
+    Without a memory limit and with a token-count time model, ``simulate`` runs SLAI as the
+    bulk rule ``slo_slack`` (:mod:`queuetheory.engine.kernels.slo_slack`), with the records
+    of the step-by-step engine.
     """
 
     def __init__(self, token_budget: int = 512, *, alpha: int = 128, beta: int | None = 128,
@@ -258,6 +262,11 @@ class SLAI(Policy):
     def sarathi(cls, token_budget: int = 512, *, alpha: int = 128, order: str = "fcfs"):
         """Sarathi-Serve (Alg. 4) with an active cap (I-19): every decode critical, no β."""
         return cls(token_budget, alpha=alpha, beta=None, delta=0.0, order=order, tbt=(0.0,))
+
+    def rule(self) -> str | None:
+        """``"slo_slack"`` (:mod:`~queuetheory.engine.kernels.slo_slack`): without a memory
+        limit every decision follows it; the engine steps where memory is limited."""
+        return "slo_slack" if type(self)._schedule is SLAI._schedule else None
 
     def _reset(self):
         self._e = np.full(1024, np.nan)
@@ -339,7 +348,7 @@ def _trace(workload, horizon, n_requests, seed) -> Trace:
 
 def simulate_nodes(workload, make_policy, time_model, r: int, *, horizon=None, n_requests=None,
                    seed=0, **kwargs) -> list:
-    """Uniformly random resource planner (L233): each request goes to one of ``r`` nodes
+    """Uniformly random resource planner (§4.1): each request goes to one of ``r`` nodes
     uniformly at random; the nodes run ``make_policy()`` independently. Returns one
     :class:`~queuetheory.engine.Result` per node (``first_token="prefill"`` by default)."""
     check_positive("r", r, integer=True)
@@ -351,8 +360,8 @@ def simulate_nodes(workload, make_policy, time_model, r: int, *, horizon=None, n
 
 
 class DistServe:
-    """Disaggregated serving (Alg. 5, L927–L958): ``r_prefill`` prefill nodes, ``r_decode``
-    decode nodes, KV transfer free (L235). Arrivals go uniformly at random to a prefill node
+    """Disaggregated serving (Appendix E.3, Alg. 5): ``r_prefill`` prefill nodes, ``r_decode``
+    decode nodes, KV transfer free (§4.1). Arrivals go uniformly at random to a prefill node
     (oldest prompt alone, ``chunk`` tokens at a time); a finished prompt emits its first
     token and moves uniformly at random to a decode node, which decodes all (or the oldest
     ``decode_cap``) of its requests each batch."""
@@ -457,7 +466,7 @@ def slo_capacity(make_policy, make_workload, time_model, rates, *, horizon: floa
                  ttft: float = 0.5, tbt=(0.5, 0.1), seed=0, **kwargs):
     """The largest rate of ``rates`` (tried in increasing order until one fails) at which the
     median TTFT is at most ``ttft`` and every class's P99 TBT meets its target (the paper's
-    capacity figure, L420). ``make_workload(rate)`` builds the workload; ``kwargs`` go to
+    capacity figure, §7). ``make_workload(rate)`` builds the workload; ``kwargs`` go to
     :func:`~queuetheory.engine.simulate` (``first_token="prefill"`` by default). Returns
     ``(rate or None, table)`` with one row per rate tried."""
     check_positive("horizon", horizon)

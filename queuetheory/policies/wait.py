@@ -6,16 +6,17 @@ Conventions of the paper mapped onto the engine (written down once, here)
   engine's ``first_token="decode"``: stage 0 is the prefill iteration (the whole prompt
   as one chunk, KV ``l_j`` after it) and stages ``1..l'_j`` are the ``l'_j`` decode
   iterations (KV ``l_j + k`` after stage ``k``). A prompt thus takes ``l'_j + 1``
-  iterations and completes at the end of stage ``l'_j``, as in the paper (L85, L144).
+  iterations and completes at the end of stage ``l'_j``, as in the paper (§2.1, §3.1).
 * Batch time: ``qt.LinearMemoryTime(d0, d1)`` charges ``d1`` per KV token of the batch
   members *after* the iteration, which is eq. (1)'s ``Σ (l_j + k_i)``.
 * Memory: the engine's KV check counts every resident request, paused cohorts and entry
   queues included (spec §1.3 [DECIDE]): a paused prompt after stage ``k−1`` holds
-  ``l_j + k − 1`` tokens; un-prefilled prompts hold none (CPU, L961). ``memory=C``.
-* TTFT: the engine stamps ``first_token`` at the end of stage 1 (Fig. 1, L30: the first
+  ``l_j + k − 1`` tokens; un-prefilled prompts hold none (they wait in CPU memory,
+  Appendix C, proof of Theorem 2). ``memory=C``.
+* TTFT: the engine stamps ``first_token`` at the end of stage 1 (§1, Fig. 1: the first
   output token is produced in stage 1); the vLLM convention, end of prefill, is the
   ``prefill_done`` column. Latency is ``finish − arrival`` (end of stage ``l'_j``).
-* Throughput: ``metrics["throughput"]`` counts decode tokens (``l'_j`` per prompt, L122);
+* Throughput: ``metrics["throughput"]`` counts decode tokens (``l'_j`` per prompt, §2.3);
   eq. (8)'s ``l'_j + 1`` convention is ``(output + 1)`` summed over completed requests.
 * Decision epochs are batch completions and arrivals to an idle GPU (spec §3.0): the
   engine asks the policy after every batch and, when the policy idles, at the next arrival.
@@ -33,6 +34,9 @@ Conventions of the paper mapped onto the engine (written down once, here)
   its cache — and if not even one token fits, the most recently started request is evicted
   (its progress lost, recomputed later), as vLLM does; with nothing resident, the waiting
   prompts that fit start, in arrival order, below their threshold.
+* Speed: without a memory limit and with a token-count time model, ``simulate`` runs both
+  schedulers as the bulk rule ``cohorts`` (:mod:`queuetheory.engine.kernels.cohorts`), with
+  the records of the step-by-step engine; the memory gates and ``LinearMemoryTime`` step.
 * Nested WAIT does not know types: it only reads a request's stage (``decoded``) and the
   segment boundaries; a request's ``output`` is used only by the engine to end it (EOS).
 """
@@ -119,6 +123,11 @@ class WAIT(Policy):
                 raise ValueError(f"thresholds={self.thresholds}: need one per class ({l.size})")
             self.memory_bound = wait_memory(self._n, classes)
 
+    def rule(self) -> str | None:
+        """``"cohorts"`` (:mod:`~queuetheory.engine.kernels.cohorts`): without a memory limit
+        every decision follows it; the engine steps where memory is limited."""
+        return "cohorts" if type(self)._schedule is WAIT._schedule else None
+
     def _schedule(self, state):
         cls = state.cls
         if cls.max() >= self._n.size:
@@ -197,6 +206,14 @@ class NestedWAIT(Policy):
         seg = np.where(started, np.searchsorted(self._b, d, side="right"), 0)
         entry = ~started | ((seg > 0) & (d == self._b[np.maximum(seg - 1, 0)]))
         return seg, entry
+
+    def rule(self) -> str | None:
+        """``"cohorts"`` (:mod:`~queuetheory.engine.kernels.cohorts`): without a memory limit
+        every decision follows it; the engine steps where memory is limited."""
+        if type(self)._schedule is NestedWAIT._schedule \
+                and type(self).segment_of is NestedWAIT.segment_of:
+            return "cohorts"
+        return None
 
     def supports(self, *, memory, first_token) -> str | None:
         if memory is not None and self.overflow == "soft":

@@ -27,6 +27,14 @@ whenever a prompt can start, else a decode-only batch of every request in decode
 Ye, Zhou): every running request decodes, and waiting ones are admitted in the policy's
 order while the future-peak check holds (:mod:`.future_peak_admission`).
 
+``"slo_slack"`` (SLAI of Bari, Hegde and de Veciana, §6, without a KV-memory limit): critical
+decodes by last schedulable time, then prefills, then the other decodes by slack; the
+decodes fall into a few groups served together (:func:`~.slo_slack.slo_slack`).
+
+``"cohorts"`` (WAIT and Nested WAIT of Ao et al., Algorithms 1–2, without a KV-memory limit):
+types or segments run all or nothing once their thresholds are met
+(:func:`~.cohorts.cohorts`).
+
 The rules run with a token-count time model, prompts and outputs of at least one token, under
 either first-token convention, and with recompute preemption where memory is limited (the
 papers' restart for ``future_peak_admission``); elsewhere the engine steps. Each rule lives
@@ -35,9 +43,11 @@ in a module of its own and is listed in :data:`RULES`.
 
 from __future__ import annotations
 
+from .cohorts import cohorts_runner
 from .decode_first_fill import decode_first_fill, decode_first_fill_memory
 from .future_peak_admission import future_peak_admission_runner
 from .prefill_batches import prefill_batches
+from .slo_slack import slo_slack_runner
 
 __all__ = ["bulk_runner", "RULES"]
 
@@ -55,6 +65,9 @@ RULES = {
     "decode_first_fill": _decode_first_fill_runner,
     "prefill_batches": lambda engine, policy: prefill_batches,
     "future_peak_admission": future_peak_admission_runner,
+
+    "slo_slack": slo_slack_runner,
+    "cohorts": cohorts_runner,
 }
 
 

@@ -1,0 +1,87 @@
+"""Output tokens recorded per cohort instead of per token, for the rules whose requests in
+decode are served in groups (``slo_slack``, ``cohorts``).
+
+A group keeps the iterations it was served in (its *history*); a request keeps its
+*memberships* ``(request, group, first, last, silent, link)`` (six numbers each, laid end to end
+in one array; ``link`` is the rules' own): it emitted a token at every entry of
+its group's history from ``first`` to ``last`` (history indices), but at ``first`` when
+``silent`` (it joined there by a prefill that emits nothing, ``first_token="decode"``). At the
+end the memberships become the engine's records: first and last token times, the largest gap
+(within a membership, between consecutive history entries; between two memberships of a
+request, the stall) and the TBT histogram, in a few numpy operations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .common import tail_of
+
+__all__ = ["write_back"]
+
+
+def write_back(engine, admitted, rows, hists, memberships, decoded, prefill_end, finish):
+    """Write the batch log ``rows``, every admitted request's stamps and output counts
+    (``decoded``, closed memberships), prefills (``prefill_end``: the iteration that
+    finished each prompt, or −1) and completions (``finish``: iteration or −1) into the
+    engine. Returns ``(ends, at, hist, rid, lo, hi)``: iteration end times, the end time and
+    local iteration of every history entry (``hists`` laid end to end), and per membership
+    its request and the first and last entries where it emitted (``lo > hi``: none)."""
+    start, dur, n_pre, chunks, decs, used, in_sys, work = (np.frombuffer(r, r.typecode)
+                                                           for r in rows)
+    k = start.size
+    s0 = engine.iteration
+    if k:
+        engine.log.extend(k, start, dur, n_pre, chunks, decs, chunks + decs, 0, used, in_sys,
+                          work)
+    engine.iteration += k
+    engine._pending = admitted
+    tab = engine.table
+    ends = start + dur                                   # t + τ, as the engine adds them
+    ids = np.arange(admitted)
+    pend = np.array(prefill_end[:admitted], dtype=np.int64) - s0
+    has = pend >= 0
+    tab.prefilled[ids[has]] = tab.prompt[ids[has]]
+    tab.in_decode[ids[has]] = True
+    tab.prefill_done[ids[has]] = ends[pend[has]]
+    fin = np.array(finish[:admitted], dtype=np.int64) - s0
+    over = fin >= 0
+    tab.finish[ids[over]] = ends[fin[over]]
+    tab.decoded[:admitted] = decoded[:admitted]
+    engine.live = ids[~over]
+    sizes = np.array([len(h) for h in hists], dtype=np.int64)
+    off = np.concatenate([[0], sizes.cumsum()])
+    hist = np.array([x for h in hists for x in h], dtype=np.int64) - s0
+    at = ends[hist]                                      # the end of each history entry
+    rid, gid, a, last, silent, _ = np.frombuffer(memberships, np.int64).reshape(-1, 6).T
+    lo, hi = off[gid] + a + silent, off[gid] + last
+    out = ends, at, hist, rid, lo, hi
+    talked = hi >= lo
+    rid, lo, hi = rid[talked], lo[talked], hi[talked]
+    if not rid.size:
+        return out
+    by_rid = np.argsort(rid, kind="stable")              # each request's in time order
+    rid, lo, hi = rid[by_rid], lo[by_rid], hi[by_rid]
+    cls = tab.cls[rid]
+    lead = np.ones(rid.size, dtype=bool)
+    lead[1:] = rid[1:] != rid[:-1]
+    tab.first_token[rid[lead]] = at[lo[lead]]
+    tail = tail_of(rid)
+    tab.last_token[rid[tail]] = at[hi[tail]]
+    gaps = np.zeros(at.size)                             # between consecutive entries
+    gaps[1:] = at[1:] - at[:-1]
+    gaps[off[:-1][sizes > 0]] = 0.0                      # (a group's first entry: none)
+    timed = hi > lo
+    if np.count_nonzero(timed):
+        lo_t, hi_t = lo[timed] + 1, hi[timed] + 1
+        by_lo = np.argsort(lo_t, kind="stable")       # the ranges between ranges stay short
+        bounds = np.column_stack([lo_t[by_lo], hi_t[by_lo]]).ravel()
+        inner = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
+        np.maximum.at(tab.tbt_max, rid[timed][by_lo], inner)
+        engine.tbt.add_intervals(gaps, lo_t, hi_t, cls[timed])
+    again = ~lead                       # from the last token of one membership to the next
+    if np.count_nonzero(again):
+        stall = at[lo[again]] - at[hi[np.flatnonzero(again) - 1]]
+        np.maximum.at(tab.tbt_max, rid[again], stall)
+        engine.tbt.add(cls[again], stall)
+    return out
