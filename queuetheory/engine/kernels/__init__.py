@@ -31,6 +31,7 @@ elsewhere the engine steps. Each rule lives in a module of its own and is listed
 
 from __future__ import annotations
 
+from .class_priority_fill import class_priority_runner
 from .decode_first_fill import decode_first_fill, decode_first_fill_memory
 from .prefill_batches import prefill_batches
 
@@ -49,6 +50,7 @@ def _decode_first_fill_runner(engine, policy):
 RULES = {
     "decode_first_fill": _decode_first_fill_runner,
     "prefill_batches": lambda engine, policy: prefill_batches,
+    "class_priority_fill": class_priority_runner,
 }
 
 
