@@ -249,9 +249,10 @@ def _write_back(engine, admitted, rows, served, rank, segments, prefill_end, fin
     tail = tail_of(rid)
     tab.last_token[rid[tail]] = last_end[tail]
     cls = tab.cls[rid]
-    timed = inside & (count > 1)               # gaps between a run's consecutive ticks
-    if np.count_nonzero(timed):
-        lo, hi = (first + 1)[timed], (first + count)[timed]
+    timed = np.flatnonzero(inside & (count > 1))   # gaps between a run's consecutive ticks
+    if timed.size:
+        timed = timed[np.argsort(first[timed], kind="stable")]   # so that reduceat's spans
+        lo, hi = first[timed] + 1, first[timed] + count[timed]    # between runs stay short
         bounds = np.column_stack([lo, hi]).ravel()
         longest = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
         np.maximum.at(tab.tbt_max, rid[timed], longest)
