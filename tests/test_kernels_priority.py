@@ -76,13 +76,14 @@ def test_lognormal_classes_under_load_same_records(first_token, class_order, max
     wl = qt.Workload(classes[: len(class_order)])
     res, n_slow, n_fast = _same_run(wl, lambda: StaticPriority(256, class_order,
                                                               max_reqs=max_reqs),
-                                    ANCHOR_TIME, n_requests=300, first_token=first_token)
-    assert n_fast == 0 and res.metrics["completed"] == 300
+                                    ANCHOR_TIME, n_requests=150, first_token=first_token)
+    assert n_fast == 0 and res.metrics["completed"] == 150
     # the top class's decoders decode at every iteration after their prompt, others wait
     req = res.requests
     top, low = req[req["cls"] == class_order[0]], req[req["cls"] == class_order[-1]]
-    assert top["tbt_max"].max() <= res.batches["duration"].max()
-    assert low["tbt_max"].max() > res.batches["duration"].max()
+    longest = res.batches["duration"].max()          # a gap is a difference of end times
+    assert top["tbt_max"].max() <= longest * (1 + 1e-12)
+    assert low["tbt_max"].max() > 1.2 * longest
 
 
 @pytest.mark.parametrize("cut", [{"horizon": 20.0}, {"max_iterations": 777}])
@@ -95,15 +96,18 @@ def test_stops_mid_run_with_the_same_state(cut):
     assert res.requests["finish"].isna().any()
 
 
+ONE_CLASS = qt.Workload([qt.RequestClass(_lognormal(120), _lognormal(150), rate=6.0)])
+
+
 @pytest.mark.parametrize("first_token", ["prefill", "decode"])
-@pytest.mark.parametrize("memory, max_reqs", [(None, None), (None, 4), (5000, None),
-                                              (5000, 6)])
+@pytest.mark.parametrize("memory, max_reqs", [(None, None), (None, 4), (2500, None),
+                                              (2500, 6)])
 def test_one_class_runs_as_fcfs_sarathi(first_token, memory, max_reqs):
     """With every request of one class, StaticPriority is FCFS Sarathi: the rule
     ``decode_first_fill`` runs it, KV limit and ``max_reqs`` included, and its records are
     Sarathi's."""
-    wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(300), rate=3.0)])
-    kw = {"n_requests": 150, "memory": memory, "first_token": first_token}
+    kw = {"n_requests": 60, "memory": memory, "first_token": first_token}
+    wl = ONE_CLASS
     res, _, n_fast = _same_run(wl, lambda: StaticPriority(256, (1, 0), max_reqs=max_reqs),
                                ANCHOR_TIME, **kw)
     assert n_fast == 0
@@ -163,19 +167,18 @@ def test_unlisted_class_is_refused_alike():
 
 @pytest.mark.parametrize("first_token", ["prefill", "decode"])
 @pytest.mark.parametrize("memory, max_reqs, window", [
-    (None, None, (256, 256)), (None, 8, (300, 256)), (6000, None, (256, 1000)),
-    (6000, 8, (256, 256)),
+    (None, None, (256, 256)), (None, 8, (300, 256)), (2500, None, (256, 1000)),
+    (2500, 8, (256, 256)),
 ])
 def test_kfcfs_with_wide_windows_runs_as_sarathi(first_token, memory, max_reqs, window):
     """KFCFS(Sarathi, K_p, K_d) with K_p, K_d >= b decides as Sarathi (the proof in its
     docstring): the stepping KFCFS and Sarathi agree, and the bulk rule agrees with both."""
-    wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(300), rate=3.0)])
-    kw = {"n_requests": 200, "memory": memory, "first_token": first_token}
-    res, _, n_fast = _same_run(wl, lambda: KFCFS(Sarathi(256, max_reqs=max_reqs), *window),
+    kw = {"n_requests": 60, "memory": memory, "first_token": first_token}
+    res, _, n_fast = _same_run(ONE_CLASS, lambda: KFCFS(Sarathi(256, max_reqs=max_reqs), *window),
                                ANCHOR_TIME, **kw)
     assert n_fast == 0
-    sarathi = qt.simulate(wl, Sarathi(256, max_reqs=max_reqs), ANCHOR_TIME, fast_path=False,
-                          **kw)
+    sarathi = qt.simulate(ONE_CLASS, Sarathi(256, max_reqs=max_reqs), ANCHOR_TIME,
+                          fast_path=False, **kw)
     pd.testing.assert_frame_equal(res.requests, sarathi.requests, check_exact=True)
     pd.testing.assert_frame_equal(res.batches, sarathi.batches, check_exact=True)
     if memory is not None and max_reqs is None:
