@@ -2,16 +2,17 @@
 
 Each run is made with ``fast_path=False`` (the policy decides every iteration) and with the
 fast path, where FCFS StaticPriority runs as the rule ``class_priority_fill`` (or, with one
-class, ``decode_first_fill``) and KFCFS around FCFS Sarathi with windows of at least the
-budget as Sarathi's rule, without calling ``schedule``; request stamps, the batch log, the
-TBT histogram and every metric must be identical to the last bit (``_same_run``).
+class, ``decode_first_fill``), with and without a KV-memory limit, and KFCFS around FCFS
+Sarathi with windows of at least the budget as Sarathi's rule, without calling
+``schedule``; request stamps, the batch log, the TBT histogram and every metric must be
+identical to the last bit (``_same_run``).
 """
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from test_fast_path import ANCHOR_TIME, _same_run
+from test_fast_path import ANCHOR_TIME, _counting, _same_run
 
 import queuetheory as qt
 from queuetheory.engine import Engine
@@ -25,6 +26,28 @@ SLOTTED = qt.AffineTokenTime(c=0.02, per_prefill=1e-4, per_decode=5e-5, slot=0.0
 
 def _lognormal(median, sigma=0.8):
     return stats.lognorm(s=sigma, scale=median)
+
+
+def _same_records(workload, make_policy, time_model, **kw):
+    """``_same_run`` for runs in which the policy may idle with requests waiting (a decision
+    without an iteration): the records of both runs identical, and the decisions counted."""
+    runs = []
+    for fast in (False, True):
+        policy = make_policy()
+        calls = _counting(policy)
+        runs.append((qt.simulate(workload, policy, time_model, fast_path=fast, **kw),
+                     calls["n"]))
+    (slow, n_slow), (fast, n_fast) = runs
+    for frame in ("requests", "batches", "paths"):
+        pd.testing.assert_frame_equal(getattr(slow, frame), getattr(fast, frame),
+                                      check_exact=True)
+    np.testing.assert_array_equal(slow.engine.tbt.counts, fast.engine.tbt.counts)
+    ms, mf = slow.metrics, fast.metrics
+    assert ms.keys() == mf.keys()
+    for k in ms:
+        assert ms[k] == mf[k] or (np.isnan(ms[k]) and np.isnan(mf[k])), k
+    assert slow.end_time == fast.end_time
+    return slow, n_slow, n_fast
 
 
 def _random_case(rng, scale):
@@ -135,7 +158,6 @@ def test_rule_only_where_it_is_proved():
     assert bulk_runner(_engine(static, trace=TWO_CLASSES), static) is not None
     not_covered = [
         (StaticPriority(64, (1, 0), order="sjf_prompt"), {}),            # not FCFS
-        (StaticPriority(64, (1, 0)), {"memory": 5000}),                  # classes and KV
         (StaticPriority(64, (1, 0), preemption="restart"), {"memory": 5000}),
         (StaticPriority(64, (0,)), {}),                                  # class 1 unlisted
     ]
@@ -150,13 +172,53 @@ def test_rule_only_where_it_is_proved():
     assert bulk_runner(_engine(later, trace=TWO_CLASSES), later) is None
 
 
-def test_multiclass_memory_limit_steps_with_the_same_records():
-    wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(300), rate=1.5),
-                      qt.RequestClass(_lognormal(100), _lognormal(200), rate=1.5)])
-    res, n_slow, n_fast = _same_run(wl, lambda: StaticPriority(256, (1, 0)), ANCHOR_TIME,
-                                    n_requests=100, memory=5000)
-    assert n_fast > 0                   # the policy decided
-    assert res.metrics["restarts"] > 0
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("class_order, max_reqs", [((1, 0), None), ((0, 2, 1), 6)])
+def test_multiclass_memory_limit_same_records(first_token, class_order, max_reqs):
+    """vLLM's KV accounting across classes: admission per class and for the whole batch,
+    preemption of the youngest residents whatever their class (decoding, waiting their
+    turn, or part-way through a prefill), recompute."""
+    classes = [qt.RequestClass(_lognormal(150), _lognormal(200), rate=2.0),
+               qt.RequestClass(_lognormal(80), _lognormal(150), rate=2.0),
+               qt.RequestClass(_lognormal(300), _lognormal(50), rate=1.0)]
+    wl = qt.Workload(classes[: len(class_order)])
+    res, _, n_fast = _same_run(wl, lambda: StaticPriority(256, class_order, max_reqs=max_reqs),
+                               ANCHOR_TIME, n_requests=120, memory=2500,
+                               first_token=first_token)
+    assert n_fast == 0
+    assert res.metrics["restarts"] > 10 and res.requests["recomputed"].sum() > 0
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+def test_random_multiclass_traces_with_memory_same_records(first_token):
+    rng = np.random.default_rng(7 + len(first_token))
+    preempted = 0
+    for case in range(20):
+        trace, make_policy = _random_case(rng, 1.0)
+        lengths = trace.sample().prompt + trace.sample().output
+        memory = int(lengths.max() + rng.integers(0, 150))
+        cut = [{}, {"horizon": float(rng.uniform(5.0, 60.0))},
+               {"max_iterations": int(rng.integers(5, 200))}][case % 3]
+        res, n_slow, n_fast = _same_records(trace, make_policy, qt.UnitTime(),
+                                            memory=memory, first_token=first_token, **cut)
+        idled = n_slow > res.engine.iteration      # a preemption emptied a batch
+        assert n_fast == 0 or (idled and n_fast < n_slow)
+        preempted += res.metrics["restarts"] > 0
+    assert preempted >= 8
+
+
+def test_preemption_that_empties_the_batch_hands_over_to_the_engine():
+    """Budget 1: the class-1 request decodes while the older class-0 one, part-way through
+    its prompt, waits its turn; when memory runs out the youngest resident, the class-1
+    request, is preempted, and the batch is empty: the policy idles until the next arrival.
+    The rule stops before that decision and the engine steps on, with the same records."""
+    trace = qt.Workload.from_arrays(np.array([0.0, 0.5, 40.0]), np.array([3, 2, 1]),
+                                    np.array([10, 10, 1]), np.array([0, 1, 1]))
+    slow, n_slow, n_fast = _same_records(trace, lambda: StaticPriority(1, (1, 0)),
+                                         qt.UnitTime(), memory=13, first_token="decode")
+    assert slow.metrics["restarts"] > 0 and slow.metrics["unfinished"] > 0
+    assert n_slow > slow.engine.iteration          # the policy idled
+    assert 0 < n_fast < n_slow                     # the rule ran the start, the engine the rest
 
 
 def test_unlisted_class_is_refused_alike():

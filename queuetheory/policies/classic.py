@@ -284,9 +284,9 @@ class StaticPriority(_TokenBudgetPolicy):
         return self._finish(state, np.concatenate(ps), np.concatenate(cs), np.concatenate(ds))
 
     def rule(self):
-        """Under FCFS, the rule ``class_priority_fill`` (:mod:`queuetheory.engine.kernels`):
-        FCFS Sarathi when the requests are all of one class, and without a memory limit
-        for several."""
+        """Under FCFS, the rule ``class_priority_fill`` (:mod:`queuetheory.engine.kernels`),
+        with ``max_reqs`` and, under recompute preemption, a KV-memory limit too; FCFS
+        Sarathi's when the requests are all of one class."""
         if self._proved() and self.order == "fcfs":
             return "class_priority_fill"
         return None
