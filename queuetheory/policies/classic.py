@@ -318,13 +318,15 @@ class KFCFS(Policy):
     least one prompt token, so Sarathi fills its room ``<= b`` from the first ``b``
     candidates in arrival order; the window holds the ``K_p >= b`` oldest requests not in
     decode, in the same order. Without a memory limit the candidates are those requests;
-    with one, :func:`~.base.admissible` keeps the residents and a prefix of the new ones
-    whose cumulative prefills fit, a rule on prefixes, so the window's first ``b`` admissible
-    candidates are the whole state's. (iii) Memory: every resident is in the window (the one
+    with one, :func:`admissible` keeps the residents and the new ones up to the first whose
+    cumulative prefill does not fit, after the same decodes: either every candidate in the
+    window is kept, and there are ``K_p >= b`` of them, or a new one is refused there, and so
+    is every later one; either way the window's first ``b`` admissible candidates are the
+    whole state's. (iii) Memory: every resident is in the window (the one
     part-way through its prefill is the oldest request not in decode, since residents are
     older than every request that waits), and :meth:`State.subset` counts the memory of the
     requests outside it, so the window's free memory, promised prefills and eviction victims
-    (:func:`~.base.fit_memory`) are the whole state's. Other windows and inner policies
+    (:func:`fit_memory`) are the whole state's. Other windows and inner policies
     decide at every iteration.
     """
 

@@ -55,6 +55,7 @@ def class_priority_runner(engine, policy):
 
 
 def class_priority_fill(engine, t, stop, limit):
+    """The rule without a memory limit, any ``max_reqs`` (see the module docstring)."""
     tab = engine.table
     n = tab.n
     policy = engine.policy
