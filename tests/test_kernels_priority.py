@@ -63,8 +63,8 @@ def _random_case(rng, scale):
     output = rng.integers(1, 40, n)
     cls = rng.integers(0, k, n)
     cls[:k] = np.arange(k)                 # every class present
-    listed = k + int(rng.integers(0, 2))   # sometimes a class that never arrives
-    order = tuple(rng.permutation(listed).tolist())
+    never = [[], [k], [-1]][int(rng.integers(0, 3))]     # a listed class that never arrives
+    order = tuple(rng.permutation(list(range(k)) + never).tolist())
     max_reqs = None if rng.random() < 0.5 else int(rng.integers(1, 8))
     trace = qt.Workload.from_arrays(arrival, prompt, output, cls)
     return trace, lambda: StaticPriority(budget, order, max_reqs=max_reqs)

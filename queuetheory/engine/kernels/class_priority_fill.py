@@ -495,7 +495,7 @@ def _write_back(engine, admitted, rows, served, rank, segments, said, filled, re
     gaps[1:] = tick_end[1:] - tick_end[:-1]           # (a class's first counts for none)
     class_rank = np.zeros(int(tab.cls[:admitted].max(initial=0)) + 1, dtype=np.int64)
     for c, i in rank.items():
-        if c < class_rank.size:
+        if 0 <= c < class_rank.size:
             class_rank[c] = i
     seg = np.frombuffer(segments, dtype=np.int64).reshape(-1, 3)
     rid = np.concatenate([said[:, 0], seg[:, 0]])
