@@ -125,7 +125,9 @@ def main():
         mine = ours(arrival, prompt, output, POLICIES[args.policy](budget), memory,
                     args.fast_path == "on", cls=cls)
         show("simulate", mine)
-        if args.pyserq and args.policy in PYSERQ:
+        if args.pyserq and args.policy not in PYSERQ:
+            print("  pyserq: the driver has no program for this scheduler")
+        elif args.pyserq:
             import pyserq_driver
 
             program = getattr(pyserq_driver, PYSERQ[args.policy])

@@ -254,6 +254,8 @@ def test_kfcfs_rule_only_where_the_windows_never_bind():
                    KFCFS(StaticPriority(64, (0,)), 64, 64)]:
         assert policy.rule() is None, policy
         assert bulk_runner(_engine(policy, trace=TWO_CLASSES), policy) is None, policy
+    restart = KFCFS(Sarathi(64, preemption="restart"), 64, 64)   # the papers' preemption
+    assert bulk_runner(_engine(restart, memory=5000, trace=TWO_CLASSES), restart) is None
     # narrow windows bind, and the engine steps
     wl = qt.Workload([qt.RequestClass(_lognormal(100), _lognormal(100), rate=3.0)])
     res, n_slow, n_fast = _same_run(wl, lambda: KFCFS(Sarathi(256), 2, 3), ANCHOR_TIME,
