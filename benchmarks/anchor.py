@@ -32,10 +32,10 @@ def anchor_trace(n_requests: int, seed: int = 0):
     return tr.arrival * 1e6, tr.prompt, tr.output
 
 
-def ours(arrival, prompt, output, policy, memory=None, fast_path=True) -> dict:
+def ours(arrival, prompt, output, policy, memory=None, fast_path=True, cls=None) -> dict:
     from pyserq_driver import TIME
 
-    trace = qt.Workload.from_arrays(arrival, prompt, output)
+    trace = qt.Workload.from_arrays(arrival, prompt, output, cls)
     t0, c0 = time.perf_counter(), time.process_time()
     res = qt.simulate(trace, policy, TIME, memory=memory, fast_path=fast_path,
                       first_token="prefill")

@@ -5,9 +5,10 @@ ShareGPT lengths shipped in ``queuetheory.data`` with ``--sharegpt``; the anchor
 (16.1 ms + 57.8 µs per prefill token + 39.5 µs per decode token, in µs); the arrival rate is
 set by the load (:meth:`Workload.from_lengths`); the real engines' first-token convention. The
 scheduler is one of ``POLICIES``; ``--memory M`` adds a KV-cache limit of ``M`` tokens
-(vLLM's recompute preemption). With ``--pyserq`` (Sarathi and vLLM only), pyserq runs the
-same trace in the same process, with the program ``tests/test_oracle_pyserq.py`` checks to be
-identical (its compile step not timed). Prints wall and CPU time, iterations/s and peak memory.
+(vLLM's recompute preemption). With ``--pyserq`` (Sarathi, vLLM, and StaticPriority with one
+class and KFCFS, which decide as FCFS Sarathi), pyserq runs the same trace in the same
+process, with the program ``tests/test_oracle_pyserq.py`` checks to be identical (its compile
+step not timed). Prints wall and CPU time, iterations/s and peak memory.
 
 ``--policy wait`` and ``nested-wait`` run Ao et al.'s schedulers in their paper's setting
 (:func:`ao_et_al`): their convention ``first_token="decode"``, output lengths binned by 50
@@ -46,6 +47,8 @@ POLICIES = {
     "ft": lambda b: qt.policies.FasterTransformer(512),
     # (K_p, K_d)-FCFS around Sarathi, windows as wide as the budget
     "kfcfs": lambda b: qt.policies.KFCFS(qt.policies.Sarathi(512), 512, 512),
+    # static priority between two classes (CLASSES: each request drawn to one), class 1 first
+    "static2": lambda b: qt.policies.StaticPriority(512, (1, 0)),
     # Chen et al.'s and Jaillet et al.'s schedulers need --memory
     "amax": lambda b: qt.policies.AMax(),
     "amin": lambda b: qt.policies.AMin(),
@@ -53,6 +56,14 @@ POLICIES = {
     # Bari et al.'s SLAI, its TBT target 0.5 s in the time model's µs
     "slai": lambda b: qt.policies.SLAI(512, tbt=(5e5,)),
 }
+
+
+# policies that need requests of several classes: how many, drawn uniformly per request
+CLASSES = {"static2": 2}
+# the pyserq program of the same scheduler, where the driver has one: StaticPriority with one
+# class and KFCFS with windows of at least the budget decide as FCFS Sarathi
+PYSERQ = {"sarathi": "SARATHI_FCFS", "vllm": "VLLM", "static": "SARATHI_FCFS",
+          "kfcfs": "SARATHI_FCFS"}
 
 
 def trace(n: int, sharegpt: bool, load: float, seed: int = 0):
@@ -153,13 +164,17 @@ def main():
         memory = args.memory and max(args.memory, int((prompt + output).max()))
         budget = max(2048, int((prompt + output).max())) if args.policy == "vllm" else 512
         print(f"n={n:,} policy={args.policy} budget={budget} memory={memory}")
+        k = CLASSES.get(args.policy, 1)
+        cls = np.random.default_rng(1).integers(0, k, n) if k > 1 else None
         mine = ours(arrival, prompt, output, POLICIES[args.policy](budget), memory,
-                    args.fast_path == "on")
+                    args.fast_path == "on", cls=cls)
         show("simulate", mine)
-        if args.pyserq:
-            from pyserq_driver import SARATHI_FCFS, VLLM
+        if args.pyserq and args.policy not in PYSERQ:
+            print("  pyserq: the driver has no program for this scheduler")
+        elif args.pyserq:
+            import pyserq_driver
 
-            program = {"sarathi": SARATHI_FCFS, "vllm": VLLM}[args.policy]
+            program = getattr(pyserq_driver, PYSERQ[args.policy])
             ref = theirs(arrival, prompt, output, program, budget, memory)
             show("pyserq", ref)
             print(f"  same latencies: {(mine['latency'] == ref['latency']).all()};  "

@@ -283,6 +283,14 @@ class StaticPriority(_TokenBudgetPolicy):
             ps.append(p), cs.append(c), ds.append(d)
         return self._finish(state, np.concatenate(ps), np.concatenate(cs), np.concatenate(ds))
 
+    def rule(self):
+        """Under FCFS, the rule ``class_priority_fill`` (:mod:`queuetheory.engine.kernels`),
+        with ``max_reqs`` and, under recompute preemption, a KV-memory limit too; FCFS
+        Sarathi's when the requests are all of one class."""
+        if self._proved() and self.order == "fcfs":
+            return "class_priority_fill"
+        return None
+
     def _check_classes(self, cls):
         known = self._known
         if not cls.size or (self._every_class and cls.max() < known.size):
@@ -296,7 +304,31 @@ class StaticPriority(_TokenBudgetPolicy):
 class KFCFS(Policy):
     """``(K_p, K_d)``-FCFS (Li, Dai, Peng): the inner policy only sees the ``K_p`` oldest
     requests in prefill and the ``K_d`` oldest in decode. Work-conserving inner policies stay
-    so only when ``K_p, K_d >= b``."""
+    so only when ``K_p, K_d >= b``.
+
+    **When the windows never bind.** Around FCFS :class:`Sarathi` with token budget ``b``
+    (any ``max_reqs``, with or without a KV-memory limit), ``K_p >= b`` and ``K_d >= b``
+    make every decision the inner policy's own on the whole state, so :meth:`rule` is
+    Sarathi's (``decode_first_fill``). Proof, by induction over iterations, in a state the
+    inner rule reaches (:mod:`~queuetheory.engine.kernels.decode_first_fill`): at most ``b``
+    requests are in decode, and the requests holding KV are the oldest in the system, all in
+    decode but possibly the youngest of them, part-way through its prefill. (i) Decodes:
+    Sarathi takes the first ``min(|decode|, b, max_reqs)`` requests in decode in arrival
+    order, all of them among the ``K_d >= b`` oldest. (ii) Prefills: every candidate owes at
+    least one prompt token, so Sarathi fills its room ``<= b`` from the first ``b``
+    candidates in arrival order; the window holds the ``K_p >= b`` oldest requests not in
+    decode, in the same order. Without a memory limit the candidates are those requests;
+    with one, :func:`admissible` keeps the residents and the new ones up to the first whose
+    cumulative prefill does not fit, after the same decodes: either every candidate in the
+    window is kept, and there are ``K_p >= b`` of them, or a new one is refused there, and so
+    is every later one; either way the window's first ``b`` admissible candidates are the
+    whole state's. (iii) Memory: every resident is in the window (the one
+    part-way through its prefill is the oldest request not in decode, since residents are
+    older than every request that waits), and :meth:`State.subset` counts the memory of the
+    requests outside it, so the window's free memory, promised prefills and eviction victims
+    (:func:`fit_memory`) are the whole state's. Other windows and inner policies
+    decide at every iteration.
+    """
 
     def __init__(self, inner: Policy, Kp: int, Kd: int):
         from ..errors import check_positive
@@ -310,6 +342,21 @@ class KFCFS(Policy):
     def preemption(self) -> str:
         """The inner policy's: its evictions are its own."""
         return self.inner.preemption
+
+    @property
+    def max_reqs(self):
+        """The inner policy's batch-size limit, which every batch keeps."""
+        return getattr(self.inner, "max_reqs", None)
+
+    def rule(self):
+        """The inner policy's rule where the windows never bind (see the class docstring):
+        FCFS Sarathi with ``K_p, K_d >= b``."""
+        b = self.token_budget
+        inner = self.inner.rule()
+        if (type(self) is KFCFS and inner == "decode_first_fill" and type(self.inner) is Sarathi
+                and self.Kp >= b and self.Kd >= b):
+            return inner
+        return None
 
     def reset(self, seed=0):
         super().reset(seed)

@@ -35,6 +35,12 @@ decodes fall into a few groups served together (:func:`~.slo_slack.slo_slack`).
 types or segments run all or nothing once their thresholds are met
 (:func:`~.cohorts.cohorts`).
 
+``"class_priority_fill"`` (static priority between classes under FCFS, Li, Dai, Peng §4.2):
+for each class in priority order its decodes, then its prompt tokens in arrival order, while
+the budget lasts; with one class, FCFS Sarathi's rule (:mod:`.class_priority_fill`).
+KFCFS around FCFS Sarathi with windows of at least the budget decides as Sarathi and runs
+as ``decode_first_fill``.
+
 The rules run with a token-count time model, prompts and outputs of at least one token, under
 either first-token convention, and with recompute preemption where memory is limited (the
 papers' restart for ``future_peak_admission``); elsewhere the engine steps. Each rule lives
@@ -43,6 +49,7 @@ in a module of its own and is listed in :data:`RULES`.
 
 from __future__ import annotations
 
+from .class_priority_fill import class_priority_runner
 from .cohorts import cohorts_runner
 from .decode_first_fill import decode_first_fill, decode_first_fill_memory
 from .future_peak_admission import future_peak_admission_runner
@@ -65,9 +72,9 @@ RULES = {
     "decode_first_fill": _decode_first_fill_runner,
     "prefill_batches": lambda engine, policy: prefill_batches,
     "future_peak_admission": future_peak_admission_runner,
-
     "slo_slack": slo_slack_runner,
     "cohorts": cohorts_runner,
+    "class_priority_fill": class_priority_runner,
 }
 
 
