@@ -23,6 +23,12 @@ instead of prompts.
 whenever a prompt can start, else a decode-only batch of every request in decode
 (:func:`~.prefill_batches.prefill_batches`).
 
+``"prefill_first_fill"`` (Orca with FCFS order) and ``"decode_priority"`` (FasterTransformer
+with FCFS order, iteration- and request-level): the requests that decode in an iteration are
+the oldest requests in decode, so each emits its tokens in runs of consecutive iterations
+(:mod:`~.decode_prefix`; :func:`~.prefill_first_fill.prefill_first_fill`,
+:func:`~.decode_priority.decode_priority`).
+
 The rules run with a token-count time model, prompts and outputs of at least one token, under
 either first-token convention, and with recompute preemption where memory is limited;
 elsewhere the engine steps. Each rule lives in a module of its own and is listed in
@@ -32,7 +38,9 @@ elsewhere the engine steps. Each rule lives in a module of its own and is listed
 from __future__ import annotations
 
 from .decode_first_fill import decode_first_fill, decode_first_fill_memory
+from .decode_priority import decode_priority
 from .prefill_batches import prefill_batches
+from .prefill_first_fill import prefill_first_fill
 
 __all__ = ["bulk_runner", "RULES"]
 
@@ -49,6 +57,8 @@ def _decode_first_fill_runner(engine, policy):
 RULES = {
     "decode_first_fill": _decode_first_fill_runner,
     "prefill_batches": lambda engine, policy: prefill_batches,
+    "prefill_first_fill": lambda engine, policy: prefill_first_fill,
+    "decode_priority": lambda engine, policy: decode_priority,
 }
 
 
