@@ -5,7 +5,8 @@ ShareGPT lengths shipped in ``queuetheory.data`` with ``--sharegpt``; the anchor
 (16.1 ms + 57.8 µs per prefill token + 39.5 µs per decode token, in µs); the arrival rate is
 set by the load (:meth:`Workload.from_lengths`); the real engines' first-token convention. The
 scheduler is one of ``POLICIES``; ``--memory M`` adds a KV-cache limit of ``M`` tokens
-(vLLM's recompute preemption). With ``--pyserq`` (Sarathi and vLLM only), pyserq runs the
+(vLLM's recompute preemption). With ``--pyserq`` (Sarathi, vLLM, Orca and iteration-level
+FasterTransformer), pyserq runs the
 same trace in the same process, with the program ``tests/test_oracle_pyserq.py`` checks to be
 identical (its compile step not timed). Prints wall and CPU time, iterations/s and peak memory.
 
@@ -113,9 +114,10 @@ def main():
                     args.fast_path == "on")
         show("simulate", mine)
         if args.pyserq:
-            from pyserq_driver import SARATHI_FCFS, VLLM
+            from pyserq_driver import FASTER_TRANSFORMER, ORCA, SARATHI_FCFS, VLLM
 
-            program = {"sarathi": SARATHI_FCFS, "vllm": VLLM}[args.policy]
+            program = {"sarathi": SARATHI_FCFS, "vllm": VLLM, "orca": ORCA,
+                       "ft": FASTER_TRANSFORMER}[args.policy]
             ref = theirs(arrival, prompt, output, program, budget, memory)
             show("pyserq", ref)
             print(f"  same latencies: {(mine['latency'] == ref['latency']).all()};  "
