@@ -6,9 +6,8 @@ ShareGPT lengths shipped in ``queuetheory.data`` with ``--sharegpt``; the anchor
 set by the load (:meth:`Workload.from_lengths`); the real engines' first-token convention. The
 scheduler is one of ``POLICIES``; ``--memory M`` adds a KV-cache limit of ``M`` tokens
 (vLLM's recompute preemption). With ``--pyserq`` (Sarathi, vLLM, Orca and iteration-level
-FasterTransformer), pyserq runs the
-same trace in the same process, with the program ``tests/test_oracle_pyserq.py`` checks to be
-identical (its compile step not timed). Prints wall and CPU time, iterations/s and peak memory.
+FasterTransformer), pyserq runs the same trace in the same process, with the program
+``tests/test_oracle_pyserq.py`` checks to be identical (its compile step not timed). Prints wall and CPU time, iterations/s and peak memory.
 
 ``--ciw`` runs instead the single-server queue of ``tests/test_oracle_ciw.py`` (Sarathi with
 ``max_reqs=1``: 512-token prompts, geometric outputs of mean 64, Poisson arrivals at load 0.8,
