@@ -50,14 +50,16 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
     recomputed = [0] * n
     restarts = [0] * n
     decoded = [0] * n              # output tokens emitted before the open run
-    run_first = [-1] * n           # iteration of the open run's first token
+    run_first = [-1] * n           # iteration of the open run's first token; -1: none open
     prefill_end = [-1] * n
     finish = [-1] * n
-    epoch = [0] * n                # bumped when a run closes: cancels its planned completion
+    epoch = [0] * n                # bumped by a preemption: voids the residency's entries
     runs = array("q")              # closed runs: (request, first iteration, tokens)
     repeats = array("q")           # log rows that stand for k decode-only batches: (row, k)
-    leaving: dict = {}             # iteration -> [(request, epoch)] ending their output in it
-    soon: list = []                # a heap of leaving's keys
+    # a heap of (iteration, request, epoch): no request in decode emits its last token
+    # before its entries' least iteration (a run's end if nothing interrupts it; a request
+    # that skips iterations only finishes later), checked and renewed when reached
+    soon: list = []
     dec: list = []                 # requests in decode, in arrival order
     a = 0                          # dec[:a] emitted in the last iteration: their runs are open
     p = -1                         # the resident part-way through its prefill
@@ -127,9 +129,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
             # a decode-only batch that repeats unchanged (no prompt can start before an
             # arrival: memory, which only shrinks, refuses the oldest waiting one) until a
             # completion, an arrival, the horizon, the cap or a preemption
-            while soon and soon[0] < s:
-                heapq.heappop(soon)
-            most = min(soon[0] - s if soon else limit - s, limit - s,
+            most = min(soon[0][0] - s if soon else limit - s, limit - s,
                        (free - m) // m + 1 if free < inf else limit - s)
             if most > 1:
                 bound = min(stop, arrival[admitted] if admitted < n else inf)
@@ -175,8 +175,9 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                         runs.extend((v, run_first[v], count))
                         tokens += count
                         decoded[v] += count
-                        epoch[v] += 1
+                        run_first[v] = -1
                         a = i
+                    epoch[v] += 1
                     held = length[v] + (tokens - e if tokens > e else 0)
                     extra = 1 if i < m else 0
                     if i < m:
@@ -209,17 +210,12 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
         if m > a:
             for v in dec[a:m]:
                 run_first[v] = s
-                last = s + output[v] - decoded[v] - 1
-                if last not in leaving:
-                    leaving[last] = []
-                    heapq.heappush(soon, last)
-                leaving[last].append((v, epoch[v]))
         elif m < a:
             for v in dec[m:a]:
-                count = s - run_first[v]
-                runs.extend((v, run_first[v], count))
-                decoded[v] += count
-                epoch[v] += 1
+                first = run_first[v]
+                runs.extend((v, first, s - first))
+                decoded[v] += s - first
+                run_first[v] = -1
         a = m
         tau = taus.get((chunk_sum, m)) or new_tau(chunk_sum, m)
         used += chunk_sum + m
@@ -234,15 +230,25 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
         in_sys.append(live)
         work_col.append(work)
         peak = used if used > peak else peak
-        gone = leaving.pop(s, ())
-        for v, ep in gone:
-            if ep == epoch[v]:
-                finish[v] = s
-                used -= prompt[v] + output[v] - e
-                runs.extend((v, run_first[v], s - run_first[v] + 1))
-                decoded[v] = output[v]
-                del dec[bisect_left(dec, v)]
-                a -= 1
+        while soon and soon[0][0] <= s:
+            _, v, ep = heapq.heappop(soon)
+            if ep != epoch[v] or finish[v] >= 0:
+                continue
+            first = run_first[v]
+            if first < 0:                        # skipped this iteration: not before …
+                heapq.heappush(soon, (s + output[v] - decoded[v], v, ep))
+                continue
+            last = first + output[v] - decoded[v] - 1
+            if last > s:                         # skipped iterations since its entry
+                heapq.heappush(soon, (last, v, ep))
+                continue
+            finish[v] = s
+            used -= prompt[v] + output[v] - e
+            runs.extend((v, first, s - first + 1))
+            decoded[v] = output[v]
+            run_first[v] = -1
+            del dec[bisect_left(dec, v)]
+            a -= 1
         for v in ended:                          # in arrival order, younger than dec
             if e:                                # the prefill iteration emits a token
                 if decoded[v] + 1 == output[v]:
@@ -253,15 +259,12 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                     continue
                 if a == len(dec):                # every other emitter of s is before it
                     run_first[v] = s
-                    last = s + output[v] - decoded[v] - 1
-                    if last not in leaving:
-                        leaving[last] = []
-                        heapq.heappush(soon, last)
-                    leaving[last].append((v, epoch[v]))
                     a += 1
                 else:
                     runs.extend((v, s, 1))
                     decoded[v] += 1
+            heapq.heappush(soon, (s + output[v] - decoded[v] - (run_first[v] >= 0), v,
+                                  epoch[v]))
             dec.append(v)
         t = t + tau
         s += 1
