@@ -315,30 +315,44 @@ def write_back_runs(engine, admitted, rows, runs, decoded, filled, recomputed, r
     fin = np.array(finish[:admitted], dtype=np.int64) - s0
     over = fin >= 0
     tab.finish[ids[over]] = ends[fin[over]]
-    if runs:
-        run = np.frombuffer(runs, dtype=np.int64).reshape(-1, 3)
-        rid, first, count = run[:, 0], run[:, 1] - s0, run[:, 2]
-        talked = count > 0
-        rid, first, count = rid[talked], first[talked], count[talked]
-        order = np.lexsort((first, rid))          # the runs of each request in time order
-        rid, first, count = rid[order], first[order], count[order]
-        last = first + count - 1
-        lead = np.ones(rid.size, dtype=bool)
-        lead[1:] = rid[1:] != rid[:-1]            # each request's first run
-        tab.first_token[rid[lead]] = ends[first[lead]]
-        tail = tail_of(rid)
-        tab.last_token[rid[tail]] = ends[last[tail]]
-        cls = tab.cls[rid]
-        timed = count > 1                         # within a run: iterations first+1 … last
-        if np.count_nonzero(timed):
-            lo, hi = (first + 1)[timed], (last + 1)[timed]
-            bounds = np.column_stack([lo, hi]).ravel()
-            inner = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
-            np.maximum.at(tab.tbt_max, rid[timed], inner)
-            engine.tbt.add_intervals(gaps, lo, hi, cls[timed])
-        again = np.flatnonzero(~lead)             # from one run to the next
-        if again.size:
-            stall = ends[first[again]] - ends[last[again - 1]]
-            np.maximum.at(tab.tbt_max, rid[again], stall)
-            engine.tbt.add(cls[again], stall)
+    if not runs:
+        engine.live = np.sort(np.array(live, dtype=np.int64))
+        return
+    run = np.frombuffer(runs, dtype=np.int64).reshape(-1, 3)
+    rid, first, count = run[:, 0], run[:, 1] - s0, run[:, 2]
+    order = np.argsort(rid * (k + 1) + first)     # the runs of each request in time order
+    rid, first, count = rid[order], first[order], count[order]
+    last = first + count - 1
+    lead = np.ones(rid.size, dtype=bool)
+    lead[1:] = rid[1:] != rid[:-1]                # each request's first run
+    tab.first_token[rid[lead]] = ends[first[lead]]
+    tail = tail_of(rid)
+    tab.last_token[rid[tail]] = ends[last[tail]]
+    cls = tab.cls[rid]
+    timed = count > 1                             # within a run: iterations first+1 … last
+    if np.count_nonzero(timed):
+        lo, hi = (first + 1)[timed], (last + 1)[timed]
+        np.maximum.at(tab.tbt_max, rid[timed], _range_max(gaps, lo, hi))
+        engine.tbt.add_intervals(gaps, lo, hi, cls[timed])
+    again = np.flatnonzero(~lead)                 # from one run to the next
+    if again.size:
+        stall = ends[first[again]] - ends[last[again - 1]]
+        np.maximum.at(tab.tbt_max, rid[again], stall)
+        engine.tbt.add(cls[again], stall)
     engine.live = np.sort(np.array(live, dtype=np.int64))
+
+
+def _range_max(values, lo, hi):
+    """``max(values[lo[i]:hi[i]])`` for every ``i`` (``hi > lo``), from a sparse table: the
+    maxima over spans of 2^j, each query two of them overlapping."""
+    level = np.frexp(hi - lo)[1] - 1              # ⌊log2(hi − lo)⌋, exactly
+    table = [values]
+    while len(table) <= level.max():
+        half = 1 << (len(table) - 1)
+        table.append(np.maximum(table[-1][:-half], table[-1][half:]))
+    out = np.empty(lo.size)
+    for j, row in enumerate(table):
+        pick = np.flatnonzero(level == j)
+        if pick.size:
+            out[pick] = np.maximum(row[lo[pick]], row[hi[pick] - (1 << j)])
+    return out
