@@ -7,7 +7,8 @@ set by the load (:meth:`Workload.from_lengths`); the real engines' first-token c
 scheduler is one of ``POLICIES``; ``--memory M`` adds a KV-cache limit of ``M`` tokens
 (vLLM's recompute preemption). With ``--pyserq`` (Sarathi, vLLM, Orca and iteration-level
 FasterTransformer), pyserq runs the same trace in the same process, with the program
-``tests/test_oracle_pyserq.py`` checks to be identical (its compile step not timed). Prints wall and CPU time, iterations/s and peak memory.
+``tests/test_oracle_pyserq.py`` checks to be identical (its compile step not timed). Prints
+wall and CPU time, iterations/s and peak memory.
 
 ``--ciw`` runs instead the single-server queue of ``tests/test_oracle_ciw.py`` (Sarathi with
 ``max_reqs=1``: 512-token prompts, geometric outputs of mean 64, Poisson arrivals at load 0.8,
@@ -40,6 +41,8 @@ POLICIES = {
     "vllm": lambda b: qt.policies.VLLMVanilla(b),
     "static": lambda b: qt.policies.StaticPriority(512, [0]),
     "ft": lambda b: qt.policies.FasterTransformer(512),
+    # request-level FasterTransformer: cohorts of 64 (no KV-memory rule)
+    "ft-request": lambda b: qt.policies.FasterTransformer(512, mode="request", max_reqs=64),
     # (K_p, K_d)-FCFS around Sarathi, windows as wide as the budget
     "kfcfs": lambda b: qt.policies.KFCFS(qt.policies.Sarathi(512), 512, 512),
     # Chen et al.'s and Jaillet et al.'s schedulers need --memory
