@@ -343,15 +343,16 @@ def write_back_runs(engine, admitted, rows, runs, decoded, filled, recomputed, r
 
 
 def _range_max(values, lo, hi):
-    """``max(values[lo[i]:hi[i]])`` for every ``i`` (``hi > lo``), from a sparse table: the
-    maxima over spans of 2^j, each query two of them overlapping."""
+    """``max(values[lo[i]:hi[i]])`` for every ``i`` (``hi > lo``), from a sparse table built
+    one level at a time: level ``j`` holds the maxima over spans of 2^j, and a query of
+    length in [2^j, 2^(j+1)) is the larger of two of them, overlapping."""
     level = np.frexp(hi - lo)[1] - 1              # ⌊log2(hi − lo)⌋, exactly
-    table = [values]
-    while len(table) <= level.max():
-        half = 1 << (len(table) - 1)
-        table.append(np.maximum(table[-1][:-half], table[-1][half:]))
     out = np.empty(lo.size)
-    for j, row in enumerate(table):
+    row = values
+    for j in range(int(level.max()) + 1):
+        if j:
+            half = 1 << (j - 1)
+            row = np.maximum(row[:-half], row[half:])
         pick = np.flatnonzero(level == j)
         if pick.size:
             out[pick] = np.maximum(row[lo[pick]], row[hi[pick] - (1 << j)])
