@@ -120,8 +120,8 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
             m = b if b < D else D
             if kind == FT_ITERATION and R < m:
                 m = R
-        if not m and not plan:     # nothing can run (memory): idle until the next arrival
-            if admitted == n:
+        if not m and not plan:     # an empty batch (not met while every request fits in M
+            if admitted == n:      # alone): the engine waits for the next arrival
                 break
             t = arrival[admitted]
             continue
