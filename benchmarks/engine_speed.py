@@ -5,10 +5,10 @@ ShareGPT lengths shipped in ``queuetheory.data`` with ``--sharegpt``; the anchor
 (16.1 ms + 57.8 µs per prefill token + 39.5 µs per decode token, in µs); the arrival rate is
 set by the load (:meth:`Workload.from_lengths`); the real engines' first-token convention. The
 scheduler is one of ``POLICIES``; ``--memory M`` adds a KV-cache limit of ``M`` tokens
-(vLLM's recompute preemption). With ``--pyserq`` (Sarathi, vLLM, and StaticPriority with one
-class and KFCFS, which decide as FCFS Sarathi), pyserq runs the same trace in the same
-process, with the program ``tests/test_oracle_pyserq.py`` checks to be identical (its compile
-step not timed). Prints wall and CPU time, iterations/s and peak memory.
+(vLLM's recompute preemption). With ``--pyserq`` (Sarathi, vLLM, Orca, iteration-level
+FasterTransformer, and StaticPriority with one class and KFCFS, which decide as FCFS
+Sarathi), pyserq runs the same trace in the same process, with the program
+``tests/test_oracle_pyserq.py`` checks to be identical (its compile step not timed). Prints wall and CPU time, iterations/s and peak memory.
 
 ``--policy wait`` and ``nested-wait`` run Ao et al.'s schedulers in their paper's setting
 (:func:`ao_et_al`): their convention ``first_token="decode"``, output lengths binned by 50
@@ -45,6 +45,8 @@ POLICIES = {
     "vllm": lambda b: qt.policies.VLLMVanilla(b),
     "static": lambda b: qt.policies.StaticPriority(512, [0]),
     "ft": lambda b: qt.policies.FasterTransformer(512),
+    # request-level FasterTransformer: cohorts of 64 (no KV-memory rule)
+    "ft-request": lambda b: qt.policies.FasterTransformer(512, mode="request", max_reqs=64),
     # (K_p, K_d)-FCFS around Sarathi, windows as wide as the budget
     "kfcfs": lambda b: qt.policies.KFCFS(qt.policies.Sarathi(512), 512, 512),
     # static priority between two classes (CLASSES: each request drawn to one), class 1 first
@@ -63,7 +65,7 @@ CLASSES = {"static2": 2}
 # the pyserq program of the same scheduler, where the driver has one: StaticPriority with one
 # class and KFCFS with windows of at least the budget decide as FCFS Sarathi
 PYSERQ = {"sarathi": "SARATHI_FCFS", "vllm": "VLLM", "static": "SARATHI_FCFS",
-          "kfcfs": "SARATHI_FCFS"}
+          "kfcfs": "SARATHI_FCFS", "orca": "ORCA", "ft": "FASTER_TRANSFORMER"}
 
 
 def trace(n: int, sharegpt: bool, load: float, seed: int = 0):

@@ -48,6 +48,25 @@ VLLM = """
       if (batch.tokens == 0) { advance running; }
     }
 """
+# Orca: the prompts first (the running one part-way through its prefill, then new ones while
+# the budget lasts, the last chunked), then one decode token for each running request in
+# decode, oldest first, while the budget lasts.
+ORCA = """
+    scheduler {
+      advance running only (!decoding);
+      admit waiting while (running.preempted == 0) taking reqs (1), kv (request.known);
+      advance running only (decoding);
+    }
+"""
+# FasterTransformer (iteration-level): a decode-only batch whenever a request decodes, else a
+# prefill-only batch of prompts (the last chunked).
+FASTER_TRANSFORMER = """
+    scheduler {
+      advance running only (running.decoding > 0 ? decoding : !decoding);
+      admit waiting only (running.decoding > 0 ? decoding : !decoding)
+        while (running.preempted == 0) taking reqs (1), kv (request.known);
+    }
+"""
 
 PROGRAM = """
 fn main() {{

@@ -92,7 +92,7 @@ def test_idle_periods_and_simultaneous_arrivals_same_records(first_token):
 def test_rule_only_where_it_is_the_policy():
     wl = qt.Workload([qt.RequestClass(prompt=64, output=64, rate=2.0)])
     tm = ANCHOR_TIME
-    for policy, kw in [(Sarathi(512, order="sjf_decode"), {}), (Orca(512), {}),
+    for policy, kw in [(Sarathi(512, order="sjf_decode"), {}), (Orca(512, order="sjf_prompt"), {}),
                        (Sarathi(512, preemption="restart"), {"memory": 10_000}),
                        (Sarathi(512), {"token_budget": 256})]:
         engine = Engine(policy, tm, memory=kw.get("memory"),

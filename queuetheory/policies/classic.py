@@ -158,6 +158,11 @@ class Orca(_TokenBudgetPolicy):
         d = take_decodes(dec, self.token_budget - int(c.sum()), self._left(self.max_reqs, p.size))
         return self._finish(state, p, c, d)
 
+    def rule(self):
+        """FCFS Orca is the rule ``prefill_first_fill`` (with or without chunking, with
+        ``max_reqs`` and, under recompute preemption, a KV-memory limit)."""
+        return "prefill_first_fill" if self._proved() and self.order == "fcfs" else None
+
 
 class VLLMVanilla(_TokenBudgetPolicy):
     """Vanilla vLLM: prefill-prioritised, no mixed batches (Li, Dai, Peng).
@@ -210,6 +215,11 @@ class FasterTransformer(_TokenBudgetPolicy):
 
     def _reset(self):
         self._cohort = np.empty(0, dtype=np.int64)
+
+    def rule(self):
+        """FCFS FasterTransformer is the rule ``decode_priority`` in both modes (with
+        ``max_reqs`` and, iteration-level under recompute preemption, a KV-memory limit)."""
+        return "decode_priority" if self._proved() and self.order == "fcfs" else None
 
     def _schedule(self, state):
         if self.mode == "iteration":

@@ -40,6 +40,11 @@ for each class in priority order its decodes, then its prompt tokens in arrival 
 the budget lasts; with one class, FCFS Sarathi's rule (:mod:`.class_priority_fill`).
 KFCFS around FCFS Sarathi with windows of at least the budget decides as Sarathi and runs
 as ``decode_first_fill``.
+``"prefill_first_fill"`` (Orca with FCFS order) and ``"decode_priority"`` (FasterTransformer
+with FCFS order, iteration- and request-level): the requests that decode in an iteration are
+the oldest requests in decode, so each emits its tokens in runs of consecutive iterations
+(:mod:`~.decode_prefix`; :func:`~.prefill_first_fill.prefill_first_fill`,
+:func:`~.decode_priority.decode_priority`).
 
 The rules run with a token-count time model, prompts and outputs of at least one token, under
 either first-token convention, and with recompute preemption where memory is limited (the
@@ -52,8 +57,10 @@ from __future__ import annotations
 from .class_priority_fill import class_priority_runner
 from .cohorts import cohorts_runner
 from .decode_first_fill import decode_first_fill, decode_first_fill_memory
+from .decode_priority import decode_priority
 from .future_peak_admission import future_peak_admission_runner
 from .prefill_batches import prefill_batches
+from .prefill_first_fill import prefill_first_fill
 from .slo_slack import slo_slack_runner
 
 __all__ = ["bulk_runner", "RULES"]
@@ -75,6 +82,8 @@ RULES = {
     "slo_slack": slo_slack_runner,
     "cohorts": cohorts_runner,
     "class_priority_fill": class_priority_runner,
+    "prefill_first_fill": lambda engine, policy: prefill_first_fill,
+    "decode_priority": lambda engine, policy: decode_priority,
 }
 
 
