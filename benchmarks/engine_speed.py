@@ -8,7 +8,8 @@ scheduler is one of ``POLICIES``; ``--memory M`` adds a KV-cache limit of ``M`` 
 (vLLM's recompute preemption). With ``--pyserq`` (Sarathi, vLLM, Orca, iteration-level
 FasterTransformer, and StaticPriority with one class and KFCFS, which decide as FCFS
 Sarathi), pyserq runs the same trace in the same process, with the program
-``tests/test_oracle_pyserq.py`` checks to be identical (its compile step not timed). Prints wall and CPU time, iterations/s and peak memory.
+``tests/test_oracle_pyserq.py`` checks to be identical (its compile step not timed). Prints
+wall and CPU time, iterations/s and peak memory.
 
 ``--policy wait`` and ``nested-wait`` run Ao et al.'s schedulers in their paper's setting
 (:func:`ao_et_al`): their convention ``first_token="decode"``, output lengths binned by 50
