@@ -53,6 +53,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..policies.kvcache import durations, mcsf_schedule
+from .hindsight_search import order_search
 
 __all__ = ["HindsightResult", "hindsight_optimum", "hindsight_lower_bound",
            "hindsight_brute_force", "schedule_memory"]
@@ -146,13 +147,14 @@ def schedule_memory(starts, prompt, d, horizon=None) -> np.ndarray:
     return np.where((age >= 0) & (age < d[None, :]), s[None, :] + age, 0).sum(axis=1)
 
 
-def _grid(a, s, d, memory):
-    """The start window and memory rows shared by both formulations.
+def _grid(a, s, d, memory, deadline=None):
+    """The start window and memory rows shared by the formulations.
 
-    Returns the MC-SF upper bound and schedule, the (request, start round) pairs of the
+    Returns the heuristic's upper bound and schedule (:func:`_heuristic`, searching until
+    ``deadline``), the (request, start round) pairs of the
     time-indexed variables, the horizon and the sparse rows ``mem[t, v]`` = tokens variable
     ``v`` holds in round ``t``."""
-    upper, hint = _heuristic(a, s, d, memory)
+    upper, hint = _heuristic(a, s, d, memory, deadline)
     last = a + upper - (d.sum() - d) - d                  # latest useful start of each request
     rows = np.concatenate([np.full(int(last[i] - a[i] + 1), i) for i in range(a.size)])
     cols = np.concatenate([np.arange(a[i], last[i] + 1) for i in range(a.size)])
@@ -165,25 +167,46 @@ def _grid(a, s, d, memory):
     return upper, hint, rows, cols, horizon, mem
 
 
-def _heuristic(a, s, d, memory):
-    """TEL and start rounds of the best of a few feasible MC-SF variants (capped admissions
-    stagger starts)."""
+def _heuristic(a, s, d, memory, deadline=None):
+    """TEL and start rounds of the best feasible schedule found quickly: the best of a few
+    MC-SF variants (capped admissions stagger starts) improved by local search over start
+    orders (:func:`~queuetheory.bounds.hindsight_search.order_search`, stopped at
+    ``deadline``), each shape class in the order :func:`_same_shape` asks for."""
     # ``d`` is passed as the output under "ip", where durations equal outputs
     runs = [mcsf_schedule(a, s, d, memory, max_starts=q, order=order)
             for q in (None, 1, 2, 3) for order in ("output", "arrival")]
-    tels = [int((k + d - a).sum()) for k in runs]
-    best = int(np.argmin(tels))
-    return tels[best], runs[best]
+    best = runs[int(np.argmin([k.sum() for k in runs]))]
+    best = _canonical(order_search(a, s, d, memory, best, deadline=deadline), a, s, d)
+    return int((best + d - a).sum()), best
 
 
-def _twins(a, s, d) -> list:
-    """Pairs ``(i, j)``, ``i < j``, of identical requests (same a, s, d), consecutive ones."""
-    pairs = []
-    for i in range(a.size):
-        later = np.flatnonzero((a == a[i]) & (s == s[i]) & (d == d[i]) & (np.arange(a.size) > i))
-        if later.size:
-            pairs.append((i, int(later[0])))
-    return pairs
+def _shape_classes(a, s, d) -> list:
+    """Requests with the same prompt and rounds, each class in order of (arrival, index)."""
+    classes = {}
+    for i in np.lexsort((np.arange(a.size), a)):
+        classes.setdefault((int(s[i]), int(d[i])), []).append(int(i))
+    return [c for c in classes.values() if len(c) > 1]
+
+
+def _same_shape(a, s, d) -> list:
+    """Pairs ``(i, j)`` of requests with the same prompt and rounds, ``j`` next after ``i`` in
+    the order of (arrival, index): some optimal schedule starts ``i`` no later than ``j``.
+
+    Proof: deal a class's start rounds to its members in increasing order, sorted by
+    (arrival, index). The tokens held in every round are unchanged (the same profile at the
+    same start rounds), so is TEL (``Σ k − Σ a`` over the class), and no start precedes its
+    arrival: the ``m``-th smallest start round has ``m`` members of the class started by it,
+    hence arrived by it, so the ``m``-th smallest arrival is no later.
+    """
+    return [(c[m], c[m + 1]) for c in _shape_classes(a, s, d) for m in range(len(c) - 1)]
+
+
+def _canonical(starts, a, s, d) -> np.ndarray:
+    """``starts`` with each shape class's start rounds dealt as in :func:`_same_shape`."""
+    starts = starts.copy()
+    for c in _shape_classes(a, s, d):
+        starts[c] = np.sort(starts[c])
+    return starts
 
 
 def _program(a, s, d, memory, grid, relax: bool, floor=None):
@@ -200,7 +223,7 @@ def _program(a, s, d, memory, grid, relax: bool, floor=None):
     if relax:
         cons.append(x <= 1)
     else:
-        for i, j in _twins(a, s, d):            # identical requests start in index order
+        for i, j in _same_shape(a, s, d):
             w = np.where(rows == i, cols, 0) - np.where(rows == j, cols, 0)
             cons.append(w.astype(float) @ x <= 0)
     return cp.Problem(cp.Minimize(cost @ x), cons), x
@@ -224,12 +247,13 @@ def _remaining(deadline):
     return None if deadline is None else max(deadline - time.perf_counter(), 0.01)
 
 
-def _solve_cvxpy(a, s, d, memory, grid, name, relax, deadline):
-    floor = None
-    if not relax:                   # the MILP on the starts reduced-cost fixing leaves
-        lp, keep = _reduced_cost_fixing(a, s, d, memory, grid)
-        grid = grid[:2] + (grid[2][keep], grid[3][keep], grid[4], grid[5][:, keep])
-        floor = math.ceil(lp - 1e-6)
+def _restrict(grid, keep):
+    """``grid`` with only the time-indexed variables ``keep`` marks."""
+    return grid[:2] + (grid[2][keep], grid[3][keep], grid[4], grid[5][:, keep].tocsr())
+
+
+def _solve_cvxpy(a, s, d, memory, grid, name, relax, deadline, lp=None):
+    floor = None if relax else math.ceil(lp - 1e-6)
     prob, x = _program(a, s, d, memory, grid, relax, floor)
     rows, cols = grid[2], grid[3]
     limit = _remaining(deadline)
@@ -295,14 +319,14 @@ def _run_cpsat(model, workers, deadline):
     return solver, solver.solve(model)
 
 
-def _solve_cpsat(a, s, d, memory, grid, deadline, workers):
+def _solve_cpsat(a, s, d, memory, grid, lp, deadline, workers):
     from ortools.sat.python import cp_model
 
     _, hint, rows, cols, horizon, mem = grid
     n = a.size
-    last = np.array([cols[rows == i].max() for i in range(n)])
     model = cp_model.CpModel()
-    k = [model.new_int_var(int(a[i]), int(last[i]), f"k{i}") for i in range(n)]
+    k = [model.new_int_var_from_domain(cp_model.Domain.from_values(cols[rows == i].tolist()),
+                                       f"k{i}") for i in range(n)]
     intervals, heights = [], []
     for i in range(n):                    # s_i + t − k_i as d_i stacked fixed intervals
         for j in range(int(d[i])):
@@ -317,25 +341,26 @@ def _solve_cpsat(a, s, d, memory, grid, deadline, workers):
         mine = np.flatnonzero(rows == i)
         model.add_exactly_one(x[v] for v in mine)
         model.add(k[i] == sum(int(cols[v]) * x[v] for v in mine))
-    mem = mem.tocsr()
     _add_memory_rows(model, x, mem, horizon, memory)
-    for i, j in _twins(a, s, d):
+    for i, j in _same_shape(a, s, d):
         model.add(k[i] <= k[j])
     for i in range(n):
         model.add_hint(k[i], int(hint[i]))
+    offset = int((d - a).sum())
+    model.add(sum(k) >= math.ceil(lp - 1e-6) - offset)
     model.minimize(sum(k))
     solver, code = _run_cpsat(model, workers, deadline)
-    offset = float((d - a).sum())
     starts = (np.array([solver.value(v) for v in k], dtype=np.int64)
               if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None)
     starts, tel = _better(starts, grid, a, d)
     proven = code == cp_model.OPTIMAL
-    status = "optimal" if proven else "time_limit"
-    return tel, starts, status, proven, tel if proven else solver.best_objective_bound + offset
+    bound = solver.best_objective_bound + offset if code != cp_model.UNKNOWN else lp
+    return tel, starts, "optimal" if proven else "time_limit", proven, tel if proven else bound
 
 
 def _reduced_cost_fixing(a, s, d, memory, grid):
-    """LP bound and the time-indexed variables that may be 1 in a schedule with TEL ≤ MC-SF's.
+    """LP bound and the time-indexed variables that may be 1 in a schedule with TEL ≤ the
+    heuristic's.
 
     With the LP's duals, any feasible ``x`` costs at least ``LP + r_v`` when ``x_v = 1``
     (``r_v`` the reduced cost of ``x_v``); a variable is kept unless that exceeds the upper
@@ -351,16 +376,12 @@ def _reduced_cost_fixing(a, s, d, memory, grid):
     return float(prob.value), prob.value + reduced <= grid[0] + 0.5
 
 
-def _solve_cpsat_ti(a, s, d, memory, grid, deadline, workers):
+def _solve_cpsat_ti(a, s, d, memory, grid, lp, deadline, workers):
     from ortools.sat.python import cp_model
 
-    upper, hint, rows, cols, horizon, mem = grid
-    lp, keep = _reduced_cost_fixing(a, s, d, memory, grid)
-    kept = np.flatnonzero(keep)
-    rows, cols = rows[kept], cols[kept]
-    mem = mem[:, kept].tocsr()
+    _, hint, rows, cols, horizon, mem = grid
     model = cp_model.CpModel()
-    x = [model.new_bool_var(f"x{v}") for v in range(kept.size)]
+    x = [model.new_bool_var(f"x{v}") for v in range(rows.size)]
     for i in range(a.size):
         mine = np.flatnonzero(rows == i)
         model.add_exactly_one(x[v] for v in mine)
@@ -368,7 +389,7 @@ def _solve_cpsat_ti(a, s, d, memory, grid, deadline, workers):
             model.add_hint(x[v], int(cols[v] == hint[i]))
     _add_memory_rows(model, x, mem, horizon, memory)
     start = [sum(int(cols[v]) * x[v] for v in np.flatnonzero(rows == i)) for i in range(a.size)]
-    for i, j in _twins(a, s, d):
+    for i, j in _same_shape(a, s, d):
         model.add(start[i] <= start[j])
     tel = sum(int(c) * x[v] for v, c in enumerate(cols + d[rows] - a[rows]))
     model.add(tel >= math.ceil(lp - 1e-6))
@@ -385,6 +406,10 @@ def _solve_cpsat_ti(a, s, d, memory, grid, deadline, workers):
     return tel, starts, "optimal" if proven else "time_limit", proven, tel if proven else bound
 
 
+SEARCH_SHARE = 0.15
+"""Share of ``time_limit`` the local search for the upper bound may use (see :func:`_heuristic`)."""
+
+
 def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limit,
            workers=1):
     start = time.perf_counter()
@@ -396,16 +421,28 @@ def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limi
     name = solver if cpsat else _pick_solver(solver, not relax)
     if a.size == 0:
         return HindsightResult(0.0, a, "optimal", 0.0, a, 0, 0.0, name, True, 0.0)
-    grid = _grid(a, s, d, memory)
     deadline = None if time_limit is None else start + time_limit
+    grid = _grid(a, s, d, memory,
+                 None if time_limit is None else start + SEARCH_SHARE * time_limit)
+    if relax:
+        tel, starts, status, _, _ = _solve_cvxpy(a, s, d, memory, grid, name, True, deadline)
+        return HindsightResult(tel, starts, status, time.perf_counter() - start, starts + d,
+                               grid[4], float(grid[0]), name, status == "optimal", 0.0)
+    lp, keep = _reduced_cost_fixing(a, s, d, memory, grid)
+    grid = _restrict(grid, keep)
     if name == "cpsat":
-        out = _solve_cpsat(a, s, d, memory, grid, deadline, int(workers))
+        out = _solve_cpsat(a, s, d, memory, grid, lp, deadline, int(workers))
     elif name == "cpsat-ti":
-        out = _solve_cpsat_ti(a, s, d, memory, grid, deadline, int(workers))
+        out = _solve_cpsat_ti(a, s, d, memory, grid, lp, deadline, int(workers))
     else:
-        out = _solve_cvxpy(a, s, d, memory, grid, name, relax, deadline)
+        out = _solve_cvxpy(a, s, d, memory, grid, name, False, deadline, lp)
     tel, starts, status, proven, bound = out
-    gap = 0.0 if proven or relax else _gap(tel, bound, d)
+    # TEL is an integer; the LP bound holds whatever the solver reached, and a schedule
+    # meeting the bound is optimal
+    bound = math.ceil(max(bound, lp) - 1e-6) if np.isfinite(bound) else math.ceil(lp - 1e-6)
+    if tel <= bound:
+        proven, status = True, "optimal"
+    gap = 0.0 if proven else _gap(tel, bound, d)
     return HindsightResult(tel, starts, status, time.perf_counter() - start, starts + d,
                            grid[4], float(grid[0]), name, proven, gap)
 
