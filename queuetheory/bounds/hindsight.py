@@ -53,6 +53,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..policies.kvcache import durations, mcsf_schedule
+from .hindsight_cuts import completion_caps
 from .hindsight_search import order_search
 
 __all__ = ["HindsightResult", "hindsight_optimum", "hindsight_lower_bound",
@@ -147,14 +148,15 @@ def schedule_memory(starts, prompt, d, horizon=None) -> np.ndarray:
     return np.where((age >= 0) & (age < d[None, :]), s[None, :] + age, 0).sum(axis=1)
 
 
-def _grid(a, s, d, memory, deadline=None):
-    """The start window and memory rows shared by the formulations.
+def _grid(a, s, d, memory, search_deadline=None, caps_deadline=None):
+    """The start window, memory rows and completion-count cuts shared by the formulations.
 
     Returns the heuristic's upper bound and schedule (:func:`_heuristic`, searching until
-    ``deadline``), the (request, start round) pairs of the
-    time-indexed variables, the horizon and the sparse rows ``mem[t, v]`` = tokens variable
-    ``v`` holds in round ``t``."""
-    upper, hint = _heuristic(a, s, d, memory, deadline)
+    ``search_deadline``), the (request, start round) pairs of the time-indexed variables,
+    the horizon, the sparse rows ``mem[t, v]`` = tokens variable ``v`` holds in round ``t``,
+    and the cuts ``caps @ x ≤ cap_rhs`` of :func:`~queuetheory.bounds.hindsight_cuts.
+    completion_caps` (computed until ``caps_deadline``)."""
+    upper, hint = _heuristic(a, s, d, memory, search_deadline)
     last = a + upper - (d.sum() - d) - d                  # latest useful start of each request
     rows = np.concatenate([np.full(int(last[i] - a[i] + 1), i) for i in range(a.size)])
     cols = np.concatenate([np.arange(a[i], last[i] + 1) for i in range(a.size)])
@@ -164,7 +166,14 @@ def _grid(a, s, d, memory, deadline=None):
     rep = np.repeat(np.arange(nv), dv)
     age = np.arange(int(dv.sum())) - np.repeat(np.cumsum(dv) - dv, dv)
     mem = sp.csr_matrix((s[rows][rep] + age, (cols[rep] + age, rep)), shape=(horizon, nv))
-    return upper, hint, rows, cols, horizon, mem
+    caps = completion_caps(s, d, memory, deadline=caps_deadline)
+    done = [np.flatnonzero(cols + d[rows] <= t) for t, _ in caps]   # complete by round t
+    cap = sp.csr_matrix((np.ones(sum(v.size for v in done)),
+                         (np.repeat(np.arange(len(caps)), [v.size for v in done]),
+                          np.concatenate(done + [np.zeros(0, np.int64)]))),
+                        shape=(len(caps), nv))
+    cap_rhs = np.array([m for _, m in caps], dtype=float)
+    return upper, hint, rows, cols, horizon, mem, cap, cap_rhs
 
 
 def _heuristic(a, s, d, memory, deadline=None):
@@ -212,12 +221,12 @@ def _canonical(starts, a, s, d) -> np.ndarray:
 def _program(a, s, d, memory, grid, relax: bool, floor=None):
     """The B.1 program as cvxpy data on ``grid`` (TEL ≥ ``floor`` if given); returns
     (problem, x)."""
-    _, _, rows, cols, _, mem = grid
+    _, _, rows, cols, _, mem, cap, cap_rhs = grid
     nv = rows.size
     x = cp.Variable(nv, boolean=not relax, nonneg=relax)
     assign = sp.csr_matrix((np.ones(nv), (rows, np.arange(nv))), shape=(a.size, nv))
     cost = (cols + d[rows] - a[rows]).astype(float)
-    cons = [assign @ x == 1, mem @ x <= memory]
+    cons = [assign @ x == 1, mem @ x <= memory, cap @ x <= cap_rhs]
     if floor is not None:
         cons.append(cost @ x >= floor)
     if relax:
@@ -249,7 +258,8 @@ def _remaining(deadline):
 
 def _restrict(grid, keep):
     """``grid`` with only the time-indexed variables ``keep`` marks."""
-    return grid[:2] + (grid[2][keep], grid[3][keep], grid[4], grid[5][:, keep].tocsr())
+    return grid[:2] + (grid[2][keep], grid[3][keep], grid[4], grid[5][:, keep].tocsr(),
+                       grid[6][:, keep].tocsr(), grid[7])
 
 
 def _solve_cvxpy(a, s, d, memory, grid, name, relax, deadline, lp=None):
@@ -296,14 +306,14 @@ def _gap(tel, bound, d) -> float:
     return max(tel - bound, 0.0) / max(tel, 1.0)
 
 
-def _add_memory_rows(model, x, mem, horizon, memory):
-    """The time-indexed memory rows ``Σ_v mem[t, v] x_v ≤ M`` on CP-SAT Booleans ``x``, one
-    per round ``t < horizon`` (``mem`` in CSR), leaving out rounds that cannot overflow."""
-    for t in range(horizon):
-        lo, hi = mem.indptr[t], mem.indptr[t + 1]
-        if mem.data[lo:hi].sum() > memory:
-            model.add(sum(int(w) * x[v] for w, v in zip(mem.data[lo:hi], mem.indices[lo:hi],
-                                                        strict=True)) <= memory)
+def _add_rows(model, x, rows, rhs):
+    """The rows ``Σ_v rows[r, v] x_v ≤ rhs[r]`` (``rows`` in CSR) on CP-SAT Booleans ``x``,
+    leaving out those that cannot be violated."""
+    for r in range(rows.shape[0]):
+        lo, hi = rows.indptr[r], rows.indptr[r + 1]
+        if rows.data[lo:hi].sum() > rhs[r]:
+            model.add(sum(int(w) * x[v] for w, v in zip(rows.data[lo:hi], rows.indices[lo:hi],
+                                                        strict=True)) <= int(rhs[r]))
 
 
 def _run_cpsat(model, workers, deadline):
@@ -322,7 +332,7 @@ def _run_cpsat(model, workers, deadline):
 def _solve_cpsat(a, s, d, memory, grid, lp, deadline, workers):
     from ortools.sat.python import cp_model
 
-    _, hint, rows, cols, horizon, mem = grid
+    _, hint, rows, cols, horizon, mem, cap, cap_rhs = grid
     n = a.size
     model = cp_model.CpModel()
     k = [model.new_int_var_from_domain(cp_model.Domain.from_values(cols[rows == i].tolist()),
@@ -341,7 +351,8 @@ def _solve_cpsat(a, s, d, memory, grid, lp, deadline, workers):
         mine = np.flatnonzero(rows == i)
         model.add_exactly_one(x[v] for v in mine)
         model.add(k[i] == sum(int(cols[v]) * x[v] for v in mine))
-    _add_memory_rows(model, x, mem, horizon, memory)
+    _add_rows(model, x, mem, np.full(horizon, memory))
+    _add_rows(model, x, cap, cap_rhs)
     for i, j in _same_shape(a, s, d):
         model.add(k[i] <= k[j])
     for i in range(n):
@@ -367,19 +378,20 @@ def _reduced_cost_fixing(a, s, d, memory, grid):
     bound (with a margin of half a round: keeping one too many is always safe)."""
     prob, _ = _program(a, s, d, memory, grid, relax=True)
     prob.solve(solver=_pick_solver(None, False))
-    assign, mem = prob.constraints[0], prob.constraints[1]
+    assign, mem, cap = prob.constraints[:3]
     if prob.status != "optimal" or assign.dual_value is None:
         return float(d.sum()), np.ones(grid[2].size, bool)
     rows, cols = grid[2], grid[3]
     cost = (cols + d[rows] - a[rows]).astype(float)
-    reduced = cost + assign.dual_value[rows] + grid[5].T @ mem.dual_value
+    reduced = (cost + assign.dual_value[rows] + grid[5].T @ mem.dual_value
+               + grid[6].T @ np.atleast_1d(cap.dual_value))
     return float(prob.value), prob.value + reduced <= grid[0] + 0.5
 
 
 def _solve_cpsat_ti(a, s, d, memory, grid, lp, deadline, workers):
     from ortools.sat.python import cp_model
 
-    _, hint, rows, cols, horizon, mem = grid
+    _, hint, rows, cols, horizon, mem, cap, cap_rhs = grid
     model = cp_model.CpModel()
     x = [model.new_bool_var(f"x{v}") for v in range(rows.size)]
     for i in range(a.size):
@@ -387,7 +399,8 @@ def _solve_cpsat_ti(a, s, d, memory, grid, lp, deadline, workers):
         model.add_exactly_one(x[v] for v in mine)
         for v in mine:
             model.add_hint(x[v], int(cols[v] == hint[i]))
-    _add_memory_rows(model, x, mem, horizon, memory)
+    _add_rows(model, x, mem, np.full(horizon, memory))
+    _add_rows(model, x, cap, cap_rhs)
     start = [sum(int(cols[v]) * x[v] for v in np.flatnonzero(rows == i)) for i in range(a.size)]
     for i, j in _same_shape(a, s, d):
         model.add(start[i] <= start[j])
@@ -406,8 +419,9 @@ def _solve_cpsat_ti(a, s, d, memory, grid, lp, deadline, workers):
     return tel, starts, "optimal" if proven else "time_limit", proven, tel if proven else bound
 
 
-SEARCH_SHARE = 0.15
-"""Share of ``time_limit`` the local search for the upper bound may use (see :func:`_heuristic`)."""
+SEARCH_SHARE, CAPS_SHARE = 0.1, 0.15
+"""Shares of ``time_limit`` for the local search (:func:`_heuristic`) and for the
+completion-count cuts (:func:`~queuetheory.bounds.hindsight_cuts.completion_caps`)."""
 
 
 def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limit,
@@ -422,8 +436,8 @@ def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limi
     if a.size == 0:
         return HindsightResult(0.0, a, "optimal", 0.0, a, 0, 0.0, name, True, 0.0)
     deadline = None if time_limit is None else start + time_limit
-    grid = _grid(a, s, d, memory,
-                 None if time_limit is None else start + SEARCH_SHARE * time_limit)
+    share = (lambda f: None) if time_limit is None else (lambda f: start + f * time_limit)
+    grid = _grid(a, s, d, memory, share(SEARCH_SHARE), share(SEARCH_SHARE + CAPS_SHARE))
     if relax:
         tel, starts, status, _, _ = _solve_cvxpy(a, s, d, memory, grid, name, True, deadline)
         return HindsightResult(tel, starts, status, time.perf_counter() - start, starts + d,
