@@ -11,32 +11,40 @@ tokens. With ``x_{i,k} = 1`` iff ``i`` starts in round ``k`` the integer program
          x ∈ {0, 1}
 
 — the paper's bilinear constraint (3) written linearly, and its objective ``Σ (p_i + o_i)``
-less the constant ``Σ a_i``. Start rounds are limited to a window that provably contains
-every schedule at least as good as MC-SF's (``c_i ≤ a_i + UB − Σ_{j≠i} d_j``), and
-identical requests start in index order (symmetry breaking). The LP relaxation is a lower
-bound on the optimum (:func:`hindsight_lower_bound`); :func:`hindsight_brute_force` solves
-tiny instances by dynamic programming over rounds, independently of the MILP.
+less the constant ``Σ a_i``. Every formulation starts from the same preparation:
 
-Two exact formulations solve the same program (``solver=``):
+1. an upper bound ``UB``: the best MC-SF variant improved by local search over start orders
+   (:mod:`queuetheory.bounds.hindsight_search`); start rounds are limited to a window that
+   provably contains every schedule at least that good (``c_i ≤ a_i + UB − Σ_{j≠i} d_j``);
+2. requests of the same prompt and rounds start in the order of their arrivals (symmetry
+   breaking, proved in :func:`_same_shape`);
+3. completion-count cuts (:mod:`queuetheory.bounds.hindsight_cuts`): at most ``m`` requests
+   complete by round ``t``, from exact makespans of the shortest requests;
+4. reduced-cost fixing: the LP relaxation (value ``LP``, reduced costs ``r_{i,k}``) shows
+   that every schedule with ``x_{i,k} = 1`` costs at least ``LP + r_{i,k}``, so a start with
+   ``LP + r_{i,k}`` above ``UB`` is dropped (no optimal schedule uses it); ``⌈LP⌉`` bounds the
+   objective, and a schedule meeting it is optimal.
+
+The LP relaxation (with the cuts) is a lower bound on the optimum
+(:func:`hindsight_lower_bound`); :func:`hindsight_brute_force` solves tiny instances by
+dynamic programming over rounds, independently of the programs. Three exact formulations
+solve the prepared program (``solver=``):
 
 * ``"milp"`` — the time-indexed MILP above, HiGHS through cvxpy (or any cvxpy MILP solver
-  named directly, e.g. ``"SCIPY"``), on the start rounds that reduced-cost fixing leaves (see
-  ``"cpsat-ti"``) and with ``TEL ≥ ⌈LP⌉``;
+  named directly, e.g. ``"SCIPY"``);
 * ``"cpsat"`` — OR-Tools CP-SAT on integer start rounds ``k_i``. The growing profile
   ``s_i + t − k_i`` over rounds ``k_i … k_i + d_i − 1`` is split exactly into ``d_i`` fixed
   intervals sharing the start variable: height ``s_i`` on ``[k_i, k_i + d_i)`` and height 1 on
   ``[k_i + j, k_i + d_i)`` for ``j = 1 … d_i − 1`` (at round ``t`` the covering ones sum to
   ``s_i + t − k_i``), all in one cumulative of capacity ``M``. The time-indexed rows are added
-  as a redundant linear relaxation (``k_i = Σ_k k x_{i,k}``) and MC-SF's schedule is the hint;
+  as a redundant linear relaxation (``k_i = Σ_k k x_{i,k}``);
 * ``"cpsat-ti"`` — CP-SAT on the time-indexed Booleans ``x_{i,k}`` themselves (one
-  ``exactly_one`` per request, one linear memory row per round) after reduced-cost fixing:
-  the LP relaxation (value ``LP``, reduced costs ``r_{i,k}``) shows that every schedule with
-  ``x_{i,k} = 1`` costs at least ``LP + r_{i,k}``, so a start with ``LP + r_{i,k}`` above
-  MC-SF's TEL is dropped (no optimal schedule uses it); ``⌈LP⌉`` bounds the objective and
-  MC-SF's schedule is the hint.
+  ``exactly_one`` per request, one linear row per round and per cut).
 
-All three honour ``time_limit`` (the solver's own limit, less the model-building time) and report
-whether the optimum is proven and the relative gap ``(TEL − bound) / TEL``.
+The CP-SAT models take the ``UB`` schedule as their hint. All three honour ``time_limit``
+(the solver's own limit, less the preparation) and report whether the optimum is proven and
+the relative gap ``(TEL − bound) / TEL``, the bound being the better of the solver's and
+``⌈LP⌉``.
 """
 
 from __future__ import annotations
@@ -436,7 +444,9 @@ def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limi
     if a.size == 0:
         return HindsightResult(0.0, a, "optimal", 0.0, a, 0, 0.0, name, True, 0.0)
     deadline = None if time_limit is None else start + time_limit
-    share = (lambda f: None) if time_limit is None else (lambda f: start + f * time_limit)
+    def share(fraction):
+        return None if time_limit is None else start + fraction * time_limit
+
     grid = _grid(a, s, d, memory, share(SEARCH_SHARE), share(SEARCH_SHARE + CAPS_SHARE))
     if relax:
         tel, starts, status, _, _ = _solve_cvxpy(a, s, d, memory, grid, name, True, deadline)
@@ -474,11 +484,13 @@ def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solve
         CP-SAT, cumulative profile), ``"cpsat-ti"`` (CP-SAT on the time-indexed Booleans
         after LP reduced-cost fixing) or a cvxpy MILP solver name; default
         :data:`DEFAULT_SOLVER`, chosen by ``benchmarks/jaillet2025_hindsight.py``
-    time_limit : seconds, model building included; on a time-out ``proven`` is False, the
-        schedule is the better of the solver's best and MC-SF's (both feasible) and ``gap``
-        bounds its distance to the optimum. HiGHS checks its limit between phases and may
-        overrun it by seconds from n ≈ 40 (presolve, root LP); CP-SAT keeps to it
-        (``"cpsat-ti"`` after its LP relaxation, which HiGHS solves unlimited: < 1 s at n = 20)
+    time_limit : seconds, preparation included (the local search takes at most
+        :data:`SEARCH_SHARE` of it, the cuts :data:`CAPS_SHARE` more); on a time-out
+        ``proven`` is False, the schedule is the better of the solver's best and the
+        upper-bound schedule (both feasible) and ``gap`` bounds its distance to the optimum.
+        HiGHS checks its limit between phases and may overrun it by seconds from n ≈ 40
+        (presolve, root LP); CP-SAT keeps to it. The LP relaxation of the fixing step runs
+        unlimited (HiGHS: well under a second at n = 20)
     workers : CP-SAT's ``num_workers`` (the MILP uses HiGHS's default)
     """
     return _solve(arrival, prompt, output, memory, convention,
