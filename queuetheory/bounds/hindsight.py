@@ -79,10 +79,10 @@ class HindsightResult:
 
     ``starts`` are integers for the exact solvers and the brute force; for the LP relaxation
     they are the fractional mean start rounds ``Σ_k k x_{i,k}``. ``upper`` is the TEL of the
-    feasible MC-SF schedule that fixed the horizon. ``proven``: the solver proved
-    ``total_latency`` optimal; ``gap``: ``(total_latency − best bound) / total_latency``
-    (0 when proven; the bound is the solver's, or ``Σ d_i`` when it has none); ``solver`` names the
-    formulation or cvxpy solver that ran.
+    feasible schedule (MC-SF improved by local search) that fixed the horizon. ``proven``:
+    ``total_latency`` is proven optimal (by the solver, or by meeting ``⌈LP⌉``); ``gap``:
+    ``(total_latency − best bound) / total_latency`` (0 when proven; the bound is the better
+    of the solver's and ``⌈LP⌉``); ``solver`` names the formulation or cvxpy solver that ran.
     """
 
     total_latency: float
@@ -499,7 +499,8 @@ def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solve
 
 def hindsight_lower_bound(arrival, prompt, output, memory, *, convention="ip", solver=None,
                           time_limit=None) -> HindsightResult:
-    """The LP relaxation of :func:`hindsight_optimum`: ``total_latency`` ≤ the optimum."""
+    """The LP relaxation of :func:`hindsight_optimum`'s time-indexed program, with its
+    completion-count cuts: ``total_latency`` ≤ the optimum."""
     if solver in ("cpsat", "cpsat-ti"):
         raise ValueError(f"solver={solver!r}: the LP relaxation needs an LP solver (a cvxpy name)")
     return _solve(arrival, prompt, output, memory, convention, solver, True, time_limit)
