@@ -308,8 +308,8 @@ def _better(starts, grid, a, d):
 
 
 def _gap(tel, bound, d) -> float:
-    """Relative gap to the solver's bound, or to ``Σ d_i`` (no request finishes sooner than
-    its rounds) where that is better or the solver has none."""
+    """Relative gap to ``bound`` (the solver's or ⌈LP⌉), or to ``Σ d_i`` (no request finishes
+    sooner than its rounds) where that is better."""
     bound = max(bound, float(d.sum())) if np.isfinite(bound) else float(d.sum())
     return max(tel - bound, 0.0) / max(tel, 1.0)
 
@@ -444,6 +444,7 @@ def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limi
     if a.size == 0:
         return HindsightResult(0.0, a, "optimal", 0.0, a, 0, 0.0, name, True, 0.0)
     deadline = None if time_limit is None else start + time_limit
+
     def share(fraction):
         return None if time_limit is None else start + fraction * time_limit
 
