@@ -10,6 +10,8 @@ from queuetheory.bounds import (
     hindsight_optimum,
     schedule_memory,
 )
+from queuetheory.bounds.hindsight_cuts import completion_caps
+from queuetheory.bounds.hindsight_search import order_search, place_in_order
 from queuetheory.policies.kvcache import durations, mcsf_schedule
 
 
@@ -120,3 +122,61 @@ def test_bad_solver_and_convention():
         hindsight_optimum([0], [1], [1], 5, convention="C2")
     with pytest.raises(ValueError, match="max_requests"):
         hindsight_brute_force(np.zeros(9, int), np.ones(9, int), np.ones(9, int), 5)
+
+
+def _all_feasible_schedules(a, s, d, M, span):
+    """Every start vector with a_i ≤ k_i < a_i + span that keeps memory ≤ M (tiny n)."""
+    grids = np.meshgrid(*[np.arange(ai, ai + span) for ai in a], indexing="ij")
+    starts = np.stack([g.reshape(-1) for g in grids], axis=1)
+    t = np.arange(int(a.max() + span + d.max()))[None, :, None]
+    age = t - starts[:, None, :]
+    held = np.where((age >= 0) & (age < d), s + age, 0).sum(axis=2)
+    return starts[held.max(axis=1) <= M]
+
+
+def test_completion_caps_hold_in_every_feasible_schedule():
+    rng = np.random.default_rng(3)
+    checked = 0
+    for _ in range(30):
+        n = int(rng.integers(2, 5))
+        a, s = rng.integers(0, 3, n), rng.integers(0, 3, n)
+        d = rng.integers(1, 6, n)
+        M = int(max((s + d - 1).max(), rng.integers(3, 9)))
+        caps = completion_caps(s, d, M)
+        if not caps:
+            continue
+        done = _all_feasible_schedules(a, s, d, M, span=7) + d       # completions
+        for t, m in caps:
+            assert (done <= t).sum(axis=1).max() <= m
+        checked += len(caps)
+    assert checked >= 10                   # the cuts bind somewhere
+
+
+def test_local_search_schedules_are_feasible_and_no_worse():
+    rng = np.random.default_rng(4)
+    for _ in range(10):
+        n = int(rng.integers(3, 12))
+        a, s, o = np.sort(rng.integers(0, 6, n)), rng.integers(0, 4, n), rng.integers(1, 9, n)
+        M = 16
+        start = mcsf_schedule(a, s, o, M)
+        found = order_search(a, s, o, M, start, seed=1)
+        assert np.all(found >= a) and schedule_memory(found, s, o).max() <= M
+        assert found.sum() <= start.sum()
+        placed = place_in_order(rng.permutation(n), a, s, o, M)
+        assert np.all(placed >= a) and schedule_memory(placed, s, o).max() <= M
+
+
+@pytest.mark.parametrize("solver", ["milp", "cpsat", "cpsat-ti"])
+def test_same_shape_requests_with_different_arrivals_match_dynamic_program(solver):
+    # classes of equal (prompt, rounds) whose members arrive at different rounds: the
+    # symmetry breaking orders them by arrival
+    rng = np.random.default_rng(6)
+    for _ in range(6):
+        n = int(rng.integers(3, 6))
+        shapes = rng.integers(0, 2, n)
+        a = np.sort(rng.integers(0, 4, n))
+        s, o = np.where(shapes, 2, 1), np.where(shapes, 3, 4)
+        M = int(rng.integers(5, 9))
+        res = hindsight_optimum(a, s, o, M, solver=solver)
+        dp = hindsight_brute_force(a, s, o, M)
+        assert res.proven and res.total_latency == dp.total_latency

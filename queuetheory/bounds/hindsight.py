@@ -11,32 +11,40 @@ tokens. With ``x_{i,k} = 1`` iff ``i`` starts in round ``k`` the integer program
          x ∈ {0, 1}
 
 — the paper's bilinear constraint (3) written linearly, and its objective ``Σ (p_i + o_i)``
-less the constant ``Σ a_i``. Start rounds are limited to a window that provably contains
-every schedule at least as good as MC-SF's (``c_i ≤ a_i + UB − Σ_{j≠i} d_j``), and
-identical requests start in index order (symmetry breaking). The LP relaxation is a lower
-bound on the optimum (:func:`hindsight_lower_bound`); :func:`hindsight_brute_force` solves
-tiny instances by dynamic programming over rounds, independently of the MILP.
+less the constant ``Σ a_i``. Every formulation starts from the same preparation:
 
-Two exact formulations solve the same program (``solver=``):
+1. an upper bound ``UB``: the best MC-SF variant improved by local search over start orders
+   (:mod:`queuetheory.bounds.hindsight_search`); start rounds are limited to a window that
+   provably contains every schedule at least that good (``c_i ≤ a_i + UB − Σ_{j≠i} d_j``);
+2. requests of the same prompt and rounds start in the order of their arrivals (symmetry
+   breaking, proved in :func:`_same_shape`);
+3. completion-count cuts (:mod:`queuetheory.bounds.hindsight_cuts`): at most ``m`` requests
+   complete by round ``t``, from exact makespans of the shortest requests;
+4. reduced-cost fixing: the LP relaxation (value ``LP``, reduced costs ``r_{i,k}``) shows
+   that every schedule with ``x_{i,k} = 1`` costs at least ``LP + r_{i,k}``, so a start with
+   ``LP + r_{i,k}`` above ``UB`` is dropped (no optimal schedule uses it); ``⌈LP⌉`` bounds the
+   objective, and a schedule meeting it is optimal.
+
+The LP relaxation (with the cuts) is a lower bound on the optimum
+(:func:`hindsight_lower_bound`); :func:`hindsight_brute_force` solves tiny instances by
+dynamic programming over rounds, independently of the programs. Three exact formulations
+solve the prepared program (``solver=``):
 
 * ``"milp"`` — the time-indexed MILP above, HiGHS through cvxpy (or any cvxpy MILP solver
-  named directly, e.g. ``"SCIPY"``), on the start rounds that reduced-cost fixing leaves (see
-  ``"cpsat-ti"``) and with ``TEL ≥ ⌈LP⌉``;
+  named directly, e.g. ``"SCIPY"``);
 * ``"cpsat"`` — OR-Tools CP-SAT on integer start rounds ``k_i``. The growing profile
   ``s_i + t − k_i`` over rounds ``k_i … k_i + d_i − 1`` is split exactly into ``d_i`` fixed
   intervals sharing the start variable: height ``s_i`` on ``[k_i, k_i + d_i)`` and height 1 on
   ``[k_i + j, k_i + d_i)`` for ``j = 1 … d_i − 1`` (at round ``t`` the covering ones sum to
   ``s_i + t − k_i``), all in one cumulative of capacity ``M``. The time-indexed rows are added
-  as a redundant linear relaxation (``k_i = Σ_k k x_{i,k}``) and MC-SF's schedule is the hint;
+  as a redundant linear relaxation (``k_i = Σ_k k x_{i,k}``);
 * ``"cpsat-ti"`` — CP-SAT on the time-indexed Booleans ``x_{i,k}`` themselves (one
-  ``exactly_one`` per request, one linear memory row per round) after reduced-cost fixing:
-  the LP relaxation (value ``LP``, reduced costs ``r_{i,k}``) shows that every schedule with
-  ``x_{i,k} = 1`` costs at least ``LP + r_{i,k}``, so a start with ``LP + r_{i,k}`` above
-  MC-SF's TEL is dropped (no optimal schedule uses it); ``⌈LP⌉`` bounds the objective and
-  MC-SF's schedule is the hint.
+  ``exactly_one`` per request, one linear row per round and per cut).
 
-All three honour ``time_limit`` (the solver's own limit, less the model-building time) and report
-whether the optimum is proven and the relative gap ``(TEL − bound) / TEL``.
+The CP-SAT models take the ``UB`` schedule as their hint. All three honour ``time_limit``
+(the solver's own limit, less the preparation) and report whether the optimum is proven and
+the relative gap ``(TEL − bound) / TEL``, the bound being the better of the solver's and
+``⌈LP⌉``.
 """
 
 from __future__ import annotations
@@ -53,6 +61,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..policies.kvcache import durations, mcsf_schedule
+from .hindsight_cuts import completion_caps
+from .hindsight_search import order_search
 
 __all__ = ["HindsightResult", "hindsight_optimum", "hindsight_lower_bound",
            "hindsight_brute_force", "schedule_memory"]
@@ -69,10 +79,10 @@ class HindsightResult:
 
     ``starts`` are integers for the exact solvers and the brute force; for the LP relaxation
     they are the fractional mean start rounds ``Σ_k k x_{i,k}``. ``upper`` is the TEL of the
-    feasible MC-SF schedule that fixed the horizon. ``proven``: the solver proved
-    ``total_latency`` optimal; ``gap``: ``(total_latency − best bound) / total_latency``
-    (0 when proven; the bound is the solver's, or ``Σ d_i`` when it has none); ``solver`` names the
-    formulation or cvxpy solver that ran.
+    feasible schedule (MC-SF improved by local search) that fixed the horizon. ``proven``:
+    ``total_latency`` is proven optimal (by the solver, or by meeting ``⌈LP⌉``); ``gap``:
+    ``(total_latency − best bound) / total_latency`` (0 when proven; the bound is the better
+    of the solver's and ``⌈LP⌉``); ``solver`` names the formulation or cvxpy solver that ran.
     """
 
     total_latency: float
@@ -146,13 +156,15 @@ def schedule_memory(starts, prompt, d, horizon=None) -> np.ndarray:
     return np.where((age >= 0) & (age < d[None, :]), s[None, :] + age, 0).sum(axis=1)
 
 
-def _grid(a, s, d, memory):
-    """The start window and memory rows shared by both formulations.
+def _grid(a, s, d, memory, search_deadline=None, caps_deadline=None):
+    """The start window, memory rows and completion-count cuts shared by the formulations.
 
-    Returns the MC-SF upper bound and schedule, the (request, start round) pairs of the
-    time-indexed variables, the horizon and the sparse rows ``mem[t, v]`` = tokens variable
-    ``v`` holds in round ``t``."""
-    upper, hint = _heuristic(a, s, d, memory)
+    Returns the heuristic's upper bound and schedule (:func:`_heuristic`, searching until
+    ``search_deadline``), the (request, start round) pairs of the time-indexed variables,
+    the horizon, the sparse rows ``mem[t, v]`` = tokens variable ``v`` holds in round ``t``,
+    and the cuts ``caps @ x ≤ cap_rhs`` of :func:`~queuetheory.bounds.hindsight_cuts.
+    completion_caps` (computed until ``caps_deadline``)."""
+    upper, hint = _heuristic(a, s, d, memory, search_deadline)
     last = a + upper - (d.sum() - d) - d                  # latest useful start of each request
     rows = np.concatenate([np.full(int(last[i] - a[i] + 1), i) for i in range(a.size)])
     cols = np.concatenate([np.arange(a[i], last[i] + 1) for i in range(a.size)])
@@ -162,45 +174,73 @@ def _grid(a, s, d, memory):
     rep = np.repeat(np.arange(nv), dv)
     age = np.arange(int(dv.sum())) - np.repeat(np.cumsum(dv) - dv, dv)
     mem = sp.csr_matrix((s[rows][rep] + age, (cols[rep] + age, rep)), shape=(horizon, nv))
-    return upper, hint, rows, cols, horizon, mem
+    caps = completion_caps(s, d, memory, deadline=caps_deadline)
+    done = [np.flatnonzero(cols + d[rows] <= t) for t, _ in caps]   # complete by round t
+    cap = sp.csr_matrix((np.ones(sum(v.size for v in done)),
+                         (np.repeat(np.arange(len(caps)), [v.size for v in done]),
+                          np.concatenate(done + [np.zeros(0, np.int64)]))),
+                        shape=(len(caps), nv))
+    cap_rhs = np.array([m for _, m in caps], dtype=float)
+    return upper, hint, rows, cols, horizon, mem, cap, cap_rhs
 
 
-def _heuristic(a, s, d, memory):
-    """TEL and start rounds of the best of a few feasible MC-SF variants (capped admissions
-    stagger starts)."""
+def _heuristic(a, s, d, memory, deadline=None):
+    """TEL and start rounds of the best feasible schedule found quickly: the best of a few
+    MC-SF variants (capped admissions stagger starts) improved by local search over start
+    orders (:func:`~queuetheory.bounds.hindsight_search.order_search`, stopped at
+    ``deadline``), each shape class in the order :func:`_same_shape` asks for."""
     # ``d`` is passed as the output under "ip", where durations equal outputs
     runs = [mcsf_schedule(a, s, d, memory, max_starts=q, order=order)
             for q in (None, 1, 2, 3) for order in ("output", "arrival")]
-    tels = [int((k + d - a).sum()) for k in runs]
-    best = int(np.argmin(tels))
-    return tels[best], runs[best]
+    best = runs[int(np.argmin([k.sum() for k in runs]))]
+    best = _canonical(order_search(a, s, d, memory, best, deadline=deadline), a, s, d)
+    return int((best + d - a).sum()), best
 
 
-def _twins(a, s, d) -> list:
-    """Pairs ``(i, j)``, ``i < j``, of identical requests (same a, s, d), consecutive ones."""
-    pairs = []
-    for i in range(a.size):
-        later = np.flatnonzero((a == a[i]) & (s == s[i]) & (d == d[i]) & (np.arange(a.size) > i))
-        if later.size:
-            pairs.append((i, int(later[0])))
-    return pairs
+def _shape_classes(a, s, d) -> list:
+    """Requests with the same prompt and rounds, each class in order of (arrival, index)."""
+    classes = {}
+    for i in np.lexsort((np.arange(a.size), a)):
+        classes.setdefault((int(s[i]), int(d[i])), []).append(int(i))
+    return [c for c in classes.values() if len(c) > 1]
+
+
+def _same_shape(a, s, d) -> list:
+    """Pairs ``(i, j)`` of requests with the same prompt and rounds, ``j`` next after ``i`` in
+    the order of (arrival, index): some optimal schedule starts ``i`` no later than ``j``.
+
+    Proof: deal a class's start rounds to its members in increasing order, sorted by
+    (arrival, index). The tokens held in every round are unchanged (the same profile at the
+    same start rounds), so is TEL (``Σ k − Σ a`` over the class), and no start precedes its
+    arrival: the ``m``-th smallest start round has ``m`` members of the class started by it,
+    hence arrived by it, so the ``m``-th smallest arrival is no later.
+    """
+    return [(c[m], c[m + 1]) for c in _shape_classes(a, s, d) for m in range(len(c) - 1)]
+
+
+def _canonical(starts, a, s, d) -> np.ndarray:
+    """``starts`` with each shape class's start rounds dealt as in :func:`_same_shape`."""
+    starts = starts.copy()
+    for c in _shape_classes(a, s, d):
+        starts[c] = np.sort(starts[c])
+    return starts
 
 
 def _program(a, s, d, memory, grid, relax: bool, floor=None):
     """The B.1 program as cvxpy data on ``grid`` (TEL ≥ ``floor`` if given); returns
     (problem, x)."""
-    _, _, rows, cols, _, mem = grid
+    _, _, rows, cols, _, mem, cap, cap_rhs = grid
     nv = rows.size
     x = cp.Variable(nv, boolean=not relax, nonneg=relax)
     assign = sp.csr_matrix((np.ones(nv), (rows, np.arange(nv))), shape=(a.size, nv))
     cost = (cols + d[rows] - a[rows]).astype(float)
-    cons = [assign @ x == 1, mem @ x <= memory]
+    cons = [assign @ x == 1, mem @ x <= memory, cap @ x <= cap_rhs]
     if floor is not None:
         cons.append(cost @ x >= floor)
     if relax:
         cons.append(x <= 1)
     else:
-        for i, j in _twins(a, s, d):            # identical requests start in index order
+        for i, j in _same_shape(a, s, d):
             w = np.where(rows == i, cols, 0) - np.where(rows == j, cols, 0)
             cons.append(w.astype(float) @ x <= 0)
     return cp.Problem(cp.Minimize(cost @ x), cons), x
@@ -224,12 +264,14 @@ def _remaining(deadline):
     return None if deadline is None else max(deadline - time.perf_counter(), 0.01)
 
 
-def _solve_cvxpy(a, s, d, memory, grid, name, relax, deadline):
-    floor = None
-    if not relax:                   # the MILP on the starts reduced-cost fixing leaves
-        lp, keep = _reduced_cost_fixing(a, s, d, memory, grid)
-        grid = grid[:2] + (grid[2][keep], grid[3][keep], grid[4], grid[5][:, keep])
-        floor = math.ceil(lp - 1e-6)
+def _restrict(grid, keep):
+    """``grid`` with only the time-indexed variables ``keep`` marks."""
+    return grid[:2] + (grid[2][keep], grid[3][keep], grid[4], grid[5][:, keep].tocsr(),
+                       grid[6][:, keep].tocsr(), grid[7])
+
+
+def _solve_cvxpy(a, s, d, memory, grid, name, relax, deadline, lp=None):
+    floor = None if relax else math.ceil(lp - 1e-6)
     prob, x = _program(a, s, d, memory, grid, relax, floor)
     rows, cols = grid[2], grid[3]
     limit = _remaining(deadline)
@@ -266,20 +308,20 @@ def _better(starts, grid, a, d):
 
 
 def _gap(tel, bound, d) -> float:
-    """Relative gap to the solver's bound, or to ``Σ d_i`` (no request finishes sooner than
-    its rounds) where that is better or the solver has none."""
+    """Relative gap to ``bound`` (the solver's or ⌈LP⌉), or to ``Σ d_i`` (no request finishes
+    sooner than its rounds) where that is better."""
     bound = max(bound, float(d.sum())) if np.isfinite(bound) else float(d.sum())
     return max(tel - bound, 0.0) / max(tel, 1.0)
 
 
-def _add_memory_rows(model, x, mem, horizon, memory):
-    """The time-indexed memory rows ``Σ_v mem[t, v] x_v ≤ M`` on CP-SAT Booleans ``x``, one
-    per round ``t < horizon`` (``mem`` in CSR), leaving out rounds that cannot overflow."""
-    for t in range(horizon):
-        lo, hi = mem.indptr[t], mem.indptr[t + 1]
-        if mem.data[lo:hi].sum() > memory:
-            model.add(sum(int(w) * x[v] for w, v in zip(mem.data[lo:hi], mem.indices[lo:hi],
-                                                        strict=True)) <= memory)
+def _add_rows(model, x, rows, rhs):
+    """The rows ``Σ_v rows[r, v] x_v ≤ rhs[r]`` (``rows`` in CSR) on CP-SAT Booleans ``x``,
+    leaving out those that cannot be violated."""
+    for r in range(rows.shape[0]):
+        lo, hi = rows.indptr[r], rows.indptr[r + 1]
+        if rows.data[lo:hi].sum() > rhs[r]:
+            model.add(sum(int(w) * x[v] for w, v in zip(rows.data[lo:hi], rows.indices[lo:hi],
+                                                        strict=True)) <= int(rhs[r]))
 
 
 def _run_cpsat(model, workers, deadline):
@@ -295,14 +337,14 @@ def _run_cpsat(model, workers, deadline):
     return solver, solver.solve(model)
 
 
-def _solve_cpsat(a, s, d, memory, grid, deadline, workers):
+def _solve_cpsat(a, s, d, memory, grid, lp, deadline, workers):
     from ortools.sat.python import cp_model
 
-    _, hint, rows, cols, horizon, mem = grid
+    _, hint, rows, cols, horizon, mem, cap, cap_rhs = grid
     n = a.size
-    last = np.array([cols[rows == i].max() for i in range(n)])
     model = cp_model.CpModel()
-    k = [model.new_int_var(int(a[i]), int(last[i]), f"k{i}") for i in range(n)]
+    k = [model.new_int_var_from_domain(cp_model.Domain.from_values(cols[rows == i].tolist()),
+                                       f"k{i}") for i in range(n)]
     intervals, heights = [], []
     for i in range(n):                    # s_i + t − k_i as d_i stacked fixed intervals
         for j in range(int(d[i])):
@@ -317,58 +359,58 @@ def _solve_cpsat(a, s, d, memory, grid, deadline, workers):
         mine = np.flatnonzero(rows == i)
         model.add_exactly_one(x[v] for v in mine)
         model.add(k[i] == sum(int(cols[v]) * x[v] for v in mine))
-    mem = mem.tocsr()
-    _add_memory_rows(model, x, mem, horizon, memory)
-    for i, j in _twins(a, s, d):
+    _add_rows(model, x, mem, np.full(horizon, memory))
+    _add_rows(model, x, cap, cap_rhs)
+    for i, j in _same_shape(a, s, d):
         model.add(k[i] <= k[j])
     for i in range(n):
         model.add_hint(k[i], int(hint[i]))
+    offset = int((d - a).sum())
+    model.add(sum(k) >= math.ceil(lp - 1e-6) - offset)
     model.minimize(sum(k))
     solver, code = _run_cpsat(model, workers, deadline)
-    offset = float((d - a).sum())
     starts = (np.array([solver.value(v) for v in k], dtype=np.int64)
               if code in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None)
     starts, tel = _better(starts, grid, a, d)
     proven = code == cp_model.OPTIMAL
-    status = "optimal" if proven else "time_limit"
-    return tel, starts, status, proven, tel if proven else solver.best_objective_bound + offset
+    bound = solver.best_objective_bound + offset if code != cp_model.UNKNOWN else lp
+    return tel, starts, "optimal" if proven else "time_limit", proven, tel if proven else bound
 
 
 def _reduced_cost_fixing(a, s, d, memory, grid):
-    """LP bound and the time-indexed variables that may be 1 in a schedule with TEL ≤ MC-SF's.
+    """LP bound and the time-indexed variables that may be 1 in a schedule with TEL ≤ the
+    heuristic's.
 
     With the LP's duals, any feasible ``x`` costs at least ``LP + r_v`` when ``x_v = 1``
     (``r_v`` the reduced cost of ``x_v``); a variable is kept unless that exceeds the upper
     bound (with a margin of half a round: keeping one too many is always safe)."""
     prob, _ = _program(a, s, d, memory, grid, relax=True)
     prob.solve(solver=_pick_solver(None, False))
-    assign, mem = prob.constraints[0], prob.constraints[1]
+    assign, mem, cap = prob.constraints[:3]
     if prob.status != "optimal" or assign.dual_value is None:
         return float(d.sum()), np.ones(grid[2].size, bool)
     rows, cols = grid[2], grid[3]
     cost = (cols + d[rows] - a[rows]).astype(float)
-    reduced = cost + assign.dual_value[rows] + grid[5].T @ mem.dual_value
+    reduced = (cost + assign.dual_value[rows] + grid[5].T @ mem.dual_value
+               + grid[6].T @ np.atleast_1d(cap.dual_value))
     return float(prob.value), prob.value + reduced <= grid[0] + 0.5
 
 
-def _solve_cpsat_ti(a, s, d, memory, grid, deadline, workers):
+def _solve_cpsat_ti(a, s, d, memory, grid, lp, deadline, workers):
     from ortools.sat.python import cp_model
 
-    upper, hint, rows, cols, horizon, mem = grid
-    lp, keep = _reduced_cost_fixing(a, s, d, memory, grid)
-    kept = np.flatnonzero(keep)
-    rows, cols = rows[kept], cols[kept]
-    mem = mem[:, kept].tocsr()
+    _, hint, rows, cols, horizon, mem, cap, cap_rhs = grid
     model = cp_model.CpModel()
-    x = [model.new_bool_var(f"x{v}") for v in range(kept.size)]
+    x = [model.new_bool_var(f"x{v}") for v in range(rows.size)]
     for i in range(a.size):
         mine = np.flatnonzero(rows == i)
         model.add_exactly_one(x[v] for v in mine)
         for v in mine:
             model.add_hint(x[v], int(cols[v] == hint[i]))
-    _add_memory_rows(model, x, mem, horizon, memory)
+    _add_rows(model, x, mem, np.full(horizon, memory))
+    _add_rows(model, x, cap, cap_rhs)
     start = [sum(int(cols[v]) * x[v] for v in np.flatnonzero(rows == i)) for i in range(a.size)]
-    for i, j in _twins(a, s, d):
+    for i, j in _same_shape(a, s, d):
         model.add(start[i] <= start[j])
     tel = sum(int(c) * x[v] for v, c in enumerate(cols + d[rows] - a[rows]))
     model.add(tel >= math.ceil(lp - 1e-6))
@@ -385,6 +427,11 @@ def _solve_cpsat_ti(a, s, d, memory, grid, deadline, workers):
     return tel, starts, "optimal" if proven else "time_limit", proven, tel if proven else bound
 
 
+SEARCH_SHARE, CAPS_SHARE = 0.1, 0.15
+"""Shares of ``time_limit`` for the local search (:func:`_heuristic`) and for the
+completion-count cuts (:func:`~queuetheory.bounds.hindsight_cuts.completion_caps`)."""
+
+
 def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limit,
            workers=1):
     start = time.perf_counter()
@@ -396,16 +443,31 @@ def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limi
     name = solver if cpsat else _pick_solver(solver, not relax)
     if a.size == 0:
         return HindsightResult(0.0, a, "optimal", 0.0, a, 0, 0.0, name, True, 0.0)
-    grid = _grid(a, s, d, memory)
     deadline = None if time_limit is None else start + time_limit
+
+    def share(fraction):
+        return None if time_limit is None else start + fraction * time_limit
+
+    grid = _grid(a, s, d, memory, share(SEARCH_SHARE), share(SEARCH_SHARE + CAPS_SHARE))
+    if relax:
+        tel, starts, status, _, _ = _solve_cvxpy(a, s, d, memory, grid, name, True, deadline)
+        return HindsightResult(tel, starts, status, time.perf_counter() - start, starts + d,
+                               grid[4], float(grid[0]), name, status == "optimal", 0.0)
+    lp, keep = _reduced_cost_fixing(a, s, d, memory, grid)
+    grid = _restrict(grid, keep)
     if name == "cpsat":
-        out = _solve_cpsat(a, s, d, memory, grid, deadline, int(workers))
+        out = _solve_cpsat(a, s, d, memory, grid, lp, deadline, int(workers))
     elif name == "cpsat-ti":
-        out = _solve_cpsat_ti(a, s, d, memory, grid, deadline, int(workers))
+        out = _solve_cpsat_ti(a, s, d, memory, grid, lp, deadline, int(workers))
     else:
-        out = _solve_cvxpy(a, s, d, memory, grid, name, relax, deadline)
+        out = _solve_cvxpy(a, s, d, memory, grid, name, False, deadline, lp)
     tel, starts, status, proven, bound = out
-    gap = 0.0 if proven or relax else _gap(tel, bound, d)
+    # TEL is an integer; the LP bound holds whatever the solver reached, and a schedule
+    # meeting the bound is optimal
+    bound = math.ceil(max(bound, lp) - 1e-6) if np.isfinite(bound) else math.ceil(lp - 1e-6)
+    if tel <= bound:
+        proven, status = True, "optimal"
+    gap = 0.0 if proven else _gap(tel, bound, d)
     return HindsightResult(tel, starts, status, time.perf_counter() - start, starts + d,
                            grid[4], float(grid[0]), name, proven, gap)
 
@@ -423,11 +485,13 @@ def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solve
         CP-SAT, cumulative profile), ``"cpsat-ti"`` (CP-SAT on the time-indexed Booleans
         after LP reduced-cost fixing) or a cvxpy MILP solver name; default
         :data:`DEFAULT_SOLVER`, chosen by ``benchmarks/jaillet2025_hindsight.py``
-    time_limit : seconds, model building included; on a time-out ``proven`` is False, the
-        schedule is the better of the solver's best and MC-SF's (both feasible) and ``gap``
-        bounds its distance to the optimum. HiGHS checks its limit between phases and may
-        overrun it by seconds from n ≈ 40 (presolve, root LP); CP-SAT keeps to it
-        (``"cpsat-ti"`` after its LP relaxation, which HiGHS solves unlimited: < 1 s at n = 20)
+    time_limit : seconds, preparation included (the local search takes at most
+        :data:`SEARCH_SHARE` of it, the cuts :data:`CAPS_SHARE` more); on a time-out
+        ``proven`` is False, the schedule is the better of the solver's best and the
+        upper-bound schedule (both feasible) and ``gap`` bounds its distance to the optimum.
+        HiGHS checks its limit between phases and may overrun it by seconds from n ≈ 40
+        (presolve, root LP); CP-SAT keeps to it. The LP relaxation of the fixing step runs
+        unlimited (HiGHS: well under a second at n = 20)
     workers : CP-SAT's ``num_workers`` (the MILP uses HiGHS's default)
     """
     return _solve(arrival, prompt, output, memory, convention,
@@ -436,7 +500,8 @@ def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solve
 
 def hindsight_lower_bound(arrival, prompt, output, memory, *, convention="ip", solver=None,
                           time_limit=None) -> HindsightResult:
-    """The LP relaxation of :func:`hindsight_optimum`: ``total_latency`` ≤ the optimum."""
+    """The LP relaxation of :func:`hindsight_optimum`'s time-indexed program, with its
+    completion-count cuts: ``total_latency`` ≤ the optimum."""
     if solver in ("cpsat", "cpsat-ti"):
         raise ValueError(f"solver={solver!r}: the LP relaxation needs an LP solver (a cvxpy name)")
     return _solve(arrival, prompt, output, memory, convention, solver, True, time_limit)
