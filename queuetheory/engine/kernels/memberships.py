@@ -27,8 +27,7 @@ def write_back(engine, admitted, rows, hists, memberships, decoded, prefill_end,
     engine. Returns ``(ends, at, hist, rid, lo, hi)``: iteration end times, the end time and
     local iteration of every history entry (``hists`` laid end to end), and per membership
     its request and the first and last entries where it emitted (``lo > hi``: none)."""
-    start, dur, n_pre, chunks, decs, used, in_sys, work = (np.frombuffer(r, r.typecode)
-                                                           for r in rows)
+    start, dur, n_pre, chunks, decs, used, in_sys, work = (np.asarray(r) for r in rows)
     k = start.size
     s0 = engine.iteration
     if k:
@@ -51,9 +50,10 @@ def write_back(engine, admitted, rows, hists, memberships, decoded, prefill_end,
     engine.live = ids[~over]
     sizes = np.array([len(h) for h in hists], dtype=np.int64)
     off = np.concatenate([[0], sizes.cumsum()])
-    hist = np.array([x for h in hists for x in h], dtype=np.int64) - s0
+    hist = np.concatenate([np.zeros(0, np.int64)]
+                          + [np.asarray(h, dtype=np.int64) for h in hists]) - s0
     at = ends[hist]                                      # the end of each history entry
-    rid, gid, a, last, silent, _ = np.frombuffer(memberships, np.int64).reshape(-1, 6).T
+    rid, gid, a, last, silent, _ = np.asarray(memberships, np.int64).reshape(-1, 6).T
     lo, hi = off[gid] + a + silent, off[gid] + last
     out = ends, at, hist, rid, lo, hi
     talked = hi >= lo
