@@ -66,37 +66,36 @@ def cohorts_runner(engine, policy):
 
 class _Cohort:
     """One type or segment. Fixed: threshold ``n``; ``entrants`` (request ids in entry
-    order); ``prefill`` (entrants admitted by a prefill); ``first`` (stage of the entry,
-    ``b_{i−1}``, 0 for a prefill) and ``silent`` (1 where the admitting prefill emits
-    nothing); ``stay`` (per entrant, runs after its admission until it leaves); for the
-    run: ``prompts`` (prefix sums of the entrants' prompts), ``ends``/``after`` (positions
-    of the entrants that finish inside the group and their ``stay``, then a sentinel),
-    ``passed`` (prefix counts of the entrants that go on), ``span`` (``L − 1``: the
-    ``stay`` of those). State: entrants ``arrived`` at the entry and ``admitted``,
-    ``members``, the next finisher ``p``, survivors ``gone_on``; ``hist`` (the iterations
-    it ran in), ``filled`` (``admitted`` after each run), ``leaving`` (run -> finishers)."""
+    order); ``prefill`` (entrants admitted by a prefill); ``first`` (``b_{i−1}``, the stage
+    before the entry; 0 for a prefill) and ``silent`` (1 where the admitting prefill emits
+    nothing); per entrant ``stay`` (runs after its admission until it leaves) and
+    ``finishes`` (its output ends inside the group); ``prompts`` (prefix sums of the
+    entrants' prompts). State: entrants ``arrived`` at the entry and ``admitted``;
+    ``hist`` (the iterations it ran in) and ``filled`` (``admitted`` after each run)."""
 
     __slots__ = ("n", "entrants", "prefill", "first", "silent", "stay", "finishes", "prompts",
-                 "ends", "after", "passed", "span", "arrived", "admitted", "members", "p",
-                 "gone_on", "hist", "filled", "leaving", "gid", "next")
+                 "arrived", "admitted", "hist", "filled")
 
-    def __init__(self, gid, n, entrants, output, prompt, first, last, silent):
-        self.gid, self.next = gid, None
+    def __init__(self, n, entrants, output, prompt, first, last, silent):
         self.n, self.entrants, self.first, self.silent = n, entrants, first, silent
         self.prefill = first == 0
         out = output[entrants]
         cap = out if last is None else np.minimum(out, last)
         self.stay = cap - first - 1 + silent
-        self.finishes = out <= (cap if last is None else last)
-        self.prompts = np.concatenate([[0], np.cumsum(prompt[entrants])]).tolist() \
+        self.finishes = out <= cap
+        self.prompts = np.concatenate([[0], np.cumsum(prompt[entrants])]) \
             if self.prefill else None
-        ends = np.flatnonzero(self.finishes)
-        self.ends = ends.tolist() + [entrants.size]           # the sentinel
-        self.after = self.stay[ends].tolist()
-        self.passed = np.concatenate([[0], np.cumsum(~self.finishes)]).tolist()
-        self.span = None if last is None else last - first - 1 + silent
-        self.arrived = self.admitted = self.members = self.p = self.gone_on = 0
-        self.hist, self.filled, self.leaving = [], [], {}
+        self.arrived = self.admitted = 0
+        self.hist, self.filled = [], []
+
+    def pending(self):
+        """The members still in the group after its runs so far: their positions and the
+        run (counted from now) in which each leaves."""
+        runs, a = len(self.hist), self.admitted
+        first = np.searchsorted(np.asarray(self.filled, dtype=np.int64), np.arange(a),
+                                side="right")
+        leave = first + self.stay[:a] - runs
+        return np.flatnonzero(leave >= 0), leave[leave >= 0]
 
 
 def cohorts(engine, t, stop, limit, *, thresholds, bounds):
@@ -104,110 +103,84 @@ def cohorts(engine, t, stop, limit, *, thresholds, bounds):
     pass prompts on), or None (WAIT: a group per type, each on its own)."""
     tab = engine.table
     n = tab.n
-    arrival_np = tab.column("arrival")
-    prompt_np, output_np = tab.column("prompt"), tab.column("output")
-    arrival = arrival_np.tolist()
+    prompt, output = tab.column("prompt"), tab.column("output")
+    arrival = tab.column("arrival").tolist()
     taus, new_tau = durations(engine.time_model)
     e = int(tab.emit_first)
-    nested = bounds is not None
     ids = np.arange(n)
-    if nested:
+    rows = [[] for _ in range(5)]
+    final = engine._final
+    if bounds is not None:
         lows = (0,) + tuple(bounds[:-1])
-        groups = [_Cohort(g, k, ids[output_np > lo], output_np, prompt_np, lo, hi,
-                          1 - e if g == 0 else 0)
+        groups = [_Cohort(k, ids[output > lo], output, prompt, lo, hi, 1 - e if g == 0 else 0)
                   for g, (k, lo, hi) in enumerate(zip(thresholds, lows, bounds, strict=True))]
-        for g, nxt in zip(groups, groups[1:], strict=False):
-            g.next = nxt
-        kind = None
+        t, s, admitted = _ready_prefix(groups, arrival, t, stop, limit, engine.iteration,
+                                       final, rows, taus, new_tau)
     else:
         cls = tab.column("cls")
-        groups = [_Cohort(g, k, ids[cls == g], output_np, prompt_np, 0, None, 1 - e)
+        groups = [_Cohort(k, ids[cls == g], output, prompt, 0, None, 1 - e)
                   for g, k in enumerate(thresholds)]
-        kind = [groups[c] for c in cls.tolist()]
-    head = groups[0]
-    ready: set = set()                   # groups whose entry queue is at the threshold
-    rows = [[] for _ in range(5)]
+        t, s, admitted = _ready_types(groups, cls.tolist(), arrival, t,
+                                      stop, limit, engine.iteration, final, rows, taus,
+                                      new_tau)
+    if final and admitted == n:
+        t = _leftovers(groups, bounds is not None, t, stop, limit, s, rows, taus, new_tau)
+    _write_back(engine, admitted, groups, [np.array(r) for r in rows], e)
+    return t
+
+
+def _ready_types(groups, kind, arrival, t, stop, limit, s, final, rows, taus, new_tau):
+    """WAIT until its leftovers run (or the run stops): the ready types run, each admitting
+    ``n`` (a prefill); a member leaves (finishes) ``stay`` runs after its admission.
+    Returns ``t``, the iteration and the requests admitted."""
+    n_req = len(arrival)
     start, dur, n_pre, chunks, decs = rows
+    ready: set = set()                   # types whose entry queue is at the threshold
+    members = [0] * len(groups)
+    leaving = [{} for _ in groups]       # per type: run -> members that leave in it
+    prompts = [g.prompts.tolist() for g in groups]
+    stays = [g.stay.tolist() for g in groups]
     admitted = 0
-    final = engine._final
-    s = engine.iteration
     while t < stop and s < limit:
-        if admitted < n and arrival[admitted] <= t:
+        if admitted < n_req and arrival[admitted] <= t:
             new = bisect_right(arrival, t, admitted)
-            if nested:
-                head.arrived = new
-                if new - head.admitted >= head.n:
-                    ready.add(0)
-            else:
-                for r in range(admitted, new):
-                    g = kind[r]
-                    g.arrived += 1
-                    if g.arrived - g.admitted == g.n:
-                        ready.add(g.gid)
+            for r in range(admitted, new):
+                g = groups[kind[r]]
+                g.arrived += 1
+                if g.arrived - g.admitted == g.n:
+                    ready.add(kind[r])
             admitted = new
-        # Nested WAIT's segments are run last first: the prompts a segment passes on join
-        # the entry queue of one that has already admitted this batch's prompts
-        if final and admitted == n:          # nothing will arrive: leftovers run
-            running = [g for g in (reversed(groups) if nested else groups)
-                       if g.members or g.arrived > g.admitted]
-        elif nested:                         # the longest ready prefix
-            k = 0
-            while k in ready:
-                k += 1
-            running = groups[k - 1::-1] if k else ()
-        else:
-            running = [groups[j] for j in ready]
-        if not running:                      # the GPU idles until the next arrival
-            if admitted == n:
+        if final and admitted == n_req:  # the leftovers: cohorts() goes on
+            break
+        if not ready:                    # the GPU idles until the next arrival
+            if admitted == n_req:
                 break
             t = arrival[admitted]
             continue
         chunk_sum = n_prefill = decodes = 0
-        for g in running:
-            members = g.members
-            decodes += members
+        for gid in list(ready):
+            g = groups[gid]
+            m = members[gid]
+            decodes += m
             hist = g.hist
             idx = len(hist)
             hist.append(s)
             a = g.admitted
-            c = g.arrived - a
-            if c:                            # admissions: the first n by arrival
-                if c > g.n:
-                    c = g.n
-                b = g.admitted = a + c
-                if g.arrived - b < g.n:
-                    ready.discard(g.gid)
-                if g.prefill:
-                    n_prefill += c
-                    chunk_sum += g.prompts[b] - g.prompts[a]
+            b = g.admitted = a + g.n
+            if g.arrived - b < g.n:
+                ready.discard(gid)
+            n_prefill += g.n
+            chunk_sum += prompts[gid][b] - prompts[gid][a]
+            g.filled.append(b)
+            out = leaving[gid]
+            m += g.n - out.pop(idx, 0)
+            for leave in stays[gid][a:b]:
+                leave += idx
+                if leave == idx:
+                    m -= 1
                 else:
-                    decodes += c
-                members += c
-                ends, p = g.ends, g.p
-                if ends[p] < b:              # those that finish inside the group
-                    after, leaving = g.after, g.leaving
-                    while ends[p] < b:
-                        leave = idx + after[p]
-                        if leave == idx:
-                            members -= 1
-                        else:
-                            leaving[leave] = leaving.get(leave, 0) + 1
-                        p += 1
-                    g.p = p
-            g.filled.append(g.admitted)
-            if g.leaving:
-                members -= g.leaving.pop(idx, 0)
-            span = g.span
-            if span is not None and idx >= span:     # a cohort reaches the last stage
-                on = g.passed[g.filled[idx - span]]
-                if on != g.gone_on:              # its survivors go on to the next entry
-                    members -= on - g.gone_on
-                    g.gone_on = on
-                    nxt = g.next
-                    nxt.arrived = on
-                    if on - nxt.admitted >= nxt.n:
-                        ready.add(nxt.gid)
-            g.members = members
+                    out[leave] = out.get(leave, 0) + 1
+            members[gid] = m
         tau = taus.get((chunk_sum, decodes)) or new_tau(chunk_sum, decodes)
         start.append(t)
         dur.append(tau)
@@ -216,7 +189,140 @@ def cohorts(engine, t, stop, limit, *, thresholds, bounds):
         decs.append(decodes)
         t = t + tau
         s += 1
-    _write_back(engine, admitted, groups, [np.array(r) for r in rows], e)
+    return t, s, admitted
+
+
+def _ready_prefix(groups, arrival, t, stop, limit, s, final, rows, taus, new_tau):
+    """Nested WAIT until its leftovers run (or the run stops): every segment of the ready
+    prefix admits exactly ``n``, so entrant ``q`` of a segment joins in its run ``q // n``
+    and leaves in run ``q // n + stay``, and what a run does — the decodes, the prompt
+    tokens, how many have gone on to the next entry after it — is read from tables made
+    here. Returns ``t``, the iteration and the requests admitted."""
+    n_req, last = len(arrival), len(groups)
+    decodes_at, went_on = [], []
+    for g in groups:
+        full = np.arange(g.entrants.size // g.n + 1)
+        leave = np.arange(g.entrants.size) // g.n + g.stay
+        left = np.searchsorted(np.sort(leave), full)           # left before run h
+        decodes_at.append((g.n * full - left + (0 if g.prefill else g.n))[:-1].tolist())
+        went_on.append(np.searchsorted(np.sort(leave[~g.finishes]), full).tolist())
+    head = groups[0]
+    chunk_at = np.diff(head.prompts[::head.n]).tolist()
+    entered = [None] + went_on[:-1]      # segment g's entrants after segment g-1's runs
+    runs = [0] * last
+    need = [g.n for g in groups]         # entrants a segment needs for its next run
+    step = list(need)
+    ks = []
+    start, dur, n_pre, chunks, decs = rows
+    s0, admitted = s, 0
+    while t < stop and s < limit:
+        if admitted < n_req and arrival[admitted] <= t:
+            admitted = bisect_right(arrival, t, admitted)
+        if final and admitted == n_req:  # the leftovers: cohorts() goes on
+            break
+        if admitted < need[0]:           # the GPU idles until the next arrival
+            if admitted == n_req:
+                break
+            t = arrival[admitted]
+            continue
+        k = 1                            # the longest ready prefix
+        while k < last and entered[k][runs[k - 1]] >= need[k]:
+            k += 1
+        chunk_sum = chunk_at[runs[0]]
+        decodes = 0
+        for g in range(k):
+            h = runs[g]
+            decodes += decodes_at[g][h]
+            runs[g] = h + 1
+            need[g] += step[g]
+        ks.append(k)
+        tau = taus.get((chunk_sum, decodes)) or new_tau(chunk_sum, decodes)
+        start.append(t)
+        dur.append(tau)
+        n_pre.append(head.n)
+        chunks.append(chunk_sum)
+        decs.append(decodes)
+        t = t + tau
+        s += 1
+    ks = np.array(ks, dtype=np.int64)
+    for gid, g in enumerate(groups):
+        g.admitted = g.n * runs[gid]
+        g.arrived = admitted if gid == 0 else entered[gid][runs[gid - 1]]
+        g.hist = (s0 + np.flatnonzero(ks > gid)).tolist()
+        g.filled = list(range(g.n, g.admitted + 1, g.n))
+    return t, s, admitted
+
+
+def _leftovers(groups, nested, t, stop, limit, s, rows, taus, new_tau):
+    """Once nothing will arrive, every group with members or entrants waiting runs in every
+    batch, admitting up to ``n``: what each does in the ``i``-th batch from now follows from
+    its own entrants, group by group in numpy. With ``A_i`` entrants arrived by batch ``i``,
+    ``admitted_i = min(admitted_{i−1} + n, A_i)``, a running minimum; a member leaves
+    ``stay`` batches after its admission (the group runs in every batch while it has
+    members); a Nested WAIT segment's survivors reach the next entry one batch later. The
+    batches then run in order up to the horizon or iteration cap. Returns ``t``."""
+    start, dur, n_pre, chunks, decs = rows
+    inflow = None                        # survivors reaching this segment's entry, per batch
+    parts = []
+    for g in groups:
+        pos, leave = g.pending()
+        arrived = np.full(1, g.arrived, dtype=np.int64)
+        if nested and inflow is not None and inflow.size:
+            arrived = g.arrived + np.concatenate([[0], np.cumsum(inflow)])
+        waiting = int(arrived[-1]) - g.admitted
+        size = max(arrived.size + -(-waiting // g.n) + int(g.stay.max(initial=0)) + 1,
+                   int(leave.max(initial=-1)) + 2)
+        arrived = np.concatenate([arrived, np.full(size - arrived.size, arrived[-1])])
+        i = np.arange(1, size + 1)
+        after = g.n * i + np.minimum(g.admitted, np.minimum.accumulate(arrived - g.n * i))
+        before = np.concatenate([[g.admitted], after[:-1]])
+        q = np.arange(g.admitted, after[-1])
+        joined = np.searchsorted(after, q, side="right")
+        leave = np.concatenate([leave, joined + g.stay[q]])
+        pos = np.concatenate([pos, q])
+        left = np.bincount(leave, minlength=size)
+        members = before - g.admitted + pos.size - q.size - (np.cumsum(left) - left)
+        running = (members > 0) | (arrived > before)
+        admits = after - before
+        dec = members + (0 if g.prefill else admits)
+        pre = g.prompts[after] - g.prompts[before] if g.prefill else None
+        parts.append((running, after, dec, admits if g.prefill else None, pre))
+        on = ~g.finishes[pos]
+        inflow = np.bincount(leave[on], minlength=size)
+        inflow = inflow[:np.flatnonzero(inflow)[-1] + 1] if inflow.any() else inflow[:0]
+    size = max(p[0].size for p in parts)
+
+    def total(k):
+        out = np.zeros(size, dtype=np.int64)
+        for p in parts:
+            if p[k] is not None:
+                out[:p[k].size] += p[k]
+        return out
+
+    busy = np.zeros(size, dtype=bool)
+    for p in parts:
+        busy[:p[0].size] |= p[0]
+    batches = int(np.count_nonzero(busy))
+    decodes, admits, prompts = total(2).tolist(), total(3).tolist(), total(4).tolist()
+    i = 0
+    while i < batches and t < stop and s < limit:
+        chunk_sum, d = prompts[i], decodes[i]
+        tau = taus.get((chunk_sum, d)) or new_tau(chunk_sum, d)
+        start.append(t)
+        dur.append(tau)
+        n_pre.append(admits[i])
+        chunks.append(chunk_sum)
+        decs.append(d)
+        t = t + tau
+        s += 1
+        i += 1
+    s0 = s - i
+    for g, (running, after, *_) in zip(groups, parts, strict=True):
+        ran = np.flatnonzero(running[:i])
+        g.hist += (s0 + ran).tolist()
+        g.filled += after[ran].tolist()
+        if ran.size:
+            g.admitted = int(after[ran[-1]])
     return t
 
 
