@@ -195,59 +195,68 @@ def _ready_types(groups, kind, arrival, t, stop, limit, s, final, rows, taus, ne
 def _ready_prefix(groups, arrival, t, stop, limit, s, final, rows, taus, new_tau):
     """Nested WAIT until its leftovers run (or the run stops): every segment of the ready
     prefix admits exactly ``n``, so entrant ``q`` of a segment joins in its run ``q // n``
-    and leaves in run ``q // n + stay``, and what a run does — the decodes, the prompt
-    tokens, how many have gone on to the next entry after it — is read from tables made
-    here. Returns ``t``, the iteration and the requests admitted."""
+    and leaves in run ``q // n + stay``, and what a run does is read from tables made here:
+    its decodes, its prompt tokens (the first segment), and how many runs the segment
+    before must have made for it to be ready. Returns ``t``, the iteration and the requests
+    admitted."""
     n_req, last = len(arrival), len(groups)
-    decodes_at, went_on = [], []
+    decodes_at, went_on, ready_after = [], [], [None]
     for g in groups:
         full = np.arange(g.entrants.size // g.n + 1)
         leave = np.arange(g.entrants.size) // g.n + g.stay
         left = np.searchsorted(np.sort(leave), full)           # left before run h
         decodes_at.append((g.n * full - left + (0 if g.prefill else g.n))[:-1].tolist())
-        went_on.append(np.searchsorted(np.sort(leave[~g.finishes]), full).tolist())
+        went_on.append(np.searchsorted(np.sort(leave[~g.finishes]), full))
+        if went_on[:-1]:                 # runs of the segment before, for n entrants a run
+            ready_after.append(np.searchsorted(went_on[-2], g.n * full[1:]).tolist()
+                               + [n_req + 1])
     head = groups[0]
-    chunk_at = np.diff(head.prompts[::head.n]).tolist()
-    entered = [None] + went_on[:-1]      # segment g's entrants after segment g-1's runs
+    n0 = head.n
+    chunk_at = np.diff(head.prompts[::n0]).tolist()
+    first_decodes = decodes_at[0]
+    arrival = arrival + [np.inf]         # a sentinel
+    done_at = n_req if final else -1     # the leftovers run from there: cohorts() goes on
     runs = [0] * last
-    need = [g.n for g in groups]         # entrants a segment needs for its next run
-    step = list(need)
-    ks = []
+    ks = []                              # the ready prefix of each batch
     start, dur, n_pre, chunks, decs = rows
-    s0, admitted = s, 0
+    s0, admitted, h0 = s, 0, 0
     while t < stop and s < limit:
-        if admitted < n_req and arrival[admitted] <= t:
+        if arrival[admitted] <= t:
             admitted = bisect_right(arrival, t, admitted)
-        if final and admitted == n_req:  # the leftovers: cohorts() goes on
+        if admitted == done_at:
             break
-        if admitted < need[0]:           # the GPU idles until the next arrival
+        if admitted < n0 * (h0 + 1):     # the GPU idles until the next arrival
             if admitted == n_req:
                 break
             t = arrival[admitted]
             continue
-        k = 1                            # the longest ready prefix
-        while k < last and entered[k][runs[k - 1]] >= need[k]:
-            k += 1
-        chunk_sum = chunk_at[runs[0]]
-        decodes = 0
-        for g in range(k):
+        chunk_sum = chunk_at[h0]
+        decodes = first_decodes[h0]
+        prev = h0
+        h0 += 1
+        g = 1                            # the longest ready prefix
+        while g < last:
             h = runs[g]
+            if prev < ready_after[g][h]:
+                break
             decodes += decodes_at[g][h]
             runs[g] = h + 1
-            need[g] += step[g]
-        ks.append(k)
+            prev = h
+            g += 1
+        ks.append(g)
         tau = taus.get((chunk_sum, decodes)) or new_tau(chunk_sum, decodes)
         start.append(t)
         dur.append(tau)
-        n_pre.append(head.n)
-        chunks.append(chunk_sum)
         decs.append(decodes)
         t = t + tau
         s += 1
+    runs[0] = h0
+    chunks += chunk_at[:h0]
+    n_pre += [n0] * h0
     ks = np.array(ks, dtype=np.int64)
     for gid, g in enumerate(groups):
         g.admitted = g.n * runs[gid]
-        g.arrived = admitted if gid == 0 else entered[gid][runs[gid - 1]]
+        g.arrived = admitted if gid == 0 else int(went_on[gid - 1][runs[gid - 1]])
         g.hist = (s0 + np.flatnonzero(ks > gid)).tolist()
         g.filled = list(range(g.n, g.admitted + 1, g.n))
     return t, s, admitted
