@@ -60,6 +60,17 @@ def write_back(engine, admitted, rows, hists, memberships, decoded, prefill_end,
     rid, lo, hi = rid[talked], lo[talked], hi[talked]
     if not rid.size:
         return out
+    gaps = np.zeros(at.size)                             # between consecutive entries
+    gaps[1:] = at[1:] - at[:-1]
+    gaps[off[:-1][sizes > 0]] = 0.0                      # (a group's first entry: none)
+    timed = hi > lo                   # within memberships (in the order given: the rules
+    if np.count_nonzero(timed):       # list them by first entry, nearly sorted already)
+        lo_t, hi_t = lo[timed] + 1, hi[timed] + 1
+        by_lo = np.argsort(lo_t, kind="stable")       # the ranges between ranges stay short
+        bounds = np.column_stack([lo_t[by_lo], hi_t[by_lo]]).ravel()
+        inner = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
+        np.maximum.at(tab.tbt_max, rid[timed][by_lo], inner)
+        engine.tbt.add_intervals(gaps, lo_t, hi_t, tab.cls[rid[timed]])
     by_rid = np.argsort(rid, kind="stable")              # each request's in time order
     rid, lo, hi = rid[by_rid], lo[by_rid], hi[by_rid]
     cls = tab.cls[rid]
@@ -68,17 +79,6 @@ def write_back(engine, admitted, rows, hists, memberships, decoded, prefill_end,
     tab.first_token[rid[lead]] = at[lo[lead]]
     tail = tail_of(rid)
     tab.last_token[rid[tail]] = at[hi[tail]]
-    gaps = np.zeros(at.size)                             # between consecutive entries
-    gaps[1:] = at[1:] - at[:-1]
-    gaps[off[:-1][sizes > 0]] = 0.0                      # (a group's first entry: none)
-    timed = hi > lo
-    if np.count_nonzero(timed):
-        lo_t, hi_t = lo[timed] + 1, hi[timed] + 1
-        by_lo = np.argsort(lo_t, kind="stable")       # the ranges between ranges stay short
-        bounds = np.column_stack([lo_t[by_lo], hi_t[by_lo]]).ravel()
-        inner = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
-        np.maximum.at(tab.tbt_max, rid[timed][by_lo], inner)
-        engine.tbt.add_intervals(gaps, lo_t, hi_t, cls[timed])
     again = ~lead                       # from the last token of one membership to the next
     if np.count_nonzero(again):
         stall = at[lo[again]] - at[hi[np.flatnonzero(again) - 1]]
