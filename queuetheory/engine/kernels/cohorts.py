@@ -19,14 +19,17 @@ in arrival order, and its members all enter at the same stage, so the cohorts th
 the segment's last stage leave in the order they came. A group's entrants are therefore
 known in advance — WAIT's type ``j``: the type-``j`` requests by arrival; Nested WAIT's
 segment ``i``: the requests with more than ``b_{i−1}`` output tokens by arrival — and the
-rule follows counts only: how many have reached the entry, how many were admitted, how many
-are members. A cohort admitted in a group's run ``h`` (positions ``a..b`` of its entrants)
-leaves, apart from the requests that finish inside the group (one look-up each), at run
-``h + L − 1`` (``L`` the stages of the segment), when the next segment's entrants become
-the survivors among positions ``< b``. So a decision costs a few integer operations per
-group. At the end the counts become the records (:mod:`~.memberships`, in numpy): each
-admitted request's membership of a group (its first and last run there), its stamps, and
-the batch log's memory, population and unprocessed-work columns.
+rule follows counts of them, never the requests one by one. Until the leftovers a running
+group admits exactly ``n``, so its entrant ``q`` joins in its run ``q // n`` and leaves in
+run ``q // n + stay`` (``stay``: the stages it has left there): WAIT's loop books each
+member's departure (:func:`_ready_types`), Nested WAIT's reads a segment's decodes and
+readiness per run from tables made before the loop (:func:`_ready_prefix`: a few list
+look-ups per segment and batch). The leftovers — every group with work runs in every
+batch, and with no arrival left no decision depends on time — are worked out group by
+group in numpy, then timed batch by batch (:func:`_leftovers`). At the end the counts
+become the records (:mod:`~.memberships`, in numpy): each admitted request's membership of
+a group (its first and last run there), its stamps, and the batch log's memory,
+population and unprocessed-work columns.
 
 The rule runs with a token-count time model, no KV-memory limit (WAIT's and Nested WAIT's
 memory gates are not covered: the engine steps), either first-token convention (the papers'
@@ -129,26 +132,42 @@ def cohorts(engine, t, stop, limit, *, thresholds, bounds):
     return t
 
 
+def _full_runs(g):
+    """What each run of ``g`` does while every run admits exactly ``n`` (entrant ``q``
+    joins in run ``q // n`` and leaves in run ``q // n + stay``): the decodes of run ``h``
+    (members before it, and the entrants it admits by a decode); the prompt tokens it
+    prefills; and how many entrants have gone on to the next segment after ``h`` runs."""
+    full = np.arange(g.entrants.size // g.n + 1)
+    leave = np.arange(g.entrants.size) // g.n + g.stay
+    left = np.searchsorted(np.sort(leave), full)               # left before run h
+    decodes = (g.n * full - left + (0 if g.prefill else g.n))[:-1].tolist()
+    prompts = np.diff(g.prompts[::g.n]).tolist() if g.prefill else None
+    return decodes, prompts, np.searchsorted(np.sort(leave[~g.finishes]), full)
+
+
 def _ready_types(groups, kind, arrival, t, stop, limit, s, final, rows, taus, new_tau):
     """WAIT until its leftovers run (or the run stops): the ready types run, each admitting
-    ``n`` (a prefill); a member leaves (finishes) ``stay`` runs after its admission.
-    Returns ``t``, the iteration and the requests admitted."""
+    ``n`` (a prefill), what a run does read from :func:`_full_runs`. Returns ``t``, the
+    iteration and the requests admitted."""
     n_req = len(arrival)
     start, dur, n_pre, chunks, decs = rows
+    tables = [_full_runs(g) for g in groups]
+    decodes_at = [d for d, _, _ in tables]
+    prompts_at = [p for _, p, _ in tables]
+    size = [g.n for g in groups]
+    runs = [0] * len(groups)
+    arrived = [0] * len(groups)
+    hists = [g.hist for g in groups]
     ready: set = set()                   # types whose entry queue is at the threshold
-    members = [0] * len(groups)
-    leaving = [{} for _ in groups]       # per type: run -> members that leave in it
-    prompts = [g.prompts.tolist() for g in groups]
-    stays = [g.stay.tolist() for g in groups]
     admitted = 0
     while t < stop and s < limit:
         if admitted < n_req and arrival[admitted] <= t:
             new = bisect_right(arrival, t, admitted)
             for r in range(admitted, new):
-                g = groups[kind[r]]
-                g.arrived += 1
-                if g.arrived - g.admitted == g.n:
-                    ready.add(kind[r])
+                j = kind[r]
+                arrived[j] += 1
+                if arrived[j] == size[j] * (runs[j] + 1):
+                    ready.add(j)
             admitted = new
         if final and admitted == n_req:  # the leftovers: cohorts() goes on
             break
@@ -158,29 +177,15 @@ def _ready_types(groups, kind, arrival, t, stop, limit, s, final, rows, taus, ne
             t = arrival[admitted]
             continue
         chunk_sum = n_prefill = decodes = 0
-        for gid in list(ready):
-            g = groups[gid]
-            m = members[gid]
-            decodes += m
-            hist = g.hist
-            idx = len(hist)
-            hist.append(s)
-            a = g.admitted
-            b = g.admitted = a + g.n
-            if g.arrived - b < g.n:
-                ready.discard(gid)
-            n_prefill += g.n
-            chunk_sum += prompts[gid][b] - prompts[gid][a]
-            g.filled.append(b)
-            out = leaving[gid]
-            m += g.n - out.pop(idx, 0)
-            for leave in stays[gid][a:b]:
-                leave += idx
-                if leave == idx:
-                    m -= 1
-                else:
-                    out[leave] = out.get(leave, 0) + 1
-            members[gid] = m
+        for j in list(ready):
+            h = runs[j]
+            decodes += decodes_at[j][h]
+            chunk_sum += prompts_at[j][h]
+            n_prefill += size[j]
+            runs[j] = h + 1
+            hists[j].append(s)
+            if arrived[j] < size[j] * (h + 2):
+                ready.discard(j)
         tau = taus.get((chunk_sum, decodes)) or new_tau(chunk_sum, decodes)
         start.append(t)
         dur.append(tau)
@@ -189,30 +194,25 @@ def _ready_types(groups, kind, arrival, t, stop, limit, s, final, rows, taus, ne
         decs.append(decodes)
         t = t + tau
         s += 1
+    for j, g in enumerate(groups):
+        g.arrived, g.admitted = arrived[j], g.n * runs[j]
+        g.filled = list(range(g.n, g.admitted + 1, g.n))
     return t, s, admitted
 
 
 def _ready_prefix(groups, arrival, t, stop, limit, s, final, rows, taus, new_tau):
     """Nested WAIT until its leftovers run (or the run stops): every segment of the ready
-    prefix admits exactly ``n``, so entrant ``q`` of a segment joins in its run ``q // n``
-    and leaves in run ``q // n + stay``, and what a run does is read from tables made here:
-    its decodes, its prompt tokens (the first segment), and how many runs the segment
-    before must have made for it to be ready. Returns ``t``, the iteration and the requests
-    admitted."""
+    prefix admits exactly ``n``, so what a run does is read from :func:`_full_runs`, and a
+    segment is ready for its run ``h`` once the segment before has made the runs that bring
+    its ``n (h + 1)``-th entrant. Returns ``t``, the iteration and the requests admitted."""
     n_req, last = len(arrival), len(groups)
-    decodes_at, went_on, ready_after = [], [], [None]
-    for g in groups:
-        full = np.arange(g.entrants.size // g.n + 1)
-        leave = np.arange(g.entrants.size) // g.n + g.stay
-        left = np.searchsorted(np.sort(leave), full)           # left before run h
-        decodes_at.append((g.n * full - left + (0 if g.prefill else g.n))[:-1].tolist())
-        went_on.append(np.searchsorted(np.sort(leave[~g.finishes]), full))
-        if went_on[:-1]:                 # runs of the segment before, for n entrants a run
-            ready_after.append(np.searchsorted(went_on[-2], g.n * full[1:]).tolist()
-                               + [n_req + 1])
+    decodes_at, chunk_at, went_on = zip(*(_full_runs(g) for g in groups), strict=True)
+    ready_after = [None] + [         # runs of the segment before, for n entrants a run
+        np.searchsorted(on, g.n * np.arange(1, g.entrants.size // g.n + 1)).tolist()
+        + [n_req + 1] for on, g in zip(went_on, groups[1:], strict=False)]
     head = groups[0]
     n0 = head.n
-    chunk_at = np.diff(head.prompts[::n0]).tolist()
+    chunk_at = chunk_at[0]
     first_decodes = decodes_at[0]
     arrival = arrival + [np.inf]         # a sentinel
     done_at = n_req if final else -1     # the leftovers run from there: cohorts() goes on
