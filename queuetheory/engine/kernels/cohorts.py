@@ -95,8 +95,7 @@ class _Cohort:
         """The members still in the group after its runs so far: their positions and the
         run (counted from now) in which each leaves."""
         runs, a = len(self.hist), self.admitted
-        first = np.searchsorted(np.asarray(self.filled, dtype=np.int64), np.arange(a),
-                                side="right")
+        first = np.searchsorted(self.filled, np.arange(a), side="right")
         leave = first + self.stay[:a] - runs
         return np.flatnonzero(leave >= 0), leave[leave >= 0]
 
@@ -196,7 +195,8 @@ def _ready_types(groups, kind, arrival, t, stop, limit, s, final, rows, taus, ne
         s += 1
     for j, g in enumerate(groups):
         g.arrived, g.admitted = arrived[j], g.n * runs[j]
-        g.filled = list(range(g.n, g.admitted + 1, g.n))
+        g.hist = np.array(g.hist, dtype=np.int64)
+        g.filled = np.arange(g.n, g.admitted + 1, g.n)
     return t, s, admitted
 
 
@@ -257,8 +257,8 @@ def _ready_prefix(groups, arrival, t, stop, limit, s, final, rows, taus, new_tau
     for gid, g in enumerate(groups):
         g.admitted = g.n * runs[gid]
         g.arrived = admitted if gid == 0 else int(went_on[gid - 1][runs[gid - 1]])
-        g.hist = (s0 + np.flatnonzero(ks > gid)).tolist()
-        g.filled = list(range(g.n, g.admitted + 1, g.n))
+        g.hist = s0 + np.flatnonzero(ks > gid)
+        g.filled = np.arange(g.n, g.admitted + 1, g.n)
     return t, s, admitted
 
 
@@ -328,8 +328,8 @@ def _leftovers(groups, nested, t, stop, limit, s, rows, taus, new_tau):
     s0 = s - i
     for g, (running, after, *_) in zip(groups, parts, strict=True):
         ran = np.flatnonzero(running[:i])
-        g.hist += (s0 + ran).tolist()
-        g.filled += after[ran].tolist()
+        g.hist = np.concatenate([g.hist, s0 + ran])
+        g.filled = np.concatenate([g.filled, after[ran]])
         if ran.size:
             g.admitted = int(after[ran[-1]])
     return t
@@ -353,8 +353,7 @@ def _write_back(engine, admitted, groups, rows, e):
         if not g.admitted:
             continue
         runs = len(g.hist)
-        hist = np.array(g.hist, dtype=np.int64)
-        filled = np.array(g.filled, dtype=np.int64)
+        hist, filled = g.hist, g.filled
         first = np.repeat(np.arange(runs), np.diff(filled, prepend=0))
         rid = g.entrants[:g.admitted]
         leave = first + g.stay[:g.admitted]
