@@ -276,7 +276,7 @@ def _leftovers(groups, nested, t, stop, limit, s, rows, taus, new_tau):
     for g in groups:
         pos, leave = g.pending()
         arrived = np.full(1, g.arrived, dtype=np.int64)
-        if nested and inflow is not None and inflow.size:
+        if inflow is not None and inflow.size:
             arrived = g.arrived + np.concatenate([[0], np.cumsum(inflow)])
         waiting = int(arrived[-1]) - g.admitted
         size = max(arrived.size + -(-waiting // g.n) + int(g.stay.max(initial=0)) + 1,
@@ -296,9 +296,9 @@ def _leftovers(groups, nested, t, stop, limit, s, rows, taus, new_tau):
         dec = members + (0 if g.prefill else admits)
         pre = g.prompts[after] - g.prompts[before] if g.prefill else None
         parts.append((running, after, dec, admits if g.prefill else None, pre))
-        on = ~g.finishes[pos]
-        inflow = np.bincount(leave[on], minlength=size)
-        inflow = inflow[:np.flatnonzero(inflow)[-1] + 1] if inflow.any() else inflow[:0]
+        if nested:
+            inflow = np.bincount(leave[~g.finishes[pos]], minlength=size)
+            inflow = inflow[:np.flatnonzero(inflow)[-1] + 1] if inflow.any() else inflow[:0]
     size = max(p[0].size for p in parts)
 
     def total(k):
