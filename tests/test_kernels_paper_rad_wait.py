@@ -341,3 +341,51 @@ def test_cohorts_rule_only_where_it_applies():
     res, n_fast = _same_records(trace, lambda: NestedWAIT((10, 119), (3, 2), overflow="gate"),
                                 tm, memory=4_000, **PAPER)
     assert n_fast >= res.engine.iteration > 0
+
+
+@pytest.mark.parametrize("first_token", ["decode", "prefill"])
+def test_wait_and_nested_wait_cut_inside_the_leftovers_same_records(first_token):
+    """An iteration cap that falls after the last arrival, while the leftovers run (the
+    rule computes them for the whole drain, then keeps the batches before the cap)."""
+    trace = _random_trace(np.random.default_rng(6), 120, classes=2, output=150)
+    for make in (lambda: WAIT((4, 3)), lambda: NestedWAIT((10, 40, 149), (4, 3, 2))):
+        whole = qt.simulate(trace, make(), ANCHOR_TIME, first_token=first_token)
+        log = whole.batches
+        after = np.flatnonzero(log["start"].to_numpy() >= whole.requests["arrival"].max())
+        assert after.size > 20                               # a long drain
+        for cap in (int(after[0]) + 1, int(after[after.size // 2])):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", qt.CensoredRunWarning)
+                res, n_fast = _same_records(trace, make, ANCHOR_TIME, max_iterations=cap,
+                                            first_token=first_token)
+            assert n_fast == 0 and res.engine.iteration == cap
+            assert res.requests["finish"].isna().any()
+
+
+@pytest.mark.parametrize("first_token", ["decode", "prefill"])
+def test_benchmark_setting_same_records(first_token):
+    """The setting of ``benchmarks/engine_speed.py``: ShareGPT lengths at load 0.8, output
+    lengths in bins of 50 stages, the thresholds of Ao et al.'s §6 rules with ``B = 512``
+    (most of them 1: cohorts of one), and a small ``B = 64`` variant."""
+    prompt, output = qt.data.sharegpt_lengths()
+    wl = qt.Workload.from_lengths(prompt, output, load=0.8, time_model=MICRO, token_budget=512)
+    trace = wl.sample(n_requests=250, seed=1)
+    width = 50
+    kind = (trace.output - 1) // width
+    share = np.bincount(kind).astype(float)
+    seg = qt.fluid.Segments(int(trace.prompt.mean()), width * np.arange(1, share.size + 1),
+                            share)
+    classes = [qt.RequestClass(prompt=int(trace.prompt.mean()), output=width * (j + 1),
+                               rate=max(r, 1e-9)) for j, r in enumerate(share)]
+    typed = qt.Workload.from_arrays(trace.arrival, trace.prompt, trace.output, kind)
+    for batch_limit in (512, 64):
+        nested = qt.fluid.nested_thresholds(seg, 1.0, 0.0, rule="tail_sum",
+                                            batch_limit=batch_limit)
+        res, n_fast = _same_records(trace, lambda n=nested: NestedWAIT(seg, n), MICRO,
+                                    first_token=first_token)
+        assert n_fast == 0 and res.metrics["completed"] == 250
+        types = qt.fluid.wait_thresholds(classes, 1.0, 0.0, rule="paper",
+                                         batch_limit=batch_limit)
+        res, n_fast = _same_records(typed, lambda n=types: WAIT(n), MICRO,
+                                    first_token=first_token)
+        assert n_fast == 0 and res.metrics["completed"] == 250

@@ -27,8 +27,7 @@ def write_back(engine, admitted, rows, hists, memberships, decoded, prefill_end,
     engine. Returns ``(ends, at, hist, rid, lo, hi)``: iteration end times, the end time and
     local iteration of every history entry (``hists`` laid end to end), and per membership
     its request and the first and last entries where it emitted (``lo > hi``: none)."""
-    start, dur, n_pre, chunks, decs, used, in_sys, work = (np.frombuffer(r, r.typecode)
-                                                           for r in rows)
+    start, dur, n_pre, chunks, decs, used, in_sys, work = (np.asarray(r) for r in rows)
     k = start.size
     s0 = engine.iteration
     if k:
@@ -51,15 +50,27 @@ def write_back(engine, admitted, rows, hists, memberships, decoded, prefill_end,
     engine.live = ids[~over]
     sizes = np.array([len(h) for h in hists], dtype=np.int64)
     off = np.concatenate([[0], sizes.cumsum()])
-    hist = np.array([x for h in hists for x in h], dtype=np.int64) - s0
+    hist = np.concatenate([np.zeros(0, np.int64)]
+                          + [np.asarray(h, dtype=np.int64) for h in hists]) - s0
     at = ends[hist]                                      # the end of each history entry
-    rid, gid, a, last, silent, _ = np.frombuffer(memberships, np.int64).reshape(-1, 6).T
+    rid, gid, a, last, silent, _ = np.asarray(memberships, np.int64).reshape(-1, 6).T
     lo, hi = off[gid] + a + silent, off[gid] + last
     out = ends, at, hist, rid, lo, hi
     talked = hi >= lo
     rid, lo, hi = rid[talked], lo[talked], hi[talked]
     if not rid.size:
         return out
+    gaps = np.zeros(at.size)                             # between consecutive entries
+    gaps[1:] = at[1:] - at[:-1]
+    gaps[off[:-1][sizes > 0]] = 0.0                      # (a group's first entry: none)
+    timed = hi > lo                   # within memberships (in the order given: the rules
+    if np.count_nonzero(timed):       # list them by first entry, nearly sorted already)
+        lo_t, hi_t = lo[timed] + 1, hi[timed] + 1
+        by_lo = np.argsort(lo_t, kind="stable")       # the ranges between ranges stay short
+        bounds = np.column_stack([lo_t[by_lo], hi_t[by_lo]]).ravel()
+        inner = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
+        np.maximum.at(tab.tbt_max, rid[timed][by_lo], inner)
+        engine.tbt.add_intervals(gaps, lo_t, hi_t, tab.cls[rid[timed]])
     by_rid = np.argsort(rid, kind="stable")              # each request's in time order
     rid, lo, hi = rid[by_rid], lo[by_rid], hi[by_rid]
     cls = tab.cls[rid]
@@ -68,17 +79,6 @@ def write_back(engine, admitted, rows, hists, memberships, decoded, prefill_end,
     tab.first_token[rid[lead]] = at[lo[lead]]
     tail = tail_of(rid)
     tab.last_token[rid[tail]] = at[hi[tail]]
-    gaps = np.zeros(at.size)                             # between consecutive entries
-    gaps[1:] = at[1:] - at[:-1]
-    gaps[off[:-1][sizes > 0]] = 0.0                      # (a group's first entry: none)
-    timed = hi > lo
-    if np.count_nonzero(timed):
-        lo_t, hi_t = lo[timed] + 1, hi[timed] + 1
-        by_lo = np.argsort(lo_t, kind="stable")       # the ranges between ranges stay short
-        bounds = np.column_stack([lo_t[by_lo], hi_t[by_lo]]).ravel()
-        inner = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
-        np.maximum.at(tab.tbt_max, rid[timed][by_lo], inner)
-        engine.tbt.add_intervals(gaps, lo_t, hi_t, cls[timed])
     again = ~lead                       # from the last token of one membership to the next
     if np.count_nonzero(again):
         stall = at[lo[again]] - at[hi[np.flatnonzero(again) - 1]]
