@@ -18,7 +18,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections import deque
-from itertools import accumulate, pairwise, repeat
+from itertools import accumulate, repeat
 
 import numpy as np
 
@@ -29,7 +29,7 @@ __all__ = ["ORCA", "FT_ITERATION", "FT_REQUEST", "run_decode_prefix", "write_bac
 #: the decisions: Orca's prefill-first mixed batch; FasterTransformer's decode-only batch
 #: whenever a request decodes, else a prefill-only batch; FasterTransformer's cohorts
 ORCA, FT_ITERATION, FT_REQUEST = 0, 1, 2
-#: how many arrays of other gaps are held before they go to the TBT histogram
+#: how many arrays of gaps are held before they go to the TBT histogram
 _HOLD = 1024
 
 
@@ -69,6 +69,8 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
     due = inf                      # no member emits its last token before this iteration
     other_gaps: list = []          # gaps held for the histogram, and their classes
     other_cls: list = []
+    repeated: list = []            # decode-only stretches: (their gaps, sharers per class)
+    n_classes = tbt.counts.shape[0]
     dec: list = []                 # requests in decode, in arrival order
     a = 0                          # dec[:a] emitted in the last iteration
     p = -1                         # the resident part-way through its prefill
@@ -89,9 +91,18 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
 
     def release():
         if other_gaps:
-            tbt.add(np.concatenate(other_cls).astype(np.int64), np.concatenate(other_gaps))
+            gaps = np.concatenate(other_gaps)
+            tbt.add(np.zeros(gaps.size, np.int64) if single else
+                    np.concatenate(other_cls).astype(np.int64), gaps)
             other_gaps.clear()
             other_cls.clear()
+        if repeated:
+            gaps, sharers = zip(*repeated, strict=True)
+            sizes = [g.size for g in gaps]
+            gaps, sharers = np.concatenate(gaps), np.array(sharers).reshape(len(sizes), -1)
+            for c in range(sharers.shape[1]):
+                tbt.add_counted(gaps, np.repeat(sharers[:, c], sizes), c)
+            repeated.clear()
 
     while t < stop and s < limit:
         while admitted < n and arrival[admitted] <= t:
@@ -174,11 +185,12 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                     repeats.extend((len(start) - 1, k))
                     # every member of dec[:m] emitted in the batch before: each batch's
                     # gap is shared by all m
-                    sharers = None if single else CLS[:m].astype(np.int64)
-                    gaps = [y - x for x, y in pairwise(times[:k + 1])]
-                    for gap in gaps:
-                        tbt.add_shared(gap, m, sharers)
-                    np.fmax(WORST[:m], max(gaps), out=WORST[:m])
+                    gaps = np.diff(times[:k + 1])
+                    repeated.append((gaps, m if single else np.bincount(
+                        CLS[:m].astype(np.int64), minlength=n_classes)))
+                    if len(repeated) >= _HOLD:
+                        release()
+                    np.fmax(WORST[:m], gaps.max(), out=WORST[:m])
                     LAST[:m] = times[k]
                     LEFT[:m] -= k
                     t = times[k]
@@ -241,20 +253,22 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
             gaps = end - LAST[:m]                # NaN for a first token
             np.fmax(WORST[:m], gaps, out=WORST[:m])
             shared = end - t                     # the gap of each that emitted at t
-            regular = gaps == shared
-            count = np.count_nonzero(regular)
-            if count:
-                tbt.add_shared(shared, count,
-                               None if single else CLS[:m][regular].astype(np.int64))
-            if count < m:
-                other = ~regular
+            other = gaps != shared               # skipped, stalled, or a first token
+            odd = gaps[other]
+            if odd.size < m:
+                tbt.add_shared(shared, m - odd.size,
+                               None if single else CLS[:m][~other].astype(np.int64))
+            if odd.size:
+                classes = None if single else CLS[:m][other]
                 if fresh:
-                    first = np.flatnonzero(gaps != gaps).tolist()
+                    first = (gaps != gaps).nonzero()[0].tolist()
                     for i in first:
                         first_time[dec[i]] = end
                     fresh -= len(first)
-                    other[first] = False
-                hold(gaps[other], CLS[:m][other])
+                    timed = odd == odd
+                    odd = odd[timed]
+                    classes = None if single else classes[timed]
+                hold(odd, classes)
             LAST[:m] = end
             LEFT[:m] -= 1
         a = m
@@ -272,7 +286,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
         peak = used if used > peak else peak
         if s >= due:                             # members may emit their last token
             D = len(dec)
-            for i in reversed(np.flatnonzero(LEFT[:m] == 0).tolist()):
+            for i in reversed((LEFT[:m] == 0).nonzero()[0].tolist()):
                 v = dec.pop(i)
                 finish[v] = s
                 used -= prompt[v] + output[v] - e
@@ -281,7 +295,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                 rows_of[:, i:D - 1] = rows_of[:, i + 1:D]
                 D -= 1
                 a -= 1
-            due = s + int(LEFT[:D].min()) if D else inf
+            due = s + int(np.minimum.reduce(LEFT[:D])) if D else inf
         for v in ended:                          # in arrival order, younger than dec
             before = last_time[v]
             if e:                                # the prefill iteration emits a token
@@ -290,7 +304,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                 else:                            # after a preemption's stall
                     worst[v] = max(end - before, worst[v]) if worst[v] == worst[v] \
                         else end - before
-                    hold(np.array([end - before]), np.array([cls_of[v]]))
+                    hold(np.array([end - before]), None if single else np.array([cls_of[v]]))
                 before = last_time[v] = end
                 decoded[v] += 1
                 if decoded[v] == output[v]:
