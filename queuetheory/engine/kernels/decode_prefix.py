@@ -19,6 +19,7 @@ from array import array
 from bisect import bisect_left
 from collections import deque
 from itertools import accumulate, repeat
+from operator import sub
 
 import numpy as np
 
@@ -69,14 +70,17 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
     due = inf                      # no member emits its last token before this iteration
     other_gaps: list = []          # gaps held for the histogram, and their classes
     other_cls: list = []
-    repeated: list = []            # decode-only stretches: (their gaps, sharers per class)
     n_classes = tbt.counts.shape[0]
+    none = [0] * n_classes
     dec: list = []                 # requests in decode, in arrival order
     a = 0                          # dec[:a] emitted in the last iteration
     p = -1                         # the resident part-way through its prefill
     waiting: deque = deque()       # requests without KV, in arrival order
     line = waiting if kind != FT_REQUEST else deque()   # where prefills are taken from
     repeats = array("q")           # log rows that stand for k decode-only batches: (row, k)
+    # per log row and class, the decoders that also emitted in the batch before: they
+    # share its gap (its end less its start), binned at the end
+    shared_col = array("q")
     rows = [array(code) for code in "ddqqqqqqq"]
     start, dur, n_pre, chunks, decs, evicted_col, used_col, in_sys, work_col = rows
     admitted = 0
@@ -96,13 +100,6 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                     np.concatenate(other_cls).astype(np.int64), gaps)
             other_gaps.clear()
             other_cls.clear()
-        if repeated:
-            gaps, sharers = zip(*repeated, strict=True)
-            sizes = [g.size for g in gaps]
-            gaps, sharers = np.concatenate(gaps), np.array(sharers).reshape(len(sizes), -1)
-            for c in range(sharers.shape[1]):
-                tbt.add_counted(gaps, np.repeat(sharers[:, c], sizes), c)
-            repeated.clear()
 
     while t < stop and s < limit:
         while admitted < n and arrival[admitted] <= t:
@@ -185,12 +182,13 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                     repeats.extend((len(start) - 1, k))
                     # every member of dec[:m] emitted in the batch before: each batch's
                     # gap is shared by all m
-                    gaps = np.diff(times[:k + 1])
-                    repeated.append((gaps, m if single else np.bincount(
-                        CLS[:m].astype(np.int64), minlength=n_classes)))
-                    if len(repeated) >= _HOLD:
-                        release()
-                    np.fmax(WORST[:m], gaps.max(), out=WORST[:m])
+                    if single:
+                        shared_col.append(m)
+                    else:
+                        shared_col.extend(np.bincount(CLS[:m].astype(np.int64),
+                                                      minlength=n_classes).tolist())
+                    np.fmax(WORST[:m], max(map(sub, times[1:k + 1], times[:k])),
+                            out=WORST[:m])
                     LAST[:m] = times[k]
                     LEFT[:m] -= k
                     t = times[k]
@@ -255,9 +253,11 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
             shared = end - t                     # the gap of each that emitted at t
             other = gaps != shared               # skipped, stalled, or a first token
             odd = gaps[other]
-            if odd.size < m:
-                tbt.add_shared(shared, m - odd.size,
-                               None if single else CLS[:m][~other].astype(np.int64))
+            if single:
+                shared_col.append(m - odd.size)
+            else:
+                shared_col.extend(np.bincount(CLS[:m][~other].astype(np.int64),
+                                              minlength=n_classes).tolist())
             if odd.size:
                 classes = None if single else CLS[:m][other]
                 if fresh:
@@ -271,6 +271,8 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                 hold(odd, classes)
             LAST[:m] = end
             LEFT[:m] -= 1
+        else:
+            shared_col.extend(none)
         a = m
         used += chunk_sum + m
         work -= chunk_sum + m + e * done
@@ -330,18 +332,27 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
     live_ids = dec + ([p] if p >= 0 else []) + list(waiting)
     if kind == FT_REQUEST:
         live_ids += list(line)
-    write_back(engine, admitted, expand(rows, repeats), decoded, filled, recomputed,
-               restarts, prefill_end, finish, first_time, last_time, worst, live_ids)
+    sharers = np.frombuffer(shared_col, np.int64).reshape(-1, n_classes)
+    if repeats:                                  # one entry per iteration, as the log's
+        row, k = np.frombuffer(repeats, np.int64).reshape(-1, 2).T
+        reps = np.ones(len(sharers), dtype=np.int64)
+        reps[row] = k
+        sharers = sharers.repeat(reps, axis=0)
+    write_back(engine, admitted, expand(rows, repeats), sharers, decoded, filled,
+               recomputed, restarts, prefill_end, finish, first_time, last_time, worst,
+               live_ids)
     engine.work, engine.kv_total, engine.peak_memory = work, used, peak
     if any(restarts):
         tab.recomputing = True
     return t
 
 
-def write_back(engine, admitted, rows, decoded, filled, recomputed, restarts, prefill_end,
-               finish, first_time, last_time, worst, live):
+def write_back(engine, admitted, rows, sharers, decoded, filled, recomputed, restarts,
+               prefill_end, finish, first_time, last_time, worst, live):
     """The engine's records and state after a bulk run, as if it had stepped. ``rows``: the
-    batch log's columns, one entry per iteration (:func:`~.common.expand`); ``decoded``:
+    batch log's columns, one entry per iteration (:func:`~.common.expand`); ``sharers``:
+    per iteration and class, the decoders that share its gap (its end less its start,
+    their last tokens at its start; the other gaps are in the histogram); ``decoded``:
     each request's output tokens emitted; ``prefill_end``, ``finish``: iterations (-1:
     none); ``first_time``, ``last_time``: token times, ``worst``: the largest time between
     tokens (NaN: none); ``live``: the requests left in the system."""
@@ -355,6 +366,9 @@ def write_back(engine, admitted, rows, decoded, filled, recomputed, restarts, pr
     engine._pending = admitted
     tab = engine.table
     ends = start + dur
+    gaps = ends - start
+    for c in range(sharers.shape[1]):
+        engine.tbt.add_counted(gaps, sharers[:, c], c)
     ids = np.arange(admitted)
     tab.prefilled[:admitted] = filled[:admitted]
     tab.recomputed[:admitted] = recomputed[:admitted]
