@@ -73,7 +73,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
     n_classes = tbt.counts.shape[0]
     none = [0] * n_classes
     dec: list = []                 # requests in decode, in arrival order
-    a = 0                          # dec[:a] emitted in the last iteration
+    a = 0                          # dec[:a] emitted in the last iteration, at t
     p = -1                         # the resident part-way through its prefill
     waiting: deque = deque()       # requests without KV, in arrival order
     line = waiting if kind != FT_REQUEST else deque()   # where prefills are taken from
@@ -247,32 +247,40 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
             done = len(ended)
         tau = taus.get((chunk_sum, m)) or new_tau(chunk_sum, m)
         end = t + tau
-        if m:                                    # dec[:m] emit at ``end``
-            gaps = end - LAST[:m]                # NaN for a first token
-            np.fmax(WORST[:m], gaps, out=WORST[:m])
+        if not m:
+            shared_col.extend(none)
+        else:                                    # dec[:m] emit at ``end``
             shared = end - t                     # the gap of each that emitted at t
-            other = gaps != shared               # skipped, stalled, or a first token
-            odd = gaps[other]
-            if single:
-                shared_col.append(m - odd.size)
+            if m <= a:                           # as each of them did
+                np.fmax(WORST[:m], shared, out=WORST[:m])
+                if single:
+                    shared_col.append(m)
+                else:
+                    shared_col.extend(np.bincount(CLS[:m].astype(np.int64),
+                                                  minlength=n_classes).tolist())
             else:
-                shared_col.extend(np.bincount(CLS[:m][~other].astype(np.int64),
-                                              minlength=n_classes).tolist())
-            if odd.size:
-                classes = None if single else CLS[:m][other]
-                if fresh:
-                    first = (gaps != gaps).nonzero()[0].tolist()
-                    for i in first:
-                        first_time[dec[i]] = end
-                    fresh -= len(first)
-                    timed = odd == odd
-                    odd = odd[timed]
-                    classes = None if single else classes[timed]
-                hold(odd, classes)
+                gaps = end - LAST[:m]            # NaN for a first token
+                np.fmax(WORST[:m], gaps, out=WORST[:m])
+                other = gaps != shared           # skipped, stalled, or a first token
+                odd = gaps[other]
+                if single:
+                    shared_col.append(m - odd.size)
+                else:
+                    shared_col.extend(np.bincount(CLS[:m][~other].astype(np.int64),
+                                                  minlength=n_classes).tolist())
+                if odd.size:
+                    classes = None if single else CLS[:m][other]
+                    if fresh:
+                        first = (gaps != gaps).nonzero()[0].tolist()
+                        for i in first:
+                            first_time[dec[i]] = end
+                        fresh -= len(first)
+                        timed = odd == odd
+                        odd = odd[timed]
+                        classes = None if single else classes[timed]
+                    hold(odd, classes)
             LAST[:m] = end
             LEFT[:m] -= 1
-        else:
-            shared_col.extend(none)
         a = m
         used += chunk_sum + m
         work -= chunk_sum + m + e * done
