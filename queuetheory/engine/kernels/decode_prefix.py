@@ -18,7 +18,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections import deque
-from itertools import accumulate, repeat
+from itertools import accumulate, islice, repeat
 from operator import sub
 
 import numpy as np
@@ -187,7 +187,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                     else:
                         shared_col.extend(np.bincount(CLS[:m].astype(np.int64),
                                                       minlength=n_classes).tolist())
-                    np.fmax(WORST[:m], max(map(sub, times[1:k + 1], times[:k])),
+                    np.fmax(WORST[:m], max(map(sub, islice(times, 1, k + 1), times)),
                             out=WORST[:m])
                     LAST[:m] = times[k]
                     LEFT[:m] -= k
