@@ -32,6 +32,8 @@ __all__ = ["ORCA", "FT_ITERATION", "FT_REQUEST", "run_decode_prefix", "write_bac
 ORCA, FT_ITERATION, FT_REQUEST = 0, 1, 2
 #: how many arrays of gaps are held before they go to the TBT histogram
 _HOLD = 1024
+#: iterations whose shared gaps are binned at once
+_BIN_CHUNK = 1 << 20
 
 
 def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
@@ -375,8 +377,10 @@ def write_back(engine, admitted, rows, sharers, decoded, filled, recomputed, res
     tab = engine.table
     ends = start + dur
     gaps = ends - start
-    for c in range(sharers.shape[1]):
-        engine.tbt.add_counted(gaps, sharers[:, c], c)
+    for lo in range(0, k, _BIN_CHUNK):          # binned a slice at a time: bounded memory
+        hi = lo + _BIN_CHUNK
+        for c in range(sharers.shape[1]):
+            engine.tbt.add_counted(gaps[lo:hi], sharers[lo:hi, c], c)
     ids = np.arange(admitted)
     tab.prefilled[:admitted] = filled[:admitted]
     tab.recomputed[:admitted] = recomputed[:admitted]
