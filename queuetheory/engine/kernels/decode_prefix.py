@@ -8,9 +8,11 @@ order, numpy rows of each one's last token time, the tokens it has left and its 
 time between tokens, and stamps the prefix ``[:m]`` of an iteration in a few array
 operations, as the step-by-step engine stamps a batch
 (:meth:`~queuetheory.engine.core.Engine._stamp_tokens`): the members that also emitted in
-the iteration before share its gap, counted once; any other gap (a member that skipped
-iterations, or a preemption's stall) is held and binned in bulk. Nothing is done in Python
-per request and iteration, nor per run of consecutive iterations a request decodes in.
+the iteration before share its gap, only counted (and binned at the end from the batch
+log); any other gap (a member that skipped iterations, or a preemption's stall) is held and
+binned in bulk. A prefix that all emitted in the iteration before forms no gap per member,
+and completions are read from the tokens left. Nothing is done in Python per request and
+iteration, nor per run of consecutive iterations a request decodes in.
 """
 
 from __future__ import annotations
@@ -62,8 +64,8 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
     prefill_end = [-1] * n
     finish = [-1] * n
     first_time = [nan] * n         # each request's first token, last token, largest gap:
-    last_time = [nan] * n          # of members of dec kept in ``rows`` below, written
-    worst = [nan] * n              # here when they leave it
+    last_time = [nan] * n          # for the members of dec kept in ``rows_of`` below,
+    worst = [nan] * n              # written here when they leave it
     # the members of dec, in its order: last token time (NaN: none yet), tokens left,
     # largest time between tokens (NaN: none yet), class
     rows_of = np.full((4, n + 1), nan)
