@@ -104,6 +104,24 @@ def test_orca_lognormal_lengths_same_records(first_token, memory, max_reqs):
 
 
 @pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("memory", [None, 6000])
+def test_orca_two_classes_same_records(first_token, memory):
+    """Two classes near the compute bound: the TBT histogram per class (the gaps a prefix
+    of decoders shares, and those of decoders that skipped or were preempted) and every
+    request's largest gap."""
+    wl = qt.Workload([qt.RequestClass(_lognormal(300), _lognormal(40), rate=3.0),
+                      qt.RequestClass(_lognormal(60), _lognormal(200), rate=3.0)])
+    res, _, n_fast = _same_run(wl, lambda: Orca(256), ANCHOR_TIME, n_requests=200,
+                               memory=memory, first_token=first_token)
+    assert n_fast == 0 and res.metrics["completed"] == 200
+    assert (res.engine.tbt.counts.sum(axis=1) > 0).all()
+    if memory is None:
+        assert _skipped(res) > 100
+    else:
+        assert res.metrics["restarts"] > 5
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
 @pytest.mark.parametrize("make_policy", [
     lambda: FasterTransformer(256),
     lambda: FasterTransformer(256, max_reqs=4),

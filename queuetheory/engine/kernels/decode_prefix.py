@@ -3,31 +3,39 @@ share: under FCFS the requests that decode in an iteration are the oldest reques
 
 Prompts are prefilled in arrival order (the youngest resident alone may be part-way through
 its prompt), so the requests in decode, taken in arrival order, form a list that grows at its
-end; an iteration decodes its first ``m`` members. A request therefore emits its tokens in
-*runs* of consecutive iterations, and leaves a run only when ``m`` falls below its place in
-the list (or a preemption takes it). The loop keeps the list, the length ``a`` of its prefix
-whose runs are open, and per request only where its open run began; runs are opened and
-closed as ``m`` moves, and the stamps, the TBT histogram and the batch log follow from the
-runs and the iterations' end times at the end (:func:`write_back_runs`).
+end; an iteration decodes its first ``m`` members. The loop keeps, for the members in that
+order, numpy rows of each one's last token time, the tokens it has left and its largest
+time between tokens, and stamps the prefix ``[:m]`` of an iteration in a few array
+operations, as the step-by-step engine stamps a batch
+(:meth:`~queuetheory.engine.core.Engine._stamp_tokens`): the members that also emitted in
+the iteration before share its gap, only counted (and binned at the end from the batch
+log); any other gap (a member that skipped iterations, or a preemption's stall) is held and
+binned in bulk. A prefix that all emitted in the iteration before forms no gap per member,
+and completions are read from the tokens left. Nothing is done in Python per request and
+iteration, nor per run of consecutive iterations a request decodes in.
 """
 
 from __future__ import annotations
 
-import heapq
 from array import array
 from bisect import bisect_left
 from collections import deque
-from itertools import accumulate, repeat
+from itertools import accumulate, islice, repeat
+from operator import sub
 
 import numpy as np
 
-from .common import durations, expand, tail_of
+from .common import durations, expand
 
-__all__ = ["ORCA", "FT_ITERATION", "FT_REQUEST", "run_decode_prefix", "write_back_runs"]
+__all__ = ["ORCA", "FT_ITERATION", "FT_REQUEST", "run_decode_prefix", "write_back"]
 
 #: the decisions: Orca's prefill-first mixed batch; FasterTransformer's decode-only batch
 #: whenever a request decodes, else a prefill-only batch; FasterTransformer's cohorts
 ORCA, FT_ITERATION, FT_REQUEST = 0, 1, 2
+#: how many arrays of gaps are held before they go to the TBT histogram
+_HOLD = 1024
+#: iterations whose shared gaps are binned at once
+_BIN_CHUNK = 1 << 20
 
 
 def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
@@ -39,37 +47,64 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
     arrival = tab.column("arrival").tolist()
     prompt = tab.column("prompt").tolist()
     output = tab.column("output").tolist()
+    cls_of = tab.column("cls").tolist()
     taus, new_tau = durations(engine.time_model)
     b, e = engine.budget, tab.emit_first
-    inf = float("inf")
+    inf, nan = float("inf"), float("nan")
     M = engine.memory if engine.memory is not None else inf
     max_reqs = getattr(engine.policy, "max_reqs", None)
     R = n + 1 if max_reqs is None else max_reqs
+    tbt = engine.tbt
+    single = tbt.single
     length = prompt[:]             # current prefill: prompt plus recomputed output
     filled = [0] * n               # prefilled tokens of the current prefill
     recomputed = [0] * n
     restarts = [0] * n
-    decoded = [0] * n              # output tokens emitted before the open run
-    run_first = [-1] * n           # iteration of the open run's first token; -1: none open
+    decoded = [0] * n              # output tokens emitted (of members: when they leave)
     prefill_end = [-1] * n
     finish = [-1] * n
-    epoch = [0] * n                # bumped by a preemption: voids the residency's entries
-    runs = array("q")              # closed runs: (request, first iteration, tokens)
-    repeats = array("q")           # log rows that stand for k decode-only batches: (row, k)
-    # a heap of (iteration, request, epoch): no request in decode emits its last token
-    # before its entries' least iteration (a run's end if nothing interrupts it; a request
-    # that skips iterations only finishes later), checked and renewed when reached
-    soon: list = []
+    first_time = [nan] * n         # each request's first token, last token, largest gap:
+    last_time = [nan] * n          # for the members of dec kept in ``rows_of`` below,
+    worst = [nan] * n              # written here when they leave it
+    # the members of dec, in its order: last token time (NaN: none yet), tokens left,
+    # largest time between tokens (NaN: none yet), class
+    rows_of = np.full((4, n + 1), nan)
+    LAST, LEFT, WORST, CLS = rows_of
+    fresh = 0                      # members of dec without a token yet (first_token decode)
+    due = inf                      # no member emits its last token before this iteration
+    other_gaps: list = []          # gaps held for the histogram, and their classes
+    other_cls: list = []
+    n_classes = tbt.counts.shape[0]
+    none = [0] * n_classes
     dec: list = []                 # requests in decode, in arrival order
-    a = 0                          # dec[:a] emitted in the last iteration: their runs are open
+    a = 0                          # dec[:a] emitted in the last iteration, at t
     p = -1                         # the resident part-way through its prefill
     waiting: deque = deque()       # requests without KV, in arrival order
     line = waiting if kind != FT_REQUEST else deque()   # where prefills are taken from
+    repeats = array("q")           # log rows that stand for k decode-only batches: (row, k)
+    # per log row and class, the decoders that also emitted in the batch before: they
+    # share its gap (its end less its start), binned at the end
+    shared_col = array("q")
     rows = [array(code) for code in "ddqqqqqqq"]
     start, dur, n_pre, chunks, decs, evicted_col, used_col, in_sys, work_col = rows
     admitted = 0
     work, used, peak = engine.work, engine.kv_total, engine.peak_memory
     s = engine.iteration
+
+    def hold(gaps, classes):
+        other_gaps.append(gaps)
+        other_cls.append(classes)
+        if len(other_gaps) >= _HOLD:
+            release()
+
+    def release():
+        if other_gaps:
+            gaps = np.concatenate(other_gaps)
+            tbt.add(np.zeros(gaps.size, np.int64) if single else
+                    np.concatenate(other_cls).astype(np.int64), gaps)
+            other_gaps.clear()
+            other_cls.clear()
+
     while t < stop and s < limit:
         while admitted < n and arrival[admitted] <= t:
             work += prompt[admitted] + output[admitted]
@@ -129,7 +164,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
             # a decode-only batch that repeats unchanged (no prompt can start before an
             # arrival: memory, which only shrinks, refuses the oldest waiting one) until a
             # completion, an arrival, the horizon, the cap or a preemption
-            most = min(soon[0][0] - s if soon else limit - s, limit - s,
+            most = min(due - s, limit - s,
                        (free - m) // m + 1 if free < inf else limit - s)
             if most > 1:
                 bound = min(stop, arrival[admitted] if admitted < n else inf)
@@ -149,6 +184,17 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                     in_sys.append(live)
                     work_col.append(work - m)
                     repeats.extend((len(start) - 1, k))
+                    # every member of dec[:m] emitted in the batch before: each batch's
+                    # gap is shared by all m
+                    if single:
+                        shared_col.append(m)
+                    else:
+                        shared_col.extend(np.bincount(CLS[:m].astype(np.int64),
+                                                      minlength=n_classes).tolist())
+                    np.fmax(WORST[:m], max(map(sub, islice(times, 1, k + 1), times)),
+                            out=WORST[:m])
+                    LAST[:m] = times[k]
+                    LEFT[:m] -= k
                     t = times[k]
                     used += m * k
                     work -= m * k
@@ -169,15 +215,12 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                 else:
                     v = dec.pop()
                     i = len(dec)
+                    decoded[v] = output[v] - int(LEFT[i])
+                    last_time[v], worst[v] = float(LAST[i]), float(WORST[i])
+                    fresh -= last_time[v] != last_time[v]
                     tokens = decoded[v] - recomputed[v]
-                    if i < a:                    # close its open run
-                        count = s - run_first[v]
-                        runs.extend((v, run_first[v], count))
-                        tokens += count
-                        decoded[v] += count
-                        run_first[v] = -1
+                    if i < a:
                         a = i
-                    epoch[v] += 1
                     held = length[v] + (tokens - e if tokens > e else 0)
                     extra = 1 if i < m else 0
                     if i < m:
@@ -206,18 +249,43 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                 else:
                     p = w
             done = len(ended)
-        # the runs of dec[:m] are open after this iteration, no other
-        if m > a:
-            for v in dec[a:m]:
-                run_first[v] = s
-        elif m < a:
-            for v in dec[m:a]:
-                first = run_first[v]
-                runs.extend((v, first, s - first))
-                decoded[v] += s - first
-                run_first[v] = -1
-        a = m
         tau = taus.get((chunk_sum, m)) or new_tau(chunk_sum, m)
+        end = t + tau
+        if not m:
+            shared_col.extend(none)
+        else:                                    # dec[:m] emit at ``end``
+            shared = end - t                     # the gap of each that emitted at t
+            if m <= a:                           # as each of them did
+                np.fmax(WORST[:m], shared, out=WORST[:m])
+                if single:
+                    shared_col.append(m)
+                else:
+                    shared_col.extend(np.bincount(CLS[:m].astype(np.int64),
+                                                  minlength=n_classes).tolist())
+            else:
+                gaps = end - LAST[:m]            # NaN for a first token
+                np.fmax(WORST[:m], gaps, out=WORST[:m])
+                other = gaps != shared           # skipped, stalled, or a first token
+                odd = gaps[other]
+                if single:
+                    shared_col.append(m - odd.size)
+                else:
+                    shared_col.extend(np.bincount(CLS[:m][~other].astype(np.int64),
+                                                  minlength=n_classes).tolist())
+                if odd.size:
+                    classes = None if single else CLS[:m][other]
+                    if fresh:
+                        first = (gaps != gaps).nonzero()[0].tolist()
+                        for i in first:
+                            first_time[dec[i]] = end
+                        fresh -= len(first)
+                        timed = odd == odd
+                        odd = odd[timed]
+                        classes = None if single else classes[timed]
+                    hold(odd, classes)
+            LAST[:m] = end
+            LEFT[:m] -= 1
+        a = m
         used += chunk_sum + m
         work -= chunk_sum + m + e * done
         start.append(t)
@@ -230,67 +298,76 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
         in_sys.append(live)
         work_col.append(work)
         peak = used if used > peak else peak
-        while soon and soon[0][0] <= s:
-            _, v, ep = heapq.heappop(soon)
-            if ep != epoch[v] or finish[v] >= 0:
-                continue
-            first = run_first[v]
-            if first < 0:                        # skipped this iteration: not before …
-                heapq.heappush(soon, (s + output[v] - decoded[v], v, ep))
-                continue
-            last = first + output[v] - decoded[v] - 1
-            if last > s:                         # skipped iterations since its entry
-                heapq.heappush(soon, (last, v, ep))
-                continue
-            finish[v] = s
-            used -= prompt[v] + output[v] - e
-            runs.extend((v, first, s - first + 1))
-            decoded[v] = output[v]
-            run_first[v] = -1
-            del dec[bisect_left(dec, v)]
-            a -= 1
+        if s >= due:                             # members may emit their last token
+            D = len(dec)
+            for i in reversed((LEFT[:m] == 0).nonzero()[0].tolist()):
+                v = dec.pop(i)
+                finish[v] = s
+                used -= prompt[v] + output[v] - e
+                decoded[v] = output[v]
+                last_time[v], worst[v] = end, float(WORST[i])
+                rows_of[:, i:D - 1] = rows_of[:, i + 1:D]
+                D -= 1
+                a -= 1
+            due = s + int(np.minimum.reduce(LEFT[:D])) if D else inf
         for v in ended:                          # in arrival order, younger than dec
+            before = last_time[v]
             if e:                                # the prefill iteration emits a token
-                if decoded[v] + 1 == output[v]:
+                if before != before:
+                    first_time[v] = end
+                else:                            # after a preemption's stall
+                    worst[v] = max(end - before, worst[v]) if worst[v] == worst[v] \
+                        else end - before
+                    hold(np.array([end - before]), None if single else np.array([cls_of[v]]))
+                before = last_time[v] = end
+                decoded[v] += 1
+                if decoded[v] == output[v]:
                     finish[v] = s
-                    decoded[v] += 1
                     used -= prompt[v] + output[v] - e
-                    runs.extend((v, s, 1))
                     continue
                 if a == len(dec):                # every other emitter of s is before it
-                    run_first[v] = s
                     a += 1
-                else:
-                    runs.extend((v, s, 1))
-                    decoded[v] += 1
-            heapq.heappush(soon, (s + output[v] - decoded[v] - (run_first[v] >= 0), v,
-                                  epoch[v]))
+            D = len(dec)
+            LAST[D], LEFT[D], WORST[D], CLS[D] = (before, output[v] - decoded[v], worst[v],
+                                                  cls_of[v])
+            fresh += before != before
+            due = min(due, s + output[v] - decoded[v])
             dec.append(v)
-        t = t + tau
+        t = end
         s += 1
-    for v in dec[:a]:                            # runs still open
-        count = s - run_first[v]
-        runs.extend((v, run_first[v], count))
-        decoded[v] += count
+    D = len(dec)
+    for v, left, last, gap in zip(dec, LEFT[:D].tolist(), LAST[:D].tolist(),
+                                  WORST[:D].tolist(), strict=True):
+        decoded[v] = output[v] - int(left)
+        last_time[v], worst[v] = last, gap
+    release()
     live_ids = dec + ([p] if p >= 0 else []) + list(waiting)
     if kind == FT_REQUEST:
         live_ids += list(line)
-    write_back_runs(engine, admitted, expand(rows, repeats), runs, decoded, filled,
-                    recomputed, restarts, prefill_end, finish, live_ids)
+    sharers = np.frombuffer(shared_col, np.int64).reshape(-1, n_classes)
+    if repeats:                                  # one entry per iteration, as the log's
+        row, k = np.frombuffer(repeats, np.int64).reshape(-1, 2).T
+        reps = np.ones(len(sharers), dtype=np.int64)
+        reps[row] = k
+        sharers = sharers.repeat(reps, axis=0)
+    write_back(engine, admitted, expand(rows, repeats), sharers, decoded, filled,
+               recomputed, restarts, prefill_end, finish, first_time, last_time, worst,
+               live_ids)
     engine.work, engine.kv_total, engine.peak_memory = work, used, peak
     if any(restarts):
         tab.recomputing = True
     return t
 
 
-def write_back_runs(engine, admitted, rows, runs, decoded, filled, recomputed, restarts,
-                    prefill_end, finish, live):
-    """The engine's records and state after a bulk run, as if it had stepped: each run
-    ``(request, first iteration, tokens)`` emitted its tokens at the ends of consecutive
-    iterations; the first token of a later run closes the gap from the last token of the
-    one before (iterations skipped, or a preemption's stall). ``rows``: the batch log's
-    columns, one entry per iteration (:func:`~.common.expand`); ``decoded``: each
-    request's output tokens emitted; ``live``: the requests left in the system."""
+def write_back(engine, admitted, rows, sharers, decoded, filled, recomputed, restarts,
+               prefill_end, finish, first_time, last_time, worst, live):
+    """The engine's records and state after a bulk run, as if it had stepped. ``rows``: the
+    batch log's columns, one entry per iteration (:func:`~.common.expand`); ``sharers``:
+    per iteration and class, the decoders that share its gap (its end less its start,
+    their last tokens at its start; the other gaps are in the histogram); ``decoded``:
+    each request's output tokens emitted; ``prefill_end``, ``finish``: iterations (-1:
+    none); ``first_time``, ``last_time``: token times, ``worst``: the largest time between
+    tokens (NaN: none); ``live``: the requests left in the system."""
     start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = rows
     k = start.size
     s0 = engine.iteration
@@ -302,6 +379,10 @@ def write_back_runs(engine, admitted, rows, runs, decoded, filled, recomputed, r
     tab = engine.table
     ends = start + dur
     gaps = ends - start
+    for lo in range(0, k, _BIN_CHUNK):          # binned a slice at a time: bounded memory
+        hi = lo + _BIN_CHUNK
+        for c in range(sharers.shape[1]):
+            engine.tbt.add_counted(gaps[lo:hi], sharers[lo:hi, c], c)
     ids = np.arange(admitted)
     tab.prefilled[:admitted] = filled[:admitted]
     tab.recomputed[:admitted] = recomputed[:admitted]
@@ -309,51 +390,13 @@ def write_back_runs(engine, admitted, rows, runs, decoded, filled, recomputed, r
     tab.decoded[:admitted] = decoded[:admitted]
     tab.in_decode[:admitted] = tab.prefilled[:admitted] >= tab.prompt[:admitted] + \
         tab.recomputed[:admitted]
-    pend = np.array(prefill_end[:admitted], dtype=np.int64) - s0
-    has = pend >= 0
-    tab.prefill_done[ids[has]] = ends[pend[has]]
-    fin = np.array(finish[:admitted], dtype=np.int64) - s0
-    over = fin >= 0
-    tab.finish[ids[over]] = ends[fin[over]]
-    if not runs:
-        engine.live = np.sort(np.array(live, dtype=np.int64))
-        return
-    run = np.frombuffer(runs, dtype=np.int64).reshape(-1, 3)
-    rid, first, count = run[:, 0], run[:, 1] - s0, run[:, 2]
-    order = np.argsort(rid * (k + 1) + first)     # the runs of each request in time order
-    rid, first, count = rid[order], first[order], count[order]
-    last = first + count - 1
-    lead = np.ones(rid.size, dtype=bool)
-    lead[1:] = rid[1:] != rid[:-1]                # each request's first run
-    tab.first_token[rid[lead]] = ends[first[lead]]
-    tail = tail_of(rid)
-    tab.last_token[rid[tail]] = ends[last[tail]]
-    cls = tab.cls[rid]
-    timed = count > 1                             # within a run: iterations first+1 … last
-    if np.count_nonzero(timed):
-        lo, hi = (first + 1)[timed], (last + 1)[timed]
-        np.maximum.at(tab.tbt_max, rid[timed], _range_max(gaps, lo, hi))
-        engine.tbt.add_intervals(gaps, lo, hi, cls[timed])
-    again = np.flatnonzero(~lead)                 # from one run to the next
-    if again.size:
-        stall = ends[first[again]] - ends[last[again - 1]]
-        np.maximum.at(tab.tbt_max, rid[again], stall)
-        engine.tbt.add(cls[again], stall)
+    for column, iterations in ((tab.prefill_done, prefill_end), (tab.finish, finish)):
+        at = np.array(iterations[:admitted], dtype=np.int64) - s0
+        has = at >= 0
+        column[ids[has]] = ends[at[has]]
+    for column, times in ((tab.first_token, first_time), (tab.last_token, last_time)):
+        times = np.array(times[:admitted])
+        has = ~np.isnan(times)
+        column[ids[has]] = times[has]
+    tab.tbt_max[:admitted] = np.fmax(tab.tbt_max[:admitted], worst[:admitted])
     engine.live = np.sort(np.array(live, dtype=np.int64))
-
-
-def _range_max(values, lo, hi):
-    """``max(values[lo[i]:hi[i]])`` for every ``i`` (``hi > lo``), from a sparse table built
-    one level at a time: level ``j`` holds the maxima over spans of 2^j, and a query of
-    length in [2^j, 2^(j+1)) is the larger of two of them, overlapping."""
-    level = np.frexp(hi - lo)[1] - 1              # ⌊log2(hi − lo)⌋, exactly
-    out = np.empty(lo.size)
-    row = values
-    for j in range(int(level.max()) + 1):
-        if j:
-            half = 1 << (j - 1)
-            row = np.maximum(row[:-half], row[half:])
-        pick = np.flatnonzero(level == j)
-        if pick.size:
-            out[pick] = np.maximum(row[lo[pick]], row[hi[pick] - (1 << j)])
-    return out
