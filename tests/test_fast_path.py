@@ -32,7 +32,10 @@ def _counting(policy):
     return calls
 
 
-def _same_run(workload, make_policy, time_model, **kw):
+def _same_records(workload, make_policy, time_model, **kw):
+    """Run with ``fast_path=False`` and with the fast path: request stamps, the batch log
+    row by row, the paths, the TBT histogram, every metric and the end time identical.
+    Returns the step-by-step result and both runs' numbers of calls to ``schedule``."""
     runs = []
     for fast in (False, True):
         policy = make_policy()
@@ -40,16 +43,23 @@ def _same_run(workload, make_policy, time_model, **kw):
         res = qt.simulate(workload, policy, time_model, fast_path=fast, **kw)
         runs.append((res, calls["n"]))
     (slow, n_slow), (fast, n_fast) = runs
-    pd.testing.assert_frame_equal(slow.requests, fast.requests, check_exact=True)
-    pd.testing.assert_frame_equal(slow.batches, fast.batches, check_exact=True)
-    pd.testing.assert_frame_equal(slow.paths, fast.paths, check_exact=True)
+    for records in ("requests", "batches", "paths"):
+        pd.testing.assert_frame_equal(getattr(slow, records), getattr(fast, records),
+                                      check_exact=True)
     np.testing.assert_array_equal(slow.engine.tbt.counts, fast.engine.tbt.counts)
     ms, mf = slow.metrics, fast.metrics
     assert ms.keys() == mf.keys()
     for k in ms:
         assert ms[k] == mf[k] or (np.isnan(ms[k]) and np.isnan(mf[k])), k
     assert slow.end_time == fast.end_time
-    assert n_slow == slow.engine.iteration            # one decision per iteration
+    return slow, n_slow, n_fast
+
+
+def _same_run(workload, make_policy, time_model, **kw):
+    """:func:`_same_records` for policies that never idle with requests waiting: the
+    step-by-step run makes one decision per iteration."""
+    slow, n_slow, n_fast = _same_records(workload, make_policy, time_model, **kw)
+    assert n_slow == slow.engine.iteration
     return slow, n_slow, n_fast
 
 

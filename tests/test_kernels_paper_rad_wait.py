@@ -14,10 +14,10 @@ a memory limit — and the rules cover both conventions, so both are checked.
 import warnings
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy import stats
-from test_fast_path import ANCHOR_TIME, _counting, _same_run
+from test_fast_path import ANCHOR_TIME, _same_run
+from test_fast_path import _same_records as _same_records_and_calls
 
 import queuetheory as qt
 from queuetheory.engine import Engine
@@ -29,24 +29,9 @@ MICRO = qt.AffineTokenTime(c=16_100.0, per_prefill=57.8, per_decode=39.5)
 
 
 def _same_records(workload, make_policy, time_model, **kw):
-    """Run with and without the fast path; every record must be identical. Returns the
-    step-by-step result and the number of calls to ``schedule`` with the fast path."""
-    runs = []
-    for fast in (False, True):
-        policy = make_policy()
-        calls = _counting(policy)
-        runs.append((qt.simulate(workload, policy, time_model, fast_path=fast, **kw),
-                     calls["n"]))
-    (slow, _), (fast, n_fast) = runs
-    for records in ("requests", "batches", "paths"):
-        pd.testing.assert_frame_equal(getattr(slow, records), getattr(fast, records),
-                                      check_exact=True)
-    np.testing.assert_array_equal(slow.engine.tbt.counts, fast.engine.tbt.counts)
-    ms, mf = slow.metrics, fast.metrics
-    assert ms.keys() == mf.keys()
-    for k in ms:
-        assert ms[k] == mf[k] or (np.isnan(ms[k]) and np.isnan(mf[k])), k
-    assert slow.end_time == fast.end_time
+    """Every record identical with and without the fast path (:func:`test_fast_path.
+    _same_records`); the step-by-step result and the fast run's calls to ``schedule``."""
+    slow, _, n_fast = _same_records_and_calls(workload, make_policy, time_model, **kw)
     return slow, n_fast
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from test_fast_path import ANCHOR_TIME, _counting, _same_run
+from test_fast_path import ANCHOR_TIME, _same_records, _same_run
 
 import queuetheory as qt
 from queuetheory.engine import Engine
@@ -28,26 +28,6 @@ def _lognormal(median, sigma=0.8):
     return stats.lognorm(s=sigma, scale=median)
 
 
-def _same_records(workload, make_policy, time_model, **kw):
-    """``_same_run`` for runs in which the policy may idle with requests waiting (a decision
-    without an iteration): the records of both runs identical, and the decisions counted."""
-    runs = []
-    for fast in (False, True):
-        policy = make_policy()
-        calls = _counting(policy)
-        runs.append((qt.simulate(workload, policy, time_model, fast_path=fast, **kw),
-                     calls["n"]))
-    (slow, n_slow), (fast, n_fast) = runs
-    for frame in ("requests", "batches", "paths"):
-        pd.testing.assert_frame_equal(getattr(slow, frame), getattr(fast, frame),
-                                      check_exact=True)
-    np.testing.assert_array_equal(slow.engine.tbt.counts, fast.engine.tbt.counts)
-    ms, mf = slow.metrics, fast.metrics
-    assert ms.keys() == mf.keys()
-    for k in ms:
-        assert ms[k] == mf[k] or (np.isnan(ms[k]) and np.isnan(mf[k])), k
-    assert slow.end_time == fast.end_time
-    return slow, n_slow, n_fast
 
 
 def _random_case(rng, scale):
