@@ -27,6 +27,8 @@ from .stats import RequestStats, request_stats
 class Bracket:
     """The analytic bracket of :func:`bounds`.
 
+    Attributes
+    ----------
     table : one row per bound: ``name``, ``rate`` (requests per time unit), ``kind``
         (``upper``: no scheduler is stable above it; ``lower``: a theorem says this
         scheduler is stable below it; ``scheduler``: the paper's rate for this scheduler, a

@@ -34,6 +34,8 @@ MAX_PROBE_REQUESTS = 500_000
 class MaxRate:
     """The answer of :func:`max_rate`.
 
+    Attributes
+    ----------
     rate : the estimated largest stable rate: the geometric middle of the largest rate
         judged stable and the smallest judged unstable (or the analytic upper bound)
     interval : ``(low, high)``: ``high`` the smallest rate judged unstable (or the analytic

@@ -22,6 +22,8 @@ MIN_LIFETIMES = 50
 class RequestStats:
     """Means per request, under a ``first_token`` convention.
 
+    Attributes
+    ----------
     prompt, output : mean prompt and output tokens
     decode : mean decode iterations (``output − 1`` when prefill emits the first token)
     work : mean tokens of compute, ``prompt + decode`` (Li, Dai, Peng's ``m_p + m_d``)
