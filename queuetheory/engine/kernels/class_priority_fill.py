@@ -29,7 +29,7 @@ from collections import deque
 
 import numpy as np
 
-from .common import durations, tail_of
+from .common import durations, tail_of, write_log
 from .decode_first_fill import decode_first_fill, decode_first_fill_memory
 
 __all__ = ["class_priority_fill", "class_priority_fill_memory", "class_priority_runner"]
@@ -465,13 +465,8 @@ def _write_back(engine, admitted, rows, served, rank, segments, said, filled, re
     ``recomputed`` and ``restarts``: ``None`` when nothing was preempted."""
     cols = [np.frombuffer(r, r.typecode) for r in rows]
     start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = cols
-    k = start.size
-    s0 = engine.iteration
-    if k:
-        engine.log.extend(k, start, dur, n_pre, chunks, decs, chunks + decs, evicted, used,
-                          in_sys, work)
-    engine.iteration += k
-    engine._pending = admitted
+    s0 = write_log(engine, admitted, start, dur, n_pre, chunks, decs, evicted, used, in_sys,
+                   work)
     tab = engine.table
     ends = start + dur
     ids = np.arange(admitted)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["durations", "expand", "tail_of"]
+__all__ = ["durations", "expand", "tail_of", "write_log"]
 
 
 def durations(time_model):
@@ -63,3 +63,17 @@ def tail_of(rid):
     tail[:-1] = rid[1:] != rid[:-1]
     return tail
 
+
+def write_log(engine, admitted, start, dur, n_pre, chunks, decs, evicted, used, in_sys, work):
+    """Append a bulk run's batch log (numpy columns, one entry per iteration; ``evicted`` 0
+    for a rule that never evicts) to the engine's, and move the engine's iteration count and
+    admission pointer past the run (the requests below ``admitted`` have arrived). Returns
+    the engine's iteration at the start of the run."""
+    s0 = engine.iteration
+    k = start.size
+    if k:
+        engine.log.extend(k, start, dur, n_pre, chunks, decs, chunks + decs, evicted, used,
+                          in_sys, work)
+    engine.iteration += k
+    engine._pending = admitted
+    return s0

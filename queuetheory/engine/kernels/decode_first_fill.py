@@ -9,7 +9,7 @@ from itertools import accumulate, repeat
 
 import numpy as np
 
-from .common import durations, expand, tail_of
+from .common import durations, expand, tail_of, write_log
 
 __all__ = ["decode_first_fill", "decode_first_fill_memory"]
 
@@ -88,12 +88,8 @@ def _write_back(engine, prefill_end, admitted, head, head_done, rows):
     start, dur, n_pre, chunks, decs, used, in_sys, work = (np.frombuffer(r, r.typecode)
                                                            for r in rows)
     k = start.size
-    s0 = engine.iteration
-    if k:
-        load = chunks + decs
-        engine.log.extend(k, start, dur, n_pre, chunks, decs, load, 0, used, in_sys, work)
-    engine.iteration += k
-    engine._pending = admitted
+    s0 = write_log(engine, admitted, start, dur, n_pre, chunks, decs, 0, used, in_sys,
+                   work)
     tab = engine.table
     ends = start + dur                                   # t + τ, as the engine adds them
     gaps = ends - start                                  # the gap each decode closes
@@ -316,13 +312,8 @@ def _write_back_memory(engine, admitted, rows, segments, filled, recomputed, res
     last token of the one before (the preemption's stall included). ``rows``: the batch
     log's columns, one entry per iteration (:func:`~.common.expand`)."""
     start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = rows
-    k = start.size
-    s0 = engine.iteration
-    if k:
-        engine.log.extend(k, start, dur, n_pre, chunks, decs, chunks + decs, evicted, used,
-                          in_sys, work)
-    engine.iteration += k
-    engine._pending = admitted
+    s0 = write_log(engine, admitted, start, dur, n_pre, chunks, decs, evicted, used, in_sys,
+                   work)
     tab = engine.table
     ends = start + dur
     gaps = ends - start

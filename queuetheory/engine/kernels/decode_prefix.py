@@ -25,7 +25,7 @@ from operator import sub
 
 import numpy as np
 
-from .common import durations, expand
+from .common import durations, expand, write_log
 
 __all__ = ["ORCA", "FT_ITERATION", "FT_REQUEST", "run_decode_prefix", "write_back"]
 
@@ -370,12 +370,8 @@ def write_back(engine, admitted, rows, sharers, decoded, filled, recomputed, res
     tokens (NaN: none); ``live``: the requests left in the system."""
     start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = rows
     k = start.size
-    s0 = engine.iteration
-    if k:
-        engine.log.extend(k, start, dur, n_pre, chunks, decs, chunks + decs, evicted, used,
-                          in_sys, work)
-    engine.iteration += k
-    engine._pending = admitted
+    s0 = write_log(engine, admitted, start, dur, n_pre, chunks, decs, evicted, used, in_sys,
+                   work)
     tab = engine.table
     ends = start + dur
     gaps = ends - start

@@ -44,7 +44,7 @@ from itertools import accumulate
 
 import numpy as np
 
-from .common import durations, tail_of
+from .common import durations, tail_of, write_log
 
 __all__ = ["future_peak_admission_runner"]
 
@@ -405,13 +405,8 @@ def _write_back(engine, admitted, rows, residencies):
     iterations from the admission's (``first_token="prefill"``) or the next one."""
     start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = (
         np.frombuffer(r, r.typecode) for r in rows)
-    k = start.size
-    s0 = engine.iteration
-    if k:
-        engine.log.extend(k, start, dur, n_pre, chunks, decs, chunks + decs, evicted, used,
-                          in_sys, work)
-    engine.iteration += k
-    engine._pending = admitted
+    s0 = write_log(engine, admitted, start, dur, n_pre, chunks, decs, evicted, used, in_sys,
+                   work)
     tab = engine.table
     ends = start + dur                                   # t + τ, as the engine adds them
     gaps = ends - start                                  # the gap each decode closes

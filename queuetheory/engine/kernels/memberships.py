@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import tail_of
+from .common import tail_of, write_log
 
 __all__ = ["write_back"]
 
@@ -28,13 +28,8 @@ def write_back(engine, admitted, rows, hists, memberships, decoded, prefill_end,
     local iteration of every history entry (``hists`` laid end to end), and per membership
     its request and the first and last entries where it emitted (``lo > hi``: none)."""
     start, dur, n_pre, chunks, decs, used, in_sys, work = (np.asarray(r) for r in rows)
-    k = start.size
-    s0 = engine.iteration
-    if k:
-        engine.log.extend(k, start, dur, n_pre, chunks, decs, chunks + decs, 0, used, in_sys,
-                          work)
-    engine.iteration += k
-    engine._pending = admitted
+    s0 = write_log(engine, admitted, start, dur, n_pre, chunks, decs, 0, used, in_sys,
+                   work)
     tab = engine.table
     ends = start + dur                                   # t + τ, as the engine adds them
     ids = np.arange(admitted)

@@ -6,7 +6,7 @@ from array import array
 
 import numpy as np
 
-from .common import durations, tail_of
+from .common import durations, tail_of, write_log
 
 __all__ = ["prefill_batches"]
 
@@ -177,13 +177,8 @@ def _write_back_batches(engine, admitted, rows, decode_iters, segments, filled, 
     at the end of its prefill iteration, then one at each of its decode-only batches."""
     cols = [np.frombuffer(r, r.typecode) for r in rows]
     start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = cols
-    k = start.size
-    s0 = engine.iteration
-    if k:
-        engine.log.extend(k, start, dur, n_pre, chunks, decs, chunks + decs, evicted, used,
-                          in_sys, work)
-    engine.iteration += k
-    engine._pending = admitted
+    s0 = write_log(engine, admitted, start, dur, n_pre, chunks, decs, evicted, used, in_sys,
+                   work)
     tab = engine.table
     e = tab.emit_first
     ends = start + dur
