@@ -72,18 +72,30 @@ def _decode_first_fill_runner(engine, policy):
     return decode_first_fill_memory
 
 
+def _recomputing(factory):
+    """``factory`` for a rule that preempts as vLLM does (recompute): ``None`` where the
+    engine has a KV-memory limit and restarts the requests it preempts."""
+    def covered(engine, policy):
+        if engine.memory is not None and engine.preemption != "recompute":
+            return None
+        return factory(engine, policy)
+    return covered
+
+
 #: rule name -> ``factory(engine, policy)`` returning ``run(engine, t, stop, limit) -> t``
 #: for this engine and policy, or ``None`` when the rule does not cover the setting. Called
-#: only once the common conditions of :func:`bulk_runner` hold.
+#: only once the common conditions of :func:`bulk_runner` hold. The classic schedulers'
+#: rules preempt by recompute; ``future_peak_admission`` by the papers' restart; ``slo_slack``
+#: and ``cohorts`` run without a KV-memory limit only.
 RULES = {
-    "decode_first_fill": _decode_first_fill_runner,
-    "prefill_batches": lambda engine, policy: prefill_batches,
+    "decode_first_fill": _recomputing(_decode_first_fill_runner),
+    "prefill_batches": _recomputing(lambda engine, policy: prefill_batches),
     "future_peak_admission": future_peak_admission_runner,
     "slo_slack": slo_slack_runner,
     "cohorts": cohorts_runner,
-    "class_priority_fill": class_priority_runner,
-    "prefill_first_fill": lambda engine, policy: prefill_first_fill,
-    "decode_priority": lambda engine, policy: decode_priority,
+    "class_priority_fill": _recomputing(class_priority_runner),
+    "prefill_first_fill": _recomputing(lambda engine, policy: prefill_first_fill),
+    "decode_priority": _recomputing(lambda engine, policy: decode_priority),
 }
 
 
@@ -93,8 +105,8 @@ def bulk_runner(engine, policy):
     ``limit`` in a state it does not cover; the engine then steps on from there.
 
     Every rule needs a token-count time model, the policy's own token budget, a fresh engine
-    (no iteration run, nothing live), prompts and outputs of at least one token, and under a
-    KV-memory limit recompute preemption."""
+    (no iteration run, nothing live) and prompts and outputs of at least one token; its
+    factory in :data:`RULES` decides the rest (memory, preemption, the policy's options)."""
     rule = getattr(policy, "rule", None)
     rule = rule() if rule is not None else None
     tab = engine.table
@@ -102,9 +114,6 @@ def bulk_runner(engine, policy):
             or not engine.time_model.counts_only or engine.budget != policy.token_budget
             or engine.iteration or engine.live.size
             or (tab.n and min(tab.column("prompt").min(), tab.column("output").min()) < 1)):
-        return None
-    if (engine.memory is not None and engine.preemption != "recompute"
-            and rule != "future_peak_admission"):      # evicts as the papers do: restart
         return None
     run = RULES[rule](engine, policy)
     if run is None:
