@@ -99,6 +99,8 @@ def test_relaxation_time_scales_with_the_arrivals_and_the_work_variability():
     # Poisson: the M/G/1 scale λE[S²]/(1 − ρ)², E[S] = 1/c
     poisson = cap.relaxation_time(lengths, lam, c, "decode")
     assert poisson == pytest.approx(lam * (121 + 961) / 2 / 21**2 / c**2 / (1 - lam) ** 2)
+    with pytest.raises(ValueError, match="workload=str"):
+        cap.arrival_variability("poisson", lam)
 
 
 def test_a_bursty_trace_relaxes_more_slowly_than_poisson_arrivals():

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..errors import check_positive
-from ..workload import TimeVarying, Trace
+from ..workload import TimeVarying, Trace, Workload
 from .rescale import _length_law
 from .stats import _classes, request_stats
 
@@ -34,6 +34,9 @@ def arrival_variability(workload, rate: float) -> float:
     if isinstance(workload, Trace):
         gaps = np.diff(workload.arrival)
         return float(gaps.var() / gaps.mean() ** 2)
+    if not isinstance(workload, Workload):
+        raise ValueError(f"workload={type(workload).__name__}: must be a qt.Workload or a "
+                         "recorded qt.workload.Trace")
     arrivals = workload.arrivals
     if isinstance(arrivals, TimeVarying) or arrivals in ("poisson", "poisson-slot"):
         return 1.0
