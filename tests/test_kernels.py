@@ -14,6 +14,11 @@ from test_fast_path import ANCHOR_TIME, _same_run
 import queuetheory as qt
 from queuetheory.engine import Engine
 from queuetheory.engine.kernels import bulk_runner
+from queuetheory.engine.kernels.prefill_batches import (
+    prefill_batches,
+    prefill_batches_runner,
+    vllm_decode_prefix,
+)
 from queuetheory.policies import Orca, Sarathi, VLLMVanilla
 from queuetheory.workload import Trace
 
@@ -166,22 +171,30 @@ def test_memory_limit_unit_time_ties_and_short_outputs():
 
 
 @pytest.mark.parametrize("first_token", ["prefill", "decode"])
-@pytest.mark.parametrize("memory, max_reqs, budget", [
-    (None, None, 2048), (6000, None, 2048), (6000, None, 256), (20000, 8, 2048), (None, 8, 256),
-], ids=["plain", "memory", "memory-chunked-prompts", "memory-maxreqs", "maxreqs-chunked"])
-def test_vllm_prefill_batches_same_records(first_token, memory, max_reqs, budget):
+@pytest.mark.parametrize("memory, max_reqs, budget, follows", [
+    (None, None, 2048, "residencies"), (6000, None, 2048, "residencies"),
+    (6000, None, 256, "residencies"), (20000, 8, 2048, "oldest"), (None, 8, 256, "oldest"),
+    (None, None, 40, "oldest"), (4000, None, 16, "oldest"),
+], ids=["plain", "memory", "memory-chunked-prompts", "memory-maxreqs", "maxreqs-chunked",
+        "decoders-over-budget", "memory-decoders-over-budget"])
+def test_vllm_prefill_batches_same_records(first_token, memory, max_reqs, budget, follows):
     """Vanilla vLLM's rule ``prefill_batches``: prefill-only batches of whole prompts (a long
-    one chunked alone), decode-only batches, preemption and readmission. Where ``max_reqs``
-    makes decodes wait a turn, the rule stops and the engine steps on."""
+    one chunked alone), decode-only batches, preemption and readmission. Where more requests
+    can be in decode than a batch takes (``max_reqs``, a small budget), the oldest decode
+    (the decision ``VLLM`` of ``decode_prefix``) and the others wait a turn."""
     wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(300), rate=3.0)])
     res, n_slow, n_fast = _same_run(wl, lambda: VLLMVanilla(budget, max_reqs=max_reqs),
                                     ANCHOR_TIME, n_requests=250, memory=memory,
                                     first_token=first_token)
-    assert n_fast < n_slow / 4
-    if max_reqs is None:
-        assert n_fast == 0
-    if memory == 6000:
+    runner = prefill_batches_runner(res.engine, res.engine.policy)
+    assert runner is {"residencies": prefill_batches, "oldest": vllm_decode_prefix}[follows]
+    assert n_fast == 0 and n_slow > 0
+    if memory is not None:
         assert res.metrics["restarts"] > 20
+    if follows == "oldest":       # batches the cap filled, with more requests in the system
+        cap = min(budget, max_reqs or budget)
+        log = res.batches
+        assert ((log["decode_requests"] == cap) & (log["in_system"] > cap)).sum() > 5
 
 
 def test_vllm_prefill_batches_idle_periods_ties_and_horizon():

@@ -20,8 +20,8 @@ runs as :func:`~.decode_first_fill.decode_first_fill_memory`, which follows resi
 instead of prompts.
 
 ``"prefill_batches"`` (vanilla vLLM with FCFS order, Li, Dai, Peng §3): a prefill-only batch
-whenever a prompt can start, else a decode-only batch of every request in decode
-(:func:`~.prefill_batches.prefill_batches`).
+whenever a prompt can start, else a decode-only batch of the oldest requests in decode
+(:func:`~.prefill_batches.prefill_batches_runner`).
 
 ``"future_peak_admission"`` (MC-SF of Jaillet et al., A_max, A_min, H-SF and A_random of Chen,
 Ye, Zhou): every running request decodes, and waiting ones are admitted in the policy's
@@ -59,7 +59,7 @@ from .cohorts import cohorts_runner
 from .decode_first_fill import decode_first_fill, decode_first_fill_memory
 from .decode_priority import decode_priority
 from .future_peak_admission import future_peak_admission_runner
-from .prefill_batches import prefill_batches
+from .prefill_batches import prefill_batches_runner
 from .prefill_first_fill import prefill_first_fill
 from .slo_slack import slo_slack_runner
 
@@ -89,7 +89,7 @@ def _recomputing(factory):
 #: and ``cohorts`` run without a KV-memory limit only.
 RULES = {
     "decode_first_fill": _recomputing(_decode_first_fill_runner),
-    "prefill_batches": _recomputing(lambda engine, policy: prefill_batches),
+    "prefill_batches": _recomputing(prefill_batches_runner),
     "future_peak_admission": future_peak_admission_runner,
     "slo_slack": slo_slack_runner,
     "cohorts": cohorts_runner,

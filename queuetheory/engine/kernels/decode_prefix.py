@@ -1,5 +1,6 @@
-"""What the rules ``prefill_first_fill`` (Orca) and ``decode_priority`` (FasterTransformer)
-share: under FCFS the requests that decode in an iteration are the oldest requests in decode.
+"""What the rules ``prefill_first_fill`` (Orca), ``decode_priority`` (FasterTransformer) and
+``prefill_batches`` (vanilla vLLM) share: under FCFS the requests that decode in an iteration
+are the oldest requests in decode.
 
 Prompts are prefilled in arrival order (the youngest resident alone may be part-way through
 its prompt), so the requests in decode, taken in arrival order, form a list that grows at its
@@ -27,11 +28,13 @@ import numpy as np
 
 from .common import durations, expand, write_log
 
-__all__ = ["ORCA", "FT_ITERATION", "FT_REQUEST", "run_decode_prefix", "write_back"]
+__all__ = ["ORCA", "FT_ITERATION", "FT_REQUEST", "VLLM", "run_decode_prefix", "write_back"]
 
 #: the decisions: Orca's prefill-first mixed batch; FasterTransformer's decode-only batch
-#: whenever a request decodes, else a prefill-only batch; FasterTransformer's cohorts
-ORCA, FT_ITERATION, FT_REQUEST = 0, 1, 2
+#: whenever a request decodes, else a prefill-only batch; FasterTransformer's cohorts;
+#: vanilla vLLM's prefill-only batch whenever a prompt can start (its whole prefill fits in
+#: the memory neither held nor promised), else a decode-only batch
+ORCA, FT_ITERATION, FT_REQUEST, VLLM = 0, 1, 2, 3
 #: how many arrays of gaps are held before they go to the TBT histogram
 _HOLD = 1024
 #: iterations whose shared gaps are binned at once
@@ -123,12 +126,13 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
         plan = []
         chunk_sum = 0
         if kind == ORCA or (kind == FT_ITERATION and not D) or (
-                kind == FT_REQUEST and (p >= 0 or line or not D)):
+                kind == FT_REQUEST and (p >= 0 or line or not D)) or (
+                kind == VLLM and (p >= 0 or (line and length[line[0]] <= free) or not D)):
             if kind == FT_REQUEST and not D and p < 0 and not line:   # a new cohort
                 for _ in range(min(R, len(waiting))):
                     line.append(waiting.popleft())
             room, slots = b, (R if kind != FT_REQUEST else n + 1)
-            memory_left = free - D
+            memory_left = free - D if kind != VLLM else free   # vLLM: no decode beside
             i = 0
             while room > 0 and slots > 0:
                 if p >= 0 and not plan:
@@ -153,7 +157,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
             m = min(b - chunk_sum, D, R - len(plan)) if kind == ORCA else 0
         else:
             m = b if b < D else D
-            if kind == FT_ITERATION and R < m:
+            if kind != FT_REQUEST and R < m:
                 m = R
         if not m and not plan:     # an empty batch (not met while every request fits in M
             if admitted == n:      # alone): the engine waits for the next arrival

@@ -7,20 +7,48 @@ from array import array
 import numpy as np
 
 from .common import durations, tail_of, write_log
+from .decode_prefix import VLLM, run_decode_prefix
 
-__all__ = ["prefill_batches"]
+__all__ = ["prefill_batches_runner", "most_decoding", "prefill_batches", "vllm_decode_prefix"]
+
+
+def prefill_batches_runner(engine, policy):
+    """The rule ``prefill_batches`` (vanilla vLLM under FCFS, Li, Dai, Peng §3): a
+    prefill-only batch of whole prompts in arrival order (a prompt longer than the budget
+    chunked alone) whenever one can start — memory permitting, vLLM's accounting — else a
+    decode-only batch of the oldest requests in decode, up to the budget ``b`` and
+    ``max_reqs``, preempting the youngest (recompute) when their tokens do not fit.
+
+    Where no more requests can ever be in decode than a decode-only batch takes
+    (:func:`most_decoding` at most ``min(b, max_reqs)``), every one decodes in every
+    decode-only batch and :func:`prefill_batches` follows residencies; elsewhere
+    :func:`vllm_decode_prefix` follows the oldest decoders (:mod:`.decode_prefix`)."""
+    max_reqs = getattr(policy, "max_reqs", None)
+    cap = engine.budget if max_reqs is None else min(engine.budget, max_reqs)
+    return prefill_batches if most_decoding(engine) <= cap else vllm_decode_prefix
+
+
+def most_decoding(engine) -> int:
+    """An upper bound on the requests in decode at once: all of them, or with a KV-memory
+    limit ``M`` the most whose prompts fit in ``M`` together (a request in decode holds at
+    least its prompt's KV)."""
+    prompt = engine.table.column("prompt")
+    if engine.memory is None:
+        return int(prompt.size)
+    return int(np.searchsorted(np.cumsum(np.sort(prompt)), engine.memory, side="right"))
+
+
+def vllm_decode_prefix(engine, t, stop, limit):
+    """Vanilla vLLM under FCFS as the decision ``VLLM`` of :func:`.decode_prefix.
+    run_decode_prefix` (whole prompts; the decoders that decode are the oldest)."""
+    return run_decode_prefix(engine, t, stop, limit, VLLM, chunk=False)
 
 
 def prefill_batches(engine, t, stop, limit):
-    """The rule ``prefill_batches`` (vanilla vLLM under FCFS): a prefill-only batch of whole
-    prompts in arrival order (a prompt longer than the budget chunked alone) whenever one can
-    start — memory permitting, vLLM's accounting — else a decode-only batch of every request
-    in decode, preempting the youngest (recompute) when their tokens do not fit.
-
-    The residents are the oldest requests; all decode at every decode-only batch, so a
+    """Vanilla vLLM under FCFS where every request in decode decodes in every decode-only
+    batch (see :func:`prefill_batches_runner`): the residents are the oldest requests, so a
     residency emits its tokens (after the first, under ``first_token="prefill"``) in
-    consecutive decode-only batches. Stops, for the engine to step on, where the decodes
-    exceed the budget or ``max_reqs`` (some would wait a turn).
+    consecutive decode-only batches.
     """
     from collections import deque
 
@@ -103,8 +131,8 @@ def prefill_batches(engine, t, stop, limit):
                     break
         else:                                                       # a decode-only batch
             d = decoding
-            if d > cap:
-                break                      # some would wait a turn: the engine steps on
+            if d > cap:        # unreachable where most_decoding(engine) <= cap
+                raise RuntimeError("prefill_batches: more requests decode than a batch takes")
             j = len(decode_iters)
             if d > free:
                 need, saved = d - free, 0
