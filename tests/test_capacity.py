@@ -173,6 +173,26 @@ def test_vanilla_vllm_boundary_is_lambda_star_in_unit_time():
     assert m.efficiency < 0.2                         # far below the token capacity
 
 
+def test_fastertransformer_boundary_is_its_bulk_service_capacity():
+    """Iteration-level FasterTransformer decodes whenever anything decodes, so with fixed
+    lengths in unit time it is a bulk-service queue: a cycle prefills up to ``b // prompt``
+    waiting requests in one round and decodes them for ``output`` rounds, stable iff
+    ``λ (1 + output) < b // prompt`` — 6 % of the compute bound. The probes are sized by
+    the smallest rate judged unstable, not by that bound, so the search converges."""
+    b, prompt, output = 64, 32, 32
+    bulk = (b // prompt) / (1 + output)
+    m = cap.max_rate(fixed(prompt, output), qt.policies.FasterTransformer(b), qt.UnitTime(),
+                     first_token="decode", tol=0.02, max_probe_requests=100_000)
+    assert m.converged, m.probes
+    assert m.interval[0] < bulk <= m.interval[1]
+    assert m.rate == pytest.approx(bulk, rel=0.02) and m.efficiency < 0.1
+    unstable = m.probes["rate"].where(m.probes["verdict"] == "unstable").cummin().ffill().shift()
+    for x, hi, relax in zip(m.probes["rate"], unstable, m.probes["relaxation"], strict=True):
+        capacity = hi if hi == hi and x < hi else m.bracket.upper
+        assert relax == pytest.approx(cap.relaxation_time(fixed(prompt, output), x, capacity,
+                                                          "decode"))
+
+
 def test_memory_bound_holds_and_binds():
     """Unit time, (32, 32) tokens, M = 2000, b = 512: the KV-area bound M/E[a] = 1.32 is
     far below the compute bound 8.1; Sarathi (recompute preemption) reaches about 78 % of it."""

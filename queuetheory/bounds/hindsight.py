@@ -430,6 +430,9 @@ def _solve_cpsat_ti(a, s, d, memory, grid, lp, deadline, workers):
 SEARCH_SHARE, CAPS_SHARE = 0.1, 0.15
 """Shares of ``time_limit`` for the local search (:func:`_heuristic`) and for the
 completion-count cuts (:func:`~queuetheory.bounds.hindsight_cuts.completion_caps`)."""
+HIGHS_MARGIN = 0.02
+"""The share of ``time_limit`` (at most a second) the MILP solver is given less than what
+is left: HiGHS checks its limit between phases and stops a little after it."""
 
 
 def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limit,
@@ -460,7 +463,10 @@ def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limi
     elif name == "cpsat-ti":
         out = _solve_cpsat_ti(a, s, d, memory, grid, lp, deadline, int(workers))
     else:
-        out = _solve_cvxpy(a, s, d, memory, grid, name, False, deadline, lp)
+        # HiGHS checks its limit between phases: it gets the limit less a margin
+        margin = None if deadline is None else min(1.0, HIGHS_MARGIN * time_limit)
+        out = _solve_cvxpy(a, s, d, memory, grid, name, False,
+                           None if deadline is None else deadline - margin, lp)
     tel, starts, status, proven, bound = out
     # TEL is an integer; the LP bound holds whatever the solver reached, and a schedule
     # meeting the bound is optimal
@@ -489,9 +495,11 @@ def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solve
         :data:`SEARCH_SHARE` of it, the cuts :data:`CAPS_SHARE` more); on a time-out
         ``proven`` is False, the schedule is the better of the solver's best and the
         upper-bound schedule (both feasible) and ``gap`` bounds its distance to the optimum.
-        HiGHS checks its limit between phases and may overrun it by seconds from n ≈ 40
-        (presolve, root LP); CP-SAT keeps to it. The LP relaxation of the fixing step runs
-        unlimited (HiGHS: well under a second at n = 20)
+        HiGHS checks its limit between phases: it is given :data:`HIGHS_MARGIN` of the
+        limit (at most a second) less than what is left, and may still overrun by a
+        fraction of a second, or by seconds in a process starved of CPU
+        (``benchmarks/README.md``). CP-SAT keeps to its limit. The LP relaxation of the
+        fixing step runs unlimited (HiGHS: about a second at n = 40)
     workers : CP-SAT's ``num_workers`` (the MILP uses HiGHS's default)
     """
     return _solve(arrival, prompt, output, memory, convention,

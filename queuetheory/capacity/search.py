@@ -142,7 +142,9 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     fill-up rises at about ``σ/√H`` relative, ``σ² = λE[S]²(c_a² + c_s²)``, far less at
     these lengths). Otherwise the probe runs again for ``RELAXATION_RUNS`` relaxation times
     of the backlog (:func:`relaxation_time`, ``σ²/(1 − ρ)²`` with ``ρ`` the rate over the
-    bracket's upper bound, ``c_s²`` the work's and ``c_a²`` the arrivals' variability: a
+    smallest rate judged unstable so far, or the bracket's upper bound before any: a
+    scheduler far below the bound, as FasterTransformer is, would otherwise run probes
+    that are all fill-up; ``c_s²`` the work's and ``c_a²`` the arrivals' variability: a
     bursty trace's probes run longer, a clock's shorter), so that stability's tail lies
     past the fill-up and its blocks are longer than the backlog's excursions; without it,
     ShareGPT's heavy-tailed lengths read as growth at 0.96 of a bound Theorem 1(a) of Li,
@@ -188,7 +190,8 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
         wl = at_rate(workload, x)
         H = (default_horizon(wl, time_model) if n_requests is None
              else max(n_requests / x, MIN_LIFETIMES * lifetime))
-        relax = relaxation_time(workload if trace is None else trace, x, br.upper,
+        capacity = hi if hi is not None and x < hi else br.upper   # hi <= br.upper
+        relax = relaxation_time(workload if trace is None else trace, x, capacity,
                                 first_token)
         long = max(H, min(RELAXATION_RUNS * relax, max_probe_requests / x))
         cap = max(long, min(max_horizon_factor * long, max_probe_requests / x))
