@@ -32,6 +32,8 @@ START_LIFETIMES = 200
 BUDGET_FACTOR = 8
 #: The most expected arrivals one run may draw (memory: see ``_BYTES_PER_REQUEST``).
 MAX_REQUESTS = 5e7
+#: The most points of each seed's backlog path a verdict keeps (evenly spaced iterations).
+BACKLOG_POINTS = 100_000
 _BYTES_PER_REQUEST = 17 * 8     # the engine's request table: 17 eight-byte fields
 
 
@@ -50,8 +52,10 @@ class StabilityVerdict:
     runs : one row per seed of the last round: ``seed``, ``horizon``, ``iterations``,
         ``wall_s``, ``arrived``, ``completed``, ``backlog_end`` (tokens),
         ``in_system_end``, the seed's own ``drift``/``trend`` intervals and ``verdict``
-    backlog : the backlog paths of the last round, one row per iteration: ``seed``,
-        ``time``, ``backlog`` (unfinished tokens), ``in_system`` (requests)
+    backlog : the backlog paths of the last round: ``seed``, ``time``, ``backlog``
+        (unfinished tokens), ``in_system`` (requests) at the end of every iteration, or of
+        evenly spaced ones (the last included) where a run has more than
+        ``BACKLOG_POINTS`` (for plots; the tests use every iteration)
     rounds : how many horizons were tried (1 + doublings); ``wall_s``: seconds in all
     needed_horizon : for ``inconclusive``, the horizon at which the interval would be
         narrow enough to decide if its width shrinks as ``1/sqrt(T)`` (``None`` otherwise)
@@ -181,9 +185,10 @@ def _run(workload, policy, time_model, H, seed, tail, blocks, level, tolerance, 
         warnings.simplefilter("ignore", CensoredRunWarning)
         res = simulate(workload, policy, time_model, horizon=H, seed=seed, **kwargs)
     wall = time.perf_counter() - t0
-    paths = res.paths
-    t = paths["time"].to_numpy()
-    y = paths["unfinished_tokens"].to_numpy().astype(float)
+    log = res.engine.log                # three columns of the log, not all of them
+    times = log.column("start") + log.column("duration")
+    backlog = log.column("unfinished_tokens")
+    t, y = times, backlog.astype(float)
     trace = res.trace
     offered_tokens = float((trace.prompt + trace.output).sum())
     if t.size < blocks:         # (nearly) no batches: an empty path, constant at zero
@@ -201,10 +206,17 @@ def _run(workload, policy, time_model, H, seed, tail, blocks, level, tolerance, 
            "drift": d, "drift_low": dlo, "drift_high": dhi,
            "trend": tr, "trend_low": tlo, "trend_high": thi,
            "verdict": judge((dlo, tlo), (dhi, thi), tolerance)}
-    path = pd.DataFrame({"seed": seed, "time": paths["time"].to_numpy(),
-                         "backlog": paths["unfinished_tokens"].to_numpy(),
-                         "in_system": paths["in_system"].to_numpy()})
+    kept = _thinned(times.size)
+    path = pd.DataFrame({"seed": seed, "time": times[kept], "backlog": backlog[kept],
+                         "in_system": log.column("in_system")[kept]})
     return {"row": row, "rates": rates, "fit": fit, "tokens": offered_tokens, "path": path}
+
+
+def _thinned(n: int) -> np.ndarray:
+    """Indices of at most ``BACKLOG_POINTS`` iterations out of ``n``, evenly spaced, the
+    last one included (the path kept for plots)."""
+    step = -(-n // BACKLOG_POINTS)
+    return np.unique(np.append(np.arange(0, n, step), n - 1)) if n else np.arange(0)
 
 
 def _pool(runs, H, blocks, level, tolerance) -> dict:

@@ -25,6 +25,7 @@ class ColumnLog:
         self._rows: list[tuple] = []
         self._blocks: list[tuple] = []     # (rows held before it, k, columns) of each extend
         self._in_blocks = 0
+        self._lazy = None                  # the source of a first write kept unexpanded
 
     @property
     def n(self) -> int:
@@ -50,10 +51,29 @@ class ColumnLog:
         if self._in_blocks >= self.FLUSH:
             self._flush()
 
+    def extend_lazy(self, k: int, source):
+        """Append ``k`` rows whose columns ``source.column(name)`` gives, each read from it
+        only when first asked for (a bulk run's log, mostly read for a few columns). Kept
+        so only as the log's first write; any later write expands them all."""
+        if self.n:
+            self.extend(k, *(source.column(name) for name in self._names))
+            return
+        self._lazy, self._cols, self._stored = source, {}, k
+
+    def _expand(self):
+        """Every column of a lazily kept first write, read from its source."""
+        if self._lazy is not None:
+            for name in self._names:
+                if name not in self._cols:
+                    self._cols[name] = np.asarray(self._lazy.column(name),
+                                                  dtype=self._dtypes[name])
+            self._lazy = None
+
     def _flush(self):
         rows, blocks = self._rows, self._blocks
         if not rows and not blocks:
             return
+        self._expand()
         n, need = self._stored, self.n
         self._rows, self._blocks, self._in_blocks = [], [], 0
         cap = len(self._cols[self._names[0]])
@@ -80,10 +100,13 @@ class ColumnLog:
         self._stored = need
 
     def column(self, name: str) -> np.ndarray:
+        if self._lazy is not None and name not in self._cols:
+            self._cols[name] = np.asarray(self._lazy.column(name), dtype=self._dtypes[name])
         self._flush()
         return self._cols[name][: self._stored]
 
     def frame(self) -> pd.DataFrame:
+        self._expand()
         self._flush()
         return pd.DataFrame({k: a[: self._stored] for k, a in self._cols.items()})
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["durations", "expand", "tail_of", "write_log"]
+__all__ = ["durations", "RepeatedBatches", "tail_of", "write_log", "write_runs"]
 
 
 def durations(time_model):
@@ -26,35 +26,60 @@ def durations(time_model):
     return table, new
 
 
-def expand(rows, repeats):
-    """The batch log's columns, one entry per iteration, from the kernel's rows, where a row
-    ``r`` listed in ``repeats`` as ``(r, k)`` stands for ``k`` identical decode-only batches
-    of ``d`` decodes: memory grows and unfinished work falls by ``d`` a batch, and each
-    starts where the one before ends (``t + τ``, added in sequence as the engine adds them:
-    column by column over all such rows at once)."""
-    cols = [np.frombuffer(r, r.typecode) for r in rows]
-    if not repeats:
-        return cols
-    row, k = np.frombuffer(repeats, np.int64).reshape(-1, 2).T
-    reps = np.ones(cols[0].size, dtype=np.int64)
-    reps[row] = k
-    first = reps.cumsum() - reps                   # the row's first iteration
-    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = (c.repeat(reps)
-                                                                    for c in cols)
-    step = np.arange(start.size)
-    step -= first.repeat(reps)                     # batches since the row's first
-    step *= decs
-    used += step
-    work -= step
-    order = np.argsort(-k, kind="stable")
-    k, at, tau = k[order], first[row[order]], cols[1][row[order]]
-    longer = np.searchsorted(-k, -np.arange(int(k[0])), side="left")   # rows with k > j
-    for j in range(1, int(k[0])):
-        live = longer[j]
-        pos = at[:live] + j
-        start[pos] = start[pos - 1] + tau[:live]
-    return [start, dur, n_pre, chunks, decs, evicted, used, in_sys, work]
+class RepeatedBatches:
+    """A bulk run's batch log as the kernel's rows, where a row ``r`` listed in ``repeats``
+    as ``(r, k)`` stands for ``k`` identical decode-only batches of ``d`` decodes: memory
+    grows and unfinished work falls by ``d`` a batch, and each starts where the one before
+    ends (``t + τ``, added in sequence as the engine adds them: column by column over all
+    such rows at once). ``start`` is expanded at once (the records are stamped from it);
+    every other column, one entry per iteration, only when read (:meth:`column`, through
+    :meth:`~queuetheory.engine.log.ColumnLog.extend_lazy`): a run of 10⁷ iterations whose
+    log is read for a few columns never holds all ten."""
 
+    def __init__(self, rows, repeats):
+        cols = [np.frombuffer(r, r.typecode) for r in rows]
+        self._rows = dict(zip(("start", "duration", "prefill_requests", "prefill_tokens",
+                               "decode_requests", "evicted", "memory", "in_system",
+                               "unfinished_tokens"), cols, strict=True))
+        self._reps = None
+        self.start = cols[0]
+        self.size = cols[0].size
+        if repeats:
+            row, k = np.frombuffer(repeats, np.int64).reshape(-1, 2).T
+            reps = np.ones(self.size, dtype=np.int64)
+            reps[row] = k
+            self._reps = reps
+            self.size = int(reps.sum())
+            first = reps.cumsum() - reps                   # the row's first iteration
+            start = cols[0].repeat(reps)
+            order = np.argsort(-k, kind="stable")
+            k, at, tau = k[order], first[row[order]], cols[1][row[order]]
+            longer = np.searchsorted(-k, -np.arange(int(k[0])), side="left")   # k > j
+            for j in range(1, int(k[0])):
+                live = longer[j]
+                pos = at[:live] + j
+                start[pos] = start[pos - 1] + tau[:live]
+            self.start = start
+
+    def column(self, name: str) -> np.ndarray:
+        """The log column ``name``, one entry per iteration."""
+        if name == "start":
+            return self.start
+        if name == "token_load":
+            return self.column("prefill_tokens") + self.column("decode_requests")
+        rows, reps = self._rows[name], self._reps
+        if reps is None:
+            return rows
+        out = rows.repeat(reps)
+        if name in ("memory", "unfinished_tokens"):
+            step = np.arange(self.size)
+            step -= (reps.cumsum() - reps).repeat(reps)    # batches since the row's first
+            step *= self._rows["decode_requests"].repeat(reps)
+            if name == "memory":
+                out += step
+            else:
+                out -= step
+        return out
 
 
 def tail_of(rid):
@@ -75,5 +100,16 @@ def write_log(engine, admitted, start, dur, n_pre, chunks, decs, evicted, used, 
         engine.log.extend(k, start, dur, n_pre, chunks, decs, chunks + decs, evicted, used,
                           in_sys, work)
     engine.iteration += k
+    engine._pending = admitted
+    return s0
+
+
+def write_runs(engine, admitted, runs: RepeatedBatches):
+    """:func:`write_log` for a run kept as :class:`RepeatedBatches`: the engine's log
+    expands its columns only when read."""
+    s0 = engine.iteration
+    if runs.size:
+        engine.log.extend_lazy(runs.size, runs)
+    engine.iteration += runs.size
     engine._pending = admitted
     return s0

@@ -9,7 +9,7 @@ from itertools import accumulate, repeat
 
 import numpy as np
 
-from .common import durations, expand, tail_of, write_log
+from .common import RepeatedBatches, durations, tail_of, write_log, write_runs
 
 __all__ = ["decode_first_fill", "decode_first_fill_memory"]
 
@@ -197,7 +197,7 @@ def decode_first_fill_memory(engine, t, stop, limit):
                     most = min(most, int((bound - t) / tau) + 2)
                 times = list(accumulate(repeat(tau, int(most)), initial=t))  # t = t + τ
                 k = bisect_left(times, bound, 0, len(times) - 1)
-                if k:         # one row of the log stands for the k batches (expand)
+                if k:         # one row of the log stands for the k batches
                     start.append(t)
                     dur.append(tau)
                     n_pre.append(0)
@@ -297,25 +297,24 @@ def decode_first_fill_memory(engine, t, stop, limit):
     for v in resident:                     # residencies still open
         if seg_first[v] >= 0 and filled[v] >= length[v]:
             segments.extend((v, seg_first[v], max(s - seg_first[v], 0)))
-    _write_back_memory(engine, admitted, expand(rows, repeats), segments, filled, recomputed,
-                       restarts, prefill_end, finish, resident, waiting)
+    _write_back_memory(engine, admitted, RepeatedBatches(rows, repeats), segments, filled,
+                       recomputed, restarts, prefill_end, finish, resident, waiting)
     engine.work, engine.kv_total, engine.peak_memory = work, used, peak
     if any(restarts):
         tab.recomputing = True
     return t
 
-def _write_back_memory(engine, admitted, rows, segments, filled, recomputed, restarts,
+def _write_back_memory(engine, admitted, runs, segments, filled, recomputed, restarts,
                        prefill_end, finish, resident, waiting):
     """The engine's records and state after the memory-aware bulk run, as if it had stepped:
     each residency ``(request, first iteration, tokens)`` emitted its tokens at the ends of
     consecutive iterations; the first token of a later residency closes the gap from the
-    last token of the one before (the preemption's stall included). ``rows``: the batch
-    log's columns, one entry per iteration (:func:`~.common.expand`)."""
-    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = rows
-    s0 = write_log(engine, admitted, start, dur, n_pre, chunks, decs, evicted, used, in_sys,
-                   work)
+    last token of the one before (the preemption's stall included). ``runs``: the batch
+    log (:class:`~.common.RepeatedBatches`)."""
+    start = runs.start
+    s0 = write_runs(engine, admitted, runs)
     tab = engine.table
-    ends = start + dur
+    ends = start + runs.column("duration")
     gaps = ends - start
     ids = np.arange(admitted)
     tab.prefilled[:admitted] = filled[:admitted]

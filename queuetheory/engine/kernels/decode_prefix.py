@@ -26,7 +26,7 @@ from operator import sub
 
 import numpy as np
 
-from .common import durations, expand, write_log
+from .common import RepeatedBatches, durations, write_runs
 
 __all__ = ["ORCA", "FT_ITERATION", "FT_REQUEST", "VLLM", "run_decode_prefix", "write_back"]
 
@@ -177,7 +177,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                     most = min(most, int((bound - t) / tau) + 2)
                 times = list(accumulate(repeat(tau, int(most)), initial=t))  # t = t + τ
                 k = bisect_left(times, bound, 0, len(times) - 1)
-                if k:         # one row of the log stands for the k batches (expand)
+                if k:         # one row of the log stands for the k batches
                     start.append(t)
                     dur.append(tau)
                     n_pre.append(0)
@@ -354,7 +354,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
         reps = np.ones(len(sharers), dtype=np.int64)
         reps[row] = k
         sharers = sharers.repeat(reps, axis=0)
-    write_back(engine, admitted, expand(rows, repeats), sharers, decoded, filled,
+    write_back(engine, admitted, RepeatedBatches(rows, repeats), sharers, decoded, filled,
                recomputed, restarts, prefill_end, finish, first_time, last_time, worst,
                live_ids)
     engine.work, engine.kv_total, engine.peak_memory = work, used, peak
@@ -363,21 +363,19 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
     return t
 
 
-def write_back(engine, admitted, rows, sharers, decoded, filled, recomputed, restarts,
+def write_back(engine, admitted, runs, sharers, decoded, filled, recomputed, restarts,
                prefill_end, finish, first_time, last_time, worst, live):
-    """The engine's records and state after a bulk run, as if it had stepped. ``rows``: the
-    batch log's columns, one entry per iteration (:func:`~.common.expand`); ``sharers``:
+    """The engine's records and state after a bulk run, as if it had stepped. ``runs``: the
+    batch log (:class:`~.common.RepeatedBatches`); ``sharers``:
     per iteration and class, the decoders that share its gap (its end less its start,
     their last tokens at its start; the other gaps are in the histogram); ``decoded``:
     each request's output tokens emitted; ``prefill_end``, ``finish``: iterations (-1:
     none); ``first_time``, ``last_time``: token times, ``worst``: the largest time between
     tokens (NaN: none); ``live``: the requests left in the system."""
-    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = rows
-    k = start.size
-    s0 = write_log(engine, admitted, start, dur, n_pre, chunks, decs, evicted, used, in_sys,
-                   work)
+    start, k = runs.start, runs.size
+    s0 = write_runs(engine, admitted, runs)
     tab = engine.table
-    ends = start + dur
+    ends = start + runs.column("duration")
     gaps = ends - start
     for lo in range(0, k, _BIN_CHUNK):          # binned a slice at a time: bounded memory
         hi = lo + _BIN_CHUNK
