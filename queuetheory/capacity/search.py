@@ -25,6 +25,13 @@ from .stats import MIN_LIFETIMES, _lone_lifetime
 #: (:func:`relaxation_time`): its tail (the last half) then holds ten blocks of about two
 #: relaxation times each, long enough for the batch means to be nearly independent.
 RELAXATION_RUNS = 40
+#: Where a rate judged unstable lies below this share of the analytic upper bound, the bound
+#: is no guide to the time scale of the boundary, and :func:`max_rate` sizes its probes by
+#: that rate instead (FasterTransformer on ShareGPT: 2 % of the compute bound). Nearer
+#: the bound (vanilla vLLM, 0.86) it keeps the bound: over seeds 0–9 both choices gave
+#: intervals holding vLLM's long-run boundary 8 times in 10, the bound's in 2–7 s of CPU,
+#: the unstable rate's in 8–25 s (``benchmarks/README.md``).
+FAR_BELOW = 0.5
 #: The most expected arrivals one probe of :func:`max_rate` runs by default (about 136 MB
 #: of request table, a few seconds for the bulk-rule schedulers on ShareGPT lengths).
 MAX_PROBE_REQUESTS = 500_000
@@ -129,28 +136,28 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     The workload's length law is kept and its rate scaled (:func:`at_rate`); a recorded
     :class:`~queuetheory.workload.Trace` is replayed at each rate with its burstiness kept
     (:func:`replay`, the verdict of :func:`~queuetheory.metrics.growth_rate` on the one
-    replay: ``seeds`` then only seed the policy). Each probe is
-    judged by :func:`~queuetheory.stability` over ``seeds``, with its ``tolerance`` (default
-    0.03, stability's own: a "stable" verdict at ``λ`` means the engine serves at least
-    ``1 − tolerance`` of what arrives) and runs of stability's default horizon (4000
-    arrivals or 200 lifetimes of a lone request, whichever is longer), or of ``n_requests``
-    arrivals but at least ``MIN_LIFETIMES`` lone lifetimes (a shorter run is all warm-up
-    and looks unstable); a run is doubled while inconclusive, up to ``max_horizon_factor``
-    times. That first run settles a probe when it is ``stable`` (the fill-up from empty
-    only biases towards growth) or when the backlog surely grows faster than
-    ``tolerance`` of the offered work (the drift's lower bound above it: a stable queue's
-    fill-up rises at about ``σ/√H`` relative, ``σ² = λE[S]²(c_a² + c_s²)``, far less at
-    these lengths). Otherwise the probe runs again for ``RELAXATION_RUNS`` relaxation times
-    of the backlog (:func:`relaxation_time`, ``σ²/(1 − ρ)²`` with ``ρ`` the rate over the
-    smallest rate judged unstable so far, or the bracket's upper bound before any: a
-    scheduler far below the bound, as FasterTransformer is, would otherwise run probes
+    replay: ``seeds`` then only seed the policy). Each probe is judged by
+    :func:`~queuetheory.stability` over ``seeds``, with its ``tolerance`` (default 0.03,
+    stability's own: a "stable" verdict at ``λ`` means the engine serves at least ``1 −
+    tolerance`` of what arrives) and runs of stability's default horizon (4000 arrivals or
+    200 lifetimes of a lone request, whichever is longer), or of ``n_requests`` arrivals but
+    at least ``MIN_LIFETIMES`` lone lifetimes (a shorter run is all warm-up and looks
+    unstable); a run is doubled while inconclusive, up to ``max_horizon_factor`` times. That
+    first run settles a probe when it is ``stable`` (the fill-up from empty only biases
+    towards growth) or when the backlog surely grows faster than ``tolerance`` of the
+    offered work (the drift's lower bound above it: a stable queue's fill-up rises at about
+    ``σ/√H`` relative, ``σ² = λE[S]²(c_a² + c_s²)``, far less at these lengths). Otherwise
+    the probe runs again for ``RELAXATION_RUNS`` relaxation times of the backlog
+    (:func:`relaxation_time`, ``σ²/(1 − ρ)²`` with ``ρ`` the rate over the bracket's upper
+    bound, or over the smallest rate judged unstable where that lies below ``FAR_BELOW`` of
+    the bound: a scheduler far below it, as FasterTransformer is, would otherwise run probes
     that are all fill-up; ``c_s²`` the work's and ``c_a²`` the arrivals' variability: a
-    bursty trace's probes run longer, a clock's shorter), so that stability's tail lies
-    past the fill-up and its blocks are longer than the backlog's excursions; without it,
+    bursty trace's probes run longer, a clock's shorter), so that stability's tail lies past
+    the fill-up and its blocks are longer than the backlog's excursions; without it,
     ShareGPT's heavy-tailed lengths read as growth at 0.96 of a bound Theorem 1(a) of Li,
     Dai, Peng proves stable. No probe draws more than ``max_probe_requests`` expected
-    arrivals (doublings included). A setting the policy refuses (``Policy.supports``)
-    raises :class:`~queuetheory.errors.UnsupportedSettingError` before any probe.
+    arrivals (doublings included). A setting the policy refuses (``Policy.supports``) raises
+    :class:`~queuetheory.errors.UnsupportedSettingError` before any probe.
 
     The search first checks the analytic value: the bracket's ``start`` (:func:`bounds`)
     times ``1 − tol`` and, below the upper bound, ``1 + tol``; when the first is stable and
@@ -190,7 +197,8 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
         wl = at_rate(workload, x)
         H = (default_horizon(wl, time_model) if n_requests is None
              else max(n_requests / x, MIN_LIFETIMES * lifetime))
-        capacity = hi if hi is not None and x < hi else br.upper   # hi <= br.upper
+        far = hi is not None and x < hi and hi < FAR_BELOW * br.upper
+        capacity = hi if far else br.upper
         relax = relaxation_time(workload if trace is None else trace, x, capacity,
                                 first_token)
         long = max(H, min(RELAXATION_RUNS * relax, max_probe_requests / x))
