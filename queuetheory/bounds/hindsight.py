@@ -52,6 +52,7 @@ from __future__ import annotations
 import math
 import numbers
 import time
+import warnings
 from dataclasses import dataclass
 from functools import cache
 from itertools import combinations
@@ -279,7 +280,11 @@ def _solve_cvxpy(a, s, d, memory, grid, name, relax, deadline, lp=None):
     if limit is not None:
         opts = ({"time_limit": limit} if name == "HIGHS"
                 else {"scipy_options": {"time_limit": limit}} if name == "SCIPY" else {})
-    prob.solve(solver=name, **opts)
+    with warnings.catch_warnings():
+        # HiGHS stopped by its time limit hands back its incumbent as "optimal_inaccurate";
+        # the result says so (``proven``, ``gap``, status "time_limit") instead
+        warnings.filterwarnings("ignore", "Solution may be inaccurate", UserWarning)
+        prob.solve(solver=name, **opts)
     if relax:
         if x.value is None:
             raise RuntimeError(f"hindsight LP: solver {name} returned status {prob.status} "
@@ -294,9 +299,10 @@ def _solve_cvxpy(a, s, d, memory, grid, name, relax, deadline, lp=None):
         starts[rows[chosen]] = cols[chosen]
     starts, tel = _better(starts, grid, a, d)
     proven = prob.status == "optimal"
+    status = "time_limit" if limit is not None and not proven else prob.status
     info = prob.solver_stats.extra_stats
     bound = getattr(info, "mip_dual_bound", float("nan"))    # the cost is TEL itself
-    return tel, starts, prob.status, proven, tel if proven else bound
+    return tel, starts, status, proven, tel if proven else bound
 
 
 def _better(starts, grid, a, d):
