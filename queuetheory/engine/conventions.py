@@ -43,7 +43,8 @@ policy admits it anew.
 
 Where the engine differs from vLLM on purpose: memory is counted in tokens, not blocks; which
 request is preempted is the policy's choice (the classic schedulers evict the most recently
-arrived resident requests, vLLM the lowest-priority running one — the same under FCFS); a
+arrived resident requests, vLLM the lowest-priority running one — the same under FCFS;
+``StaticPriority`` evicts as vLLM's priority scheduling, the least important class first); a
 preempted request rejoins the waiting requests in the policy's order (under FCFS, in arrival
 order, which puts it first among the waiting ones as vLLM's ``appendleft`` does); vLLM's swap
 preemption is not modelled. The classic schedulers' records, preemptions included, are

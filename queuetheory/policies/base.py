@@ -168,7 +168,7 @@ def admissible(state, cands: np.ndarray, decodes: int | None = None) -> np.ndarr
     return cands[~new | fits]
 
 
-def fit_memory(state, prefill, chunk, decode) -> Batch:
+def fit_memory(state, prefill, chunk, decode, rank=None) -> Batch:
     """Make a batch respect KV memory the way vLLM does.
 
     As vLLM's block manager, a request that has started its prefill holds KV for its whole
@@ -176,7 +176,10 @@ def fit_memory(state, prefill, chunk, decode) -> Batch:
     is promised. If the decode tokens overflow the memory neither written nor promised, the
     most recently arrived resident requests are evicted — each frees what it holds and what
     it was promised — until the rest fit (KV dropped; recomputed or restarted later, by the
-    policy's ``preemption``), and no new request starts. Otherwise a new request starts only
+    policy's ``preemption``), and no new request starts. With ``rank`` (one number per
+    request, larger = less important) the least important residents go first, the most
+    recently arrived among equals, as vLLM's priority scheduling picks its victim
+    (``max(running, key=(priority, arrival_time))``). Otherwise a new request starts only
     if its whole prefill fits in the memory left after the decode tokens and the promises,
     in batch order, stopping at the first that does not fit.
     """
@@ -188,6 +191,8 @@ def fit_memory(state, prefill, chunk, decode) -> Batch:
     free -= int(promise.sum())
     if decode.size > free:
         victims = np.flatnonzero(kv > 0)[::-1]
+        if rank is not None:
+            victims = victims[np.argsort(-rank[victims], kind="stable")]
         added = np.zeros(state.n, dtype=np.int64)
         added[decode] = 1
         saving = np.cumsum(kv[victims] + promise[victims] + added[victims])

@@ -9,7 +9,9 @@
 
 Every policy takes an ``order`` (``"fcfs"``, ``"sjf_prompt"``, ``"sjf_decode"``,
 ``"sjf_total"``) and an optional batch-size limit ``max_reqs``. With a KV-memory limit they
-trim prefills and preempt the most recent request, as vLLM does (:func:`fit_memory`); a
+trim prefills and preempt the most recent request, as vLLM does (:func:`fit_memory`;
+:class:`StaticPriority` the most recent of its least important class, as vLLM's priority
+scheduling); a
 preempted request is recomputed, as in vLLM (``preemption="recompute"``, the default), or
 restarted (``preemption="restart"``, the papers' model); see
 :mod:`~queuetheory.engine.conventions`.
@@ -260,6 +262,8 @@ class StaticPriority(_TokenBudgetPolicy):
         index = [c for c in self.class_order if c >= 0]     # the engine's classes are >= 0
         self._known = np.zeros(max(index, default=-1) + 1, bool)
         self._known[index] = True
+        self._rank = np.zeros(self._known.size, np.int64)     # class -> its place in the order
+        self._rank[index] = [i for i, c in enumerate(self.class_order) if c >= 0]
         self._every_class = bool(self._known.all())
 
     def _schedule(self, state):
@@ -292,6 +296,15 @@ class StaticPriority(_TokenBudgetPolicy):
             left = self._left(left, p.size)
             ps.append(p), cs.append(c), ds.append(d)
         return self._finish(state, np.concatenate(ps), np.concatenate(cs), np.concatenate(ds))
+
+    def _finish(self, state, prefill, chunk, decode) -> Batch:
+        """vLLM's memory check, evicting the residents of the least important class first
+        (the most recently arrived among them), as vLLM's priority scheduling does: a
+        class-blind eviction can preempt a more important request for the promised KV of a
+        less important one, again and again."""
+        if state.memory is None:
+            return Batch(prefill, chunk, decode)
+        return fit_memory(state, prefill, chunk, decode, rank=self._rank[state.cls])
 
     def rule(self):
         """Under FCFS, the rule ``class_priority_fill`` (:mod:`queuetheory.engine.kernels`),

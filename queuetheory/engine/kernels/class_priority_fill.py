@@ -201,17 +201,18 @@ def class_priority_fill_memory(engine, t, stop, limit):
     :func:`~queuetheory.policies.base.admissible` and :func:`~queuetheory.policies.base.fit_memory`)
     and any ``max_reqs``.
 
-    Within a class, requests are admitted in arrival order, so the class's requests holding KV
-    (residents) are its oldest, all in decode but possibly the head of its queue, part-way
-    through its prefill; a preempted request (the youngest residents of all classes go first)
-    rejoins the head of its class's queue with its generated tokens to prefill again. Each
-    class keeps its clock and runs as without memory; per iteration: the decisions of the
-    classes in order (a class's new prompts admissible while their prefills, summed over the
-    class, fit in the memory left after every request in decode and the promised prefills),
-    then vLLM's check of the whole batch (new prefills in batch order while they fit after
-    the batch's decodes; or, when the decodes do not fit, the youngest residents preempted
-    and no new prefill). Stops, for the engine to step on, before a batch that preemption
-    would leave empty (the engine then idles until the next arrival).
+    Within a class, requests are admitted in arrival order, so the class's requests holding
+    KV (residents) are its oldest, all in decode but possibly the head of its queue,
+    part-way through its prefill; a preempted request (the least important class's residents
+    go first, the youngest first, as vLLM's priority scheduling evicts) rejoins the head of
+    its class's queue with its generated tokens to prefill again. Each class keeps its clock
+    and runs as without memory; per iteration: the decisions of the classes in order (a
+    class's new prompts admissible while their prefills, summed over the class, fit in the
+    memory left after every request in decode and the promised prefills), then vLLM's check
+    of the whole batch (new prefills in batch order while they fit after the batch's
+    decodes; or, when the decodes do not fit, residents preempted in that order and no new
+    prefill). Stops, for the engine to step on, before a batch that preemption would leave
+    empty (the engine then idles until the next arrival).
     """
     tab = engine.table
     n = tab.n
@@ -296,13 +297,14 @@ def class_priority_fill_memory(engine, t, stop, limit):
                 if c < left:
                     break
         victims = []
-        if d > free:                    # preempt the youngest residents until d fits
-            need, saved, j = d - free, 0, len(resident)
+        if d > free:    # preempt until d fits: the least important class first, youngest first
+            need, saved = d - free, 0
+            order = sorted(resident, key=lambda v: (-cls[v], -v))
             while saved < need:
-                if not j:      # unreachable while every request fits in M alone
+                if len(victims) == len(order):   # unreachable while every request fits alone
                     raise RuntimeError("class_priority_fill: preempted every resident")
-                j -= 1
-                v = resident[j]
+                v = order[len(victims)]
+                victims.append(v)
                 if filled[v] < length[v]:               # part-way: held and promised
                     saved += length[v]
                 else:
@@ -310,7 +312,6 @@ def class_priority_fill_memory(engine, t, stop, limit):
                     at = decoders[i].index(v)
                     got = tokens[v] + (len(served[i]) - seg_first[v] if at < running[i] else 0)
                     saved += length[v] + max(got - recomputed[v] - e, 0) + (at < picks[i])
-            victims = resident[j:]
             gone_set = set(victims)
             takes = [x for x in takes if filled[x[1]] and x[1] not in gone_set]
             for v in victims:
@@ -333,7 +334,7 @@ def class_priority_fill_memory(engine, t, stop, limit):
         if not takes and not d:
             break                       # an empty batch: the engine steps on from here
         out = [[] for _ in range(K)]
-        for v in reversed(victims):     # youngest first
+        for v in victims:               # within a class, youngest first
             i = cls[v]
             if filled[v] < length[v]:   # the head of its class's queue, part-way
                 work += filled[v]
@@ -362,7 +363,7 @@ def class_priority_fill_memory(engine, t, stop, limit):
             filled[v] = 0
             restarts[v] += 1
         if victims:
-            del resident[len(resident) - len(victims):]
+            resident[:] = [v for v in resident if v not in gone_set]
             for i in range(K):
                 waiting[i].extendleft(out[i])
         chunk_sum = members = done = freed = gone = 0
