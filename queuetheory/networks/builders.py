@@ -18,7 +18,7 @@ from .graph import ROUTERS, AgentNetwork, mean_tokens
 
 __all__ = ["parallel", "two_type_engine", "fork_join", "rybko_stolyar", "length_law"]
 
-SHORT = (32, 32)          # (m_p, m_d) of the short tasks, seed 004 (4.4)-(4.5)
+SHORT = (32, 32)          # (m_p, m_d) of the short tasks, Li, Dai, Peng (4.4)-(4.5)
 LONG = (512, 32)          # the long tasks
 FORK_JOIN = ((128, 32), (256, 64), (64, 128), (512, 32))   # spec §4.3 (the paper gives none)
 

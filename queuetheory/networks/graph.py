@@ -52,7 +52,7 @@ class Agent:
 
     ``policy`` is any :class:`~queuetheory.policies.Policy` (copied for every run);
     ``priority`` lists the agent's classes, most important first, and gives the
-    work-conserving :class:`~queuetheory.policies.StaticPriority` (seed 004 L316).
+    work-conserving :class:`~queuetheory.policies.StaticPriority` (Li, Dai, Peng §4.3).
     With neither, the agent runs type-blind FCFS :class:`~queuetheory.policies.Sarathi`.
     """
 
@@ -88,7 +88,7 @@ class AgentNetwork(nx.DiGraph):
     :meth:`add_route`, :meth:`add_router`, :meth:`add_fork` and :meth:`add_join`, or with
     the builders :func:`parallel`, :func:`two_type_engine`, :func:`fork_join` and
     :func:`rybko_stolyar`. ``slot`` (optional) puts decisions on a slot grid: an arrival in
-    ``(n−1, n]`` slots is admitted at slot ``n`` (seed 004's ``a_n``).
+    ``(n−1, n]`` slots is admitted at slot ``n`` (Li, Dai, Peng's ``a_n``, (2.1)).
     """
 
     def __init__(self, incoming_graph_data=None, *, slot: float | None = None,

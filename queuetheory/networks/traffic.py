@@ -12,7 +12,7 @@ Static priorities add *virtual stations* (Rybko–Stolyar 1992; Dai & Harrison 2
 classes ``k`` at agent ``i`` and ``l`` at agent ``j ≠ i`` such that ``k``'s only input comes
 from a class at ``j`` ranked below ``l``, and ``l``'s from a class at ``i`` ranked below ``k``.
 While ``l`` holds fluid, ``k`` gets no input, and vice versa, so in the fluid model the two
-are never served together and ``ρ_k + ρ_l < 1`` is necessary too. For seed 004's
+are never served together and ``ρ_k + ρ_l < 1`` is necessary too. For Li, Dai, Peng's
 Rybko–Stolyar network under "up" priorities this is the condition that the paper's Figure 8
 violates at ρ = 0.9 (spec §4.4, derived, not stated in the paper).
 """
