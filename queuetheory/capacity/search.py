@@ -27,10 +27,7 @@ from .stats import MIN_LIFETIMES, _lone_lifetime
 RELAXATION_RUNS = 40
 #: Where a rate judged unstable lies below this share of the analytic upper bound, the bound
 #: is no guide to the time scale of the boundary, and :func:`max_rate` sizes its probes by
-#: that rate instead (FasterTransformer on ShareGPT: 2 % of the compute bound). Nearer
-#: the bound (vanilla vLLM, 0.86) it keeps the bound: over seeds 0–9 both choices gave
-#: intervals holding vLLM's long-run boundary 8 times in 10, the bound's in 2–7 s of CPU,
-#: the unstable rate's in 8–25 s (``benchmarks/README.md``).
+#: that rate instead (FasterTransformer on ShareGPT: 2 % of the compute bound).
 FAR_BELOW = 0.5
 #: The most expected arrivals one probe of :func:`max_rate` runs by default (about 136 MB
 #: of request table, a few seconds for the bulk-rule schedulers on ShareGPT lengths).
@@ -150,13 +147,16 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     the probe runs again for ``RELAXATION_RUNS`` relaxation times of the backlog
     (:func:`relaxation_time`, ``σ²/(1 − ρ)²`` with ``ρ`` the rate over the bracket's upper
     bound, or over the smallest rate judged unstable where that lies below ``FAR_BELOW`` of
-    the bound: a scheduler far below it, as FasterTransformer is, would otherwise run probes
-    that are all fill-up; ``c_s²`` the work's and ``c_a²`` the arrivals' variability: a
-    bursty trace's probes run longer, a clock's shorter), so that stability's tail lies past
-    the fill-up and its blocks are longer than the backlog's excursions; without it,
-    ShareGPT's heavy-tailed lengths read as growth at 0.96 of a bound Theorem 1(a) of Li,
-    Dai, Peng proves stable. No probe draws more than ``max_probe_requests`` expected
-    arrivals (doublings included). A setting the policy refuses (``Policy.supports``) raises
+    the bound (a scheduler far below it, as FasterTransformer is, would otherwise run probes
+    that are all fill-up), and at least ``1 − tolerance`` (a first run that settled nothing
+    lies within about ``tolerance`` of the boundary: sized by a loose bound alone, vanilla
+    vLLM's searches read fill-up as growth up to 5 % below its boundary in 2 seeds of 10);
+    ``c_s²`` the work's and ``c_a²`` the arrivals' variability: a bursty trace's probes run
+    longer, a clock's shorter), so that stability's tail lies past the fill-up and its
+    blocks are longer than the backlog's excursions; without it, ShareGPT's heavy-tailed
+    lengths read as growth at 0.96 of a bound Theorem 1(a) of Li, Dai, Peng proves stable.
+    No probe draws more than ``max_probe_requests`` expected arrivals (doublings included).
+    A setting the policy refuses (``Policy.supports``) raises
     :class:`~queuetheory.errors.UnsupportedSettingError` before any probe.
 
     The search first checks the analytic value: the bracket's ``start`` (:func:`bounds`)
@@ -199,6 +199,8 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
              else max(n_requests / x, MIN_LIFETIMES * lifetime))
         far = hi is not None and x < hi and hi < FAR_BELOW * br.upper
         capacity = hi if far else br.upper
+        # a first run that settles nothing puts x within about ``tolerance`` of the boundary
+        capacity = min(capacity, x / (1 - tolerance)) if x < capacity else capacity
         relax = relaxation_time(workload if trace is None else trace, x, capacity,
                                 first_token)
         long = max(H, min(RELAXATION_RUNS * relax, max_probe_requests / x))
