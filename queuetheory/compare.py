@@ -195,7 +195,7 @@ class _Run:
         # a trace keeps its own arrivals, rescaled to the load's mean rate (burstiness kept)
         runs_on = wl if self.trace is None else with_rate(self.trace, wl.total_rate)
         # the engine enforces a scheduler's own token budget; the round-based schedulers of
-        # seeds 000, 001 and 003 have none and prefill whole prompts
+        # Ao et al., Jaillet et al. and Chen, Ye, Zhou have none and prefill whole prompts
         with warnings.catch_warnings():     # the table marks runs that left work unfinished
             warnings.simplefilter("ignore", CensoredRunWarning)
             res = simulate(runs_on, entry.factory(setting), self.time_model, memory=self.memory,

@@ -76,7 +76,7 @@ from .adversarial import (  # noqa: E402  (Jaillet et al.)
 )
 
 silence_highs_banner()      # the hindsight MILPs solve with HiGHS; its banner is C++ output
-from .hindsight import (  # noqa: E402  (seeds 001, 003)
+from .hindsight import (  # noqa: E402  (Jaillet et al.; Chen, Ye, Zhou)
     HindsightResult,
     hindsight_brute_force,
     hindsight_lower_bound,

