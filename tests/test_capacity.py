@@ -191,8 +191,7 @@ def test_fastertransformer_boundary_is_its_bulk_service_capacity():
     unstable = m.probes["rate"].where(m.probes["verdict"] == "unstable").cummin().ffill().shift()
     for x, hi, relax in zip(m.probes["rate"], unstable, m.probes["relaxation"], strict=True):
         far = hi == hi and x < hi < FAR_BELOW * m.bracket.upper
-        capacity = hi if far else m.bracket.upper
-        capacity = min(capacity, x / (1 - m.tolerance)) if x < capacity else capacity
+        capacity = min(hi if far else m.bracket.upper, x / (1 - m.tolerance))
         assert relax == pytest.approx(cap.relaxation_time(fixed(prompt, output), x, capacity,
                                                           "decode"))
 

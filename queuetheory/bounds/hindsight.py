@@ -470,9 +470,9 @@ def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limi
         out = _solve_cpsat_ti(a, s, d, memory, grid, lp, deadline, int(workers))
     else:
         # HiGHS checks its limit between phases: it gets the limit less a margin
-        margin = None if deadline is None else min(1.0, HIGHS_MARGIN * time_limit)
-        out = _solve_cvxpy(a, s, d, memory, grid, name, False,
-                           None if deadline is None else deadline - margin, lp)
+        if deadline is not None:
+            deadline -= min(1.0, HIGHS_MARGIN * time_limit)
+        out = _solve_cvxpy(a, s, d, memory, grid, name, False, deadline, lp)
     tel, starts, status, proven, bound = out
     # TEL is an integer; the LP bound holds whatever the solver reached, and a schedule
     # meeting the bound is optimal

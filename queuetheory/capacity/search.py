@@ -198,9 +198,8 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
         H = (default_horizon(wl, time_model) if n_requests is None
              else max(n_requests / x, MIN_LIFETIMES * lifetime))
         far = hi is not None and x < hi and hi < FAR_BELOW * br.upper
-        capacity = hi if far else br.upper
         # a first run that settles nothing puts x within about ``tolerance`` of the boundary
-        capacity = min(capacity, x / (1 - tolerance)) if x < capacity else capacity
+        capacity = min(hi if far else br.upper, x / (1 - tolerance))
         relax = relaxation_time(workload if trace is None else trace, x, capacity,
                                 first_token)
         long = max(H, min(RELAXATION_RUNS * relax, max_probe_requests / x))

@@ -64,10 +64,13 @@ class ColumnLog:
         """Every column of a lazily kept first write, read from its source."""
         if self._lazy is not None:
             for name in self._names:
-                if name not in self._cols:
-                    self._cols[name] = np.asarray(self._lazy.column(name),
-                                                  dtype=self._dtypes[name])
+                self._read_lazy(name)
             self._lazy = None
+
+    def _read_lazy(self, name: str):
+        """Column ``name`` of the lazily kept first write, read from its source once."""
+        if self._lazy is not None and name not in self._cols:
+            self._cols[name] = np.asarray(self._lazy.column(name), dtype=self._dtypes[name])
 
     def _flush(self):
         rows, blocks = self._rows, self._blocks
@@ -100,8 +103,7 @@ class ColumnLog:
         self._stored = need
 
     def column(self, name: str) -> np.ndarray:
-        if self._lazy is not None and name not in self._cols:
-            self._cols[name] = np.asarray(self._lazy.column(name), dtype=self._dtypes[name])
+        self._read_lazy(name)
         self._flush()
         return self._cols[name][: self._stored]
 

@@ -67,7 +67,12 @@ class _TokenBudgetPolicy(Policy):
     def _finish(self, state, prefill, chunk, decode) -> Batch:
         if state.memory is None:
             return Batch(prefill, chunk, decode)
-        return fit_memory(state, prefill, chunk, decode)
+        return fit_memory(state, prefill, chunk, decode, rank=self._eviction_rank(state))
+
+    def _eviction_rank(self, state):
+        """Per request, how early :func:`fit_memory` evicts it (larger first, then the most
+        recent), or ``None``: the most recent first, as vLLM under FCFS."""
+        return None
 
     @staticmethod
     def _left(max_reqs, used):
@@ -297,14 +302,12 @@ class StaticPriority(_TokenBudgetPolicy):
             ps.append(p), cs.append(c), ds.append(d)
         return self._finish(state, np.concatenate(ps), np.concatenate(cs), np.concatenate(ds))
 
-    def _finish(self, state, prefill, chunk, decode) -> Batch:
-        """vLLM's memory check, evicting the residents of the least important class first
-        (the most recently arrived among them), as vLLM's priority scheduling does: a
-        class-blind eviction can preempt a more important request for the promised KV of a
-        less important one, again and again."""
-        if state.memory is None:
-            return Batch(prefill, chunk, decode)
-        return fit_memory(state, prefill, chunk, decode, rank=self._rank[state.cls])
+    def _eviction_rank(self, state):
+        """The residents of the least important class go first (the most recently arrived
+        among them), as vLLM's priority scheduling evicts: a class-blind eviction can
+        preempt a more important request for the promised KV of a less important one, again
+        and again."""
+        return self._rank[state.cls]
 
     def rule(self):
         """Under FCFS, the rule ``class_priority_fill`` (:mod:`queuetheory.engine.kernels`),

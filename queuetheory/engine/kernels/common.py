@@ -41,7 +41,7 @@ class RepeatedBatches:
         self._rows = dict(zip(("start", "duration", "prefill_requests", "prefill_tokens",
                                "decode_requests", "evicted", "memory", "in_system",
                                "unfinished_tokens"), cols, strict=True))
-        self._reps = None
+        self._reps = self._first = None
         self.start = cols[0]
         self.size = cols[0].size
         if repeats:
@@ -50,7 +50,7 @@ class RepeatedBatches:
             reps[row] = k
             self._reps = reps
             self.size = int(reps.sum())
-            first = reps.cumsum() - reps                   # the row's first iteration
+            first = self._first = reps.cumsum() - reps     # the row's first iteration
             start = cols[0].repeat(reps)
             order = np.argsort(-k, kind="stable")
             k, at, tau = k[order], first[row[order]], cols[1][row[order]]
@@ -61,20 +61,21 @@ class RepeatedBatches:
                 start[pos] = start[pos - 1] + tau[:live]
             self.start = start
 
+    def per_iteration(self, values: np.ndarray) -> np.ndarray:
+        """``values``, one entry (or row) per kernel row, as one per iteration."""
+        return values if self._reps is None else values.repeat(self._reps, axis=0)
+
     def column(self, name: str) -> np.ndarray:
         """The log column ``name``, one entry per iteration."""
         if name == "start":
             return self.start
         if name == "token_load":
             return self.column("prefill_tokens") + self.column("decode_requests")
-        rows, reps = self._rows[name], self._reps
-        if reps is None:
-            return rows
-        out = rows.repeat(reps)
-        if name in ("memory", "unfinished_tokens"):
+        out = self.per_iteration(self._rows[name])
+        if self._reps is not None and name in ("memory", "unfinished_tokens"):
             step = np.arange(self.size)
-            step -= (reps.cumsum() - reps).repeat(reps)    # batches since the row's first
-            step *= self._rows["decode_requests"].repeat(reps)
+            step -= self.per_iteration(self._first)        # batches since the row's first
+            step *= self.per_iteration(self._rows["decode_requests"])
             if name == "memory":
                 out += step
             else:

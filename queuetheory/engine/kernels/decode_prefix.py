@@ -348,15 +348,10 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
     live_ids = dec + ([p] if p >= 0 else []) + list(waiting)
     if kind == FT_REQUEST:
         live_ids += list(line)
-    sharers = np.frombuffer(shared_col, np.int64).reshape(-1, n_classes)
-    if repeats:                                  # one entry per iteration, as the log's
-        row, k = np.frombuffer(repeats, np.int64).reshape(-1, 2).T
-        reps = np.ones(len(sharers), dtype=np.int64)
-        reps[row] = k
-        sharers = sharers.repeat(reps, axis=0)
-    write_back(engine, admitted, RepeatedBatches(rows, repeats), sharers, decoded, filled,
-               recomputed, restarts, prefill_end, finish, first_time, last_time, worst,
-               live_ids)
+    runs = RepeatedBatches(rows, repeats)
+    sharers = runs.per_iteration(np.frombuffer(shared_col, np.int64).reshape(-1, n_classes))
+    write_back(engine, admitted, runs, sharers, decoded, filled, recomputed, restarts,
+               prefill_end, finish, first_time, last_time, worst, live_ids)
     engine.work, engine.kv_total, engine.peak_memory = work, used, peak
     if any(restarts):
         tab.recomputing = True
