@@ -348,6 +348,22 @@ def test_cli_prints_the_bracket_the_boundary_and_the_goodput(tmp_path, capsys):
     assert (tmp_path / "capacity_sarathi.png").stat().st_size > 0
 
 
+def test_capacity_figure_spans_a_boundary_far_below_the_bound_on_a_log_axis():
+    """A scheduler at 6 % of the compute bound: the curve's rates, the bound and the
+    simulated boundary span more than 10×, so both panels put the rate on a log axis."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    wl, pol = fixed(), qt.policies.FasterTransformer(64)
+    br = cap.bounds(wl, qt.UnitTime(), token_budget=64, policy=pol, first_token="decode")
+    rates = np.linspace(0.3, 1.1, 3) * (2 / 33)           # the bulk-service capacity
+    curve = cap.load_curve(wl, pol, qt.UnitTime(), rates, slo={"latency": 400},
+                           n_requests=300, first_token="decode")
+    axes = cap.plot_capacity(curve, br, title="FasterTransformer")
+    assert [ax.get_xscale() for ax in axes] == ["log", "log"]
+    assert curve["p50_latency"].notna().all()             # the rates lie where it is stable
+
+
 def test_cli_rejects_a_bad_time_model():
     with pytest.raises(SystemExit, match="--time 'cubic'"):
         main(["capacity", "--time", "cubic"])

@@ -130,7 +130,7 @@ def capacity_main(argv) -> int:
     else:
         print(f"goodput: no rate meets {slo} ({unit}) for {a.attainment:.0%} of requests; the "
               f"best attainment found is {g.best_attainment:.1%}")
-    top = max(br.upper, m.interval[1])
+    top = m.interval[1] if m.rate > 0 else br.upper   # the curve spans the boundary found
     rates = np.linspace(0.3, 1.1, max(2, a.points)) * top
     curve = load_curve(wl, policy, tm, rates, slo=slo, memory=a.memory,
                        n_requests=a.requests, seeds=(a.seed,))

@@ -48,6 +48,7 @@ def plot_capacity(curve: pd.DataFrame, bracket: Bracket, *, max_rate_result=None
         reference(att, attainment, f"target {attainment:.0%}", color="0.5", linestyle=":")
     marks = [(r["name"], r["rate"]) for r in bracket.table.to_dict("records")
              if r["kind"] in ("upper", "scheduler", "estimate")]
+    drawn = [*x, *(rate for _, rate in marks)]     # every x drawn: the scale spans them all
     for ax in axes:
         for k, (name, rate) in enumerate(marks):
             reference(ax, rate, f"{name} bound {rate:.3g}", axis="x",
@@ -58,14 +59,15 @@ def plot_capacity(curve: pd.DataFrame, bracket: Bracket, *, max_rate_result=None
                        label=f"max-rate interval [{lo:.3g}, {hi:.3g}]")
             reference(ax, max_rate_result.rate, f"simulated max {max_rate_result.rate:.3g}",
                       axis="x", color="k", linestyle="-")
+            drawn += [lo, hi]
         if goodput_result is not None and goodput_result.met:
             reference(ax, goodput_result.rate, f"goodput {goodput_result.rate:.3g}", axis="x",
                       color="C3", linestyle="-.")
     per = f"requests per {unit}"
     finish(lat, title=f"Latency against load{': ' + title if title else ''}",
-           xlabel=f"arrival rate ({per})", ylabel=f"latency ({unit})", y=curve[
+           xlabel=f"arrival rate ({per})", ylabel=f"latency ({unit})", x=drawn, y=curve[
                ["p50_latency", "p99_latency"]].to_numpy())
     finish(att, title="SLO attainment against load", xlabel=f"arrival rate ({per})",
-           ylabel="share of requests meeting every target", logy=False)
+           ylabel="share of requests meeting every target", x=drawn, logy=False)
     att.set_ylim(-0.02, 1.02)
     return axes
