@@ -32,6 +32,9 @@ FAR_BELOW = 0.5
 #: The most expected arrivals one probe of :func:`max_rate` runs by default (about 136 MB
 #: of request table, a few seconds for the bulk-rule schedulers on ShareGPT lengths).
 MAX_PROBE_REQUESTS = 500_000
+#: While a run settles nothing, the next run of a probe is this many times longer, up to
+#: the probe's full length.
+LADDER = 4
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,32 +135,33 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
 
     The workload's length law is kept and its rate scaled (:func:`at_rate`); a recorded
     :class:`~queuetheory.workload.Trace` is replayed at each rate with its burstiness kept
-    (:func:`replay`, the verdict of :func:`~queuetheory.metrics.growth_rate` on the one
-    replay: ``seeds`` then only seed the policy). Each probe is judged by
-    :func:`~queuetheory.stability` over ``seeds``, with its ``tolerance`` (default 0.03,
-    stability's own: a "stable" verdict at ``λ`` means the engine serves at least ``1 −
-    tolerance`` of what arrives) and runs of stability's default horizon (4000 arrivals or
-    200 lifetimes of a lone request, whichever is longer), or of ``n_requests`` arrivals but
-    at least ``MIN_LIFETIMES`` lone lifetimes (a shorter run is all warm-up and looks
-    unstable); a run is doubled while inconclusive, up to ``max_horizon_factor`` times. That
-    first run settles a probe when it is ``stable`` (the fill-up from empty only biases
-    towards growth) or when the backlog surely grows faster than ``tolerance`` of the
-    offered work (the drift's lower bound above it: a stable queue's fill-up rises at about
-    ``σ/√H`` relative, ``σ² = λE[S]²(c_a² + c_s²)``, far less at these lengths). Otherwise
-    the probe runs again for ``RELAXATION_RUNS`` relaxation times of the backlog
-    (:func:`relaxation_time`, ``σ²/(1 − ρ)²`` with ``ρ`` the rate over the bracket's upper
-    bound, or over the smallest rate judged unstable where that lies below ``FAR_BELOW`` of
-    the bound (a scheduler far below it, as FasterTransformer is, would otherwise run probes
-    that are all fill-up), and at least ``1 − tolerance`` (a first run that settled nothing
-    lies within about ``tolerance`` of the boundary: sized by a loose bound alone, vanilla
-    vLLM's searches read fill-up as growth up to 5 % below its boundary in 2 seeds of 10);
-    ``c_s²`` the work's and ``c_a²`` the arrivals' variability: a bursty trace's probes run
-    longer, a clock's shorter), so that stability's tail lies past the fill-up and its
-    blocks are longer than the backlog's excursions; without it, ShareGPT's heavy-tailed
-    lengths read as growth at 0.96 of a bound Theorem 1(a) of Li, Dai, Peng proves stable.
-    No probe draws more than ``max_probe_requests`` expected arrivals (doublings included).
-    A setting the policy refuses (``Policy.supports``) raises
-    :class:`~queuetheory.errors.UnsupportedSettingError` before any probe.
+    (:func:`replay`, the verdict of :func:`~queuetheory.metrics.growth_rate` on the one replay:
+    ``seeds`` then only seed the policy). Each probe is judged by :func:`~queuetheory.stability`
+    over ``seeds``, with its ``tolerance`` (default 0.03, stability's own: a "stable" verdict at
+    ``λ`` means the engine serves at least ``1 − tolerance`` of what arrives) and runs of
+    stability's default horizon (4000 arrivals or 200 lifetimes of a lone request, whichever is
+    longer), or of ``n_requests`` arrivals but at least ``MIN_LIFETIMES`` lone lifetimes (a
+    shorter run is all warm-up and looks unstable); a run is doubled while inconclusive, up to
+    ``max_horizon_factor`` times. That first run settles a probe when it is ``stable`` (the
+    fill-up from empty only biases towards growth) or when the backlog surely grows faster than
+    ``tolerance`` of the offered work (a lower bound of the drift or of the trend above it: a
+    stable queue's fill-up rises at about ``σ/√H`` relative, ``σ² = λE[S]²(c_a² + c_s²)``, far
+    less at these lengths). Otherwise the probe runs again, afresh and ``LADDER`` times longer
+    each time, until a run settles it or it has run for ``RELAXATION_RUNS`` relaxation times of
+    the backlog (:func:`relaxation_time`, ``σ²/(1 − ρ)²`` with ``ρ`` the rate over the bracket's
+    upper bound, or over the smallest rate judged unstable where that lies below ``FAR_BELOW``
+    of the bound (a scheduler far below it, as FasterTransformer is, would otherwise run probes
+    that are all fill-up), and at least ``1 − tolerance`` (a first run that settled nothing lies
+    within about ``tolerance`` of the boundary: sized by a loose bound alone, vanilla vLLM's
+    searches read fill-up as growth up to 5 % below its boundary in 2 seeds of 10); ``c_s²`` the
+    work's and ``c_a²`` the arrivals' variability: a bursty trace's probes run longer, a clock's
+    shorter), so that stability's tail lies past the fill-up and its blocks are longer than the
+    backlog's excursions; without it, ShareGPT's heavy-tailed lengths read as growth at 0.96 of
+    a bound Theorem 1(a) of Li, Dai, Peng proves stable. Each run is a look: at a drift of
+    ``tolerance`` or more, one says "stable" with probability at most ``(1 − level)/2``, a probe
+    of ``k`` runs at most ``k`` times that. No probe draws more than ``max_probe_requests``
+    expected arrivals (doublings included). A setting the policy refuses (``Policy.supports``)
+    raises :class:`~queuetheory.errors.UnsupportedSettingError` before any probe.
 
     The search first checks the analytic value: the bracket's ``start`` (:func:`bounds`)
     times ``1 − tol`` and, below the upper bound, ``1 + tol``; when the first is stable and
@@ -210,12 +214,16 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
                 return stability(wl, policy, time_model, horizon=h, max_horizon=most,
                                  seeds=seeds, level=level, tolerance=tolerance, **kw)
 
-            v, rounds, wall = judge(H, H if long > H else cap), 0, 0.0
-            clear = (v.verdict == "stable"
-                     or (v.verdict == "unstable" and v.drift_interval[0] > tolerance))
-            if long > H and not clear:
-                rounds, wall = v.rounds, v.wall_s
-                v = judge(long, cap)
+            h, rounds, wall = H, 0, 0.0
+            while True:     # H, LADDER·H, … up to ``long``, until a run settles the probe
+                v = judge(h, h if long > h else cap)
+                clear = (v.verdict == "stable" or (
+                    v.verdict == "unstable"
+                    and max(v.drift_interval[0], v.trend_interval[0]) > tolerance))
+                if clear or h >= long:
+                    break
+                rounds, wall = rounds + v.rounds, wall + v.wall_s
+                h = long if LADDER * h >= long / 2 else LADDER * h
             row = {"verdict": v.verdict, "drift": v.drift, "drift_low": v.drift_interval[0],
                    "drift_high": v.drift_interval[1], "horizon": v.horizon,
                    "rounds": rounds + v.rounds, "arrived": int(v.runs["arrived"].sum()),
