@@ -373,6 +373,38 @@ def test_capacity_figure_spans_a_boundary_far_below_the_bound_on_a_log_axis():
     assert curve["p50_latency"].notna().all()             # the rates lie where it is stable
 
 
+def test_curve_rates_reach_below_the_goodput_on_a_geometric_grid():
+    """0.3 to 1.1 of the boundary, evenly spaced; a goodput below that pulls the low end
+    down to half of it, and a span of more than 10× spaces the rates geometrically."""
+    assert cap.curve_rates(10.0, 5) == pytest.approx(np.linspace(3.0, 11.0, 5))
+    assert cap.curve_rates(10.0, 5, goodput=8.0) == pytest.approx(np.linspace(3.0, 11.0, 5))
+    wide = cap.curve_rates(30.0, 6, goodput=1.7)
+    assert wide[0] == pytest.approx(0.85) and wide[-1] == pytest.approx(33.0)
+    assert np.diff(np.log(wide)) == pytest.approx(np.full(5, np.log(33 / 0.85) / 5))
+    for bad, match in (({"boundary": 0.0, "points": 5}, "boundary=0.0"),
+                       ({"boundary": 1.0, "points": 1}, "points=1")):
+        with pytest.raises(ValueError, match=match):
+            cap.curve_rates(**bad)
+
+
+def test_the_goodput_line_counts_towards_the_rate_axis_scale():
+    """A goodput 20× below the curve's rates is drawn, so the rate axis goes log."""
+    from types import SimpleNamespace
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    wl, pol = fixed(16, 16), qt.policies.Sarathi(64)
+    br = cap.bounds(wl, qt.UnitTime(), token_budget=64, policy=pol, first_token="decode")
+    curve = cap.load_curve(wl, pol, qt.UnitTime(), [1.0, 1.5], slo={"latency": 400},
+                           n_requests=200, first_token="decode")
+    axes = cap.plot_capacity(curve, br, title="Sarathi")
+    assert [ax.get_xscale() for ax in axes] == ["linear", "linear"]
+    axes = cap.plot_capacity(curve, br, title="Sarathi",
+                             goodput_result=SimpleNamespace(met=True, rate=0.05))
+    assert [ax.get_xscale() for ax in axes] == ["log", "log"]
+
+
 def test_cli_rejects_a_bad_time_model():
     with pytest.raises(SystemExit, match="--time 'cubic'"):
         main(["capacity", "--time", "cubic"])

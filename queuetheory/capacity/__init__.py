@@ -31,7 +31,7 @@ probes), ``slo`` (the latency targets and a steady-state window), ``goodput``,
 
 from .bounds import Bracket, bounds, vllm_unit_time_rate
 from .cli import capacity_main
-from .curve import load_curve, plot_capacity
+from .curve import curve_rates, load_curve, plot_capacity
 from .goodput import Goodput, goodput
 from .relaxation import arrival_variability, relaxation_time
 from .replicas import Replicas, replicas
@@ -43,5 +43,5 @@ from .stats import MIN_LIFETIMES, RequestStats, request_stats
 __all__ = ["bounds", "Bracket", "max_rate", "MaxRate", "goodput", "Goodput", "replicas",
            "Replicas", "at_rate", "replay", "request_stats", "RequestStats", "relaxation_time",
            "arrival_variability", "vllm_unit_time_rate", "SLO_KEYS", "slo_attainment",
-           "drain_time", "load_curve", "plot_capacity", "capacity_main", "MIN_LIFETIMES",
-           "RELAXATION_RUNS", "MAX_PROBE_REQUESTS"]
+           "drain_time", "curve_rates", "load_curve", "plot_capacity", "capacity_main",
+           "MIN_LIFETIMES", "RELAXATION_RUNS", "MAX_PROBE_REQUESTS"]

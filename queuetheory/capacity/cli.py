@@ -3,12 +3,10 @@ for one engine, from the command line."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..timing import AffineTokenTime, LinearMemoryTime, PiecewiseLinearTime, UnitTime
 from ..workload import Workload
 from .bounds import bounds
-from .curve import load_curve, plot_capacity
+from .curve import curve_rates, load_curve, plot_capacity
 from .goodput import goodput
 from .search import max_rate
 from .slo import SLO_KEYS, _check_slo
@@ -131,7 +129,7 @@ def capacity_main(argv) -> int:
         print(f"goodput: no rate meets {slo} ({unit}) for {a.attainment:.0%} of requests; the "
               f"best attainment found is {g.best_attainment:.1%}")
     top = m.interval[1] if m.rate > 0 else br.upper   # the curve spans the boundary found
-    rates = np.linspace(0.3, 1.1, max(2, a.points)) * top
+    rates = curve_rates(top, max(2, a.points), goodput=g.rate if g.met else None)
     curve = load_curve(wl, policy, tm, rates, slo=slo, memory=a.memory,
                        n_requests=a.requests, seeds=(a.seed,))
     import matplotlib

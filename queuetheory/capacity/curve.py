@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..errors import check_positive
 from .bounds import Bracket
 from .inputs import _budget_of
 from .slo import _check_slo, _window_run
@@ -24,6 +25,21 @@ def load_curve(workload, policy, time_model, rates, *, slo=None, token_budget=No
                                             first_token=first_token)}
             for x in rates]
     return pd.DataFrame(rows)
+
+
+def curve_rates(boundary: float, points: int, *, goodput: float | None = None) -> np.ndarray:
+    """``points`` arrival rates for :func:`load_curve` from 0.3 to 1.1 of ``boundary`` (the
+    simulated boundary's upper end), reaching down to half the ``goodput`` where that lies
+    lower, so the attainment curve shows where it crosses its target; evenly spaced, or
+    geometrically where the span exceeds 10× (the figure's rate axis is then logarithmic)."""
+    check_positive("boundary", boundary)
+    if points < 2:
+        raise ValueError(f"points={points}: need at least 2 rates")
+    low, high = 0.3 * boundary, 1.1 * boundary
+    if goodput is not None and 0 < goodput < 2 * low:
+        low = goodput / 2
+    space = np.geomspace if high / low > 10 else np.linspace
+    return space(low, high, points)
 
 
 def plot_capacity(curve: pd.DataFrame, bracket: Bracket, *, max_rate_result=None,
@@ -63,6 +79,7 @@ def plot_capacity(curve: pd.DataFrame, bracket: Bracket, *, max_rate_result=None
         if goodput_result is not None and goodput_result.met:
             reference(ax, goodput_result.rate, f"goodput {goodput_result.rate:.3g}", axis="x",
                       color="C3", linestyle="-.")
+            drawn.append(goodput_result.rate)
     per = f"requests per {unit}"
     finish(lat, title=f"Latency against load{': ' + title if title else ''}",
            xlabel=f"arrival rate ({per})", ylabel=f"latency ({unit})", x=drawn, y=curve[
