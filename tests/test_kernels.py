@@ -14,6 +14,7 @@ from test_fast_path import ANCHOR_TIME, _same_run
 import queuetheory as qt
 from queuetheory.engine import Engine
 from queuetheory.engine.kernels import bulk_runner
+from queuetheory.engine.kernels.decode_prefix import largest_gap
 from queuetheory.engine.kernels.prefill_batches import (
     prefill_batches,
     prefill_batches_runner,
@@ -217,3 +218,28 @@ def test_memory_rules_two_classes_every_time_model(time_model, make_policy):
                       qt.RequestClass(_lognormal(300), _lognormal(60), rate=1.5)])
     res, _, n_fast = _same_run(wl, make_policy, time_model, n_requests=150, memory=5000)
     assert n_fast == 0 and res.metrics["restarts"] > 0
+
+
+def test_largest_gap_of_a_run_is_the_gaps_taken_one_by_one():
+    """A run of equal batch times, added one by one in floating point: the shortcut (one gap
+    within a binade) equals the gaps' maximum, also for ties (tau an odd multiple of half
+    the spacing, where the gaps alternate), across binades and from time 0."""
+    from itertools import accumulate, repeat
+    from math import ulp
+
+    rng = np.random.default_rng(7)
+    cases = []
+    for _ in range(3000):
+        t = float(rng.choice([0.0, rng.uniform(0, 1), 10 ** rng.uniform(-3, 7)]))
+        tau = float(10 ** rng.uniform(-6, 1))
+        if t > 0 and rng.random() < 0.3:            # a tie at t's spacing
+            tau = (int(rng.integers(1, 1 << 20)) + 0.5) * ulp(t)
+        cases.append((t, tau, int(rng.integers(1, 400))))
+    cases.append((1.0 - 3 * ulp(1.0), ulp(1.0) / 2 * 3, 10))    # crosses 1.0, ties below
+    ties = 0
+    for t, tau, k in cases:
+        times = list(accumulate(repeat(tau, k), initial=t))
+        gaps = np.diff(times)
+        ties += t > 0 and (tau / ulp(t)) % 1 == 0.5
+        assert largest_gap(times, k, tau) == gaps.max(), (t, tau, k)
+    assert ties > 500

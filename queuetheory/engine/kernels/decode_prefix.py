@@ -22,13 +22,15 @@ from array import array
 from bisect import bisect_left
 from collections import deque
 from itertools import accumulate, islice, repeat
+from math import frexp, ulp
 from operator import sub
 
 import numpy as np
 
 from .common import RepeatedBatches, durations, write_runs
 
-__all__ = ["ORCA", "FT_ITERATION", "FT_REQUEST", "VLLM", "run_decode_prefix", "write_back"]
+__all__ = ["ORCA", "FT_ITERATION", "FT_REQUEST", "VLLM", "largest_gap", "run_decode_prefix",
+           "write_back"]
 
 #: the decisions: Orca's prefill-first mixed batch; FasterTransformer's decode-only batch
 #: whenever a request decodes, else a prefill-only batch; FasterTransformer's cohorts;
@@ -39,6 +41,18 @@ ORCA, FT_ITERATION, FT_REQUEST, VLLM = 0, 1, 2, 3
 _HOLD = 1024
 #: iterations whose shared gaps are binned at once
 _BIN_CHUNK = 1 << 20
+
+
+def largest_gap(times, k, tau):
+    """``max(times[j + 1] − times[j] for j < k)`` for ``times[j + 1] = times[j] + tau`` in
+    floating point. Within one binade ``[2^e, 2^(e+1))`` the numbers are the multiples of one
+    spacing ``u``, so every sum rounds ``tau`` to the same multiple of ``u`` — one gap
+    stands for all — unless ``tau/u`` is a half-integer (a tie, rounded to even: the gaps
+    alternate); then, and across binades, the gaps are taken one by one."""
+    first = times[0]
+    if first > 0 and frexp(first)[1] == frexp(times[k])[1] and (tau / ulp(first)) % 1 != 0.5:
+        return times[1] - first
+    return max(map(sub, islice(times, 1, k + 1), times))
 
 
 def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
@@ -99,6 +113,22 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
         other_cls.append(classes)
         if len(other_gaps) >= _HOLD:
             release()
+
+    def complete(m, end, q):
+        """The members of ``dec[:m]`` that emitted their last token in iteration ``q``
+        (ending at ``end``) leave."""
+        nonlocal a, used, due
+        D = len(dec)
+        for i in reversed((LEFT[:m] == 0).nonzero()[0].tolist()):
+            v = dec.pop(i)
+            finish[v] = q
+            used -= prompt[v] + output[v] - e
+            decoded[v] = output[v]
+            last_time[v], worst[v] = end, float(WORST[i])
+            rows_of[:, i:D - 1] = rows_of[:, i + 1:D]
+            D -= 1
+            a -= 1
+        due = q + int(np.minimum.reduce(LEFT[:D])) if D else inf
 
     def release():
         if other_gaps:
@@ -166,9 +196,10 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
             continue
         if m and not plan and a == m and m <= free:
             # a decode-only batch that repeats unchanged (no prompt can start before an
-            # arrival: memory, which only shrinks, refuses the oldest waiting one) until a
-            # completion, an arrival, the horizon, the cap or a preemption
-            most = min(due - s, limit - s,
+            # arrival: memory, which only shrinks, refuses the oldest waiting one) up to a
+            # completion (its batch included), an arrival, the horizon, the cap or a
+            # preemption
+            most = min(due - s + 1, limit - s,
                        (free - m) // m + 1 if free < inf else limit - s)
             if most > 1:
                 bound = min(stop, arrival[admitted] if admitted < n else inf)
@@ -195,8 +226,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                     else:
                         shared_col.extend(np.bincount(CLS[:m].astype(np.int64),
                                                       minlength=n_classes).tolist())
-                    np.fmax(WORST[:m], max(map(sub, islice(times, 1, k + 1), times)),
-                            out=WORST[:m])
+                    np.fmax(WORST[:m], largest_gap(times, k, tau), out=WORST[:m])
                     LAST[:m] = times[k]
                     LEFT[:m] -= k
                     t = times[k]
@@ -204,6 +234,8 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                     work -= m * k
                     peak = used if used > peak else peak
                     s += k
+                    if s > due:                  # its last batch was the completion's
+                        complete(m, t, s - 1)
                     continue
         members = done = 0
         out = []
@@ -303,17 +335,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
         work_col.append(work)
         peak = used if used > peak else peak
         if s >= due:                             # members may emit their last token
-            D = len(dec)
-            for i in reversed((LEFT[:m] == 0).nonzero()[0].tolist()):
-                v = dec.pop(i)
-                finish[v] = s
-                used -= prompt[v] + output[v] - e
-                decoded[v] = output[v]
-                last_time[v], worst[v] = end, float(WORST[i])
-                rows_of[:, i:D - 1] = rows_of[:, i + 1:D]
-                D -= 1
-                a -= 1
-            due = s + int(np.minimum.reduce(LEFT[:D])) if D else inf
+            complete(m, end, s)
         for v in ended:                          # in arrival order, younger than dec
             before = last_time[v]
             if e:                                # the prefill iteration emits a token
