@@ -1,5 +1,7 @@
 """qt.capacity: the analytic bracket, the simulated boundary, goodput, replicas and the CLI."""
 
+import re
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -403,6 +405,21 @@ def test_the_goodput_line_counts_towards_the_rate_axis_scale():
     axes = cap.plot_capacity(curve, br, title="Sarathi",
                              goodput_result=SimpleNamespace(met=True, rate=0.05))
     assert [ax.get_xscale() for ax in axes] == ["log", "log"]
+
+
+def test_progress_shows_a_bar_of_the_probes(tmp_path, capsys):
+    """``--progress``: each search's probes counted on a tqdm bar on stderr, the last one
+    with its rate; nothing on stderr without it."""
+    args = ["capacity", "--lengths", "fixed", "--prompt", "16", "--output", "16", "--time",
+            "unit", "--budget", "64", "--latency", "200", "--tol", "0.05", "--requests", "300",
+            "--points", "2", "--out", str(tmp_path)]
+    assert main(args) == 0
+    assert "probe" not in capsys.readouterr().err
+    assert main([*args, "--progress"]) == 0
+    err = capsys.readouterr().err
+    for search in ("max_rate", "goodput"):
+        assert re.search(rf"{search}: [1-9]\d* ?probe", err), err
+    assert "rate " in err and "attainment " in err
 
 
 def test_cli_rejects_a_bad_time_model():

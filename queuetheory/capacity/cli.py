@@ -75,6 +75,8 @@ def _cli_parser():
     p.add_argument("--points", type=int, default=8, help="rates on the curve (default 8)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="capacity", help="folder for the figure (default capacity)")
+    p.add_argument("--progress", action="store_true",
+                   help="show a bar of each search's probes on stderr")
     return p
 
 
@@ -114,14 +116,15 @@ def capacity_main(argv) -> int:
         print(f"empty bracket: {br.violated}")
         return 1
     print(f"bracket: [{br.lower:.4g}, {br.upper:.4g}] {per}; {br.binding} binds")
-    m = max_rate(wl, policy, tm, memory=a.memory, tol=a.tol, seeds=(a.seed,), bracket=br)
+    m = max_rate(wl, policy, tm, memory=a.memory, tol=a.tol, seeds=(a.seed,), bracket=br,
+                 progress=a.progress)
     lo, hi = m.interval
     print(f"simulated boundary: {m.rate:.4g} {per} [{lo:.4g}, {hi:.4g}], efficiency "
           f"{m.efficiency:.3f} of the {m.binding} bound; {len(m.probes)} probes "
           f"({m.inconclusive} inconclusive){'; ' + m.note if m.note else ''}")
     g = goodput(wl, policy, tm, slo=slo, attainment=a.attainment, memory=a.memory,
                 tol=a.tol, seeds=(a.seed,), n_requests=a.requests, bracket=br,
-                stable_limit=m.interval[1])
+                stable_limit=m.interval[1], progress=a.progress)
     if g.met:
         print(f"goodput: {g.rate:.4g} {per} [{g.interval[0]:.4g}, {g.interval[1]:.4g}] meet "
               f"{slo} ({unit}) for ≥ {a.attainment:.0%} of requests")

@@ -13,7 +13,7 @@ import pandas as pd
 from ..engine.conventions import check_first_token
 from ..errors import check_positive
 from .bounds import Bracket, bounds
-from .inputs import _budget_of, _refuse_unsupported
+from .inputs import _budget_of, _ProbeBar, _refuse_unsupported
 from .rescale import _length_law
 from .slo import _check_slo, _window_run
 
@@ -58,7 +58,7 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
             token_budget=None, memory=None, tol: float = 0.02, seeds=(0,),
             n_requests: int = 2000, warmup: float = 0.2, first_token: str = "prefill",
             max_probes: int = 16, bracket: Bracket | None = None,
-            stable_limit: float | None = None) -> Goodput:
+            stable_limit: float | None = None, progress: bool = False) -> Goodput:
     """The largest arrival rate at which at least ``attainment`` of the requests meet every
     target of ``slo`` (DistServe's goodput, Zhong et al.), by bisection on the rate.
 
@@ -84,6 +84,7 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
     well a finite window looks there. The limit is the bracket's upper bound, or
     ``stable_limit`` (e.g. the upper end of :func:`max_rate`'s interval) when lower; when
     the targets are met just below it, the interval's upper end is the limit itself.
+    ``progress=True`` shows a tqdm bar of the probes, each with its rate and attainment.
     """
     t0 = time.perf_counter()
     slo = _check_slo({"ttft": 1.0, "tbt": 0.1} if slo is None else slo)
@@ -106,14 +107,17 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
                        pd.DataFrame(columns=cols), br, True, time.perf_counter() - t0)
 
     def probe(x):
+        started = time.perf_counter()
         out = _window_run(workload, policy, time_model, x, slo, n_requests=n_requests,
                           warmup=warmup, seeds=seeds, b=b, memory=memory,
                           first_token=first_token)
         out["meets"] = bool(out["attainment"] >= attainment)
         rows.append({"rate": x, **out})
+        bar.update(x, f"attainment {out['attainment']:.1%}", time.perf_counter() - started)
         return out["meets"]
 
     ceiling = br.upper if stable_limit is None else min(br.upper, float(stable_limit))
+    bar = _ProbeBar(progress, "goodput")
     lo = hi = None
     x = 0.9 * min(br.start, ceiling)
     while len(rows) < max_probes:
@@ -133,6 +137,7 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
             break
         else:
             x = math.sqrt(lo * hi)
+    bar.close()
     probes = pd.DataFrame(rows, columns=cols)
     best = float(probes["attainment"].max())
     if lo is None:

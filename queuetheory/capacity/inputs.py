@@ -1,4 +1,5 @@
-"""Checks shared by the searches: the settings a policy refuses, and the token budget."""
+"""What the searches share: the settings a policy refuses, the token budget, and a bar of
+probes."""
 
 from __future__ import annotations
 
@@ -22,3 +23,25 @@ def _budget_of(policy, token_budget):
         raise ValueError(f"token_budget=None: {policy!r} has no token_budget of its own; "
                          "give token_budget")
     return int(check_positive("token_budget", b, integer=True))
+
+
+class _ProbeBar:
+    """A tqdm bar of a search's probes (``on``), each shown with its rate and outcome;
+    nothing when off."""
+
+    def __init__(self, on: bool, desc: str):
+        self.bar = None
+        if on:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(desc=desc, unit="probe")
+
+    def update(self, rate: float, outcome: str, seconds: float) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"rate {rate:.4g}: {outcome} ({seconds:.1f} s)",
+                                     refresh=False)
+            self.bar.update()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

@@ -16,7 +16,7 @@ from ..errors import CensoredRunWarning, check_positive
 from ..stability import default_horizon, stability
 from ..workload import Trace
 from .bounds import Bracket, bounds
-from .inputs import _budget_of, _refuse_unsupported
+from .inputs import _budget_of, _ProbeBar, _refuse_unsupported
 from .relaxation import relaxation_time
 from .rescale import _length_law, at_rate, replay
 from .stats import MIN_LIFETIMES, _lone_lifetime
@@ -130,7 +130,7 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
              n_requests: int | None = None, max_horizon_factor: float = 4.0,
              tolerance: float = 0.03, level: float = 0.99, max_probes: int = 24,
              max_probe_requests: float = MAX_PROBE_REQUESTS,
-             bracket: Bracket | None = None) -> MaxRate:
+             bracket: Bracket | None = None, progress: bool = False) -> MaxRate:
     """The largest arrival rate at which ``policy`` is stable, by bisection on the rate.
 
     The workload's length law is kept and its rate scaled (:func:`at_rate`); a recorded
@@ -162,6 +162,7 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     of ``k`` runs at most ``k`` times that. No probe draws more than ``max_probe_requests``
     expected arrivals (doublings included). A setting the policy refuses (``Policy.supports``)
     raises :class:`~queuetheory.errors.UnsupportedSettingError` before any probe.
+    ``progress=True`` shows a tqdm bar of the probes, each with its rate and verdict.
 
     The search first checks the analytic value: the bracket's ``start`` (:func:`bounds`)
     times ``1 − tol`` and, below the upper bound, ``1 + tol``; when the first is stable and
@@ -233,8 +234,10 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
             H = long
             row = _trace_verdict(trace, x, policy, time_model, H, cap, level, tolerance, kw)
         rows.append({"rate": x, "load": x / br.upper, "relaxation": relax, **row})
+        bar.update(x, row["verdict"], row["wall_s"])
         return row
 
+    bar = _ProbeBar(progress, "max_rate")
     lo, hi, unknown, served, note = None, None, [], None, ""
     width = (1 + tol) / (1 - tol) * (1 + 1e-12)   # the widest stable/unstable pair accepted
     planned = [br.start * (1 - tol)]          # first check the analytic value itself
@@ -278,6 +281,7 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
             served = x * (1 - max(v["drift"], 0.0)) * (1 - tol)
         else:
             unknown.append(x)
+    bar.close()
     probes = pd.DataFrame(rows, columns=cols)
     high = hi if hi is not None else br.upper
     converged = lo is not None and high / lo <= width
