@@ -384,7 +384,8 @@ def test_curve_rates_reach_below_the_goodput_on_a_geometric_grid():
     assert wide[0] == pytest.approx(0.85) and wide[-1] == pytest.approx(33.0)
     assert np.diff(np.log(wide)) == pytest.approx(np.full(5, np.log(33 / 0.85) / 5))
     for bad, match in (({"boundary": 0.0, "points": 5}, "boundary=0.0"),
-                       ({"boundary": 1.0, "points": 1}, "points=1")):
+                       ({"boundary": 1.0, "points": 1}, "points=1"),
+                       ({"boundary": 1.0, "points": 2.5}, "points=2.5")):
         with pytest.raises(ValueError, match=match):
             cap.curve_rates(**bad)
 

@@ -33,8 +33,9 @@ def curve_rates(boundary: float, points: int, *, goodput: float | None = None) -
     lower, so the attainment curve shows where it crosses its target; evenly spaced, or
     geometrically where the span exceeds 10× (the figure's rate axis is then logarithmic)."""
     check_positive("boundary", boundary)
-    if points < 2:
+    if not check_positive("points", points, integer=True) >= 2:
         raise ValueError(f"points={points}: need at least 2 rates")
+    points = int(points)
     low, high = 0.3 * boundary, 1.1 * boundary
     if goodput is not None and 0 < goodput < 2 * low:
         low = goodput / 2
