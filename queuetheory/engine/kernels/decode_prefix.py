@@ -41,6 +41,8 @@ ORCA, FT_ITERATION, FT_REQUEST, VLLM = 0, 1, 2, 3
 _HOLD = 1024
 #: iterations whose shared gaps are binned at once
 _BIN_CHUNK = 1 << 20
+#: held gaps from this many on are counted by runs of equal values
+_RUNS_FROM = 16
 
 
 def largest_gap(times, k, tau):
@@ -89,8 +91,8 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
     LAST, LEFT, WORST, CLS = rows_of
     fresh = 0                      # members of dec without a token yet (first_token decode)
     due = inf                      # no member emits its last token before this iteration
-    other_gaps: list = []          # gaps held for the histogram, and their classes
-    other_cls: list = []
+    other_gaps: list = []          # gaps held for the histogram, and their classes (one
+    other_cls: list = []           # class: how many requests had each)
     n_classes = tbt.counts.shape[0]
     none = [0] * n_classes
     dec: list = []                 # requests in decode, in arrival order
@@ -109,6 +111,12 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
     s = engine.iteration
 
     def hold(gaps, classes):
+        if single:         # decoders that emitted together stall alike: each run of equal
+            if gaps.size < _RUNS_FROM:       # gaps is held once, with its count
+                classes = np.ones(gaps.size, np.int64)
+            else:
+                first = np.flatnonzero(np.concatenate(([True], gaps[1:] != gaps[:-1])))
+                gaps, classes = gaps[first], np.diff(np.append(first, gaps.size))
         other_gaps.append(gaps)
         other_cls.append(classes)
         if len(other_gaps) >= _HOLD:
@@ -133,8 +141,10 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
     def release():
         if other_gaps:
             gaps = np.concatenate(other_gaps)
-            tbt.add(np.zeros(gaps.size, np.int64) if single else
-                    np.concatenate(other_cls).astype(np.int64), gaps)
+            if single:
+                tbt.add_counted(gaps, np.concatenate(other_cls))
+            else:
+                tbt.add(np.concatenate(other_cls).astype(np.int64), gaps)
             other_gaps.clear()
             other_cls.clear()
 
