@@ -208,7 +208,7 @@ def _run(workload, policy, time_model, H, seed, tail, blocks, level, tolerance, 
            "verdict": judge((dlo, tlo), (dhi, thi), tolerance)}
     kept = _thinned(times.size)
     path = pd.DataFrame({"seed": seed, "time": times[kept], "backlog": backlog[kept],
-                         "in_system": log.column("in_system")[kept]})
+                         "in_system": log.column("in_system", at=kept)})
     return {"row": row, "rates": rates, "fit": fit, "tokens": offered_tokens, "path": path}
 
 

@@ -20,7 +20,7 @@ from queuetheory.engine.kernels.prefill_batches import (
     prefill_batches_runner,
     vllm_decode_prefix,
 )
-from queuetheory.policies import Orca, Sarathi, VLLMVanilla
+from queuetheory.policies import FasterTransformer, Orca, Sarathi, VLLMVanilla
 from queuetheory.workload import Trace
 
 
@@ -243,3 +243,24 @@ def test_largest_gap_of_a_run_is_the_gaps_taken_one_by_one():
         ties += t > 0 and (tau / ulp(t)) % 1 == 0.5
         assert largest_gap(times, k, tau) == gaps.max(), (t, tau, k)
     assert ties > 500
+
+
+@pytest.mark.parametrize("make_policy", [lambda: FasterTransformer(512), lambda: Orca(512)],
+                         ids=["ft: runs past arrivals", "orca"])
+def test_log_columns_read_at_a_few_iterations_equal_the_full_columns(make_policy):
+    """A bulk run's log read at a few iterations (``column(name, at=...)``, as
+    ``stability`` reads its thinned path) without expanding the column: the values of the
+    full column there, for every column (FasterTransformer's repeated batches take in the
+    arrivals during them, which ``in_system`` and ``unfinished_tokens`` count)."""
+    wl = qt.Workload([qt.RequestClass(stats.lognorm(1.0, scale=200),
+                                      stats.lognorm(1.0, scale=200), rate=0.5)])
+    res = qt.simulate(wl, make_policy(), ANCHOR_TIME, n_requests=400, seed=3)
+    log = res.engine.log
+    at = np.unique(np.random.default_rng(0).integers(0, log.n, 300))
+    few = {name: log.column(name, at=at) for name in log._names}
+    assert log._lazy is not None and len(log._cols) == 0      # nothing was expanded
+    for name, values in few.items():
+        np.testing.assert_array_equal(values, log.column(name)[at], err_msg=name)
+    rows = log._lazy
+    arrived_in_runs = log.column("in_system") != rows.per_iteration(rows._rows["in_system"])
+    assert arrived_in_runs.any() == isinstance(res.policy, FasterTransformer)

@@ -102,10 +102,16 @@ class ColumnLog:
                 self._cols[name][start: start + k] = c
         self._stored = need
 
-    def column(self, name: str) -> np.ndarray:
+    def column(self, name: str, at: np.ndarray | None = None) -> np.ndarray:
+        """Column ``name``, or its values at the rows ``at`` only (read from a lazily kept
+        source without expanding the column, where the source can)."""
+        if (at is not None and self._lazy is not None and name not in self._cols
+                and not self._rows and not self._blocks):
+            return np.asarray(self._lazy.column(name, at), dtype=self._dtypes[name])
         self._read_lazy(name)
         self._flush()
-        return self._cols[name][: self._stored]
+        column = self._cols[name][: self._stored]
+        return column if at is None else column[at]
 
     def frame(self) -> pd.DataFrame:
         self._expand()

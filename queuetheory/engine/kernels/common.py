@@ -34,10 +34,18 @@ class RepeatedBatches:
     such rows at once). ``start`` is expanded at once (the records are stamped from it);
     every other column, one entry per iteration, only when read (:meth:`column`, through
     :meth:`~queuetheory.engine.log.ColumnLog.extend_lazy`): a run of 10⁷ iterations whose
-    log is read for a few columns never holds all ten."""
+    log is read for a few columns never holds all ten. ``arrivals``: the arrival times of
+    the requests the run admitted and their tokens, for a rule whose repeated batches go on
+    past arrivals (FasterTransformer decodes on whatever arrives): each iteration's
+    ``in_system`` and ``unfinished_tokens`` then add what arrived since its row's first
+    iteration began (the engine admits arrivals at the start of each iteration)."""
 
-    def __init__(self, rows, repeats):
+    def __init__(self, rows, repeats, arrivals=None):
         cols = [np.frombuffer(r, r.typecode) for r in rows]
+        if arrivals is not None:         # arrival times, and the tokens arrived by each
+            times, tokens = (np.asarray(v) for v in arrivals)
+            arrivals = times, np.concatenate(([0], np.cumsum(tokens, dtype=np.int64)))
+        self._arrivals = arrivals
         self._rows = dict(zip(("start", "duration", "prefill_requests", "prefill_tokens",
                                "decode_requests", "evicted", "memory", "in_system",
                                "unfinished_tokens"), cols, strict=True))
@@ -65,22 +73,45 @@ class RepeatedBatches:
         """``values``, one entry (or row) per kernel row, as one per iteration."""
         return values if self._reps is None else values.repeat(self._reps, axis=0)
 
-    def column(self, name: str) -> np.ndarray:
-        """The log column ``name``, one entry per iteration."""
+    def column(self, name: str, at: np.ndarray | None = None) -> np.ndarray:
+        """The log column ``name``, one entry per iteration, or at the iterations ``at``
+        only (a few points of a long run, without expanding the column)."""
         if name == "start":
-            return self.start
+            return self.start if at is None else self.start[at]
         if name == "token_load":
-            return self.column("prefill_tokens") + self.column("decode_requests")
-        out = self.per_iteration(self._rows[name])
-        if self._reps is not None and name in ("memory", "unfinished_tokens"):
-            step = np.arange(self.size)
-            step -= self.per_iteration(self._first)        # batches since the row's first
-            step *= self.per_iteration(self._rows["decode_requests"])
-            if name == "memory":
-                out += step
-            else:
-                out -= step
-        return out
+            return self.column("prefill_tokens", at) + self.column("decode_requests", at)
+        values = self._rows[name]
+        if self._reps is None:
+            return values if at is None else values[at]
+        if at is None:
+            iters, row, starts = np.arange(self.size), None, self.start
+        else:
+            iters = np.asarray(at, dtype=np.int64)
+            row = np.searchsorted(self._first, iters, side="right") - 1
+            starts = self.start[iters]
+
+        def per(v):                   # a per-row column at the iterations read
+            return self.per_iteration(v) if row is None else v[row]
+
+        # each row's value at its first iteration, moved to a constant of the row, then the
+        # change since: d decodes a batch (memory up, unfinished work down), and the
+        # requests, or their tokens, that arrived since (admitted at each batch's start)
+        shift = 0
+        if name in ("memory", "unfinished_tokens"):
+            decodes = self._rows["decode_requests"]
+            sign = 1 if name == "memory" else -1
+            values = values - sign * self._first * decodes
+            shift = sign * iters * per(decodes)
+        arrived = self._arrivals is not None and name in ("in_system", "unfinished_tokens")
+        if arrived:
+            times, prefix = self._arrivals
+            since = np.searchsorted(times, starts, side="right")
+            before = np.searchsorted(times, self.start[self._first], side="right")
+            if name == "unfinished_tokens":
+                since, before = prefix[since], prefix[before]
+            values = values - before
+            shift = shift + since
+        return per(values) + shift
 
 
 def tail_of(rid):

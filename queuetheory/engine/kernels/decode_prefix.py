@@ -100,6 +100,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
     p = -1                         # the resident part-way through its prefill
     waiting: deque = deque()       # requests without KV, in arrival order
     line = waiting if kind != FT_REQUEST else deque()   # where prefills are taken from
+    past = kind in (FT_ITERATION, FT_REQUEST)    # runs go on past arrivals
     repeats = array("q")           # log rows that stand for k decode-only batches: (row, k)
     # per log row and class, the decoders that also emitted in the batch before: they
     # share its gap (its end less its start), binned at the end
@@ -207,12 +208,12 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
         if m and not plan and a == m and m <= free:
             # a decode-only batch that repeats unchanged (no prompt can start before an
             # arrival: memory, which only shrinks, refuses the oldest waiting one) up to a
-            # completion (its batch included), an arrival, the horizon, the cap or a
-            # preemption
+            # completion (its batch included), an arrival (FasterTransformer: none changes
+            # its decision while a request decodes), the horizon, the cap or a preemption
             most = min(due - s + 1, limit - s,
                        (free - m) // m + 1 if free < inf else limit - s)
             if most > 1:
-                bound = min(stop, arrival[admitted] if admitted < n else inf)
+                bound = min(stop, arrival[admitted] if admitted < n and not past else inf)
                 tau = taus.get((0, m)) or new_tau(0, m)
                 if bound < inf:     # no more iterations than can start before it
                     most = min(most, int((bound - t) / tau) + 2)
@@ -244,6 +245,10 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                     work -= m * k
                     peak = used if used > peak else peak
                     s += k
+                    while admitted < n and arrival[admitted] <= times[k - 1]:
+                        work += prompt[admitted] + output[admitted]   # arrived during
+                        waiting.append(admitted)                      # the run
+                        admitted += 1
                     if s > due:                  # its last batch was the completion's
                         complete(m, t, s - 1)
                     continue
@@ -380,7 +385,9 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
     live_ids = dec + ([p] if p >= 0 else []) + list(waiting)
     if kind == FT_REQUEST:
         live_ids += list(line)
-    runs = RepeatedBatches(rows, repeats)
+    runs = RepeatedBatches(rows, repeats, arrivals=(
+        tab.column("arrival")[:admitted], (tab.column("prompt") + tab.column("output"))[:admitted]
+    ) if past else None)
     sharers = runs.per_iteration(np.frombuffer(shared_col, np.int64).reshape(-1, n_classes))
     write_back(engine, admitted, runs, sharers, decoded, filled, recomputed, restarts,
                prefill_end, finish, first_time, last_time, worst, live_ids)
