@@ -116,7 +116,7 @@ class ColumnLog:
     def frame(self) -> pd.DataFrame:
         self._expand()
         self._flush()
-        return pd.DataFrame({k: a[: self._stored] for k, a in self._cols.items()})
+        return pd.DataFrame({k: self._cols[k][: self._stored] for k in self._names})
 
 
 class TBTHistogram:

@@ -105,10 +105,18 @@ class RepeatedBatches:
         arrived = self._arrivals is not None and name in ("in_system", "unfinished_tokens")
         if arrived:
             times, prefix = self._arrivals
-            since = np.searchsorted(times, starts, side="right")
             before = np.searchsorted(times, self.start[self._first], side="right")
+            if row is None:           # the arrivals by each start, counted from their places
+                tokens = np.diff(prefix) if name == "unfinished_tokens" else None
+                since = np.bincount(np.searchsorted(starts, times, side="left"),
+                                    weights=tokens, minlength=self.size + 1)[:-1].cumsum()
+                since = since.astype(np.int64)     # exact: integer sums below 2^53
+            else:
+                since = np.searchsorted(times, starts, side="right")
+                if name == "unfinished_tokens":
+                    since = prefix[since]
             if name == "unfinished_tokens":
-                since, before = prefix[since], prefix[before]
+                before = prefix[before]
             values = values - before
             shift = shift + since
         return per(values) + shift

@@ -314,7 +314,7 @@ def _write_back_memory(engine, admitted, runs, segments, filled, recomputed, res
     start = runs.start
     s0 = write_runs(engine, admitted, runs)
     tab = engine.table
-    ends = start + runs.column("duration")
+    ends = start + engine.log.column("duration")[s0:s0 + runs.size]   # read once, kept
     gaps = ends - start
     ids = np.arange(admitted)
     tab.prefilled[:admitted] = filled[:admitted]

@@ -409,7 +409,7 @@ def write_back(engine, admitted, runs, sharers, decoded, filled, recomputed, res
     start, k = runs.start, runs.size
     s0 = write_runs(engine, admitted, runs)
     tab = engine.table
-    ends = start + runs.column("duration")
+    ends = start + engine.log.column("duration")[s0:s0 + runs.size]   # read once, kept
     gaps = ends - start
     for lo in range(0, k, _BIN_CHUNK):          # binned a slice at a time: bounded memory
         hi = lo + _BIN_CHUNK
