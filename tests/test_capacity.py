@@ -271,6 +271,19 @@ def test_an_slo_no_rate_meets_says_so_with_the_best_attainment():
     assert "best attainment" in repr(g)
 
 
+def test_goodput_walks_down_from_a_stability_limit_far_below_the_bracket():
+    """FasterTransformer at 6 % of the compute bound: the search starts below the stability
+    limit and halves from there, not from the compute bound, until the targets are met (a
+    floor tied to the bound stopped it after two probes, none met)."""
+    wl, pol = fixed(), qt.policies.FasterTransformer(64)
+    bulk = 2 / 33                                  # b // prompt per (1 + output) rounds
+    g = cap.goodput(wl, pol, qt.UnitTime(), slo={"latency": 70}, first_token="decode",
+                    n_requests=400, stable_limit=bulk)
+    assert g.met and 0 < g.rate < bulk / 2
+    assert g.probes["rate"].max() < bulk
+    assert g.probes.loc[g.probes["rate"] == g.rate, "attainment"].item() >= 0.9
+
+
 def test_unfinished_requests_count_as_misses():
     import pandas as pd
 

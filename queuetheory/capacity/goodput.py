@@ -77,8 +77,8 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
     in ``probes`` when it had missed no target yet), so a target longer than the window
     can only make the goodput err low. The search starts below the bracket's ``start``,
     walks up or down by halving, then bisects until ``high / low − 1 ≤ tol``. When no
-    probed rate meets the targets (down to 1/64 of the start), the result says so with the
-    best attainment seen.
+    probed rate meets the targets (down to 1/64 of the first rate probed), the result says
+    so with the best attainment seen.
 
     Goodput is a sustained rate: no rate at or above the stability limit counts, however
     well a finite window looks there. The limit is the bracket's upper bound, or
@@ -119,7 +119,7 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
     ceiling = br.upper if stable_limit is None else min(br.upper, float(stable_limit))
     bar = _ProbeBar(progress, "goodput")
     lo = hi = None
-    x = 0.9 * min(br.start, ceiling)
+    x = first = 0.9 * min(br.start, ceiling)
     while len(rows) < max_probes:
         if probe(x):
             lo = x
@@ -127,7 +127,7 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
             hi = x
         if lo is None:
             x /= 2
-            if x < br.start / 64:
+            if x < first / 64:
                 break
         elif hi is None:
             if x >= ceiling * (1 - tol):
