@@ -349,7 +349,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
         in_sys.append(live)
         work_col.append(work)
         peak = used if used > peak else peak
-        if s >= due:                             # members may emit their last token
+        if m and s >= due:                       # members may emit their last token
             complete(m, end, s)
         for v in ended:                          # in arrival order, younger than dec
             before = last_time[v]
