@@ -237,18 +237,28 @@ class GrowthRate:
     trend_high: float = float("nan")
 
 
-def _block_edges(t: np.ndarray, start: float, end: float, blocks: int) -> tuple:
+def block_edges(start: float, end: float, blocks: int) -> np.ndarray:
+    """The ``blocks + 1`` edges of ``blocks`` equal blocks of ``[start, end]``."""
     if blocks < 3:
         raise ValueError(f"blocks={blocks}: need at least 3")
-    edges = np.linspace(start, end, blocks + 1)
+    return np.linspace(start, end, blocks + 1)
+
+
+def step_path_at(t: np.ndarray, y: np.ndarray, edges: np.ndarray) -> tuple:
+    """The step path ``y(t)`` (``y[i]`` holds from ``t[i]`` to ``t[i+1]``; ``y[0]`` before
+    ``t[0]``) at the sorted times ``edges``: its values there and its integrals from ``t[0]``
+    (what :meth:`~queuetheory.engine.log.ColumnLog.path_at` gives a log's path, without
+    expanding a bulk run's columns)."""
     idx = np.clip(np.searchsorted(t, edges, side="right") - 1, 0, t.size - 1)
-    return edges, idx
+    area = np.concatenate([[0.0], np.cumsum(y[:-1] * np.diff(t))])     # ∫ from t[0] to t[i]
+    return y[idx], area[idx] + y[idx] * (edges - t[idx])
 
 
 def block_rates(t: np.ndarray, y: np.ndarray, start: float, end: float,
                 blocks: int = 10) -> np.ndarray:
     """Increments per unit time of the step path ``y(t)`` over ``blocks`` equal blocks."""
-    edges, idx = _block_edges(t, start, end, blocks)
+    edges = block_edges(start, end, blocks)
+    idx = np.clip(np.searchsorted(t, edges, side="right") - 1, 0, t.size - 1)
     return np.diff(y[idx]) / np.diff(edges)
 
 
@@ -256,11 +266,13 @@ def block_means(t: np.ndarray, y: np.ndarray, start: float, end: float,
                 blocks: int = 10) -> tuple[np.ndarray, np.ndarray]:
     """Block midpoints and exact time averages of the step path ``y(t)`` (``y[i]`` holds
     from ``t[i]`` to ``t[i+1]``; ``y[0]`` before ``t[0]``) over ``blocks`` equal blocks."""
-    edges, idx = _block_edges(t, start, end, blocks)
-    area = np.concatenate([[0.0], np.cumsum(y[:-1] * np.diff(t))])     # ∫ from t[0] to t[i]
-    at = area[idx] + y[idx] * (edges - t[idx])
-    mid = (edges[:-1] + edges[1:]) / 2
-    return mid, np.diff(at) / np.diff(edges)
+    edges = block_edges(start, end, blocks)
+    return means_of_blocks(edges, step_path_at(t, y, edges)[1])
+
+
+def means_of_blocks(edges: np.ndarray, integrals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Block midpoints and time averages from a path's integrals up to the block edges."""
+    return (edges[:-1] + edges[1:]) / 2, np.diff(integrals) / np.diff(edges)
 
 
 def _t_quantile(level: float, df: int) -> float:
@@ -298,7 +310,12 @@ def trend_fit(t: np.ndarray, y: np.ndarray, start: float, end: float,
     much longer than its relaxation time; the error is widened by ``sqrt((1 + r)/(1 − r))``,
     ``r ∈ [0, 0.9]`` the residuals' lag-1 autocorrelation (an AR(1) correction), so that a
     long excursion is not mistaken for growth."""
-    x, m = block_means(np.asarray(t, float), np.asarray(y, float), start, end, blocks)
+    return slope_fit(*block_means(np.asarray(t, float), np.asarray(y, float), start, end,
+                                  blocks))
+
+
+def slope_fit(x: np.ndarray, m: np.ndarray) -> tuple[float, float]:
+    """:func:`trend_fit` from the block midpoints ``x`` and averages ``m``."""
     xc = x - x.mean()
     sxx = float((xc ** 2).sum())
     slope = float((xc * (m - m.mean())).sum() / sxx)

@@ -19,7 +19,16 @@ import pandas as pd
 
 from .engine import simulate
 from .errors import CensoredRunWarning
-from .metrics import VERDICT_RULE, block_rates, judge, pooled_drift, pooled_trend, trend_fit
+from .metrics import (
+    VERDICT_RULE,
+    block_edges,
+    judge,
+    means_of_blocks,
+    pooled_drift,
+    pooled_trend,
+    slope_fit,
+    step_path_at,
+)
 from .timing import BatchLoad, TimeModel
 from .workload import Workload
 
@@ -185,17 +194,16 @@ def _run(workload, policy, time_model, H, seed, tail, blocks, level, tolerance, 
         warnings.simplefilter("ignore", CensoredRunWarning)
         res = simulate(workload, policy, time_model, horizon=H, seed=seed, **kwargs)
     wall = time.perf_counter() - t0
-    log = res.engine.log                # three columns of the log, not all of them
-    times = log.column("start") + log.column("duration")
-    backlog = log.column("unfinished_tokens")
-    t, y = times, backlog.astype(float)
+    log = res.engine.log    # read at the block edges and a thinned path, not expanded
     trace = res.trace
     offered_tokens = float((trace.prompt + trace.output).sum())
-    if t.size < blocks:         # (nearly) no batches: an empty path, constant at zero
-        t, y = np.array([0.0, H]), np.zeros(2)
-    start = H * (1 - tail)
-    rates = block_rates(t, y, start, H, blocks)
-    fit = trend_fit(t, y, start, H, blocks)
+    edges = block_edges(H * (1 - tail), H, blocks)
+    if log.n < blocks:      # (nearly) no batches: an empty path, constant at zero
+        values, integrals = step_path_at(np.array([0.0, H]), np.zeros(2), edges)
+    else:
+        values, integrals = log.path_at("unfinished_tokens", edges)
+    rates = np.diff(values) / np.diff(edges)
+    fit = slope_fit(*means_of_blocks(edges, integrals))
     rel = offered_tokens / H
     d, dlo, dhi = (v / rel for v in pooled_drift([rates], level)) if rel else (0.0,) * 3
     tr, tlo, thi = (v / rel for v in pooled_trend([fit], blocks, level)) if rel else (0.0,) * 3
@@ -206,8 +214,9 @@ def _run(workload, policy, time_model, H, seed, tail, blocks, level, tolerance, 
            "drift": d, "drift_low": dlo, "drift_high": dhi,
            "trend": tr, "trend_low": tlo, "trend_high": thi,
            "verdict": judge((dlo, tlo), (dhi, thi), tolerance)}
-    kept = _thinned(times.size)
-    path = pd.DataFrame({"seed": seed, "time": times[kept], "backlog": backlog[kept],
+    kept = _thinned(log.n)
+    path = pd.DataFrame({"seed": seed, "time": log.ends(kept),
+                         "backlog": log.column("unfinished_tokens", at=kept),
                          "in_system": log.column("in_system", at=kept)})
     return {"row": row, "rates": rates, "fit": fit, "tokens": offered_tokens, "path": path}
 

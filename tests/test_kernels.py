@@ -245,6 +245,72 @@ def test_largest_gap_of_a_run_is_the_gaps_taken_one_by_one():
     assert ties > 500
 
 
+def test_repeated_batches_read_a_row_at_a_time_equal_the_expanded_log():
+    """Starts and ends at chosen iterations, and the gaps a row at a time, equal those of
+    the log expanded one batch after another: for runs within one binade, runs that cross
+    one, runs from time 0 and runs whose τ is a tie at their spacing."""
+    from array import array
+    from math import ulp
+
+    from queuetheory.engine.kernels.common import RepeatedBatches
+
+    rng = np.random.default_rng(11)
+    for trial in range(40):
+        n = int(rng.integers(1, 60))
+        start = np.sort(rng.choice([0.0, 1.0, 1e3, 3e5], n) * rng.uniform(0.5, 2.0, n))
+        tau = 10 ** rng.uniform(-4, 1, n)
+        tie = (start > 0) & (rng.random(n) < 0.3)
+        tau[tie] = [(int(rng.integers(1, 1 << 20)) + 0.5) * ulp(t) for t in start[tie]]
+        repeated = np.flatnonzero(rng.random(n) < 0.6)
+        k = rng.integers(2, 300, repeated.size)
+        if trial == 0:       # a run just below a power of two, crossing it
+            start[0], tau[0], repeated, k = 2.0 - 5 * ulp(1.0), 3 * ulp(1.0), np.array([0]), \
+                np.array([10])
+        rows = [array("d", start), array("d", tau)] + [array("q", [0] * n) for _ in range(7)]
+        repeats = array("q", np.column_stack([repeated, k]).ravel().tolist())
+        lazy, full = RepeatedBatches(rows, repeats), RepeatedBatches(rows, repeats)
+        starts = full.start
+        ends = starts + full.column("duration")
+        at = rng.integers(0, full.size, 50)
+        assert np.array_equal(lazy.starts_at(at), starts[at])
+        assert np.array_equal(lazy.ends_at(at), ends[at])
+        gaps, of_row, counts = lazy.gaps()
+        assert np.array_equal(np.bincount(of_row, weights=counts, minlength=n),
+                              np.bincount(full._row_of(np.arange(full.size)), minlength=n))
+        assert sorted(np.repeat(gaps, counts).tolist()) == sorted((ends - starts).tolist())
+        assert np.array_equal(lazy.start, starts)
+
+
+@pytest.mark.parametrize("make_policy, memory", [
+    (lambda: FasterTransformer(512), None), (lambda: Orca(512), None),
+    (lambda: Sarathi(512), 20_000)], ids=["ft: runs past arrivals", "orca", "sarathi, memory"])
+@pytest.mark.parametrize("seed", [3, 4])
+def test_log_path_read_a_row_at_a_time_equals_the_expanded_path(make_policy, memory, seed):
+    """``ColumnLog.path_at`` on a bulk run's log (a row at a time, what ``stability``
+    reads): the values at any times equal those of the expanded columns, and the integrals
+    equal theirs to rounding — before the first batch, inside runs, at their ends and past
+    the last batch, for the columns that move within a run and those that take in the
+    arrivals during one."""
+    from queuetheory.metrics import step_path_at
+
+    wl = qt.Workload([qt.RequestClass(stats.lognorm(1.0, scale=200),
+                                      stats.lognorm(1.0, scale=200), rate=0.5)])
+    res = qt.simulate(wl, make_policy(), ANCHOR_TIME, n_requests=400, seed=seed, memory=memory)
+    log = res.engine.log
+    assert log._lazy is not None and log._lazy._reps is not None
+    rng = np.random.default_rng(seed)
+    ends = log.column("start") + log.column("duration")
+    edges = np.sort(np.concatenate([rng.uniform(-1, ends[-1] + 5, 200), ends[:: 97],
+                                    [ends[0] - 1, ends[-1], ends[-1] + 3]]))
+    for name in ("unfinished_tokens", "in_system", "memory", "decode_requests"):
+        values, integrals = log.path_at(name, edges)
+        want_values, want_integrals = step_path_at(ends, log.column(name).astype(float), edges)
+        np.testing.assert_array_equal(values, want_values, err_msg=name)
+        np.testing.assert_allclose(integrals, want_integrals, rtol=1e-9,
+                                   atol=1e-9 * np.abs(want_integrals).max(), err_msg=name)
+    np.testing.assert_array_equal(log.ends(np.arange(0, log.n, 13)), ends[::13])
+
+
 @pytest.mark.parametrize("make_policy", [lambda: FasterTransformer(512), lambda: Orca(512)],
                          ids=["ft: runs past arrivals", "orca"])
 def test_log_columns_read_at_a_few_iterations_equal_the_full_columns(make_policy):

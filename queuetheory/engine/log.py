@@ -113,6 +113,23 @@ class ColumnLog:
         column = self._cols[name][: self._stored]
         return column if at is None else column[at]
 
+    def path_at(self, name: str, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The step path of column ``name`` against the iterations' ends (start plus
+        duration) at the sorted times ``edges``: its values and integrals
+        (:func:`~queuetheory.metrics.step_path_at`), from a lazily kept source a row at a
+        time, without expanding it, where the source can."""
+        if self._lazy is not None and not self._rows and not self._blocks:
+            return self._lazy.path_at(name, edges)
+        from ..metrics import step_path_at
+
+        return step_path_at(self.ends(), self.column(name).astype(float), edges)
+
+    def ends(self, at: np.ndarray | None = None) -> np.ndarray:
+        """Each iteration's end (start plus duration), or those of the iterations ``at``."""
+        if at is not None and self._lazy is not None and not self._rows and not self._blocks:
+            return self._lazy.ends_at(at)
+        return self.column("start", at) + self.column("duration", at)
+
     def frame(self) -> pd.DataFrame:
         self._expand()
         self._flush()

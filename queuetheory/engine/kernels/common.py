@@ -3,6 +3,8 @@ and run tails."""
 
 from __future__ import annotations
 
+from itertools import accumulate, repeat
+
 import numpy as np
 
 __all__ = ["durations", "RepeatedBatches", "tail_of", "write_log", "write_runs"]
@@ -31,10 +33,11 @@ class RepeatedBatches:
     as ``(r, k)`` stands for ``k`` identical decode-only batches of ``d`` decodes: memory
     grows and unfinished work falls by ``d`` a batch, and each starts where the one before
     ends (``t + τ``, added in sequence as the engine adds them: column by column over all
-    such rows at once). ``start`` is expanded at once (the records are stamped from it);
-    every other column, one entry per iteration, only when read (:meth:`column`, through
-    :meth:`~queuetheory.engine.log.ColumnLog.extend_lazy`): a run of 10⁷ iterations whose
-    log is read for a few columns never holds all ten. ``arrivals``: the arrival times of
+    such rows at once). Every column, one entry per iteration, is expanded only when read
+    (:meth:`column`, through :meth:`~queuetheory.engine.log.ColumnLog.extend_lazy`), and
+    read at a few iterations without expanding it (:meth:`starts_at`, :meth:`ends_at`,
+    ``column(name, at)``; the gaps a row at a time, :meth:`gaps`): a run of 10⁷ iterations
+    whose log is read for a few columns never holds all ten. ``arrivals``: the arrival times of
     the requests the run admitted and their tokens, for a rule whose repeated batches go on
     past arrivals (FasterTransformer decodes on whatever arrives): each iteration's
     ``in_system`` and ``unfinished_tokens`` then add what arrived since its row's first
@@ -49,25 +52,197 @@ class RepeatedBatches:
         self._rows = dict(zip(("start", "duration", "prefill_requests", "prefill_tokens",
                                "decode_requests", "evicted", "memory", "in_system",
                                "unfinished_tokens"), cols, strict=True))
-        self._reps = self._first = None
-        self.start = cols[0]
+        self._reps = self._first = self._repeated = None
+        self._start = cols[0]
         self.size = cols[0].size
+        # every row's gap, its end less its start; a run of batches within one binade
+        # [2^e, 2^(e+1)) adds the same gap each time (see ``largest_gap``: the numbers
+        # there are the multiples of one spacing u, so the sum rounds τ to one multiple of
+        # u, unless τ/u is a half-integer); the other runs are kept to add one by one
+        start, tau = cols[0], cols[1]
+        self._gap = (start + tau) - start
+        self._odd: dict = {}
         if repeats:
             row, k = np.frombuffer(repeats, np.int64).reshape(-1, 2).T
             reps = np.ones(self.size, dtype=np.int64)
             reps[row] = k
             self._reps = reps
             self.size = int(reps.sum())
-            first = self._first = reps.cumsum() - reps     # the row's first iteration
-            start = cols[0].repeat(reps)
+            self._first = reps.cumsum() - reps     # the row's first iteration
+            self._repeated = row, k
+            s, t, g = start[row], tau[row], self._gap[row]
+            one_binade = (s > 0) & (np.frexp(s)[1] == np.frexp(s + k * g)[1]) & (
+                (t / np.spacing(s)) % 1 != 0.5)
+            self._odd = dict.fromkeys(row[~one_binade].tolist())
+            self._start = None
+
+    @property
+    def start(self) -> np.ndarray:
+        """Every iteration's start (the records are stamped from it), expanded when first
+        read: each batch of a run starts where the one before ends (``t + τ``, added in
+        sequence as the engine adds them: column by column over all runs at once)."""
+        if self._start is None:
+            row, k = self._repeated
+            starts = self._rows["start"]
+            start = starts.repeat(self._reps)
             order = np.argsort(-k, kind="stable")
-            k, at, tau = k[order], first[row[order]], cols[1][row[order]]
+            k, at, tau = k[order], self._first[row[order]], self._rows["duration"][row[order]]
             longer = np.searchsorted(-k, -np.arange(int(k[0])), side="left")   # k > j
             for j in range(1, int(k[0])):
                 live = longer[j]
                 pos = at[:live] + j
                 start[pos] = start[pos - 1] + tau[:live]
-            self.start = start
+            self._start = start
+        return self._start
+
+    def _odd_starts(self, r: int) -> np.ndarray:
+        """The starts of run ``r`` whose sums leave one binade (or round ties): one by one."""
+        if self._odd[r] is None:
+            tau = float(self._rows["duration"][r])
+            self._odd[r] = np.fromiter(accumulate(repeat(tau, int(self._reps[r]) - 1),
+                                                  initial=float(self._rows["start"][r])),
+                                       dtype=float)
+        return self._odd[r]
+
+    def _row_of(self, iters: np.ndarray) -> np.ndarray:
+        """The log row of each iteration in ``iters``."""
+        if self._reps is None:
+            return iters
+        return np.searchsorted(self._first, iters, side="right") - 1
+
+    def starts_at(self, iters) -> np.ndarray:
+        """The starts of the iterations ``iters``, as :attr:`start` has them, without
+        expanding it: a run's ``j``-th batch starts ``j`` gaps after the run, exactly."""
+        iters = np.asarray(iters, dtype=np.int64)
+        if self._start is not None:
+            return self._start[iters]
+        row = self._row_of(iters)
+        j = iters - self._first[row]
+        out = self._rows["start"][row] + j * self._gap[row]
+        for r in set(row.tolist()).intersection(self._odd):
+            mine = row == r
+            out[mine] = self._odd_starts(r)[j[mine]]
+        return out
+
+    def ends_at(self, iters) -> np.ndarray:
+        """The ends (start plus duration) of the iterations ``iters``."""
+        iters = np.asarray(iters, dtype=np.int64)
+        return self.starts_at(iters) + self._rows["duration"][self._row_of(iters)]
+
+    def gaps(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every iteration's gap (its end less its start), a row at a time: ``(gaps, rows,
+        counts)``, gap ``gaps[i]`` met ``counts[i]`` times in row ``rows[i]`` — once per
+        row, with the row's batches as its count, except in the runs whose gaps are taken
+        one by one."""
+        rows = np.arange(self._gap.size)
+        if self._reps is None:
+            return self._gap, rows, np.ones(rows.size, dtype=np.int64)
+        counts = self._reps.copy()
+        gaps, of_row, ones = [self._gap], [rows], [counts]
+        for r in self._odd:
+            s = self._odd_starts(r)
+            counts[r] = 0
+            gaps.append((s + self._rows["duration"][r]) - s)
+            of_row.append(np.full(s.size, r))
+            ones.append(np.ones(s.size, dtype=np.int64))
+        return np.concatenate(gaps), np.concatenate(of_row), np.concatenate(ones)
+
+    def _within(self, r: np.ndarray, x: np.ndarray, at_start: bool) -> np.ndarray:
+        """In each row ``r``: with ``at_start``, the first batch starting at or after ``x``
+        (``x`` past the row's start, up to its last batch's start), else the last batch
+        ending by ``x`` (0 where none does)."""
+        k = self._reps[r] if self._reps is not None else np.ones(r.size, np.int64)
+        base = self._rows["start"][r] if at_start else self.ends_at(self._first_of(r))
+        g = self._gap[r]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q = (x - base) / g
+            j = np.where(g > 0, np.ceil(q) if at_start else np.floor(q), k - 1)
+        j = np.clip(np.nan_to_num(j), 0, k - 1).astype(np.int64)
+        # the division may be off by one batch: the exact sums decide
+        if at_start:
+            j[(j > 0) & (base + (j - 1) * g >= x)] -= 1
+            j[(j < k - 1) & (base + j * g < x)] += 1
+        else:
+            j[(j > 0) & (base + j * g > x)] -= 1
+            j[(j < k - 1) & (base + (j + 1) * g <= x)] += 1
+        for row in set(r.tolist()).intersection(self._odd):
+            mine = r == row
+            times = self._odd_starts(row)
+            if at_start:
+                j[mine] = np.searchsorted(times, x[mine], side="left")
+            else:
+                ends = times + self._rows["duration"][row]
+                j[mine] = np.maximum(np.searchsorted(ends, x[mine], side="right") - 1, 0)
+        return j
+
+    def _first_of(self, rows: np.ndarray) -> np.ndarray:
+        return rows if self._first is None else self._first[rows]
+
+    def path_at(self, name: str, edges) -> tuple[np.ndarray, np.ndarray]:
+        """The step path of column ``name`` against the iterations' ends (value ``y[i]``
+        from the end of iteration ``i`` to the next end), at the sorted times ``edges``:
+        its values and its integrals from the first end, as
+        :func:`~queuetheory.metrics.step_path_at` computes them from the expanded columns,
+        here a row at a time (the integrals equal to rounding). Within a run the value moves
+        by ``d`` a batch (``memory`` up, ``unfinished_tokens`` down), and, for a rule whose
+        runs go on past arrivals, each arrival adds its request (or tokens) from the end of
+        the first batch that starts after it to the end of the run."""
+        edges = np.asarray(edges, dtype=float)
+        n_rows = self._gap.size
+        rows = np.arange(n_rows)
+        k = self._reps if self._reps is not None else np.ones(n_rows, np.int64)
+        first_end = self.ends_at(self._first_of(rows))
+        r = np.maximum(np.searchsorted(first_end, edges, side="right") - 1, 0)
+        j = self._within(r, edges, at_start=False)
+        idx = self._first_of(r) + j
+        values = self.column(name, at=idx).astype(float)
+        # the path without the arrivals during runs: each row's value at its first batch,
+        # moving by ``slope`` a batch, held ``g`` a batch and, the last, to the next row's
+        # first end ``after``
+        y0 = self._rows[name].astype(float)
+        slope = np.zeros(n_rows)
+        if name in ("memory", "unfinished_tokens"):
+            slope = (1.0 if name == "memory" else -1.0) * self._rows["decode_requests"]
+        g = self._gap
+        after = np.append(first_end[1:], first_end[-1])
+        last_end = first_end + (k - 1) * g
+        area = g * ((k - 1) * y0 + slope * (k - 1) * (k - 2) / 2) + \
+            (y0 + slope * (k - 1)) * (after - last_end)
+        for row in self._odd:
+            ends = self._odd_starts(row) + self._rows["duration"][row]
+            held = np.diff(np.append(ends, after[row]))
+            area[row] = float(((y0[row] + slope[row] * np.arange(ends.size)) * held).sum())
+        area[-1] = 0.0                   # the last row is held to the edges below
+        before = np.concatenate(([0.0], np.cumsum(area[:-1])))
+        t_idx = self.ends_at(idx)
+        y_base = y0[r] + slope[r] * j
+        partial = g[r] * (j * y0[r] + slope[r] * j * (j - 1) / 2)
+        for row in set(r.tolist()).intersection(self._odd):
+            ends = self._odd_starts(row) + self._rows["duration"][row]
+            held = np.diff(ends)
+            for i in np.flatnonzero(r == row).tolist():
+                jj = int(j[i])
+                partial[i] = float(((y0[row] + slope[row] * np.arange(jj)) * held[:jj]).sum())
+        integrals = before[r] + partial + y_base * (edges - t_idx)
+        if self._arrivals is not None and self._reps is not None and name in (
+                "in_system", "unfinished_tokens"):
+            times, prefix = self._arrivals
+            weight = np.diff(prefix).astype(float) if name == "unfinished_tokens" else \
+                np.ones(times.size)
+            ra = np.searchsorted(self._rows["start"], times, side="left") - 1
+            inside = ra >= 0
+            inside[inside] &= k[ra[inside]] > 1
+            ra, times, weight = ra[inside], times[inside], weight[inside]
+            last_start = self.starts_at(self._first[ra] + k[ra] - 1)
+            inside = times <= last_start
+            ra, times, weight = ra[inside], times[inside], weight[inside]
+            from_ = self.ends_at(self._first[ra] + self._within(ra, times, at_start=True))
+            until = np.where(ra + 1 < n_rows, first_end[np.minimum(ra + 1, n_rows - 1)],
+                             np.inf)
+            for e, x in enumerate(edges.tolist()):
+                held = np.minimum(np.maximum(x - from_, 0.0), until - from_)
+                integrals[e] += float(held @ weight)
+        return values, integrals
 
     def per_iteration(self, values: np.ndarray) -> np.ndarray:
         """``values``, one entry (or row) per kernel row, as one per iteration."""
@@ -77,7 +252,7 @@ class RepeatedBatches:
         """The log column ``name``, one entry per iteration, or at the iterations ``at``
         only (a few points of a long run, without expanding the column)."""
         if name == "start":
-            return self.start if at is None else self.start[at]
+            return self.start if at is None else self.starts_at(at)
         if name == "token_load":
             return self.column("prefill_tokens", at) + self.column("decode_requests", at)
         values = self._rows[name]
@@ -87,8 +262,8 @@ class RepeatedBatches:
             iters, row, starts = np.arange(self.size), None, self.start
         else:
             iters = np.asarray(at, dtype=np.int64)
-            row = np.searchsorted(self._first, iters, side="right") - 1
-            starts = self.start[iters]
+            row = self._row_of(iters)
+            starts = self.starts_at(iters)
 
         def per(v):                   # a per-row column at the iterations read
             return self.per_iteration(v) if row is None else v[row]
@@ -105,7 +280,7 @@ class RepeatedBatches:
         arrived = self._arrivals is not None and name in ("in_system", "unfinished_tokens")
         if arrived:
             times, prefix = self._arrivals
-            before = np.searchsorted(times, self.start[self._first], side="right")
+            before = np.searchsorted(times, self._rows["start"], side="right")
             if row is None:           # the arrivals by each start, counted from their places
                 tokens = np.diff(prefix) if name == "unfinished_tokens" else None
                 since = np.bincount(np.searchsorted(starts, times, side="left"),

@@ -39,8 +39,6 @@ __all__ = ["ORCA", "FT_ITERATION", "FT_REQUEST", "VLLM", "largest_gap", "run_dec
 ORCA, FT_ITERATION, FT_REQUEST, VLLM = 0, 1, 2, 3
 #: how many arrays of gaps are held before they go to the TBT histogram
 _HOLD = 1024
-#: iterations whose shared gaps are binned at once
-_BIN_CHUNK = 1 << 20
 #: held gaps from this many on are counted by runs of equal values
 _RUNS_FROM = 16
 
@@ -134,7 +132,8 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
             used -= prompt[v] + output[v] - e
             decoded[v] = output[v]
             last_time[v], worst[v] = end, float(WORST[i])
-            rows_of[:, i:D - 1] = rows_of[:, i + 1:D]
+            if i < D - 1:
+                rows_of[:, i:D - 1] = rows_of[:, i + 1:D]
             D -= 1
             a -= 1
         due = q + int(np.minimum.reduce(LEFT[:D])) if D else inf
@@ -217,8 +216,19 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                 tau = taus.get((0, m)) or new_tau(0, m)
                 if bound < inf:     # no more iterations than can start before it
                     most = min(most, int((bound - t) / tau) + 2)
-                times = list(accumulate(repeat(tau, int(most)), initial=t))  # t = t + τ
-                k = bisect_left(times, bound, 0, len(times) - 1)
+                # the batches start at t, t + τ, … added one by one (t = t + τ); within one
+                # binade each sum adds the same gap (``largest_gap``), so that a run all
+                # of whose batches start before ``bound`` needs no list of its times
+                gap = (t + tau) - t
+                last = t + most * gap
+                if t > 0 and frexp(t)[1] == frexp(last)[1] and (tau / ulp(t)) % 1 != 0.5 \
+                        and last - gap < bound:
+                    k, before = most, last - gap
+                else:
+                    times = list(accumulate(repeat(tau, int(most)), initial=t))
+                    k = bisect_left(times, bound, 0, len(times) - 1)
+                    if k:
+                        gap, last, before = largest_gap(times, k, tau), times[k], times[k - 1]
                 if k:         # one row of the log stands for the k batches
                     start.append(t)
                     dur.append(tau)
@@ -237,15 +247,15 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                     else:
                         shared_col.extend(np.bincount(CLS[:m].astype(np.int64),
                                                       minlength=n_classes).tolist())
-                    np.fmax(WORST[:m], largest_gap(times, k, tau), out=WORST[:m])
-                    LAST[:m] = times[k]
+                    np.fmax(WORST[:m], gap, out=WORST[:m])
+                    LAST[:m] = last
                     LEFT[:m] -= k
-                    t = times[k]
+                    t = last
                     used += m * k
                     work -= m * k
                     peak = used if used > peak else peak
                     s += k
-                    while admitted < n and arrival[admitted] <= times[k - 1]:
+                    while admitted < n and arrival[admitted] <= before:
                         work += prompt[admitted] + output[admitted]   # arrived during
                         waiting.append(admitted)                      # the run
                         admitted += 1
@@ -388,7 +398,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
     runs = RepeatedBatches(rows, repeats, arrivals=(
         tab.column("arrival")[:admitted], (tab.column("prompt") + tab.column("output"))[:admitted]
     ) if past else None)
-    sharers = runs.per_iteration(np.frombuffer(shared_col, np.int64).reshape(-1, n_classes))
+    sharers = np.frombuffer(shared_col, np.int64).reshape(-1, n_classes)
     write_back(engine, admitted, runs, sharers, decoded, filled, recomputed, restarts,
                prefill_end, finish, first_time, last_time, worst, live_ids)
     engine.work, engine.kv_total, engine.peak_memory = work, used, peak
@@ -400,21 +410,17 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
 def write_back(engine, admitted, runs, sharers, decoded, filled, recomputed, restarts,
                prefill_end, finish, first_time, last_time, worst, live):
     """The engine's records and state after a bulk run, as if it had stepped. ``runs``: the
-    batch log (:class:`~.common.RepeatedBatches`); ``sharers``:
-    per iteration and class, the decoders that share its gap (its end less its start,
+    batch log (:class:`~.common.RepeatedBatches`); ``sharers``: per log row (each of its
+    batches) and class, the decoders that share the batch's gap (its end less its start,
     their last tokens at its start; the other gaps are in the histogram); ``decoded``:
     each request's output tokens emitted; ``prefill_end``, ``finish``: iterations (-1:
     none); ``first_time``, ``last_time``: token times, ``worst``: the largest time between
     tokens (NaN: none); ``live``: the requests left in the system."""
-    start, k = runs.start, runs.size
     s0 = write_runs(engine, admitted, runs)
     tab = engine.table
-    ends = start + engine.log.column("duration")[s0:s0 + runs.size]   # read once, kept
-    gaps = ends - start
-    for lo in range(0, k, _BIN_CHUNK):          # binned a slice at a time: bounded memory
-        hi = lo + _BIN_CHUNK
-        for c in range(sharers.shape[1]):
-            engine.tbt.add_counted(gaps[lo:hi], sharers[lo:hi, c], c)
+    gaps, rows, counts = runs.gaps()            # a row at a time: a run's gaps at once
+    for c in range(sharers.shape[1]):
+        engine.tbt.add_counted(gaps, sharers[rows, c] * counts, c)
     ids = np.arange(admitted)
     tab.prefilled[:admitted] = filled[:admitted]
     tab.recomputed[:admitted] = recomputed[:admitted]
@@ -425,7 +431,7 @@ def write_back(engine, admitted, runs, sharers, decoded, filled, recomputed, res
     for column, iterations in ((tab.prefill_done, prefill_end), (tab.finish, finish)):
         at = np.array(iterations[:admitted], dtype=np.int64) - s0
         has = at >= 0
-        column[ids[has]] = ends[at[has]]
+        column[ids[has]] = runs.ends_at(at[has])
     for column, times in ((tab.first_token, first_time), (tab.last_token, last_time)):
         times = np.array(times[:admitted])
         has = ~np.isnan(times)
