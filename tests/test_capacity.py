@@ -207,6 +207,24 @@ def test_fastertransformer_boundary_is_its_bulk_service_capacity():
                                                           "decode"))
 
 
+def test_a_probe_that_settles_the_search_either_way_is_the_lowest_such_rate():
+    """Once the largest stable and the smallest unstable rate lie within ``step²`` of each
+    other (``step = (1 + tol)/(1 − tol)``), any rate in ``[hi/step, lo·step]`` settles the
+    search whatever its verdict; the search takes ``hi/step``, whose runs are the shortest
+    (they are sized by ``ρ = x/hi``), and converges with it."""
+    b, prompt, output, tol = 64, 32, 32, 0.02
+    m = cap.max_rate(fixed(prompt, output), qt.policies.FasterTransformer(b), qt.UnitTime(),
+                     first_token="decode", tol=tol, max_probe_requests=100_000)
+    step = (1 + tol) / (1 - tol)
+    p = m.probes
+    assert m.converged and (p["verdict"] != "inconclusive").all(), p
+    lo = p["rate"].where(p["verdict"] == "stable").cummax().ffill().shift()
+    hi = p["rate"].where(p["verdict"] == "unstable").cummin().ffill().shift()
+    last = p.index[-1]
+    assert hi[last] / lo[last] <= step * step * (1 + 1e-9)
+    assert p["rate"][last] == pytest.approx(hi[last] / step, rel=1e-12)
+
+
 def test_memory_bound_holds_and_binds():
     """Unit time, (32, 32) tokens, M = 2000, b = 512: the KV-area bound M/E[a] = 1.32 is
     far below the compute bound 8.1; Sarathi (recompute preemption) reaches about 78 % of it."""
