@@ -276,9 +276,11 @@ def means_of_blocks(edges: np.ndarray, integrals: np.ndarray) -> tuple[np.ndarra
 
 
 def _t_quantile(level: float, df: int) -> float:
-    from scipy import stats  # scipy.stats takes a second to import: only when needed
+    """Student's t quantile at ``0.5 + level/2`` (``scipy.special.stdtrit``, what
+    ``scipy.stats.t.ppf`` computes, without importing ``scipy.stats``: 0.3 s)."""
+    from scipy import special
 
-    return float(stats.t.ppf(0.5 + level / 2, df))
+    return float(special.stdtrit(df, 0.5 + level / 2))
 
 
 def drift_interval(t: np.ndarray, y: np.ndarray, start: float, end: float, *, blocks: int = 10,

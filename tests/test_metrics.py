@@ -116,3 +116,13 @@ def test_the_steady_state_window_matches_pollaczek_khinchine():
     se = np.std(parts, ddof=1) / np.sqrt(len(parts))
     assert abs(res.metrics["mean_in_system"] - L) < 4 * se
     assert res.metrics["mean_in_system"] == pytest.approx(np.mean(parts), rel=1e-6)
+
+
+def test_t_quantile_is_scipy_stats_t_ppf():
+    """The verdicts' t quantile, taken without importing scipy.stats, is ``t.ppf``."""
+    from queuetheory.metrics import _t_quantile
+
+    for df in (1, 2, 8, 9, 18, 98, 1000):
+        for level in (0.5, 0.9, 0.95, 0.99, 0.999):
+            assert _t_quantile(level, df) == pytest.approx(stats.t.ppf(0.5 + level / 2, df),
+                                                           rel=1e-12)

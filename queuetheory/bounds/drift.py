@@ -29,7 +29,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ..engine.batch import check_batch
 from ..errors import UnstableError, check_positive
@@ -72,6 +71,8 @@ def length_pmf(law, name: str = "length") -> tuple[np.ndarray, np.ndarray]:
                              "method='mc')")
         if hi - lo > _MAX_SUPPORT:
             raise ValueError(f"{name}: support of size {hi - lo:.0f} is too large to enumerate")
+        from scipy import stats  # the law is one of its frozen distributions
+
         if isinstance(law.dist, stats.rv_discrete):
             v = np.arange(int(lo), int(hi) + 1)
             p = law.pmf(v)
