@@ -126,7 +126,8 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
         (ending at ``end``) leave."""
         nonlocal a, used, due
         D = len(dec)
-        for i in reversed((LEFT[:m] == 0).nonzero()[0].tolist()):
+        gone = (LEFT[:m] == 0).nonzero()[0].tolist() if m > 1 else [0] if LEFT[0] == 0 else []
+        for i in reversed(gone):
             v = dec.pop(i)
             finish[v] = q
             used -= prompt[v] + output[v] - e
@@ -136,7 +137,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                 rows_of[:, i:D - 1] = rows_of[:, i + 1:D]
             D -= 1
             a -= 1
-        due = q + int(np.minimum.reduce(LEFT[:D])) if D else inf
+        due = inf if not D else q + int(LEFT[0] if D == 1 else np.minimum.reduce(LEFT[:D]))
 
     def release():
         if other_gaps:
@@ -247,9 +248,15 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                     else:
                         shared_col.extend(np.bincount(CLS[:m].astype(np.int64),
                                                       minlength=n_classes).tolist())
-                    np.fmax(WORST[:m], gap, out=WORST[:m])
-                    LAST[:m] = last
-                    LEFT[:m] -= k
+                    if m == 1:               # one decoder: scalars cost less than slices
+                        if not WORST[0] >= gap:          # NaN (no gap yet) or smaller
+                            WORST[0] = gap
+                        LAST[0] = last
+                        LEFT[0] -= k
+                    else:
+                        np.fmax(WORST[:m], gap, out=WORST[:m])
+                        LAST[:m] = last
+                        LEFT[:m] -= k
                     t = last
                     used += m * k
                     work -= m * k
