@@ -67,15 +67,12 @@ __all__ += [
     "dtmc_state", "available_tokens", "is_work_conserving", "WorkConservation",
     "work_conservation_witness",
 ]
-from .._quiet import silence_highs_banner  # noqa: E402
 from .adversarial import (  # noqa: E402  (Jaillet et al.)
     long_short_latency,
     theorem62_deterministic_bound,
     theorem62_instance,
     theorem64_ratio,
 )
-
-silence_highs_banner()      # the hindsight MILPs solve with HiGHS; its banner is C++ output
 from .hindsight import (  # noqa: E402  (Jaillet et al.; Chen, Ye, Zhou)
     HindsightResult,
     hindsight_brute_force,

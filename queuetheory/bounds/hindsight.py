@@ -57,10 +57,10 @@ from dataclasses import dataclass
 from functools import cache
 from itertools import combinations
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
+from .._quiet import silence_highs_banner
 from ..policies.kvcache import durations, mcsf_schedule
 from .hindsight_cuts import completion_caps
 from .hindsight_search import order_search
@@ -230,6 +230,9 @@ def _canonical(starts, a, s, d) -> np.ndarray:
 def _program(a, s, d, memory, grid, relax: bool, floor=None):
     """The B.1 program as cvxpy data on ``grid`` (TEL ≥ ``floor`` if given); returns
     (problem, x)."""
+    import cvxpy as cp  # 0.5 s to import: only when a program is built
+
+    silence_highs_banner()  # the programs solve with HiGHS; its banner is C++ output
     _, _, rows, cols, _, mem, cap, cap_rhs = grid
     nv = rows.size
     x = cp.Variable(nv, boolean=not relax, nonneg=relax)
@@ -248,6 +251,8 @@ def _program(a, s, d, memory, grid, relax: bool, floor=None):
 
 
 def _pick_solver(solver, mixed_integer: bool) -> str:
+    import cvxpy as cp
+
     installed = cp.installed_solvers()
     if solver is not None and solver != "milp":
         if solver not in installed:

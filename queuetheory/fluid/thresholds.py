@@ -21,13 +21,16 @@ code) fill a batch of ``B`` prompts; both are floored and kept ``≥ 1``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import cvxpy as cp
 import numpy as np
 
 from .._quiet import solve_highs
 from ..errors import UnstableError, check_positive
 from .equilibrium import class_arrays, memory_work
+
+if TYPE_CHECKING:
+    import cvxpy as cp
 
 __all__ = ["WaitCondition", "wait_condition", "wait_memory", "wait_thresholds",
            "threshold_problem", "check_thresholds"]
@@ -140,6 +143,8 @@ def threshold_problem(classes, d0: float, d1: float, *, margin: float = 0.0,
     ``min a·n`` s.t. ``d0 + d1 a·n ≤ (1 − margin) n_j/λ_j``, ``n ≥ 1`` (integer if asked)."""
     if not 0 <= margin < 1:
         raise ValueError(f"margin={margin}: must satisfy 0 <= margin < 1")
+    import cvxpy as cp  # 0.5 s to import: only when a program is built
+
     l, lo, lam = class_arrays(classes)
     a = memory_work(l, lo)
     n = cp.Variable(l.size, integer=integer)
