@@ -174,9 +174,9 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     ``[hi/step², lo·step²]``, and within ``step²`` one, from anywhere in
     ``[hi/step, lo·step]``: the search takes the lowest, ``hi/step²`` or ``hi/step``, whose
     runs are the shortest (near the boundary every probe runs long, sized by ``ρ = x/hi``;
-    FasterTransformer on ShareGPT, seeds 0–9: 59 s in all, at most 10.6 s a search; 71 s
-    and 16.8 s with only the last probe so chosen). An inconclusive probe is
-    unknown: it moves neither end, and the search goes on between the stable probes and the
+    FasterTransformer on ShareGPT, seeds 0–9: a sixth less time in all than with only the
+    last probe so chosen, see ``benchmarks/README.md``). An inconclusive probe is unknown:
+    it moves neither end, and the search goes on between the stable probes and the
     inconclusive ones, or between those and the unstable ones (probes inside an inconclusive
     band would be inconclusive too). It stops when the largest stable and the smallest
     unstable probe (or the analytic upper bound) are within a factor ``step``
