@@ -1,6 +1,7 @@
 """qt.stability: verdicts on systems whose truth theory knows, and the evidence it returns."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -120,3 +121,23 @@ def test_rybko_stolyar_on_both_sides_of_its_virtual_station():
         m = rho_v / 2
         res = simulate_classic(rybko_stolyar_classic("up", 1.0, (0.1, m, 0.1, m)), 4000, seed=0)
         assert res.growth_rate().verdict == want
+
+
+@pytest.mark.parametrize("make_policy, rate", [
+    (lambda: qt.policies.FasterTransformer(512), 0.62), (lambda: qt.policies.Orca(512), 25.0)],
+    ids=["ft: runs past arrivals", "orca"])
+def test_a_bulk_runs_verdict_equals_the_stepping_engines(make_policy, rate):
+    """The verdict read from a bulk run's rows (the backlog at the block edges, its integrals
+    a row at a time) equals the one read from the stepping engine's full log: the same drift
+    interval, the trend interval to rounding, the same thinned path."""
+    prompt, output = qt.data.sharegpt_lengths()
+    wl = qt.Workload.from_lengths(prompt, output, rate=rate)
+    time_model = qt.AffineTokenTime(c=16.1e-3, per_prefill=57.8e-6, per_decode=39.5e-6)
+    runs = [qt.stability(wl, make_policy(), time_model, n_requests=1500,
+                         max_horizon=1500 / rate, token_budget=512, fast_path=fast)
+            for fast in (True, False)]
+    bulk, stepped = runs
+    assert bulk.drift_interval == stepped.drift_interval
+    np.testing.assert_allclose(bulk.trend_interval, stepped.trend_interval, rtol=1e-9)
+    assert bulk.verdict == stepped.verdict
+    pd.testing.assert_frame_equal(bulk.backlog, stepped.backlog)
