@@ -244,12 +244,17 @@ def block_edges(start: float, end: float, blocks: int) -> np.ndarray:
     return np.linspace(start, end, blocks + 1)
 
 
+def _last_at(t: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """The last index ``i`` with ``t[i] ≤`` each edge (0 before ``t[0]``)."""
+    return np.clip(np.searchsorted(t, edges, side="right") - 1, 0, t.size - 1)
+
+
 def step_path_at(t: np.ndarray, y: np.ndarray, edges: np.ndarray) -> tuple:
     """The step path ``y(t)`` (``y[i]`` holds from ``t[i]`` to ``t[i+1]``; ``y[0]`` before
     ``t[0]``) at the sorted times ``edges``: its values there and its integrals from ``t[0]``
     (what :meth:`~queuetheory.engine.log.ColumnLog.path_at` gives a log's path, without
     expanding a bulk run's columns)."""
-    idx = np.clip(np.searchsorted(t, edges, side="right") - 1, 0, t.size - 1)
+    idx = _last_at(t, edges)
     area = np.concatenate([[0.0], np.cumsum(y[:-1] * np.diff(t))])     # ∫ from t[0] to t[i]
     return y[idx], area[idx] + y[idx] * (edges - t[idx])
 
@@ -258,8 +263,7 @@ def block_rates(t: np.ndarray, y: np.ndarray, start: float, end: float,
                 blocks: int = 10) -> np.ndarray:
     """Increments per unit time of the step path ``y(t)`` over ``blocks`` equal blocks."""
     edges = block_edges(start, end, blocks)
-    idx = np.clip(np.searchsorted(t, edges, side="right") - 1, 0, t.size - 1)
-    return np.diff(y[idx]) / np.diff(edges)
+    return np.diff(y[_last_at(t, edges)]) / np.diff(edges)
 
 
 def block_means(t: np.ndarray, y: np.ndarray, start: float, end: float,

@@ -72,6 +72,10 @@ class ColumnLog:
         if self._lazy is not None and name not in self._cols:
             self._cols[name] = np.asarray(self._lazy.column(name), dtype=self._dtypes[name])
 
+    def _lazy_only(self) -> bool:
+        """Whether the log is a lazily kept first write and nothing after it."""
+        return self._lazy is not None and not self._rows and not self._blocks
+
     def _flush(self):
         rows, blocks = self._rows, self._blocks
         if not rows and not blocks:
@@ -105,8 +109,7 @@ class ColumnLog:
     def column(self, name: str, at: np.ndarray | None = None) -> np.ndarray:
         """Column ``name``, or its values at the rows ``at`` only (read from a lazily kept
         source without expanding the column, where the source can)."""
-        if (at is not None and self._lazy is not None and name not in self._cols
-                and not self._rows and not self._blocks):
+        if at is not None and self._lazy_only() and name not in self._cols:
             return np.asarray(self._lazy.column(name, at), dtype=self._dtypes[name])
         self._read_lazy(name)
         self._flush()
@@ -118,7 +121,7 @@ class ColumnLog:
         duration) at the sorted times ``edges``: its values and integrals
         (:func:`~queuetheory.metrics.step_path_at`), from a lazily kept source a row at a
         time, without expanding it, where the source can."""
-        if self._lazy is not None and not self._rows and not self._blocks:
+        if self._lazy_only():
             return self._lazy.path_at(name, edges)
         from ..metrics import step_path_at
 
@@ -126,7 +129,7 @@ class ColumnLog:
 
     def ends(self, at: np.ndarray | None = None) -> np.ndarray:
         """Each iteration's end (start plus duration), or those of the iterations ``at``."""
-        if at is not None and self._lazy is not None and not self._rows and not self._blocks:
+        if at is not None and self._lazy_only():
             return self._lazy.ends_at(at)
         return self.column("start", at) + self.column("duration", at)
 

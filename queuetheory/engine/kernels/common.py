@@ -56,9 +56,10 @@ class RepeatedBatches:
         self._start = cols[0]
         self.size = cols[0].size
         # every row's gap, its end less its start; a run of batches within one binade
-        # [2^e, 2^(e+1)) adds the same gap each time (see ``largest_gap``: the numbers
-        # there are the multiples of one spacing u, so the sum rounds τ to one multiple of
-        # u, unless τ/u is a half-integer); the other runs are kept to add one by one
+        # [2^e, 2^(e+1)) adds the same gap each time (``decode_prefix.one_gap``, here for
+        # all runs at once: the numbers there are the multiples of one spacing u, so the
+        # sum rounds τ to one multiple of u, unless τ/u is a half-integer); the other runs
+        # are kept to add one by one
         start, tau = cols[0], cols[1]
         self._gap = (start + tau) - start
         self._odd: dict = {}
@@ -104,6 +105,10 @@ class RepeatedBatches:
                                        dtype=float)
         return self._odd[r]
 
+    def _odd_ends(self, r: int) -> np.ndarray:
+        """The ends (start plus duration) of the batches of run ``r`` taken one by one."""
+        return self._odd_starts(r) + self._rows["duration"][r]
+
     def _row_of(self, iters: np.ndarray) -> np.ndarray:
         """The log row of each iteration in ``iters``."""
         if self._reps is None:
@@ -142,7 +147,7 @@ class RepeatedBatches:
         for r in self._odd:
             s = self._odd_starts(r)
             counts[r] = 0
-            gaps.append((s + self._rows["duration"][r]) - s)
+            gaps.append(self._odd_ends(r) - s)
             of_row.append(np.full(s.size, r))
             ones.append(np.ones(s.size, dtype=np.int64))
         return np.concatenate(gaps), np.concatenate(of_row), np.concatenate(ones)
@@ -167,12 +172,11 @@ class RepeatedBatches:
             j[(j < k - 1) & (base + (j + 1) * g <= x)] += 1
         for row in set(r.tolist()).intersection(self._odd):
             mine = r == row
-            times = self._odd_starts(row)
             if at_start:
-                j[mine] = np.searchsorted(times, x[mine], side="left")
+                j[mine] = np.searchsorted(self._odd_starts(row), x[mine], side="left")
             else:
-                ends = times + self._rows["duration"][row]
-                j[mine] = np.maximum(np.searchsorted(ends, x[mine], side="right") - 1, 0)
+                j[mine] = np.maximum(np.searchsorted(self._odd_ends(row), x[mine],
+                                                     side="right") - 1, 0)
         return j
 
     def _first_of(self, rows: np.ndarray) -> np.ndarray:
@@ -209,7 +213,7 @@ class RepeatedBatches:
         area = g * ((k - 1) * y0 + slope * (k - 1) * (k - 2) / 2) + \
             (y0 + slope * (k - 1)) * (after - last_end)
         for row in self._odd:
-            ends = self._odd_starts(row) + self._rows["duration"][row]
+            ends = self._odd_ends(row)
             held = np.diff(np.append(ends, after[row]))
             area[row] = float(((y0[row] + slope[row] * np.arange(ends.size)) * held).sum())
         area[-1] = 0.0                   # the last row is held to the edges below
@@ -218,8 +222,7 @@ class RepeatedBatches:
         y_base = y0[r] + slope[r] * j
         partial = g[r] * (j * y0[r] + slope[r] * j * (j - 1) / 2)
         for row in set(r.tolist()).intersection(self._odd):
-            ends = self._odd_starts(row) + self._rows["duration"][row]
-            held = np.diff(ends)
+            held = np.diff(self._odd_ends(row))
             for i in np.flatnonzero(r == row).tolist():
                 jj = int(j[i])
                 partial[i] = float(((y0[row] + slope[row] * np.arange(jj)) * held[:jj]).sum())

@@ -29,8 +29,8 @@ import numpy as np
 
 from .common import RepeatedBatches, durations, write_runs
 
-__all__ = ["ORCA", "FT_ITERATION", "FT_REQUEST", "VLLM", "largest_gap", "run_decode_prefix",
-           "write_back"]
+__all__ = ["ORCA", "FT_ITERATION", "FT_REQUEST", "VLLM", "largest_gap", "one_gap",
+           "run_decode_prefix", "write_back"]
 
 #: the decisions: Orca's prefill-first mixed batch; FasterTransformer's decode-only batch
 #: whenever a request decodes, else a prefill-only batch; FasterTransformer's cohorts;
@@ -43,15 +43,21 @@ _HOLD = 1024
 _RUNS_FROM = 16
 
 
+def one_gap(first, last, tau):
+    """Whether the sums ``first + tau + tau + …`` up to ``last``, added one by one in floating
+    point, all add the same gap. Within one binade ``[2^e, 2^(e+1))`` the numbers are the
+    multiples of one spacing ``u``, so every sum rounds ``tau`` to the same multiple of
+    ``u`` — unless ``tau/u`` is a half-integer (a tie, rounded to even: the gaps
+    alternate)."""
+    return first > 0 and frexp(first)[1] == frexp(last)[1] and (tau / ulp(first)) % 1 != 0.5
+
+
 def largest_gap(times, k, tau):
     """``max(times[j + 1] − times[j] for j < k)`` for ``times[j + 1] = times[j] + tau`` in
-    floating point. Within one binade ``[2^e, 2^(e+1))`` the numbers are the multiples of one
-    spacing ``u``, so every sum rounds ``tau`` to the same multiple of ``u`` — one gap
-    stands for all — unless ``tau/u`` is a half-integer (a tie, rounded to even: the gaps
-    alternate); then, and across binades, the gaps are taken one by one."""
-    first = times[0]
-    if first > 0 and frexp(first)[1] == frexp(times[k])[1] and (tau / ulp(first)) % 1 != 0.5:
-        return times[1] - first
+    floating point: one gap stands for all where :func:`one_gap` says so; otherwise (across
+    binades, or at a tie) the gaps are taken one by one."""
+    if one_gap(times[0], times[k], tau):
+        return times[1] - times[0]
     return max(map(sub, islice(times, 1, k + 1), times))
 
 
@@ -217,13 +223,12 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
                 tau = taus.get((0, m)) or new_tau(0, m)
                 if bound < inf:     # no more iterations than can start before it
                     most = min(most, int((bound - t) / tau) + 2)
-                # the batches start at t, t + τ, … added one by one (t = t + τ); within one
-                # binade each sum adds the same gap (``largest_gap``), so that a run all
-                # of whose batches start before ``bound`` needs no list of its times
+                # the batches start at t, t + τ, … added one by one (t = t + τ); where
+                # each sum adds the same gap (``one_gap``), a run all of whose batches
+                # start before ``bound`` needs no list of its times
                 gap = (t + tau) - t
                 last = t + most * gap
-                if t > 0 and frexp(t)[1] == frexp(last)[1] and (tau / ulp(t)) % 1 != 0.5 \
-                        and last - gap < bound:
+                if last - gap < bound and one_gap(t, last, tau):
                     k, before = most, last - gap
                 else:
                     times = list(accumulate(repeat(tau, int(most)), initial=t))
