@@ -1,11 +1,12 @@
 """Solve times of the App. B.1 hindsight optimum (Jaillet, Jiang, Podimata, Zhou): the
-time-indexed MILP (HiGHS through cvxpy) and the CP-SAT formulations (``cpsat``: cumulative
-profile; ``cpsat-ti``: time-indexed Booleans after LP reduced-cost fixing), same instances.
+branch and bound over rounds (``bnb``), the time-indexed MILP (HiGHS through cvxpy) and the
+CP-SAT formulations (``cpsat``: cumulative profile; ``cpsat-ti``: time-indexed Booleans after
+LP reduced-cost fixing), same instances.
 
 Run by hand:
 ``python benchmarks/jaillet2025_hindsight.py [sizes] [reps] [limit] [solvers] [workers]
 [reference.py] [reference solvers]``,
-e.g. ``python benchmarks/jaillet2025_hindsight.py 12,20,40 3 60 milp,cpsat,cpsat-ti 1``; the
+e.g. ``python benchmarks/jaillet2025_hindsight.py 12,20,40 3 60 bnb,milp,cpsat,cpsat-ti 1``; the
 instances depend only on the sizes and reps, so runs with other solvers see the same ones.
 ``reference.py`` is a former ``queuetheory/bounds/hindsight.py`` (e.g. from ``git show``),
 run on each instance right after the current code with the reference solvers (default
@@ -51,7 +52,7 @@ def timed(solve, *args, **kwargs):
     return res, time.process_time() - cpu
 
 
-def main(sizes=(12, 20, 40), reps=3, limit=60.0, solvers=("milp", "cpsat", "cpsat-ti"),
+def main(sizes=(12, 20, 40), reps=3, limit=60.0, solvers=("bnb", "milp", "cpsat", "cpsat-ti"),
          workers=1, reference=None, reference_solvers=("milp",), memory=20, seed=0):
     rng = np.random.default_rng(seed)
     runs = [(name, qt.bounds.hindsight_optimum) for name in solvers]
@@ -89,7 +90,7 @@ if __name__ == "__main__":
     t0 = time.perf_counter()
     main(tuple(int(v) for v in args[0].split(",")) if args else (12, 20, 40),
          int(args[1]) if len(args) > 1 else 3, float(args[2]) if len(args) > 2 else 60.0,
-         tuple(args[3].split(",")) if len(args) > 3 else ("milp", "cpsat", "cpsat-ti"),
+         tuple(args[3].split(",")) if len(args) > 3 else ("bnb", "milp", "cpsat", "cpsat-ti"),
          int(args[4]) if len(args) > 4 else 1, args[5] if len(args) > 5 else None,
          tuple(args[6].split(",")) if len(args) > 6 else ("milp",))
     print(f"total {time.perf_counter() - t0:.0f} s")

@@ -1,5 +1,6 @@
 """The App. B.1 hindsight MILP, its LP relaxation and the dynamic-programming cross-check."""
 
+import time
 import warnings
 
 import numpy as np
@@ -17,7 +18,7 @@ from queuetheory.bounds.hindsight_search import order_search, place_in_order
 from queuetheory.policies.kvcache import durations, mcsf_schedule
 
 
-@pytest.mark.parametrize("solver", ["milp", "cpsat", "cpsat-ti"])
+@pytest.mark.parametrize("solver", ["milp", "cpsat", "cpsat-ti", "bnb"])
 @pytest.mark.parametrize("convention", ["ip", "eq1"])
 def test_exact_solvers_equal_dynamic_program_on_tiny_instances(convention, solver):
     rng = np.random.default_rng(5)
@@ -66,14 +67,14 @@ def test_formulations_agree_on_random_instances_up_to_twelve(seed):
         s, o = rng.integers(0, 4, n), rng.integers(1, 8, n)
         M = int(rng.integers(14, 24))
         res = [hindsight_optimum(a, s, o, M, solver=name, time_limit=120)
-               for name in ("milp", "cpsat", "cpsat-ti")]
+               for name in ("milp", "cpsat", "cpsat-ti", "bnb")]
         assert all(r.proven for r in res), [r.status for r in res]
         assert len({r.total_latency for r in res}) == 1
         for r in res:
             assert np.all(r.starts >= a) and schedule_memory(r.starts, s, o).max() <= M
 
 
-@pytest.mark.parametrize("solver", ["milp", "cpsat", "cpsat-ti"])
+@pytest.mark.parametrize("solver", ["milp", "cpsat", "cpsat-ti", "bnb"])
 def test_time_limit_is_honoured_and_gap_reported(solver):
     rng = np.random.default_rng(0)
     o = rng.integers(2, 16, 24)
@@ -171,7 +172,7 @@ def test_local_search_schedules_are_feasible_and_no_worse():
         assert np.all(placed >= a) and schedule_memory(placed, s, o).max() <= M
 
 
-@pytest.mark.parametrize("solver", ["milp", "cpsat", "cpsat-ti"])
+@pytest.mark.parametrize("solver", ["milp", "cpsat", "cpsat-ti", "bnb"])
 def test_same_shape_requests_with_different_arrivals_match_dynamic_program(solver):
     # classes of equal (prompt, rounds) whose members arrive at different rounds: the
     # symmetry breaking orders them by arrival
@@ -185,3 +186,63 @@ def test_same_shape_requests_with_different_arrivals_match_dynamic_program(solve
         res = hindsight_optimum(a, s, o, M, solver=solver)
         dp = hindsight_brute_force(a, s, o, M)
         assert res.proven and res.total_latency == dp.total_latency
+
+
+def _one_at_a_time(a, d):
+    """Start rounds running the requests one after another in order of arrival: feasible
+    whenever every request fits alone, and usually far from optimal."""
+    starts, free = np.zeros(a.size, np.int64), 0
+    for i in np.argsort(a, kind="stable"):
+        starts[i] = free = max(free, int(a[i]))
+        free += int(d[i])
+    return starts
+
+
+@pytest.mark.parametrize("duals", [False, True])
+def test_branch_and_bound_from_a_poor_schedule_finds_the_dynamic_programs_optimum(duals):
+    # the search must do the work: it starts from a schedule far worse than the optimum,
+    # with (or without) the LP's multipliers and reduced-cost fixing
+    from queuetheory.bounds.hindsight import _grid, _reduced_cost_fixing, _restrict
+    from queuetheory.bounds.hindsight_bnb import branch_and_bound
+
+    rng = np.random.default_rng(11)
+    improved = 0
+    for _ in range(30):
+        n = int(rng.integers(3, 6))
+        a = np.sort(rng.integers(0, 4, n))
+        s, d = rng.integers(0, 3, n), rng.integers(1, 6, n)
+        M = int(rng.integers(max(6, int((s + d - 1).max())), 11))
+        grid = _grid(a, s, d, M)
+        if duals:
+            _, keep, lam, mu = _reduced_cost_fixing(a, s, d, M, grid)
+            grid = _restrict(grid, keep)
+        else:
+            lam, mu = np.zeros(grid.horizon), np.zeros(grid.cap_rhs.size)
+        poor = _one_at_a_time(a, d)
+        grid = grid._replace(upper=int((poor + d - a).sum()), hint=poor)
+        tel, starts, proven = branch_and_bound(a, s, d, M, grid, lam, mu)
+        exact = hindsight_brute_force(a, s, d, M).total_latency
+        assert proven and tel == exact
+        assert np.all(starts >= a) and schedule_memory(starts, s, d).max() <= M
+        assert tel == (starts + d - a).sum()
+        improved += exact < grid.upper
+    assert improved >= 20                      # the poor schedule was beaten, not returned
+
+
+def test_branch_and_bound_stops_at_its_deadline_with_a_feasible_schedule():
+    from queuetheory.bounds.hindsight import _grid
+    from queuetheory.bounds.hindsight_bnb import branch_and_bound
+
+    rng = np.random.default_rng(0)
+    n = 24
+    a, s, d = np.zeros(n, np.int64), np.ones(n, np.int64), rng.integers(2, 16, n)
+    soon = time.perf_counter() + 0.5
+    grid = _grid(a, s, d, 20, search_deadline=soon, caps_deadline=soon)
+    poor = _one_at_a_time(a, d)
+    grid = grid._replace(upper=int((poor + d - a).sum()), hint=poor)
+    began = time.perf_counter()
+    tel, starts, proven = branch_and_bound(a, s, d, 20, grid, np.zeros(grid.horizon),
+                                           np.zeros(grid.cap_rhs.size), began + 0.5)
+    assert time.perf_counter() - began < 2 and not proven
+    assert tel == (starts + d - a).sum() <= grid.upper
+    assert schedule_memory(starts, s, d).max() <= 20

@@ -27,9 +27,14 @@ less the constant ``Σ a_i``. Every formulation starts from the same preparation
 
 The LP relaxation (with the cuts) is a lower bound on the optimum
 (:func:`hindsight_lower_bound`); :func:`hindsight_brute_force` solves tiny instances by
-dynamic programming over rounds, independently of the programs. Three exact formulations
+dynamic programming over rounds, independently of the programs. Four exact formulations
 solve the prepared program (``solver=``):
 
+* ``"bnb"`` — branch and bound over rounds
+  (:func:`~queuetheory.bounds.hindsight_bnb.branch_and_bound`): each round starts a set of
+  requests that fits; nodes are pruned by dominance (same requests left, less memory held,
+  no more cost) and by a Lagrangian bound priced with the LP's duals, which is the LP bound
+  at the root;
 * ``"milp"`` — the time-indexed MILP above, HiGHS through cvxpy (or any cvxpy MILP solver
   named directly, e.g. ``"SCIPY"``);
 * ``"cpsat"`` — OR-Tools CP-SAT on integer start rounds ``k_i``. The growing profile
@@ -41,7 +46,8 @@ solve the prepared program (``solver=``):
 * ``"cpsat-ti"`` — CP-SAT on the time-indexed Booleans ``x_{i,k}`` themselves (one
   ``exactly_one`` per request, one linear row per round and per cut).
 
-The CP-SAT models take the ``UB`` schedule as their hint. All three honour ``time_limit``
+The CP-SAT models take the ``UB`` schedule as their hint, the branch and bound starts from
+it. All four honour ``time_limit``
 (the solver's own limit, less the preparation) and report whether the optimum is proven and
 the relative gap ``(TEL − bound) / TEL``, the bound being the better of the solver's and
 ``⌈LP⌉``.
@@ -56,12 +62,14 @@ import warnings
 from dataclasses import dataclass
 from functools import cache
 from itertools import combinations
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
 from .._quiet import silence_highs_banner
 from ..policies.kvcache import durations, mcsf_schedule
+from .hindsight_bnb import branch_and_bound
 from .hindsight_cuts import completion_caps
 from .hindsight_search import order_search
 
@@ -69,9 +77,9 @@ __all__ = ["HindsightResult", "hindsight_optimum", "hindsight_lower_bound",
            "hindsight_brute_force", "schedule_memory"]
 
 _MILP_SOLVERS = ("HIGHS", "SCIPY")
-SOLVERS = ("cpsat-ti", "cpsat", "milp")
+SOLVERS = ("bnb", "cpsat-ti", "cpsat", "milp")
 """The exact formulations of :func:`hindsight_optimum`; a cvxpy MILP solver name also works."""
-DEFAULT_SOLVER = "milp"
+DEFAULT_SOLVER = "bnb"
 
 
 @dataclass(frozen=True)
@@ -157,14 +165,30 @@ def schedule_memory(starts, prompt, d, horizon=None) -> np.ndarray:
     return np.where((age >= 0) & (age < d[None, :]), s[None, :] + age, 0).sum(axis=1)
 
 
-def _grid(a, s, d, memory, search_deadline=None, caps_deadline=None):
+class _Grid(NamedTuple):
+    """The time-indexed grid every formulation shares (see :func:`_grid`)."""
+
+    upper: int
+    hint: np.ndarray
+    rows: np.ndarray
+    cols: np.ndarray
+    horizon: int
+    mem: sp.csr_matrix
+    cap: sp.csr_matrix
+    cap_rhs: np.ndarray
+    cap_rounds: np.ndarray
+
+
+def _grid(a, s, d, memory, search_deadline=None, caps_deadline=None) -> _Grid:
     """The start window, memory rows and completion-count cuts shared by the formulations.
 
     Returns the heuristic's upper bound and schedule (:func:`_heuristic`, searching until
-    ``search_deadline``), the (request, start round) pairs of the time-indexed variables,
-    the horizon, the sparse rows ``mem[t, v]`` = tokens variable ``v`` holds in round ``t``,
-    and the cuts ``caps @ x ≤ cap_rhs`` of :func:`~queuetheory.bounds.hindsight_cuts.
-    completion_caps` (computed until ``caps_deadline``)."""
+    ``search_deadline``), the (request, start round) pairs ``rows, cols`` of the
+    time-indexed variables, the horizon, the sparse rows ``mem[t, v]`` = tokens variable
+    ``v`` holds in round ``t``, and the cuts ``cap @ x ≤ cap_rhs`` (at most ``cap_rhs[r]``
+    requests complete by round ``cap_rounds[r]``) of
+    :func:`~queuetheory.bounds.hindsight_cuts.completion_caps` (computed until
+    ``caps_deadline``)."""
     upper, hint = _heuristic(a, s, d, memory, search_deadline)
     last = a + upper - (d.sum() - d) - d                  # latest useful start of each request
     rows = np.concatenate([np.full(int(last[i] - a[i] + 1), i) for i in range(a.size)])
@@ -182,7 +206,8 @@ def _grid(a, s, d, memory, search_deadline=None, caps_deadline=None):
                           np.concatenate(done + [np.zeros(0, np.int64)]))),
                         shape=(len(caps), nv))
     cap_rhs = np.array([m for _, m in caps], dtype=float)
-    return upper, hint, rows, cols, horizon, mem, cap, cap_rhs
+    cap_rounds = np.array([t for t, _ in caps], dtype=np.int64)
+    return _Grid(upper, hint, rows, cols, horizon, mem, cap, cap_rhs, cap_rounds)
 
 
 def _heuristic(a, s, d, memory, deadline=None):
@@ -233,7 +258,7 @@ def _program(a, s, d, memory, grid, relax: bool, floor=None):
     import cvxpy as cp  # 0.5 s to import: only when a program is built
 
     silence_highs_banner()  # the programs solve with HiGHS; its banner is C++ output
-    _, _, rows, cols, _, mem, cap, cap_rhs = grid
+    rows, cols, mem, cap, cap_rhs = grid.rows, grid.cols, grid.mem, grid.cap, grid.cap_rhs
     nv = rows.size
     x = cp.Variable(nv, boolean=not relax, nonneg=relax)
     assign = sp.csr_matrix((np.ones(nv), (rows, np.arange(nv))), shape=(a.size, nv))
@@ -272,14 +297,14 @@ def _remaining(deadline):
 
 def _restrict(grid, keep):
     """``grid`` with only the time-indexed variables ``keep`` marks."""
-    return grid[:2] + (grid[2][keep], grid[3][keep], grid[4], grid[5][:, keep].tocsr(),
-                       grid[6][:, keep].tocsr(), grid[7])
+    return grid._replace(rows=grid.rows[keep], cols=grid.cols[keep],
+                         mem=grid.mem[:, keep].tocsr(), cap=grid.cap[:, keep].tocsr())
 
 
 def _solve_cvxpy(a, s, d, memory, grid, name, relax, deadline, lp=None):
     floor = None if relax else math.ceil(lp - 1e-6)
     prob, x = _program(a, s, d, memory, grid, relax, floor)
-    rows, cols = grid[2], grid[3]
+    rows, cols = grid.rows, grid.cols
     limit = _remaining(deadline)
     opts = {}
     if limit is not None:
@@ -312,7 +337,7 @@ def _solve_cvxpy(a, s, d, memory, grid, name, relax, deadline, lp=None):
 
 def _better(starts, grid, a, d):
     """The solver's schedule, or MC-SF's where the solver found none or a worse one in time."""
-    upper, hint = grid[0], grid[1]
+    upper, hint = grid.upper, grid.hint
     if starts is None or (starts + d - a).sum() > upper:
         starts = hint.astype(np.int64)
     return starts, float((starts + d - a).sum())
@@ -351,7 +376,8 @@ def _run_cpsat(model, workers, deadline):
 def _solve_cpsat(a, s, d, memory, grid, lp, deadline, workers):
     from ortools.sat.python import cp_model
 
-    _, hint, rows, cols, horizon, mem, cap, cap_rhs = grid
+    hint, rows, cols, horizon = grid.hint, grid.rows, grid.cols, grid.horizon
+    mem, cap, cap_rhs = grid.mem, grid.cap, grid.cap_rhs
     n = a.size
     model = cp_model.CpModel()
     k = [model.new_int_var_from_domain(cp_model.Domain.from_values(cols[rows == i].tolist()),
@@ -389,8 +415,8 @@ def _solve_cpsat(a, s, d, memory, grid, lp, deadline, workers):
 
 
 def _reduced_cost_fixing(a, s, d, memory, grid):
-    """LP bound and the time-indexed variables that may be 1 in a schedule with TEL ≤ the
-    heuristic's.
+    """LP bound, the time-indexed variables that may be 1 in a schedule with TEL ≤ the
+    heuristic's, and the LP's duals of the memory rows and of the cuts (both ≥ 0).
 
     With the LP's duals, any feasible ``x`` costs at least ``LP + r_v`` when ``x_v = 1``
     (``r_v`` the reduced cost of ``x_v``); a variable is kept unless that exceeds the upper
@@ -399,18 +425,21 @@ def _reduced_cost_fixing(a, s, d, memory, grid):
     prob.solve(solver=_pick_solver(None, False))
     assign, mem, cap = prob.constraints[:3]
     if prob.status != "optimal" or assign.dual_value is None:
-        return float(d.sum()), np.ones(grid[2].size, bool)
-    rows, cols = grid[2], grid[3]
+        return (float(d.sum()), np.ones(grid.rows.size, bool), np.zeros(grid.horizon),
+                np.zeros(grid.cap_rhs.size))
+    rows, cols = grid.rows, grid.cols
+    lam = np.maximum(np.asarray(mem.dual_value, dtype=float), 0.0)
+    mu = np.maximum(np.atleast_1d(np.asarray(cap.dual_value, dtype=float)), 0.0)
     cost = (cols + d[rows] - a[rows]).astype(float)
-    reduced = (cost + assign.dual_value[rows] + grid[5].T @ mem.dual_value
-               + grid[6].T @ np.atleast_1d(cap.dual_value))
-    return float(prob.value), prob.value + reduced <= grid[0] + 0.5
+    reduced = cost + assign.dual_value[rows] + grid.mem.T @ lam + grid.cap.T @ mu
+    return float(prob.value), prob.value + reduced <= grid.upper + 0.5, lam, mu
 
 
 def _solve_cpsat_ti(a, s, d, memory, grid, lp, deadline, workers):
     from ortools.sat.python import cp_model
 
-    _, hint, rows, cols, horizon, mem, cap, cap_rhs = grid
+    hint, rows, cols, horizon = grid.hint, grid.rows, grid.cols, grid.horizon
+    mem, cap, cap_rhs = grid.mem, grid.cap, grid.cap_rhs
     model = cp_model.CpModel()
     x = [model.new_bool_var(f"x{v}") for v in range(rows.size)]
     for i in range(a.size):
@@ -453,8 +482,8 @@ def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limi
     time_limit = _check_time_limit(time_limit)
     if isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or workers < 1:
         raise ValueError(f"workers={workers!r}: must be an integer >= 1")
-    cpsat = solver in ("cpsat", "cpsat-ti") and not relax
-    name = solver if cpsat else _pick_solver(solver, not relax)
+    own = solver in ("bnb", "cpsat", "cpsat-ti") and not relax
+    name = solver if own else _pick_solver(solver, not relax)
     if a.size == 0:
         return HindsightResult(0.0, a, "optimal", 0.0, a, 0, 0.0, name, True, 0.0)
     deadline = None if time_limit is None else start + time_limit
@@ -466,10 +495,14 @@ def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limi
     if relax:
         tel, starts, status, _, _ = _solve_cvxpy(a, s, d, memory, grid, name, True, deadline)
         return HindsightResult(tel, starts, status, time.perf_counter() - start, starts + d,
-                               grid[4], float(grid[0]), name, status == "optimal", 0.0)
-    lp, keep = _reduced_cost_fixing(a, s, d, memory, grid)
+                               grid.horizon, float(grid.upper), name, status == "optimal", 0.0)
+    lp, keep, lam, mu = _reduced_cost_fixing(a, s, d, memory, grid)
     grid = _restrict(grid, keep)
-    if name == "cpsat":
+    if name == "bnb":
+        tel, starts, proven = branch_and_bound(a, s, d, memory, grid, lam, mu, deadline)
+        out = (float(tel), starts, "optimal" if proven else "time_limit", proven,
+               float(tel) if proven else lp)
+    elif name == "cpsat":
         out = _solve_cpsat(a, s, d, memory, grid, lp, deadline, int(workers))
     elif name == "cpsat-ti":
         out = _solve_cpsat_ti(a, s, d, memory, grid, lp, deadline, int(workers))
@@ -486,7 +519,7 @@ def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limi
         proven, status = True, "optimal"
     gap = 0.0 if proven else _gap(tel, bound, d)
     return HindsightResult(tel, starts, status, time.perf_counter() - start, starts + d,
-                           grid[4], float(grid[0]), name, proven, gap)
+                           grid.horizon, float(grid.upper), name, proven, gap)
 
 
 def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solver=None,
@@ -498,9 +531,10 @@ def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solve
     arrival, prompt, output : per-request integer arrival rounds and lengths
     memory : KV capacity ``M`` (an integer)
     convention : ``"ip"`` (``d_i = o_i``, the IP's own) or ``"eq1"`` (``d_i = o_i + 1``)
-    solver : ``"milp"`` (time-indexed MILP, HiGHS through cvxpy), ``"cpsat"`` (OR-Tools
-        CP-SAT, cumulative profile), ``"cpsat-ti"`` (CP-SAT on the time-indexed Booleans
-        after LP reduced-cost fixing) or a cvxpy MILP solver name; default
+    solver : ``"bnb"`` (branch and bound over rounds with dominance and the LP's
+        Lagrangian bound), ``"milp"`` (time-indexed MILP, HiGHS through cvxpy), ``"cpsat"``
+        (OR-Tools CP-SAT, cumulative profile), ``"cpsat-ti"`` (CP-SAT on the time-indexed
+        Booleans after LP reduced-cost fixing) or a cvxpy MILP solver name; default
         :data:`DEFAULT_SOLVER`, chosen by ``benchmarks/jaillet2025_hindsight.py``
     time_limit : seconds, preparation included (the local search takes at most
         :data:`SEARCH_SHARE` of it, the cuts :data:`CAPS_SHARE` more); on a time-out
@@ -509,9 +543,11 @@ def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solve
         HiGHS checks its limit between phases: it is given :data:`HIGHS_MARGIN` of the
         limit (at most a second) less than what is left, and may still overrun by a
         fraction of a second, or by seconds in a process starved of CPU
-        (``benchmarks/README.md``). CP-SAT keeps to its limit. The LP relaxation of the
-        fixing step runs unlimited (HiGHS: about a second at n = 40)
-    workers : CP-SAT's ``num_workers`` (the MILP uses HiGHS's default)
+        (``benchmarks/README.md``). CP-SAT and the branch and bound keep to their limit.
+        The LP relaxation of the fixing step runs unlimited (HiGHS: about a second at
+        n = 40)
+    workers : CP-SAT's ``num_workers`` (the MILP uses HiGHS's default; the branch and bound
+        one thread)
     """
     return _solve(arrival, prompt, output, memory, convention,
                   DEFAULT_SOLVER if solver is None else solver, False, time_limit, workers)
@@ -521,7 +557,7 @@ def hindsight_lower_bound(arrival, prompt, output, memory, *, convention="ip", s
                           time_limit=None) -> HindsightResult:
     """The LP relaxation of :func:`hindsight_optimum`'s time-indexed program, with its
     completion-count cuts: ``total_latency`` ≤ the optimum."""
-    if solver in ("cpsat", "cpsat-ti"):
+    if solver in ("bnb", "cpsat", "cpsat-ti"):
         raise ValueError(f"solver={solver!r}: the LP relaxation needs an LP solver (a cvxpy name)")
     return _solve(arrival, prompt, output, memory, convention, solver, True, time_limit)
 
