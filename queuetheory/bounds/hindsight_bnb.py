@@ -74,6 +74,8 @@ def branch_and_bound(a, s, d, memory, grid, lam, mu, deadline=None):
     search), ``lam``/``mu`` the LP duals of its memory rows and cuts; ``deadline`` a
     ``time.perf_counter`` value. ``proven`` is False when the deadline stopped the search
     (the schedule is then the best found, no worse than ``grid.upper``)."""
+    from .hindsight import _same_shape  # hindsight imports this module: import on use
+
     n, M = a.size, int(memory)
     a_, s_, d_ = a.tolist(), s.tolist(), d.tolist()
     ramps = [[s_[i] + g for g in range(d_[i])] for i in range(n)]
@@ -85,17 +87,11 @@ def branch_and_bound(a, s, d, memory, grid, lam, mu, deadline=None):
     for i, k in zip(grid.rows.tolist(), grid.cols.tolist(), strict=True):
         allowed[i].add(k)
     last_start = [max(ks) for ks in allowed]
-    # each class of equal (prompt, rounds) starts in order of (arrival, index)
-    after = [-1] * n
-    before = [-1] * n
-    previous = {}
-    for i in sorted(range(n), key=lambda i: (a_[i], i)):
-        key = (s_[i], d_[i])
-        if key in previous:
-            before[i], after[previous[key]] = previous[key], i
-        previous[key] = i
+    after, before = [-1] * n, [-1] * n    # each shape class in order of (arrival, index)
+    for i, j in _same_shape(a, s, d):
+        after[i], before[j] = j, i
     last_arrival = max(a_)
-    best = [float(grid.upper), np.asarray(grid.hint, dtype=np.int64).copy()]
+    best = [int(grid.upper), np.asarray(grid.hint, dtype=np.int64).copy()]
     starts = [-1] * n
     seen, entries = {}, [0]
     earliest_cache = {}
@@ -144,12 +140,11 @@ def branch_and_bound(a, s, d, memory, grid, lam, mu, deadline=None):
 
     def bound(t, todo, P, met):
         """Lower bound on the remaining cost (tests 2 and 3 of the module)."""
-        first, done_by, minus_a, lagrange = [], [], 0, 0.0
+        done_by, minus_a, lagrange = [], 0, 0.0
         for j in todo:
             e = t + earliest(P, j, max(a_[j] - t, 0))
             if e > last_start[j] or e >= width:
                 return float("inf")
-            first.append(e)
             done_by.append(e + d_[j])
             minus_a -= a_[j]
             lagrange += suffix_min[j][e]
