@@ -198,35 +198,43 @@ def _one_at_a_time(a, d):
     return starts
 
 
-@pytest.mark.parametrize("duals", [False, True])
+@pytest.mark.parametrize("duals", ["none", "lp", "chain"])
 def test_branch_and_bound_from_a_poor_schedule_finds_the_dynamic_programs_optimum(duals):
     # the search must do the work: it starts from a schedule far worse than the optimum,
-    # with (or without) the LP's multipliers and reduced-cost fixing
+    # without multipliers, with the LP's and reduced-cost fixing, or with the chain bound's
     from queuetheory.bounds.hindsight import _grid, _reduced_cost_fixing, _restrict
     from queuetheory.bounds.hindsight_bnb import branch_and_bound
+    from queuetheory.bounds.hindsight_chain import chain_multipliers
 
     rng = np.random.default_rng(11)
-    improved = 0
+    improved = chains = 0
     for _ in range(30):
         n = int(rng.integers(3, 6))
         a = np.sort(rng.integers(0, 4, n))
         s, d = rng.integers(0, 3, n), rng.integers(1, 6, n)
         M = int(rng.integers(max(6, int((s + d - 1).max())), 11))
         grid = _grid(a, s, d, M)
-        if duals:
+        chain = None
+        if duals == "none":
+            lam, mu = np.zeros(grid.horizon), np.zeros(grid.cap_rhs.size)
+        else:
             _, keep, lam, mu = _reduced_cost_fixing(a, s, d, M, grid)
             grid = _restrict(grid, keep)
-        else:
-            lam, mu = np.zeros(grid.horizon), np.zeros(grid.cap_rhs.size)
         poor = _one_at_a_time(a, d)
         grid = grid._replace(upper=int((poor + d - a).sum()), hint=poor)
-        tel, starts, proven = branch_and_bound(a, s, d, M, grid, lam, mu)
+        if duals == "chain":
+            found = chain_multipliers(a, s, d, M, grid, lam, mu)
+            if found is not None:
+                lam, mu, chain = found.lam, found.mu, (found.members, found.separation)
+                chains += 1
+        tel, starts, proven = branch_and_bound(a, s, d, M, grid, lam, mu, chain=chain)
         exact = hindsight_brute_force(a, s, d, M).total_latency
         assert proven and tel == exact
         assert np.all(starts >= a) and schedule_memory(starts, s, d).max() <= M
         assert tel == (starts + d - a).sum()
         improved += exact < grid.upper
     assert improved >= 20                      # the poor schedule was beaten, not returned
+    assert duals != "chain" or chains >= 10
 
 
 def test_branch_and_bound_stops_at_its_deadline_with_a_feasible_schedule():

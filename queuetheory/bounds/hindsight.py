@@ -33,8 +33,10 @@ solve the prepared program (``solver=``):
 * ``"bnb"`` — branch and bound over rounds
   (:func:`~queuetheory.bounds.hindsight_bnb.branch_and_bound`): each round starts a set of
   requests that fits; nodes are pruned by dominance (same requests left, less memory held,
-  no more cost) and by a Lagrangian bound priced with the LP's duals, which is the LP bound
-  at the root;
+  no more cost) and by a Lagrangian bound that keeps a chain of pairwise conflicting
+  requests in order (:mod:`queuetheory.bounds.hindsight_chain`), priced with multipliers
+  raised from the LP's duals by subgradient steps, so at the root it is at least the LP
+  bound, and the reported bound is the better of the two;
 * ``"milp"`` — the time-indexed MILP above, HiGHS through cvxpy (or any cvxpy MILP solver
   named directly, e.g. ``"SCIPY"``);
 * ``"cpsat"`` — OR-Tools CP-SAT on integer start rounds ``k_i``. The growing profile
@@ -70,6 +72,7 @@ import scipy.sparse as sp
 from .._quiet import silence_highs_banner
 from ..policies.kvcache import durations, mcsf_schedule
 from .hindsight_bnb import branch_and_bound
+from .hindsight_chain import chain_multipliers
 from .hindsight_cuts import completion_caps
 from .hindsight_search import order_search
 
@@ -467,9 +470,11 @@ def _solve_cpsat_ti(a, s, d, memory, grid, lp, deadline, workers):
     return tel, starts, "optimal" if proven else "time_limit", proven, tel if proven else bound
 
 
-SEARCH_SHARE, CAPS_SHARE = 0.1, 0.15
-"""Shares of ``time_limit`` for the local search (:func:`_heuristic`) and for the
-completion-count cuts (:func:`~queuetheory.bounds.hindsight_cuts.completion_caps`)."""
+SEARCH_SHARE, CAPS_SHARE, CHAIN_SHARE = 0.1, 0.15, 0.1
+"""Shares of ``time_limit`` for the local search (:func:`_heuristic`), the
+completion-count cuts (:func:`~queuetheory.bounds.hindsight_cuts.completion_caps`) and the
+chain bound's subgradient steps
+(:func:`~queuetheory.bounds.hindsight_chain.chain_multipliers`, ``"bnb"`` only)."""
 HIGHS_MARGIN = 0.02
 """The share of ``time_limit`` (at most a second) the MILP solver is given less than what
 is left: HiGHS checks its limit between phases and stops a little after it."""
@@ -499,7 +504,13 @@ def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limi
     lp, keep, lam, mu = _reduced_cost_fixing(a, s, d, memory, grid)
     grid = _restrict(grid, keep)
     if name == "bnb":
-        tel, starts, proven = branch_and_bound(a, s, d, memory, grid, lam, mu, deadline)
+        chain = chain_multipliers(a, s, d, memory, grid, lam, mu,
+                                  share(SEARCH_SHARE + CAPS_SHARE + CHAIN_SHARE))
+        if chain is not None and chain.bound > lp:
+            lam, mu, lp = chain.lam, chain.mu, chain.bound
+        tel, starts, proven = branch_and_bound(
+            a, s, d, memory, grid, lam, mu, deadline,
+            None if chain is None else (chain.members, chain.separation))
         out = (float(tel), starts, "optimal" if proven else "time_limit", proven,
                float(tel) if proven else lp)
     elif name == "cpsat":

@@ -28,7 +28,11 @@ Three tests prune a node:
    Σ_r μ_r (m_r − done_r)``, where ``c̃_{j,k}`` is the cost of starting ``j`` in round ``k``
    plus ``λ`` times the tokens it holds plus the ``μ_r`` of the cuts it completes by and
    ``done_r`` counts the started requests that complete by cut ``r``'s round. The root LP's
-   duals make this the LP bound at the root.
+   duals make this the LP bound at the root. For the members of a chain (requests no two
+   of which can start in the same round, :mod:`queuetheory.bounds.hindsight_chain`) the
+   sum of their ``min_k c̃`` is replaced by the larger cheapest chain of the members left,
+   the first at its ``e_x`` or later, the next ones separated as in any schedule; the
+   multipliers are then the chain bound's.
 
 Start rounds are limited to the time-indexed grid left by reduced-cost fixing, which keeps
 every schedule no worse than the upper bound (:func:`queuetheory.bounds.hindsight._grid`);
@@ -43,6 +47,8 @@ from operator import le
 
 import numpy as np
 
+from .hindsight_chain import chain_tables
+
 __all__ = ["branch_and_bound"]
 
 MAX_STATES = 1_000_000
@@ -51,27 +57,31 @@ recorded, which only weakens the dominance test. The cache of first fitting roun
 emptied when it reaches as many entries."""
 
 
-def _lagrangian_tables(a, d, grid, lam, mu):
+def _lagrangian_tables(a, d, grid, lam, mu, chain):
     """Suffix minima over start rounds of the Lagrangian costs ``c̃_{j,k}``, the suffix sums
-    of ``λ``, and ``W(c) = Σ_{r: τ_r ≥ c} μ_r`` (the cuts a completion in round ``c`` meets)."""
+    of ``λ``, ``W(c) = Σ_{r: τ_r ≥ c} μ_r`` (the cuts a completion in round ``c`` meets) and
+    the chain's table ``later`` (:func:`~queuetheory.bounds.hindsight_chain.chain_tables`)."""
     rows, cols, horizon = grid.rows, grid.cols, grid.horizon
     cost = (cols + d[rows] - a[rows]).astype(float) + grid.mem.T @ lam + grid.cap.T @ mu
     table = np.full((a.size, horizon + 2), np.inf)
     table[rows, cols] = cost
+    later = None if chain is None else chain_tables(table[chain[0]], chain[1])[1]
     suffix_min = np.minimum.accumulate(table[:, ::-1], axis=1)[:, ::-1]
     lam = np.concatenate([lam, np.zeros(horizon + 2 - lam.size)])
     lam_suffix = np.cumsum(lam[::-1])[::-1]
     met = np.zeros(horizon + 2)
     np.add.at(met, np.minimum(grid.cap_rounds, horizon + 1), mu)
     meets = np.cumsum(met[::-1])[::-1]                      # W(c) = Σ_{τ_r ≥ c} μ_r
-    return suffix_min.tolist(), lam.tolist(), lam_suffix.tolist(), meets.tolist()
+    return suffix_min.tolist(), lam.tolist(), lam_suffix.tolist(), meets.tolist(), later
 
 
-def branch_and_bound(a, s, d, memory, grid, lam, mu, deadline=None):
+def branch_and_bound(a, s, d, memory, grid, lam, mu, deadline=None, chain=None):
     """Search the tree of the module; return ``(TEL, starts, proven)``.
 
     ``grid`` is the restricted time-indexed grid (its upper bound and schedule seed the
-    search), ``lam``/``mu`` the LP duals of its memory rows and cuts; ``deadline`` a
+    search), ``lam``/``mu`` multipliers of its memory rows and cuts (the LP's duals, or
+    better ones from :func:`~queuetheory.bounds.hindsight_chain.chain_multipliers`);
+    ``chain`` its ``(members, separation)``, or None; ``deadline`` a
     ``time.perf_counter`` value. ``proven`` is False when the deadline stopped the search
     (the schedule is then the best found, no worse than ``grid.upper``)."""
     from .hindsight import _same_shape  # hindsight imports this module: import on use
@@ -80,7 +90,9 @@ def branch_and_bound(a, s, d, memory, grid, lam, mu, deadline=None):
     a_, s_, d_ = a.tolist(), s.tolist(), d.tolist()
     ramps = [[s_[i] + g for g in range(d_[i])] for i in range(n)]
     area = [sum(r) for r in ramps]
-    suffix_min, lam_l, lam_suffix, meets = _lagrangian_tables(a, d, grid, lam, mu)
+    suffix_min, lam_l, lam_suffix, meets, later = _lagrangian_tables(a, d, grid, lam, mu,
+                                                                     chain)
+    member = {j: x for x, j in enumerate(chain[0])} if chain is not None else {}
     cut_total = float(np.dot(mu, grid.cap_rhs))
     width = len(lam_l)
     allowed = [set() for _ in range(n)]
@@ -140,7 +152,7 @@ def branch_and_bound(a, s, d, memory, grid, lam, mu, deadline=None):
 
     def bound(t, todo, P, met):
         """Lower bound on the remaining cost (tests 2 and 3 of the module)."""
-        done_by, minus_a, lagrange = [], 0, 0.0
+        done_by, minus_a, lagrange, firsts = [], 0, 0.0, []
         for j in todo:
             e = t + earliest(P, j, max(a_[j] - t, 0))
             if e > last_start[j] or e >= width:
@@ -148,6 +160,12 @@ def branch_and_bound(a, s, d, memory, grid, lam, mu, deadline=None):
             done_by.append(e + d_[j])
             minus_a -= a_[j]
             lagrange += suffix_min[j][e]
+            if j in member:
+                firsts.append((member[j], e, suffix_min[j][e]))
+        if len(firsts) > 1:      # the chain's members: the better of the two prices
+            R = sum(1 << x for x, _, _ in firsts)
+            lagrange += max(min(later[R, x, e] for x, e, _ in firsts)
+                            - sum(v for _, _, v in firsts), 0.0)
         done_by.sort()
         free, tau, need, combinatorial = 0, 0, 0, 0
         for m, size in enumerate(sorted(area[j] for j in todo)):
