@@ -103,6 +103,12 @@ def branch_and_bound(a, s, d, memory, grid, lam, mu, deadline=None, chain=None):
     for i, j in _same_shape(a, s, d):
         after[i], before[j] = j, i
     last_arrival = max(a_)
+    # i covers j: prompt, rounds and arrival no larger (ties broken by index), so i fits
+    # alone wherever j does; the first round where some request fits is found among the
+    # requests no other one left covers
+    key = [(s_[i], d_[i], a_[i], i) for i in range(n)]
+    covered_by = [sum(1 << i for i in range(n) if key[i] < key[j]
+                      and all(map(le, key[i][:3], key[j][:3]))) for j in range(n)]
     best = [int(grid.upper), np.asarray(grid.hint, dtype=np.int64).copy()]
     starts = [-1] * n
     seen, entries = {}, [0]
@@ -238,7 +244,7 @@ def branch_and_bound(a, s, d, memory, grid, lam, mu, deadline=None, chain=None):
             if rest == 0:
                 visit(t + 1, 0, (), g + cost, met + gained)
             else:
-                left = [j for j in todo if rest >> j & 1]
+                left = [j for j in todo if rest >> j & 1 and not rest & covered_by[j]]
                 profile = tuple(profile)
                 skip = min(earliest(profile, j, max(a_[j] - t - 1, 0)) for j in left)
                 visit(t + 1 + skip, rest, profile[skip:], g + cost, met + gained)
