@@ -542,13 +542,15 @@ def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solve
     arrival, prompt, output : per-request integer arrival rounds and lengths
     memory : KV capacity ``M`` (an integer)
     convention : ``"ip"`` (``d_i = o_i``, the IP's own) or ``"eq1"`` (``d_i = o_i + 1``)
-    solver : ``"bnb"`` (branch and bound over rounds with dominance and the LP's
-        Lagrangian bound), ``"milp"`` (time-indexed MILP, HiGHS through cvxpy), ``"cpsat"``
-        (OR-Tools CP-SAT, cumulative profile), ``"cpsat-ti"`` (CP-SAT on the time-indexed
+    solver : ``"bnb"`` (branch and bound over rounds with dominance and a Lagrangian
+        bound that keeps a chain of pairwise conflicting requests in order), ``"milp"``
+        (time-indexed MILP, HiGHS through cvxpy), ``"cpsat"`` (OR-Tools CP-SAT, cumulative
+        profile), ``"cpsat-ti"`` (CP-SAT on the time-indexed
         Booleans after LP reduced-cost fixing) or a cvxpy MILP solver name; default
         :data:`DEFAULT_SOLVER`, chosen by ``benchmarks/jaillet2025_hindsight.py``
     time_limit : seconds, preparation included (the local search takes at most
-        :data:`SEARCH_SHARE` of it, the cuts :data:`CAPS_SHARE` more); on a time-out
+        :data:`SEARCH_SHARE` of it, the cuts :data:`CAPS_SHARE` more, and for ``"bnb"`` the
+        chain bound's subgradient steps :data:`CHAIN_SHARE` more); on a time-out
         ``proven`` is False, the schedule is the better of the solver's best and the
         upper-bound schedule (both feasible) and ``gap`` bounds its distance to the optimum.
         HiGHS checks its limit between phases: it is given :data:`HIGHS_MARGIN` of the
