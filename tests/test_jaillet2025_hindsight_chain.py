@@ -91,3 +91,15 @@ def test_chain_bound_lies_between_the_lp_and_the_dynamic_programs_optimum():
         assert np.all(chain.lam >= 0) and np.all(chain.mu >= 0)
         above += chain.bound > lp + 0.5
     assert chains >= 15 and above >= 12
+
+
+def test_chain_multipliers_take_no_step_past_their_deadline():
+    import time
+
+    a, s, d = np.zeros(6, np.int64), np.ones(6, np.int64), np.array([12, 13, 14, 15, 6, 7])
+    grid = _grid(a, s, d, 20)
+    lp, keep, lam, mu = _reduced_cost_fixing(a, s, d, 20, grid)
+    grid = _restrict(grid, keep)
+    assert chain_multipliers(a, s, d, 20, grid, lam, mu, deadline=time.perf_counter() - 1) is None
+    chain = chain_multipliers(a, s, d, 20, grid, lam, mu)
+    assert sorted(chain.members) == [0, 1, 2, 3] and chain.bound >= lp - 1e-6

@@ -137,7 +137,7 @@ def chain_multipliers(a, s, d, memory, grid, lam, mu, deadline=None, iterations=
     duals ``lam, mu`` by projected subgradient steps (Polyak's step towards
     ``grid.upper``; the step halves after 8 steps without a better bound), stopping after
     ``iterations`` steps or at ``deadline`` (a ``time.perf_counter`` value); ``None`` when
-    there is no chain of two or more members."""
+    there is no chain of two or more members or no step was taken."""
     n, width = a.size, grid.horizon + 2
     most = max(b for b in range(2, MAX_MEMBERS + 1) if (1 << b) * b * width <= MAX_TABLE
                or b == 2)
@@ -153,11 +153,14 @@ def chain_multipliers(a, s, d, memory, grid, lam, mu, deadline=None, iterations=
     best, history, step_scale = None, [], 1.0
     lam, mu = lam.astype(float), mu.astype(float)
     for step in range(iterations):
-        if deadline is not None and step and time.perf_counter() > deadline:
+        if deadline is not None and time.perf_counter() > deadline:
             break
         table = np.full((n, width), np.inf)
         table[rows, cols] = base + mem_t @ lam + cap_t @ mu
-        value, chain = _cheapest_chain(*chain_tables(table[members], separation), separation)
+        first, later = chain_tables(table[members], separation)
+        if not np.isfinite(later[-1, :, 0].min()):
+            break                # no chain fits the grid (it holds the upper bound's)
+        value, chain = _cheapest_chain(first, later, separation)
         picks = np.argmin(table[others], axis=1)
         bound = (table[others, picks].sum() + value - memory * lam.sum()
                  - mu @ grid.cap_rhs)
