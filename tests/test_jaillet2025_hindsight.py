@@ -225,7 +225,7 @@ def test_branch_and_bound_from_a_poor_schedule_finds_the_dynamic_programs_optimu
         if duals == "chain":
             found = chain_multipliers(a, s, d, M, grid, lam, mu)
             if found is not None:
-                lam, mu, chain = found.lam, found.mu, (found.members, found.separation)
+                lam, mu, chain = found.lam, found.mu, (found.members, found.later)
                 chains += 1
         tel, starts, proven = branch_and_bound(a, s, d, M, grid, lam, mu, chain=chain)
         exact = hindsight_brute_force(a, s, d, M).total_latency

@@ -506,11 +506,11 @@ def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limi
     if name == "bnb":
         chain = chain_multipliers(a, s, d, memory, grid, lam, mu,
                                   share(SEARCH_SHARE + CAPS_SHARE + CHAIN_SHARE))
-        if chain is not None and chain.bound > lp:
-            lam, mu, lp = chain.lam, chain.mu, chain.bound
+        if chain is not None:     # its first step is at the LP's duals: no weaker
+            lam, mu, lp = chain.lam, chain.mu, max(lp, chain.bound)
         tel, starts, proven = branch_and_bound(
             a, s, d, memory, grid, lam, mu, deadline,
-            None if chain is None else (chain.members, chain.separation))
+            None if chain is None else (chain.members, chain.later))
         out = (float(tel), starts, "optimal" if proven else "time_limit", proven,
                float(tel) if proven else lp)
     elif name == "cpsat":

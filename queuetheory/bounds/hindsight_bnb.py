@@ -47,7 +47,7 @@ from operator import le
 
 import numpy as np
 
-from .hindsight_chain import chain_tables
+from .hindsight_chain import lagrangian_costs
 
 __all__ = ["branch_and_bound"]
 
@@ -57,22 +57,19 @@ recorded, which only weakens the dominance test. The cache of first fitting roun
 emptied when it reaches as many entries."""
 
 
-def _lagrangian_tables(a, d, grid, lam, mu, chain):
-    """Suffix minima over start rounds of the Lagrangian costs ``c̃_{j,k}``, the suffix sums
-    of ``λ``, ``W(c) = Σ_{r: τ_r ≥ c} μ_r`` (the cuts a completion in round ``c`` meets) and
-    the chain's table ``later`` (:func:`~queuetheory.bounds.hindsight_chain.chain_tables`)."""
-    rows, cols, horizon = grid.rows, grid.cols, grid.horizon
-    cost = (cols + d[rows] - a[rows]).astype(float) + grid.mem.T @ lam + grid.cap.T @ mu
-    table = np.full((a.size, horizon + 2), np.inf)
-    table[rows, cols] = cost
-    later = None if chain is None else chain_tables(table[chain[0]], chain[1])[1]
+def _lagrangian_tables(a, d, grid, lam, mu):
+    """Suffix minima over start rounds of the Lagrangian costs ``c̃_{j,k}``
+    (:func:`~queuetheory.bounds.hindsight_chain.lagrangian_costs`), the suffix sums of
+    ``λ``, and ``W(c) = Σ_{r: τ_r ≥ c} μ_r`` (the cuts a completion in round ``c`` meets)."""
+    horizon = grid.horizon
+    table = lagrangian_costs(a, d, grid, lam, mu)
     suffix_min = np.minimum.accumulate(table[:, ::-1], axis=1)[:, ::-1]
     lam = np.concatenate([lam, np.zeros(horizon + 2 - lam.size)])
     lam_suffix = np.cumsum(lam[::-1])[::-1]
     met = np.zeros(horizon + 2)
     np.add.at(met, np.minimum(grid.cap_rounds, horizon + 1), mu)
     meets = np.cumsum(met[::-1])[::-1]                      # W(c) = Σ_{τ_r ≥ c} μ_r
-    return suffix_min.tolist(), lam.tolist(), lam_suffix.tolist(), meets.tolist(), later
+    return suffix_min.tolist(), lam.tolist(), lam_suffix.tolist(), meets.tolist()
 
 
 def branch_and_bound(a, s, d, memory, grid, lam, mu, deadline=None, chain=None):
@@ -80,8 +77,8 @@ def branch_and_bound(a, s, d, memory, grid, lam, mu, deadline=None, chain=None):
 
     ``grid`` is the restricted time-indexed grid (its upper bound and schedule seed the
     search), ``lam``/``mu`` multipliers of its memory rows and cuts (the LP's duals, or
-    better ones from :func:`~queuetheory.bounds.hindsight_chain.chain_multipliers`);
-    ``chain`` its ``(members, separation)``, or None; ``deadline`` a
+    a :class:`~queuetheory.bounds.hindsight_chain.Chain`'s); ``chain`` its
+    ``(members, later)`` table at those multipliers, or None; ``deadline`` a
     ``time.perf_counter`` value. ``proven`` is False when the deadline stopped the search
     (the schedule is then the best found, no worse than ``grid.upper``)."""
     from .hindsight import _same_shape  # hindsight imports this module: import on use
@@ -90,9 +87,9 @@ def branch_and_bound(a, s, d, memory, grid, lam, mu, deadline=None, chain=None):
     a_, s_, d_ = a.tolist(), s.tolist(), d.tolist()
     ramps = [[s_[i] + g for g in range(d_[i])] for i in range(n)]
     area = [sum(r) for r in ramps]
-    suffix_min, lam_l, lam_suffix, meets, later = _lagrangian_tables(a, d, grid, lam, mu,
-                                                                     chain)
-    member = {j: x for x, j in enumerate(chain[0])} if chain is not None else {}
+    suffix_min, lam_l, lam_suffix, meets = _lagrangian_tables(a, d, grid, lam, mu)
+    members, later = chain if chain is not None else ([], None)
+    member = {j: x for x, j in enumerate(members)}
     cut_total = float(np.dot(mu, grid.cap_rhs))
     width = len(lam_l)
     allowed = [set() for _ in range(n)]

@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Chain", "conflict_chain", "chain_tables", "chain_multipliers"]
+__all__ = ["Chain", "conflict_chain", "chain_tables", "chain_multipliers", "lagrangian_costs"]
 
 MAX_MEMBERS = 10
 """Members of a chain at most: its tables hold ``2^b · b`` rows of start rounds."""
@@ -47,13 +47,25 @@ ITERATIONS = 50
 
 class Chain(NamedTuple):
     """A chain (``members``, ``separation[x, y]`` = least start offset of member ``y`` after
-    member ``x``), the multipliers that bound best and that bound ``L(λ, μ)``."""
+    member ``x``), the multipliers that bound best, that bound ``L(λ, μ)`` and the chain's
+    table ``later`` (:func:`chain_tables`) at those multipliers."""
 
     members: list
     separation: np.ndarray
     lam: np.ndarray
     mu: np.ndarray
     bound: float
+    later: np.ndarray
+
+
+def lagrangian_costs(a, d, grid, lam, mu):
+    """``c̃[j, k]``: the cost of starting ``j`` in round ``k`` plus ``λ`` times the tokens it
+    holds plus the ``μ_r`` of the cuts it completes by; ``inf`` off the grid. Columns run
+    to ``grid.horizon + 1``."""
+    table = np.full((a.size, grid.horizon + 2), np.inf)
+    table[grid.rows, grid.cols] = ((grid.cols + d[grid.rows] - a[grid.rows]).astype(float)
+                                   + grid.mem.T @ lam + grid.cap.T @ mu)
+    return table
 
 
 def _fit_together(si, di, sj, dj, offset, memory) -> bool:
@@ -146,8 +158,6 @@ def chain_multipliers(a, s, d, memory, grid, lam, mu, deadline=None, iterations=
         return None
     rows, cols = grid.rows, grid.cols
     others = np.setdiff1d(np.arange(n), members)
-    base = (cols + d[rows] - a[rows]).astype(float)
-    mem_t, cap_t = grid.mem.T.tocsr(), grid.cap.T.tocsr()
     var = np.full((n, width), -1)
     var[rows, cols] = np.arange(rows.size)
     best, history, step_scale = None, [], 1.0
@@ -155,8 +165,7 @@ def chain_multipliers(a, s, d, memory, grid, lam, mu, deadline=None, iterations=
     for step in range(iterations):
         if deadline is not None and time.perf_counter() > deadline:
             break
-        table = np.full((n, width), np.inf)
-        table[rows, cols] = base + mem_t @ lam + cap_t @ mu
+        table = lagrangian_costs(a, d, grid, lam, mu)
         first, later = chain_tables(table[members], separation)
         if not np.isfinite(later[-1, :, 0].min()):
             break                # no chain fits the grid (it holds the upper bound's)
@@ -166,7 +175,7 @@ def chain_multipliers(a, s, d, memory, grid, lam, mu, deadline=None, iterations=
                  - mu @ grid.cap_rhs)
         history.append(bound)
         if best is None or bound > best.bound:
-            best = Chain(members, separation, lam.copy(), mu.copy(), float(bound))
+            best = Chain(members, separation, lam.copy(), mu.copy(), float(bound), later)
         x = np.zeros(rows.size)
         x[var[others, picks]] = 1
         x[[var[members[m], k] for m, k in chain]] = 1
