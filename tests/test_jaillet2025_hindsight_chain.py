@@ -2,6 +2,7 @@
 which start in the same round, ordered with their least separations."""
 
 import itertools
+import time
 
 import numpy as np
 
@@ -94,8 +95,6 @@ def test_chain_bound_lies_between_the_lp_and_the_dynamic_programs_optimum():
 
 
 def test_chain_multipliers_take_no_step_past_their_deadline():
-    import time
-
     a, s, d = np.zeros(6, np.int64), np.ones(6, np.int64), np.array([12, 13, 14, 15, 6, 7])
     grid = _grid(a, s, d, 20)
     lp, keep, lam, mu = _reduced_cost_fixing(a, s, d, 20, grid)

@@ -83,6 +83,8 @@ _MILP_SOLVERS = ("HIGHS", "SCIPY")
 SOLVERS = ("bnb", "cpsat-ti", "cpsat", "milp")
 """The exact formulations of :func:`hindsight_optimum`; a cvxpy MILP solver name also works."""
 DEFAULT_SOLVER = "bnb"
+_OWN_SOLVERS = ("bnb", "cpsat", "cpsat-ti")
+"""The formulations solved here rather than through cvxpy (no LP relaxation of their own)."""
 
 
 @dataclass(frozen=True)
@@ -487,7 +489,7 @@ def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limi
     time_limit = _check_time_limit(time_limit)
     if isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or workers < 1:
         raise ValueError(f"workers={workers!r}: must be an integer >= 1")
-    own = solver in ("bnb", "cpsat", "cpsat-ti") and not relax
+    own = solver in _OWN_SOLVERS and not relax
     name = solver if own else _pick_solver(solver, not relax)
     if a.size == 0:
         return HindsightResult(0.0, a, "optimal", 0.0, a, 0, 0.0, name, True, 0.0)
@@ -570,7 +572,7 @@ def hindsight_lower_bound(arrival, prompt, output, memory, *, convention="ip", s
                           time_limit=None) -> HindsightResult:
     """The LP relaxation of :func:`hindsight_optimum`'s time-indexed program, with its
     completion-count cuts: ``total_latency`` ≤ the optimum."""
-    if solver in ("bnb", "cpsat", "cpsat-ti"):
+    if solver in _OWN_SOLVERS:
         raise ValueError(f"solver={solver!r}: the LP relaxation needs an LP solver (a cvxpy name)")
     return _solve(arrival, prompt, output, memory, convention, solver, True, time_limit)
 
