@@ -41,6 +41,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "bounds", "capacity", "claims", "data", "fluid", "metrics", "networks", "plotting", "policies",
+    "validate",
     "Batch", "Result", "State", "simulate", "stability", "StabilityVerdict",
     "InfeasibleBatchError", "QueueTheoryError", "SolverError", "UnstableError",
     "UnsupportedSettingError", "CensoredRunWarning",
@@ -52,7 +53,8 @@ __all__ = [
 
 # The analytic subpackages (sympy, cvxpy, scipy, matplotlib behind them) load on first use,
 # so that ``import queuetheory`` for a simulation stays quick.
-_LAZY = ("bounds", "capacity", "claims", "data", "fluid", "metrics", "networks", "plotting")
+_LAZY = ("bounds", "capacity", "claims", "data", "fluid", "metrics", "networks", "plotting",
+         "validate")
 
 
 def __getattr__(name):

@@ -37,9 +37,9 @@ def replay(trace: Trace, rate: float, horizon: float) -> Trace:
     t = tr.arrival - tr.arrival[0]
     period = float(t[-1]) + 1 / float(rate)
     copies = max(1, math.ceil(horizon / period))
-    fields = {f: np.tile(getattr(tr, f), copies) for f in Trace.__dataclass_fields__}
-    fields["arrival"] = (t[None, :] + period * np.arange(copies)[:, None]).ravel()
-    return Trace(**fields).until(horizon)
+    tiled = tr.take(np.tile(np.arange(len(tr)), copies))
+    arrival = (t[None, :] + period * np.arange(copies)[:, None]).ravel()
+    return dataclasses.replace(tiled, arrival=arrival).until(horizon)
 
 
 def _length_law(workload):

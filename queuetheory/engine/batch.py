@@ -24,21 +24,25 @@ class Batch:
     decode : positions that get one decode token
     evict : positions whose KV cache is dropped before the batch runs (progress lost)
     until : for an empty batch, the time to wait until (default: the next arrival)
+    cached : for each prefill member, prompt tokens found in a prefix cache (KV blocks kept
+        from earlier requests, vLLM's automatic prefix caching): credited as prefilled before
+        the chunk, never computed; only on a request with nothing prefilled yet (empty: none)
 
     Immutable; the position arrays are 1-d int64 (a policy builds one every iteration, so
     the constructor is kept to a few attribute stores).
     """
 
-    __slots__ = ("prefill", "chunk", "decode", "evict", "until")
+    __slots__ = ("prefill", "chunk", "decode", "evict", "until", "cached")
 
     def __init__(self, prefill=_EMPTY, chunk=_EMPTY, decode=_EMPTY, evict=_EMPTY,
-                 until: float | None = None):
+                 until: float | None = None, cached=_EMPTY):
         store = object.__setattr__
         store(self, "prefill", _ints(prefill))
         store(self, "chunk", _ints(chunk))
         store(self, "decode", _ints(decode))
         store(self, "evict", evict if evict is _EMPTY else _ints(evict))
         store(self, "until", until)
+        store(self, "cached", cached if cached is _EMPTY else _ints(cached))
 
     def __setattr__(self, name, value):
         raise AttributeError(f"Batch is immutable: cannot set {name!r}")
@@ -92,7 +96,7 @@ def _feasible_used(state, batch: Batch, budget, memory) -> int | None:
     """
     pre, chunk, d = batch.prefill, batch.chunk, batch.decode
     n = state.n
-    if batch.evict.size or chunk.shape != pre.shape:
+    if batch.evict.size or batch.cached.size or chunk.shape != pre.shape:
         return None
     if not (_positions_ok(pre, n) and _positions_ok(d, n)):
         return None
@@ -181,11 +185,23 @@ def _check_every_rule(state, batch, *, policy, iteration, budget, memory, emit_f
         mark[pre] = True
         if np.count_nonzero(mark[d]):
             fail("2.5a", "a request is in both the prefill and the decode part")
-    chunk_sum = 0
+    chunk_sum = cached_sum = 0
+    if batch.cached.size:
+        cached = batch.cached
+        if cached.shape != pre.shape:
+            fail("cached", "cached must give one count per prefill request")
+        if np.count_nonzero(cached < 0):
+            fail("cached", "a negative count of cached prefix tokens")
+        if np.count_nonzero((cached > 0) & (prefilled[pre] > 0)):
+            fail("cached", "cached prefix tokens credited to a request already prefilling")
+        cached_sum = _total(cached)
+        prefilled = prefilled.copy()
+        prefilled[pre] += cached
     if pre.size:
         rem = length[pre] - prefilled[pre]
         if np.count_nonzero(chunk < 1) or np.count_nonzero(chunk > rem):
-            fail("2.5b", "a prefill chunk is < 1 or larger than the remaining prompt")
+            fail("2.5b", "a prefill chunk is < 1 or larger than the remaining prompt"
+                 + (" after its cached prefix" if cached_sum else ""))
         chunk_sum = _total(chunk)
     if d.size:
         if np.count_nonzero(in_decode[d]) != d.size:
@@ -194,7 +210,7 @@ def _check_every_rule(state, batch, *, policy, iteration, budget, memory, emit_f
             fail("2.5c", "a decode token for a request that has all its output")
     if budget is not None and chunk_sum + d.size > budget:
         fail("2.5d", f"token load {chunk_sum + d.size} exceeds the budget {budget}")
-    used = kv_total + state.outside_kv + chunk_sum + int(d.size)
+    used = kv_total + state.outside_kv + cached_sum + chunk_sum + int(d.size)
     if memory is not None and used > memory:
         fail("memory", f"KV memory after the batch {used} exceeds M = {memory}")
     return used

@@ -149,6 +149,8 @@ class Engine:
         tab = self.table
         pre, chunk, dec = state.rid[batch.prefill], batch.chunk, state.rid[batch.decode]
         chunk_sum = _total(chunk)
+        if batch.cached.size:
+            self._credit_cached(pre, batch.cached)
         duration = self._duration(pre, chunk, chunk_sum, dec)
         end = t + duration
 
@@ -199,6 +201,16 @@ class Engine:
         if not duration > 0:
             raise ValueError(f"{tm!r} returned a non-positive duration {duration}")
         return duration
+
+    def _credit_cached(self, pre, cached):
+        """Prompt tokens of ``pre`` found in a prefix cache: prefilled now, never computed;
+        their KV is resident (shared blocks are the policy's to count)."""
+        tab = self.table
+        total = int(cached.sum())
+        tab.prefilled[pre] += cached
+        tab.cached[pre] += cached
+        self.work -= total
+        self.kv_total += total
 
     def _prefill(self, pre, chunk, end, dec):
         """Give ``pre`` their chunks; return the requests that emit a token at ``end``."""

@@ -37,8 +37,8 @@ class Result:
         n = t.n
         df = pd.DataFrame({f: t.column(f) for f in (
             "arrival", "prompt", "output", "cls", "lo", "hi", "priority", "prefilled",
-            "decoded", "recomputed", "restarts", "prefill_done", "first_token", "finish",
-            "tbt_max")})
+            "decoded", "recomputed", "restarts", "cached", "prefill_done", "first_token",
+            "finish", "tbt_max")})
         admitted = np.zeros(n, dtype=bool)
         admitted[: self.engine._pending] = True
         df["admitted"] = admitted

@@ -7,14 +7,17 @@ import numpy as np
 __all__ = ["RequestTable", "State"]
 
 _STATIC = ("arrival", "prompt", "output", "cls", "lo", "hi", "priority")
-_INT_DYNAMIC = ("prefilled", "decoded", "recomputed", "restarts", "discarded")
+_INT_DYNAMIC = ("prefilled", "decoded", "recomputed", "restarts", "discarded", "cached")
 _FLOAT_DYNAMIC = ("prefill_done", "first_token", "last_token", "finish", "tbt_max")
 
 
 class RequestTable:
     """Every request the engine has seen, one array per field, indexed by request id.
 
-    Grows by doubling so that networks can add requests while they run. Besides the
+    Grows by doubling so that networks can add requests while they run. ``blocks`` holds,
+    per request, the ids of its prompt's full prefix blocks when its trace carries them
+    (``Trace.blocks``, equal ids = equal prefix up to that block), else ``None``; ``cached``
+    counts the prompt tokens a prefix cache gave it (:attr:`Batch.cached`). Besides the
     progress counts (``prefilled``, ``decoded``) the engine keeps ``in_decode`` (the prompt
     is fully prefilled), ``discarded`` (output tokens lost to restarts) and ``recomputed``
     (output tokens a recompute preemption put back into the prefill: the request's prefill
@@ -25,6 +28,7 @@ class RequestTable:
     def __init__(self, emit_first: bool, capacity: int = 1024):
         self.emit_first = int(emit_first)
         self.recomputing = False     # some request has been preempted by recompute
+        self.block_size = None       # tokens per prefix block of the requests' ``blocks``
         self.n = 0
         self._cap = 0
         self._grow(max(capacity, 16))
@@ -43,6 +47,7 @@ class RequestTable:
         for f in _FLOAT_DYNAMIC:
             widen(f, float, 0.0 if f.startswith("tbt") else np.nan)
         widen("in_decode", bool, False)
+        widen("blocks", object, None)
         self._cap = cap
 
     def append(self, trace) -> np.ndarray:
@@ -54,6 +59,12 @@ class RequestTable:
         for f in _STATIC:
             getattr(self, f)[new] = getattr(trace, f)
         self.in_decode[new] = self.prompt[new] <= 0
+        if trace.blocks is not None:
+            if self.block_size not in (None, trace.block_size):
+                raise ValueError(f"trace.block_size={trace.block_size}: the engine's requests "
+                                 f"already carry prefix blocks of {self.block_size} tokens")
+            self.block_size = trace.block_size
+            self.blocks[new] = trace.blocks
         self.n += k
         return np.arange(new.start, new.stop)
 
@@ -198,6 +209,15 @@ class State:
     @property
     def memory_free(self) -> float:
         return np.inf if self.memory is None else self.memory - self.memory_used
+
+    @property
+    def block_size(self) -> int | None:
+        """Tokens per prefix block of :meth:`prefix_blocks` (None: no request carries any)."""
+        return self._t.block_size
+
+    def prefix_blocks(self, position: int) -> np.ndarray | None:
+        """The prefix-block ids of the request at ``position`` (``Trace.blocks``), or None."""
+        return self._t.blocks[self.rid[position]]
 
     def subset(self, positions: np.ndarray) -> State:
         """The view restricted to ``positions`` (sorted); memory of the others still counts."""

@@ -39,3 +39,7 @@ from .wait import WAIT, FCFSRestart, NestedWAIT  # noqa: E402
 __all__ += ["WAIT", "NestedWAIT", "FCFSRestart"]
 
 __all__ += ["MCSF", "FCFS", "AlphaProtection"]
+
+from .vllm import VLLMV1  # noqa: E402
+
+__all__ += ["VLLMV1"]

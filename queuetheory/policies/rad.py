@@ -334,8 +334,7 @@ class SLAI(Policy):
 
 # ---- several nodes ---------------------------------------------------------------------------
 def _split(trace: Trace, node: np.ndarray, k: int):
-    fields = trace.__dataclass_fields__
-    return [Trace(*(getattr(trace, f)[node == j] for f in fields)) for j in range(k)]
+    return [trace.take(node == j) for j in range(k)]
 
 
 def _trace(workload, horizon, n_requests, seed) -> Trace:

@@ -7,7 +7,9 @@
 - :mod:`.fitting`: ``fit``, any of them fitted to measured batch durations (least squares,
   intervals, held-out error, ``model="best"``);
 - :mod:`.vidur`: ``vidur_profile``, real A100/H100 linear-layer times from the Vidur
-  profiles (MIT), shipped aggregated.
+  profiles (MIT), shipped aggregated;
+- :mod:`.profile`: ``ProfileTime``, one iteration composed from a GPU's operator profile
+  (``OperatorProfile``: LLMServingSim's layout or Vidur's), attention by each request's KV.
 """
 
 import importlib
@@ -24,11 +26,14 @@ from .models import (
 
 __all__ = ["BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
            "AffineTokenTime", "TiledGPUTime", "GPUModel", "ModelDims", "AssumptionError",
-           "ceil_div", "fit", "FitReport", "vidur_profile"]
+           "ceil_div", "fit", "FitReport", "vidur_profile", "OperatorProfile", "ProfileTime",
+           "ProfileRangeWarning", "ProfileError"]
 
 # the fitting layer needs scipy.optimize: loaded on first use, so ``import queuetheory`` stays
 # quick
-_LAZY = {"fit": "fitting", "FitReport": "fitting", "vidur_profile": "vidur"}
+_LAZY = {"fit": "fitting", "FitReport": "fitting", "vidur_profile": "vidur",
+         "OperatorProfile": "profile", "ProfileTime": "profile",
+         "ProfileRangeWarning": "profile", "ProfileError": "profile"}
 
 
 def __getattr__(name):

@@ -231,7 +231,13 @@ class _PairedClass(RequestClass):
 
 @dataclass(frozen=True)
 class Trace:
-    """A sampled or recorded request sequence, sorted by arrival time."""
+    """A sampled or recorded request sequence, sorted by arrival time.
+
+    ``blocks`` (optional): per request, the ids of its prompt's full prefix blocks of
+    ``block_size`` tokens, equal ids meaning equal prompt tokens up to the end of that block
+    (a prefix hash chain, as vLLM's prefix cache and the Mooncake traces key blocks); a
+    numpy object array of int arrays. ``None``: the requests share no known prefix.
+    """
 
     arrival: np.ndarray
     prompt: np.ndarray
@@ -240,15 +246,42 @@ class Trace:
     lo: np.ndarray
     hi: np.ndarray
     priority: np.ndarray
+    blocks: np.ndarray | None = None
+    block_size: int | None = None
+
+    def __post_init__(self):
+        if self.blocks is None:
+            return
+        if not isinstance(self.block_size, int | np.integer) or self.block_size < 1:
+            raise ValueError(f"block_size={self.block_size!r}: a trace with prefix blocks "
+                             "needs their size in tokens, a positive integer")
+        if len(self.blocks) != self.arrival.size:
+            raise ValueError(f"blocks: {len(self.blocks)} entries for "
+                             f"{self.arrival.size} requests")
+        full = np.array([len(b) for b in self.blocks]) * self.block_size
+        over = np.flatnonzero(full > self.prompt)
+        if over.size:
+            i = int(over[0])
+            raise ValueError(f"blocks[{i}]: {len(self.blocks[i])} blocks of {self.block_size} "
+                             f"tokens is more than its prompt of {int(self.prompt[i])} tokens")
 
     def __len__(self) -> int:
         return int(self.arrival.size)
 
+    def take(self, index) -> Trace:
+        """The requests at ``index`` (a slice, an index array or a boolean mask)."""
+        rows = [getattr(self, f)[index] for f in _TRACE_ROWS]
+        blocks = None if self.blocks is None else self.blocks[index]
+        return Trace(*rows, blocks=blocks, block_size=self.block_size)
+
     def head(self, n: int) -> Trace:
-        return Trace(*(getattr(self, f)[:n] for f in self.__dataclass_fields__))
+        return self.take(slice(0, n))
 
     def until(self, horizon: float) -> Trace:
         return self.head(int(np.searchsorted(self.arrival, horizon, side="right")))
+
+
+_TRACE_ROWS = ("arrival", "prompt", "output", "cls", "lo", "hi", "priority")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,502 @@
+"""vLLM's V1 scheduler, where a measured run depends on it: KV memory in blocks, the
+running requests served before the waiting ones, recompute preemption, prefix caching.
+
+Modelled on ``vllm/v1/core/sched/scheduler.py`` (``Scheduler.schedule``) and
+``vllm/v1/core/{kv_cache_manager,block_pool}.py`` of vLLM 0.19:
+
+- each step has a token budget (``max_num_batched_tokens``); the **running** requests come
+  first, in the order they were admitted, each asking for all its uncomputed tokens (one for
+  a decode, the rest of its prompt, at most ``long_prefill_token_threshold`` when set, for a
+  prefill), cut to the budget left (chunked prefill);
+- KV memory is ``num_gpu_blocks`` blocks of ``block_size`` tokens (one is vLLM's null
+  block); a request holds ``ceil(tokens / block_size)`` blocks for the tokens computed and
+  scheduled; when a running request's blocks cannot be allocated, the **last running
+  request is preempted** (recompute: its blocks are freed, it goes back to the front of the
+  waiting queue with its generated tokens, to be prefilled again) until they can, or the
+  request itself was the last;
+- the **waiting** requests are admitted in order only in a step that preempted nothing,
+  while the budget lasts and fewer than ``max_num_seqs`` run, each only if its whole
+  current sequence fits in the free blocks (``scheduler_reserve_full_isl``); the first that
+  does not stops the admissions;
+- **prefix caching**: a full block is keyed by its prefix (the trace's prefix-block ids for
+  prompt blocks, the request's own key past them); a freed block keeps its key and goes to
+  the tail of the free queue, to be reused, least recently freed first (a request's blocks
+  are freed last block first); an admitted request reuses the longest run of cached blocks
+  of its sequence, at most ``num_tokens − 1`` tokens, which are then not computed
+  (:attr:`~queuetheory.engine.Batch.cached`). A preempted request finds its own blocks again
+  when they are still cached.
+
+- **asynchronous scheduling** (``async_scheduling``, vLLM 0.19's default): step ``n + 1``
+  is scheduled when step ``n`` is launched, before its outputs are known. So a request that
+  arrives while step ``n`` runs waits for step ``n + 2`` (unless the engine is idle), and a
+  request that finishes in step ``n`` keeps its slot and its blocks, with no token, through
+  step ``n + 1``.
+
+Not modelled (named in :meth:`VLLMV1.from_engine_args`'s warning): speculative decoding,
+swap and CPU offloading, priorities, LoRA, multimodal encoders, the tokenizer and HTTP front
+end, and the CPU time of a step (the profiles time the GPU's kernels).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections import OrderedDict, deque
+from pathlib import Path
+
+import numpy as np
+
+from ..engine import Batch
+from ..errors import InfeasibleBatchError, check_positive
+from .base import Policy
+
+__all__ = ["VLLMV1", "BlockPool"]
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class BlockPool:
+    """vLLM's KV block pool with its prefix cache: free blocks in a queue, least recently
+    freed first, each keeping its prefix key until reused.
+
+    ``num_free`` counts the blocks an allocation may take: never-used blocks first, then
+    freed ones from the head of the queue (evicting their key from the cache)."""
+
+    def __init__(self, num_blocks: int | None, caching: bool = True):
+        self.capacity = None if num_blocks is None else num_blocks - 1   # the null block
+        self._fresh = np.inf if num_blocks is None else num_blocks - 1
+        self._queue: OrderedDict[int, object] = OrderedDict()   # free block -> key or None
+        self._key: dict[int, object] = {}       # block -> its key, while it has one
+        self._cached: dict[object, int] = {}    # key -> block
+        self._refs: dict[int, int] = {}
+        self._next = 0
+        self.caching = caching
+        self.used = 0
+
+    @property
+    def num_free(self) -> float:
+        return self._fresh + len(self._queue)
+
+    def hits(self, keys) -> list[int]:
+        """The cached blocks of the longest prefix of ``keys``."""
+        found = []
+        if self.caching:
+            for k in keys:
+                b = self._cached.get(k)
+                if b is None:
+                    break
+                found.append(b)
+        return found
+
+    def evictable(self, blocks) -> int:
+        """How many of ``blocks`` sit in the free queue (taking them uses free blocks)."""
+        return sum(1 for b in blocks if b in self._queue)
+
+    def touch(self, blocks) -> None:
+        for b in blocks:
+            if b in self._queue:
+                del self._queue[b]
+                self.used += 1
+            self._refs[b] = self._refs.get(b, 0) + 1
+
+    def allocate(self, n: int) -> list[int]:
+        if n > self.num_free:
+            raise RuntimeError(f"{n} blocks asked of {self.num_free} free")
+        out = []
+        for _ in range(n):
+            if self._fresh > 0:
+                self._fresh -= 1
+                b, self._next = self._next, self._next + 1
+            else:
+                b, key = self._queue.popitem(last=False)
+                if key is not None:
+                    del self._cached[key]
+                    del self._key[b]
+            self._refs[b] = 1
+            out.append(b)
+        self.used += n
+        return out
+
+    def free(self, blocks) -> None:
+        """Release a request's blocks, last first (so its tail is reused first)."""
+        for b in reversed(blocks):
+            self._refs[b] -= 1
+            if self._refs[b] == 0:
+                del self._refs[b]
+                self._queue[b] = self._key.get(b)
+                self.used -= 1
+
+    def cache(self, block: int, key) -> None:
+        """Register a full block under its prefix key (a key already held stays put)."""
+        if self.caching and key not in self._cached and block not in self._key:
+            self._cached[key] = block
+            self._key[block] = key
+
+
+class VLLMV1(Policy):
+    """vLLM's V1 scheduler (module docstring) as a policy of this engine.
+
+    Parameters
+    ----------
+    max_num_seqs : the most requests running at once
+    max_num_batched_tokens : tokens per step (the token budget)
+    num_gpu_blocks : KV cache size in blocks (``None``: unlimited)
+    block_size : tokens per KV block
+    enable_prefix_caching : reuse cached full blocks (keys from the trace's prefix blocks,
+        :attr:`~queuetheory.workload.Trace.blocks`, whose block size must equal
+        ``block_size``; without them a request only finds its own blocks after preemption)
+    long_prefill_token_threshold : most prefill tokens of one request per step (0: none)
+    max_model_len : longest sequence (prompt + output) accepted; a longer request raises
+    reserve_full_sequence : admit a waiting request only when its whole sequence fits
+        (vLLM's ``scheduler_reserve_full_isl``, on by default)
+    async_scheduling : schedule each step while the previous one runs (module docstring);
+        vLLM 0.19's default, on here too
+
+    Runs under the real engines' convention (``first_token="prefill"``) and keeps its own
+    block ledger: run it with ``memory=None`` (the engine's token count would count a shared
+    block once per request). Every step's blocks are checked against ``num_gpu_blocks``.
+    """
+
+    preemption = "recompute"
+
+    def __init__(self, max_num_seqs: int = 256, max_num_batched_tokens: int = 2048, *,
+                 num_gpu_blocks: int | None = None, block_size: int = 16,
+                 enable_prefix_caching: bool = True, long_prefill_token_threshold: int = 0,
+                 max_model_len: int | None = None, reserve_full_sequence: bool = True,
+                 async_scheduling: bool = True):
+        self.max_num_seqs = int(check_positive("max_num_seqs", max_num_seqs, integer=True))
+        self.token_budget = int(check_positive("max_num_batched_tokens",
+                                               max_num_batched_tokens, integer=True))
+        self.block_size = int(check_positive("block_size", block_size, integer=True))
+        if num_gpu_blocks is not None:
+            check_positive("num_gpu_blocks", num_gpu_blocks, integer=True)
+            if num_gpu_blocks < 2:
+                raise ValueError(f"num_gpu_blocks={num_gpu_blocks}: needs at least 2 (one is "
+                                 "vLLM's null block)")
+        self.num_gpu_blocks = num_gpu_blocks
+        self.enable_prefix_caching = bool(enable_prefix_caching)
+        if not (isinstance(long_prefill_token_threshold, int | np.integer)
+                and long_prefill_token_threshold >= 0):
+            raise ValueError(f"long_prefill_token_threshold={long_prefill_token_threshold!r}:"
+                             " must be a non-negative integer (0: no limit)")
+        self.long_prefill_token_threshold = int(long_prefill_token_threshold)
+        self.max_model_len = None if max_model_len is None else int(
+            check_positive("max_model_len", max_model_len, integer=True))
+        self.reserve_full_sequence = bool(reserve_full_sequence)
+        self.async_scheduling = bool(async_scheduling)
+
+    def __repr__(self) -> str:
+        return (f"VLLMV1(max_num_seqs={self.max_num_seqs}, max_num_batched_tokens="
+                f"{self.token_budget}, num_gpu_blocks={self.num_gpu_blocks}, block_size="
+                f"{self.block_size}, enable_prefix_caching={self.enable_prefix_caching}, "
+                f"async_scheduling={self.async_scheduling})")
+
+    def supports(self, *, memory, first_token):
+        if first_token != "prefill":
+            return ("vLLM's prefill iteration emits the first output token: run it with "
+                    "first_token='prefill'")
+        if memory is not None:
+            return ("VLLMV1 keeps KV memory in blocks itself (num_gpu_blocks): run it with "
+                    "memory=None")
+        return None
+
+    # ---- state kept between steps ------------------------------------------------------------
+    def _reset(self):
+        self.pool = BlockPool(self.num_gpu_blocks, self.enable_prefix_caching)
+        self.running: list[int] = []           # request ids, in the order admitted
+        self.waiting: deque[int] = deque()
+        self.blocks: dict[int, list[int]] = {}
+        self.keyed: dict[int, int] = {}       # full blocks of a request registered in the cache
+        self._seen = 0                        # requests up to this id have joined `waiting`
+        self._queued: list[float] = []        # when each request joined the waiting queue
+        self._finishing: list[int] = []       # finished in the last step, not yet known (async)
+        self._launched = None                 # start of the step in flight (async), or None
+        self.peak_blocks = 0
+        self.hit_blocks = 0
+        self._queue_log: list[tuple[float, int, int, int]] = []
+
+    def _sync(self, state) -> None:
+        """Free the blocks of the requests that finished; queue the new arrivals. With
+        asynchronous scheduling, what happened in the step still in flight when this one was
+        scheduled (the previous step) is not known yet: its finished requests leave one step
+        later, and requests that arrived after it started join the queue one step later."""
+        live = state.rid
+        for r in self._finishing:
+            self.running.remove(r)
+            self.pool.free(self.blocks.pop(r))
+            self.keyed.pop(r, None)
+        self._finishing = []
+        if self.running:
+            run = np.fromiter(self.running, dtype=np.int64, count=len(self.running))
+            done = run[~np.isin(run, live)].tolist()
+            if self.async_scheduling and self._launched is not None:
+                self._finishing = done
+            else:
+                for r in done:
+                    self.running.remove(r)
+                    self.pool.free(self.blocks.pop(r))
+                    self.keyed.pop(r, None)
+        new = live[live >= self._seen]
+        queued = state.time
+        if new.size and self.async_scheduling and self._launched is not None:
+            new = new[state._t.arrival[new] <= self._launched]
+            queued = self._launched
+        if new.size:
+            tab = state._t
+            if self.max_model_len is not None:
+                total = tab.prompt[new] + tab.output[new]
+                over = np.flatnonzero(total > self.max_model_len)
+                if over.size:
+                    r = int(new[over[0]])
+                    raise ValueError(f"request {r}: prompt {int(tab.prompt[r])} + output "
+                                     f"{int(tab.output[r])} tokens exceed max_model_len="
+                                     f"{self.max_model_len}")
+            if tab.block_size not in (None, self.block_size) and self.enable_prefix_caching:
+                raise ValueError(f"block_size={self.block_size}: the trace's prefix blocks are "
+                                 f"of {tab.block_size} tokens; they must be equal")
+            self.waiting.extend(new.tolist())
+            self._queued.extend([queued] * (int(new[-1]) + 1 - self._seen))
+            self._seen = int(new[-1]) + 1
+
+    def _keys(self, state, r: int, n_blocks: int) -> list:
+        """Prefix keys of request ``r``'s first ``n_blocks`` blocks."""
+        prompt = state._t.blocks[r]
+        shared = [] if prompt is None else list(prompt[:n_blocks])
+        return shared + [(r, b) for b in range(len(shared), n_blocks)]
+
+    def _register(self, state, r: int, tokens: int) -> None:
+        """Key the blocks of ``r`` that ``tokens`` computed tokens fill."""
+        full = tokens // self.block_size
+        done = self.keyed[r]
+        if full > done:
+            keys = self._keys(state, r, full)
+            for b in range(done, full):
+                self.pool.cache(self.blocks[r][b], keys[b])
+            self.keyed[r] = full
+
+    def _preempt(self, r: int) -> None:
+        self.running.remove(r)
+        self.pool.free(self.blocks.pop(r))
+        self.keyed.pop(r, None)
+        self.waiting.appendleft(r)
+
+    # ---- one step -----------------------------------------------------------------------------
+    def _schedule(self, state) -> Batch:
+        self._sync(state)
+        scheduled, preempted, budget = self._serve_running(state)
+        cached: dict[int, int] = {}
+        if not preempted:
+            budget = self._admit_waiting(state, budget, scheduled, cached)
+        if not scheduled and self._launched is not None:
+            self._launched = None     # nothing in flight: the engine schedules at once
+            return self._schedule(state)
+        self._launched = state.time if scheduled else None
+        self.peak_blocks = max(self.peak_blocks, self.pool.used)
+        self._queue_log.append((state.time, len(self.running), len(self.waiting),
+                                self.pool.used))
+        if self.pool.capacity is not None and self.pool.used > self.pool.capacity:
+            raise InfeasibleBatchError(self, -1, "blocks", f"{self.pool.used} KV blocks held, "
+                                       f"over the {self.pool.capacity} usable")
+        return self._batch(state, scheduled, cached, preempted)
+
+    @property
+    def queued(self) -> np.ndarray:
+        """When each request of the last run (by id) joined the waiting queue: the start of
+        the first step scheduled after it arrived (or its arrival, the engine idle), as
+        vLLM's engine loop takes new requests in between steps — the ``queued_ts`` that
+        vLLM's TTFT and E2E are measured from."""
+        return np.array(self._queued, dtype=float)
+
+    @property
+    def queue_log(self):
+        """One row per step of the last run: ``time`` (the step's start), ``running`` and
+        ``waiting`` (vLLM's queues after scheduling it) and ``blocks`` (KV blocks held)."""
+        import pandas as pd
+
+        return pd.DataFrame(self._queue_log, columns=["time", "running", "waiting", "blocks"])
+
+    def _asks(self, state, run):
+        """Tokens computed and tokens asked for by the requests ``run``, in order."""
+        tab = state._t
+        computed = tab.kv(run)
+        new = tab.prompt[run] + tab.decoded[run] - computed
+        if self.long_prefill_token_threshold:
+            new = np.minimum(new, self.long_prefill_token_threshold)
+        return computed, new
+
+    def _serve_running(self, state):
+        """The running requests' tokens, in order, while the budget lasts; when blocks run
+        out, the last running requests are preempted. Returns ``(scheduled, preempted,
+        budget left)``."""
+        budget, bs = self.token_budget, self.block_size
+        if not self.running:
+            return {}, [], budget
+        run = np.array(self.running, dtype=np.int64)
+        if self._finishing:
+            run = run[~np.isin(run, self._finishing)]
+            if not run.size:
+                return {}, [], budget
+        computed, new = self._asks(state, run)
+        ends = new.cumsum()
+        served = min(int(ends.searchsorted(budget, side="left")) + 1, run.size)
+        run, computed, new = run[:served], computed[:served], new[:served].copy()
+        new[-1] = min(new[-1], budget - (int(ends[served - 2]) if served > 1 else 0))
+        held = np.fromiter((len(self.blocks[r]) for r in run.tolist()), np.int64, served)
+        need = -(-(computed + new) // bs) - held
+        if need.sum() <= self.pool.num_free:           # the common step: no preemption
+            for r, k in zip(run[need > 0].tolist(), need[need > 0].tolist(), strict=True):
+                self.blocks[r] += self.pool.allocate(k)
+            upto = computed + new
+            for r, t in zip(run.tolist(), upto.tolist(), strict=True):
+                if t // bs > self.keyed[r]:
+                    self._register(state, r, t)
+            return dict(zip(run.tolist(), new.tolist(), strict=True)), [], \
+                budget - int(new.sum())
+        return self._serve_running_preempting(state)
+
+    def _serve_running_preempting(self, state):
+        """:meth:`_serve_running` one request at a time, preempting as vLLM does."""
+        budget, bs = self.token_budget, self.block_size
+        scheduled: dict[int, int] = {}
+        preempted: list[int] = []
+        i = 0
+        while i < len(self.running) and budget > 0:
+            r = self.running[i]
+            if r in self._finishing:
+                i += 1
+                continue
+            computed, new = (int(x[0]) for x in self._asks(state, np.array([r])))
+            new = min(new, budget)
+            need = _ceil_div(computed + new, bs) - len(self.blocks[r])
+            while need > self.pool.num_free:
+                victim = self.running[-1]
+                preempted.append(victim)
+                self._preempt(victim)
+                if victim == r:
+                    break
+            if preempted and preempted[-1] == r:
+                break
+            self.blocks[r] += self.pool.allocate(need)
+            self._register(state, r, computed + new)
+            scheduled[r] = new
+            budget -= new
+            i += 1
+        return scheduled, preempted, budget
+
+    def _admit_waiting(self, state, budget, scheduled, cached) -> int:
+        """Admit waiting requests in order, each with its cached prefix, while the budget,
+        the sequence cap and the free blocks allow; returns the budget left."""
+        tab, bs = state._t, self.block_size
+        threshold = self.long_prefill_token_threshold
+        while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
+            r = self.waiting[0]
+            tokens = int(tab.prompt[r] + tab.decoded[r])
+            hit = self.pool.hits(self._keys(state, r, (tokens - 1) // bs))
+            hit_tokens = len(hit) * bs
+            new = tokens - hit_tokens
+            if 0 < threshold < new:
+                new = threshold
+            new = min(new, budget)
+            upto = tokens if self.reserve_full_sequence else hit_tokens + new
+            need = _ceil_div(upto, bs) - len(hit) + self.pool.evictable(hit)
+            if need > self.pool.num_free:
+                break
+            self.waiting.popleft()
+            self.pool.touch(hit)
+            self.blocks[r] = hit + self.pool.allocate(_ceil_div(hit_tokens + new, bs) - len(hit))
+            self.keyed[r] = len(hit)
+            self._register(state, r, hit_tokens + new)
+            self.running.append(r)
+            self.hit_blocks += len(hit)
+            scheduled[r] = new
+            cached[r] = hit_tokens
+            budget -= new
+        return budget
+
+    def _batch(self, state, scheduled, cached, preempted) -> Batch:
+        rid = state.rid
+        pos = lambda ids: rid.searchsorted(np.fromiter(ids, np.int64, len(ids)))  # noqa: E731
+        evict = [r for r in preempted if state._t.kv(np.array([r]))[0] > 0]
+        ids = np.fromiter(scheduled, np.int64, len(scheduled))
+        in_decode = state._t.in_decode[ids]
+        pre = ids[~in_decode]
+        dec = ids[in_decode]
+        chunk = np.array([scheduled[r] for r in pre.tolist()], dtype=np.int64)
+        hits = np.array([cached.get(r, 0) for r in pre.tolist()], dtype=np.int64)
+        return Batch(prefill=pos(pre), chunk=chunk, decode=pos(dec),
+                     evict=pos(evict) if evict else np.empty(0, np.int64),
+                     cached=hits if hits.any() else np.empty(0, np.int64))
+
+    # ---- from vLLM's own engine arguments ----------------------------------------------------
+    @classmethod
+    def from_engine_args(cls, args) -> VLLMV1:
+        """The scheduler of a vLLM engine from its arguments: a ``vllm_meta.json`` (path or
+        dict: ``engine_kwargs``, ``kv_cache``, ``resolved_config``) or a flat dict of
+        vLLM's engine arguments.
+
+        Arguments that change the schedule and are not modelled are listed in a
+        :class:`UserWarning`, never dropped silently; a KV cache size the arguments do not
+        record is taken as unlimited, with a warning.
+        """
+        if isinstance(args, str | Path):
+            args = json.loads(Path(args).read_text())
+        if not isinstance(args, dict):
+            raise ValueError(f"args={args!r}: must be a dict of vLLM engine arguments or the "
+                             "path of a vllm_meta.json")
+        flat = dict(args.get("engine_kwargs", {}))
+        resolved = args.get("resolved_config", {})
+        for section in ("scheduler_config", "cache_config", "model_config"):
+            flat.update({k: v for k, v in resolved.get(section, {}).items()
+                         if flat.get(k) is None})
+        flat.update({k: v for k, v in args.get("kv_cache", {}).items() if flat.get(k) is None})
+        flat.update({k: v for k, v in args.items()
+                     if k not in ("engine_kwargs", "resolved_config", "kv_cache")
+                     and not isinstance(v, dict)})
+        if "async_scheduling" not in flat:
+            flat["async_scheduling"] = True      # vLLM 0.19's default
+        unmodelled = [f"{k}={flat[k]!r}" for k, default in _UNMODELLED.items()
+                      if k in flat and flat[k] not in default]
+        cudagraph = resolved.get("compilation_config", {}).get("cudagraph_mode")
+        if cudagraph or (flat.get("enforce_eager") is False):
+            unmodelled.append("CUDA graphs (the profiles time eager kernels)")
+        if unmodelled:
+            warnings.warn("vLLM arguments not modelled by VLLMV1: " + ", ".join(unmodelled),
+                          UserWarning, stacklevel=2)
+        blocks = flat.get("num_gpu_blocks") or flat.get("num_gpu_blocks_override")
+        if blocks is None:
+            warnings.warn("the KV cache size (num_gpu_blocks) is not in these arguments: "
+                          "taken as unlimited; pass it where the run's KV cache may fill",
+                          UserWarning, stacklevel=2)
+        if flat.get("enable_chunked_prefill") is False:
+            raise ValueError("enable_chunked_prefill=False: VLLMV1 models vLLM V1's chunked "
+                             "prefill only")
+        return cls(max_num_seqs=int(flat.get("max_num_seqs") or 256),
+                   max_num_batched_tokens=int(flat.get("max_num_batched_tokens") or 2048),
+                   num_gpu_blocks=None if blocks is None else int(blocks),
+                   block_size=int(flat.get("block_size") or 16),
+                   enable_prefix_caching=flat.get("enable_prefix_caching") is not False,
+                   long_prefill_token_threshold=int(
+                       flat.get("long_prefill_token_threshold") or 0),
+                   max_model_len=flat.get("max_model_len"),
+                   reserve_full_sequence=flat.get("scheduler_reserve_full_isl") is not False,
+                   async_scheduling=bool(flat["async_scheduling"]))
+
+
+#: engine arguments that change the schedule but are not modelled, with the values that
+#: leave it unchanged
+_UNMODELLED = {
+    "policy": ("fcfs", None),
+    "speculative_config": (None,),
+    "max_num_partial_prefills": (1, None),
+    "max_long_partial_prefills": (1, None),
+    "kv_offloading_size": (None,),
+    "cpu_offload_gb": (0, 0.0, None),
+    "swap_space": (0, None),
+    "enable_lora": (False, None),
+    "pipeline_parallel_size": (1, None),
+    "data_parallel_size": (1, None),
+    "kv_cache_dtype": ("auto", None),
+    "watermark": (0, 0.0, None),
+}
