@@ -1,4 +1,5 @@
-"""The ``queuetheory`` command: ``reproduce`` the ledger, ``simulate`` one engine."""
+"""The ``queuetheory`` command: ``reproduce`` the ledger, ``simulate`` one engine,
+``validate`` a prediction against a measured vLLM run."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import json
 import math
 import sys
+import warnings
 from pathlib import Path
 
 __all__ = ["main"]
@@ -80,6 +82,20 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--json", action="store_true", help="print the metrics as JSON")
 
+    v = sub.add_parser("validate", help="replay a measured vLLM run on its settings and its "
+                       "GPU's profile, and score the prediction per request")
+    v.add_argument("run", metavar="RUN_DIR", help="the run's folder (vllm_meta.json, "
+                   "workload.csv, the GPU profile; see queuetheory.validate.runs), or a "
+                   "shipped run: rtxpro6000 (measured) or rtx4090 (held out: a prediction)")
+    v.add_argument("--out", metavar="DIR", default="validation",
+                   help="folder for predicted_per_request.csv, the error table and the "
+                        "figures (default validation)")
+    v.add_argument("--profile", metavar="DIR", help="the GPU's operator profile, where the "
+                   "run folder does not lead to it (an LLMServingSim profile bundle)")
+    v.add_argument("--outside", choices=("warn", "error", "allow"), default="warn",
+                   help="a batch outside the profiled grid: extrapolate with a warning "
+                        "(default), refuse, or extrapolate silently")
+
     sub.add_parser("compare", help="every paper's schedulers on one ShareGPT workload "
                    "(see queuetheory compare --help)", add_help=False)
     sub.add_parser("capacity", help="largest stable rate, SLO goodput and a load figure "
@@ -105,6 +121,36 @@ def _reproduce(a) -> int:
         Path(a.json).write_text(json.dumps([r.as_dict() for r in rows], indent=2))
         print(f"json: {a.json}")
     return 0 if all(r.as_expected for r in rows) else 1
+
+
+def _validate(a) -> int:
+    from .validate import format_errors, replay
+
+    with warnings.catch_warnings():       # printed below as notes, once each
+        warnings.simplefilter("ignore")
+        v = replay(a.run, profile=a.profile, outside=a.outside)
+    run = v.run
+    print(f"run: {run.folder} ({len(v.predicted)} requests, {run.model}, GPU {run.hardware})")
+    print(f"scheduler: {v.policy!r}")
+    print(f"batch time: {v.time_model!r}, from {run.profile_root}")
+    print(f"replay: {v.cpu_seconds:.2f} s of CPU")
+    for note in v.notes:
+        print(f"note: {note}")
+    paths = v.write(a.out)
+    if v.has_measurements:
+        print("errors against the measured run (signed: predicted / measured - 1):")
+        print(format_errors(v.errors()))
+    else:
+        print(f"{run.name}: no measurements in this folder: a prediction only (ms)")
+        s = v.summary()
+        print("| metric | mean | p50 | p90 | p99 |\n|---|---|---|---|---|")
+        for m, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("e2e_ms", "E2E")):
+            q = s[m]
+            print(f"| {name} | {q['mean']:,.1f} | {q['median']:,.1f} | {q['p90']:,.1f} | "
+                  f"{q['p99']:,.1f} |")
+    for what, path in paths.items():
+        print(f"{what}: {path}")
+    return 0
 
 
 def _time_model(spec: str, unit: str):
@@ -211,7 +257,8 @@ def main(argv=None) -> int:
             raise SystemExit(f"queuetheory capacity: error: {e}") from None
     a = _parser().parse_args(argv)
     try:
-        return {"reproduce": _reproduce, "simulate": _simulate}[a.command](a)
+        return {"reproduce": _reproduce, "simulate": _simulate,
+                "validate": _validate}[a.command](a)
     except ValueError as e:
         raise SystemExit(f"queuetheory: error: {e}") from None
 

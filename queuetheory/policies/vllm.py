@@ -452,8 +452,7 @@ class VLLMV1(Policy):
                          if flat.get(k) is None})
         flat.update({k: v for k, v in args.get("kv_cache", {}).items() if flat.get(k) is None})
         flat.update({k: v for k, v in args.items()
-                     if k not in ("engine_kwargs", "resolved_config", "kv_cache")
-                     and not isinstance(v, dict)})
+                     if k not in ("engine_kwargs", "resolved_config", "kv_cache", "hardware")})
         if "async_scheduling" not in flat:
             flat["async_scheduling"] = True      # vLLM 0.19's default
         unmodelled = [f"{k}={flat[k]!r}" for k, default in _UNMODELLED.items()

@@ -369,12 +369,16 @@ class OperatorProfile:
     @classmethod
     def from_vidur(cls, mlp, attention=None, *, model: str, tp: int = 1,
                    n_layers: int | None = None, gpu: str | None = None) -> OperatorProfile:
-        """Read Vidur's profiles: ``mlp.csv`` (``num_tokens``, ``num_tensor_parallel_workers``
-        and ``time_stats.<op>.median`` in ms) and its ``attention.csv``.
+        """Read Vidur's profiles: its ``mlp.csv`` (``num_tokens``,
+        ``num_tensor_parallel_workers`` and each operator's median in ms, as
+        ``time_stats.<op>.median`` or, in the package's aggregated copy
+        (:func:`~queuetheory.timing.vidur_profile`'s source), ``<op>.median``) and its
+        ``attention.csv`` (``batch_size``, ``prefill_chunk_size``, ``kv_cache_size``,
+        ``is_prefill``, ``time_stats.attn_prefill.median``, ``time_stats.attn_decode.median``).
 
-        Vidur's ``mlp.csv`` has no LM head, sampler or final norm: they are left out (named
-        in ``missing`` and a warning). Without ``attention`` there is no attention time and
-        the profile is refused (attention is most of a long-context decode).
+        Vidur profiles no LM head, sampler or final norm: they are left out (named in
+        ``missing`` and in a :class:`ProfileRangeWarning`). Without ``attention`` the profile
+        is refused: attention is most of a long-context decode.
 
         Raises
         ------
@@ -382,24 +386,32 @@ class OperatorProfile:
             A missing file, column, operator or tensor parallel degree.
         """
         n_layers = _layers(model, n_layers)
-        df = mlp if isinstance(mlp, pd.DataFrame) else _read(Path(mlp), ("num_tokens",))
-        if "num_tensor_parallel_workers" in df.columns:
-            df = df[df["num_tensor_parallel_workers"] == tp]
-            if df.empty:
-                raise ProfileError(f"mlp.csv: no rows at tp={tp}")
-        long = pd.DataFrame([
-            {"layer": op, "tokens": r["num_tokens"],
-             "time_us": 1e3 * r[f"time_stats.{op}.median"]}
-            for op in VIDUR_LAYER_OPS if f"time_stats.{op}.median" in df.columns
-            for _, r in df.iterrows()])
-        layer_ops = _curves(long, "tokens", VIDUR_LAYER_OPS, "mlp.csv (time_stats.<op>.median)")
-        model_ops = {}
-        if "time_stats.emb.median" in df.columns:
-            model_ops["emb"] = (1, _Curve.of(df["num_tokens"], 1e3 * df["time_stats.emb.median"]))
         if attention is None:
             raise ProfileError("attention: Vidur's mlp.csv has no attention kernels; pass "
                                "Vidur's attention.csv for the same GPU and model")
-        att = attention if isinstance(attention, pd.DataFrame) else pd.read_csv(attention)
+        df = mlp if isinstance(mlp, pd.DataFrame) else _read(Path(mlp), ("num_tokens",))
+        if "num_tensor_parallel_workers" in df.columns:
+            df = df[df["num_tensor_parallel_workers"] == tp]
+        elif "tp" in df.columns:
+            df = df[df["tp"] == tp]
+        if df.empty:
+            raise ProfileError(f"mlp.csv: no rows at tp={tp}")
+
+        def column(op):
+            for name in (f"time_stats.{op}.median", f"{op}.median"):
+                if name in df.columns:
+                    return 1e3 * df[name].to_numpy(float)
+            return None
+
+        long = pd.concat([pd.DataFrame({"layer": op, "tokens": df["num_tokens"].to_numpy(),
+                                        "time_us": column(op)})
+                          for op in VIDUR_LAYER_OPS if column(op) is not None])
+        layer_ops = _curves(long, "tokens", VIDUR_LAYER_OPS, "mlp.csv (<op>.median)")
+        model_ops = {}
+        if column("emb") is not None:
+            model_ops["emb"] = (1, _Curve.of(df["num_tokens"], column("emb")))
+        att = attention if isinstance(attention, pd.DataFrame) else _read(
+            Path(attention), ("kv_cache_size",))
         missing = ("lm_head", "sampler", "final_layernorm")
         warnings.warn(f"the Vidur profile of {model} has no {', '.join(missing)}: "
                       "they are left out of the iteration time", ProfileRangeWarning,
