@@ -26,6 +26,7 @@ sys.path.insert(0, str(DOCS))
 os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
 
+from accuracy_tables import write_accuracy_tables  # noqa: E402
 from claims_tables import write_claims_tables  # noqa: E402
 
 import queuetheory  # noqa: E402
@@ -44,7 +45,8 @@ extensions = [
     "myst_nb",
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
-exclude_patterns = ["_build", "_generated/claims_*", "**.ipynb_checkpoints"]
+exclude_patterns = ["_build", "_generated/claims_*", "_generated/accuracy_*",
+                    "**.ipynb_checkpoints"]
 myst_enable_extensions = ["dollarmath", "colon_fence"]
 myst_heading_anchors = 3
 
@@ -97,6 +99,7 @@ def _copy_notebooks() -> list[str]:
 def _generate(app, config) -> None:
     config.nb_execution_excludepatterns = _copy_notebooks()
     write_claims_tables(GENERATED)
+    write_accuracy_tables(GENERATED)
 
 
 def setup(app):

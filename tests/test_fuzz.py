@@ -169,6 +169,7 @@ def _policies(budget: int, n_classes: int) -> dict:
         "AdaptiveRobust": lambda: p.AdaptiveRobust(),
         "FCFSRestart": lambda: p.FCFSRestart(), "MCSF": lambda: p.MCSF(), "FCFS": lambda: p.FCFS(),
         "AlphaProtection": lambda: p.AlphaProtection(0.2),
+        "VLLMV1": lambda: p.VLLMV1(8, budget, num_gpu_blocks=64, block_size=4),
     }
 
 

@@ -253,6 +253,15 @@ class VLLMV1(Policy):
                     raise ValueError(f"request {r}: prompt {int(tab.prompt[r])} + output "
                                      f"{int(tab.output[r])} tokens exceed max_model_len="
                                      f"{self.max_model_len}")
+            if self.pool.capacity is not None:
+                blocks = -(-(tab.prompt[new] + tab.output[new]) // self.block_size)
+                over = np.flatnonzero(blocks > self.pool.capacity)
+                if over.size:
+                    r = int(new[over[0]])
+                    raise ValueError(f"request {r}: {int(tab.prompt[r] + tab.output[r])} tokens "
+                                     f"need {int(blocks[over[0]])} KV blocks, more than the "
+                                     f"{self.pool.capacity} the cache holds (num_gpu_blocks="
+                                     f"{self.num_gpu_blocks}, one is vLLM's null block)")
             if tab.block_size not in (None, self.block_size) and self.enable_prefix_caching:
                 raise ValueError(f"block_size={self.block_size}: the trace's prefix blocks are "
                                  f"of {tab.block_size} tokens; they must be equal")
@@ -277,10 +286,15 @@ class VLLMV1(Policy):
             self.keyed[r] = full
 
     def _preempt(self, r: int) -> None:
+        """Free ``r``'s blocks and put it back at the head of the waiting queue — unless it
+        finished in the step still in flight (asynchronous scheduling): then it just leaves."""
         self.running.remove(r)
         self.pool.free(self.blocks.pop(r))
         self.keyed.pop(r, None)
-        self.waiting.appendleft(r)
+        if r in self._finishing:
+            self._finishing.remove(r)
+        else:
+            self.waiting.appendleft(r)
 
     # ---- one step -----------------------------------------------------------------------------
     def _schedule(self, state) -> Batch:
@@ -418,7 +432,9 @@ class VLLMV1(Policy):
     def _batch(self, state, scheduled, cached, preempted) -> Batch:
         rid = state.rid
         pos = lambda ids: rid.searchsorted(np.fromiter(ids, np.int64, len(ids)))  # noqa: E731
-        evict = [r for r in preempted if state._t.kv(np.array([r]))[0] > 0]
+        gone = np.array(preempted, dtype=np.int64)
+        gone = gone[np.isin(gone, rid)]          # not those that had finished
+        evict = gone[state._t.kv(gone) > 0].tolist()
         ids = np.fromiter(scheduled, np.int64, len(scheduled))
         in_decode = state._t.in_decode[ids]
         pre = ids[~in_decode]

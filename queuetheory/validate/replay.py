@@ -34,7 +34,8 @@ _STATS = (("mean", np.mean), ("p50", np.median), ("p90", lambda v: np.percentile
           ("p99", lambda v: np.percentile(v, 99)))
 
 
-def replay(run, *, profile=None, outside: str = "warn") -> Validation:
+def replay(run, *, profile=None, outside: str = "warn", policy: VLLMV1 | None = None
+           ) -> Validation:
     """Predict a measured run (a folder, a shipped run's name or a :class:`MeasuredRun`).
 
     Parameters
@@ -44,6 +45,9 @@ def replay(run, *, profile=None, outside: str = "warn") -> Validation:
     profile : the GPU profile's folder, where the run folder does not lead to it
     outside : a profile lookup above its grid: ``"warn"``, ``"error"`` or ``"allow"``
         (:class:`~queuetheory.timing.ProfileTime`)
+    policy : a :class:`~queuetheory.policies.VLLMV1` to run instead of the one the run's
+        engine arguments give (a what-if: another ``max_num_seqs``, KV cache, or the
+        scheduling synchronous)
 
     Returns
     -------
@@ -55,8 +59,11 @@ def replay(run, *, profile=None, outside: str = "warn") -> Validation:
         run = load_run(run, profile=profile)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        args = {**run.engine_args, "max_model_len": run.max_model_len}
-        policy = VLLMV1.from_engine_args(args)
+        if policy is None:
+            args = {**run.engine_args, "max_model_len": run.max_model_len}
+            policy = VLLMV1.from_engine_args(args)
+        elif not isinstance(policy, VLLMV1):
+            raise ValueError(f"policy={policy!r}: must be a VLLMV1 (vLLM's scheduler)")
         tp = int(run.engine_args.get("engine_kwargs", {}).get("tensor_parallel_size") or 1)
         prof = OperatorProfile.from_llmservingsim(run.profile_root, tp=tp, model=run.model)
         time_model = ProfileTime(prof, unit="s", outside=outside)
@@ -121,7 +128,8 @@ def error_table(measured: pd.DataFrame, predicted: pd.DataFrame,
                 row[f"{who}_ms"] = fn(p)
                 row[f"{who}_error_pct"] = 100 * (fn(p) / fn(meas) - 1)
             rows.append(row)
-        for stat, q in (("per-request median |error|", 50), ("per-request p90 |error|", 90)):
+        for stat, q in (("per-request median abs error", 50),
+                        ("per-request p90 abs error", 90)):
             row = {"metric": _NAMES[m], "statistic": stat, "requests": len(sub),
                    "measured_ms": np.nan}
             for who, p in preds.items():
@@ -285,7 +293,7 @@ def format_errors(table: pd.DataFrame) -> str:
         cells = [r["metric"], r["statistic"], _ms(r["measured_ms"])]
         for w in who:
             cells += [_ms(r[f"{w}_ms"]), f"{r[f'{w}_error_pct']:+.1f} %"
-                      if "|error|" not in r["statistic"] else f"{r[f'{w}_error_pct']:.1f} %"]
+                      if "abs error" not in r["statistic"] else f"{r[f'{w}_error_pct']:.1f} %"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
