@@ -166,12 +166,12 @@ def test_block_pool_reuses_cached_blocks_and_evicts_the_least_recently_freed():
     a = pool.allocate(2)
     pool.cache(a[0], "x0")
     pool.cache(a[1], "x1")
-    assert pool.hits(["x0", "x1", "x2"]) == a
+    assert pool.hits(["x0", "x1", "x2"], 3) == a and pool.hits(["x0", "x1"], 1) == a[:1]
     pool.free(a)                                 # freed tail first: a[1] then a[0]
     assert pool.num_free == 4 and pool.evictable(a) == 2
     b = pool.allocate(3)                         # 2 fresh, then the least recently freed
     assert a[1] in b and a[0] not in b
-    assert pool.hits(["x0", "x1"]) == [a[0]]     # x1 evicted, x0 still cached
+    assert pool.hits(["x0", "x1"], 2) == [a[0]]  # x1 evicted, x0 still cached
     pool.touch([a[0]])
     assert pool.num_free == 0 and pool.used == 4
 

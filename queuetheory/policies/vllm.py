@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections import OrderedDict, deque
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -79,11 +80,11 @@ class BlockPool:
     def num_free(self) -> float:
         return self._fresh + len(self._queue)
 
-    def hits(self, keys) -> list[int]:
-        """The cached blocks of the longest prefix of ``keys``."""
+    def hits(self, keys, most: int) -> list[int]:
+        """The cached blocks of the longest prefix of ``keys``, at most ``most`` of them."""
         found = []
         if self.caching:
-            for k in keys:
+            for k in islice(keys, most):
                 b = self._cached.get(k)
                 if b is None:
                     break
@@ -209,6 +210,7 @@ class VLLMV1(Policy):
         self.waiting: deque[int] = deque()
         self.blocks: dict[int, list[int]] = {}
         self.keyed: dict[int, int] = {}       # full blocks of a request registered in the cache
+        self._keycache: dict[int, list] = {}  # prefix keys of the requests in the system
         self._seen = 0                        # requests up to this id have joined `waiting`
         self._queued: list[float] = []        # when each request joined the waiting queue
         self._finishing: list[int] = []       # finished in the last step, not yet known (async)
@@ -227,6 +229,7 @@ class VLLMV1(Policy):
             self.running.remove(r)
             self.pool.free(self.blocks.pop(r))
             self.keyed.pop(r, None)
+            self._keycache.pop(r, None)
         self._finishing = []
         if self.running:
             run = np.fromiter(self.running, dtype=np.int64, count=len(self.running))
@@ -238,6 +241,7 @@ class VLLMV1(Policy):
                     self.running.remove(r)
                     self.pool.free(self.blocks.pop(r))
                     self.keyed.pop(r, None)
+                    self._keycache.pop(r, None)
         new = live[live >= self._seen]
         queued = state.time
         if new.size and self.async_scheduling and self._launched is not None:
@@ -262,25 +266,44 @@ class VLLMV1(Policy):
                                      f"need {int(blocks[over[0]])} KV blocks, more than the "
                                      f"{self.pool.capacity} the cache holds (num_gpu_blocks="
                                      f"{self.num_gpu_blocks}, one is vLLM's null block)")
-            if tab.block_size not in (None, self.block_size) and self.enable_prefix_caching:
+            size = tab.block_size
+            if (size is not None and self.enable_prefix_caching and size % self.block_size
+                    and self.block_size % size):
                 raise ValueError(f"block_size={self.block_size}: the trace's prefix blocks are "
-                                 f"of {tab.block_size} tokens; they must be equal")
+                                 f"of {size} tokens; one must divide the other")
             self.waiting.extend(new.tolist())
             self._queued.extend([queued] * (int(new[-1]) + 1 - self._seen))
             self._seen = int(new[-1]) + 1
 
-    def _keys(self, state, r: int, n_blocks: int) -> list:
-        """Prefix keys of request ``r``'s first ``n_blocks`` blocks."""
-        prompt = state._t.blocks[r]
-        shared = [] if prompt is None else list(prompt[:n_blocks])
-        return shared + [(r, b) for b in range(len(shared), n_blocks)]
+    def _keys(self, state, r: int) -> list:
+        """Prefix keys of request ``r``'s KV blocks, for its whole sequence (built once while
+        it is in the system): the trace's id of the prefix block a KV block ends in (with the
+        KV block's place in it, where the trace's blocks are larger), then keys of the
+        request's own past its shared prompt blocks."""
+        keys = self._keycache.get(r)
+        if keys is not None:
+            return keys
+        tab, bs = state._t, self.block_size
+        total = -(-int(tab.prompt[r] + tab.output[r]) // bs)
+        prompt = tab.blocks[r]
+        keys = []
+        if prompt is not None and len(prompt):
+            ids = prompt.tolist()
+            if tab.block_size >= bs:
+                per = tab.block_size // bs
+                keys = ids if per == 1 else [i * per + j for i in ids for j in range(per)]
+            else:
+                keys = ids[bs // tab.block_size - 1::bs // tab.block_size]
+        keys = keys[:total] + [("own", r, b) for b in range(len(keys), total)]
+        self._keycache[r] = keys
+        return keys
 
     def _register(self, state, r: int, tokens: int) -> None:
         """Key the blocks of ``r`` that ``tokens`` computed tokens fill."""
         full = tokens // self.block_size
         done = self.keyed[r]
         if full > done:
-            keys = self._keys(state, r, full)
+            keys = self._keys(state, r)
             for b in range(done, full):
                 self.pool.cache(self.blocks[r][b], keys[b])
             self.keyed[r] = full
@@ -293,6 +316,7 @@ class VLLMV1(Policy):
         self.keyed.pop(r, None)
         if r in self._finishing:
             self._finishing.remove(r)
+            self._keycache.pop(r, None)
         else:
             self.waiting.appendleft(r)
 
@@ -407,7 +431,7 @@ class VLLMV1(Policy):
         while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
             r = self.waiting[0]
             tokens = int(tab.prompt[r] + tab.decoded[r])
-            hit = self.pool.hits(self._keys(state, r, (tokens - 1) // bs))
+            hit = self.pool.hits(self._keys(state, r), (tokens - 1) // bs)
             hit_tokens = len(hit) * bs
             new = tokens - hit_tokens
             if 0 < threshold < new:

@@ -7,7 +7,8 @@
 - :mod:`.trace_stats`: ``trace_stats``, burstiness and length laws of a trace, one plot;
 - :mod:`.rad`: the SLAI evaluation workload of Bari, Hegde, de Veciana (Table 1), imported
   on first use (it needs ``scipy.stats``);
-- :mod:`.surrogates`: stand-ins for the LMSYS-Chat-1M lengths of Jaillet et al. and Ao et al.
+- :mod:`.surrogates`: stand-ins for the LMSYS-Chat-1M lengths of Jaillet et al. and Ao et al.;
+- :mod:`.prefix`: ``prefix_hit_ratio``, a trace's prefix blocks through an offline LRU cache.
 """
 
 from .core import (
@@ -20,6 +21,7 @@ from .core import (
     Trace,
     Workload,
 )
+from .prefix import PrefixReuse, prefix_hit_ratio
 from .surrogates import LMSYS_BINS, lmsys_bin_rates, lmsys_length_sample
 from .trace_stats import TraceStats, trace_stats
 from .traces import FORMATS, mean_rate, read_trace, with_rate
@@ -27,4 +29,4 @@ from .traces import FORMATS, mean_rate, read_trace, with_rate
 __all__ = ["RequestClass", "Workload", "Trace", "TimeVarying", "Lengths", "ExactPredictor",
            "RelativeInterval", "ClassInterval", "read_trace", "FORMATS", "trace_stats",
            "TraceStats", "mean_rate", "with_rate", "LMSYS_BINS", "lmsys_bin_rates",
-           "lmsys_length_sample"]
+           "lmsys_length_sample", "prefix_hit_ratio", "PrefixReuse"]

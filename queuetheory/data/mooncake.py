@@ -1,0 +1,79 @@
+"""The Mooncake traces (Moonshot AI's Kimi service): arrivals, lengths and prefix blocks.
+
+Released with Qin et al., "Mooncake: Trading More Storage for Less Computation — A
+KVCache-centric Architecture for Serving LLM Chatbot", USENIX FAST 2025 (Appendix A), in the
+public repository kvcache-ai/Mooncake (``FAST25-release/traces/``), Apache License 2.0
+(``mooncake/LICENSE.txt``, attribution in ``mooncake/SOURCE.md``); shipped gzip-compressed.
+
+=================== ======== ===========================================================
+trace               requests what
+=================== ======== ===========================================================
+``"conversation"``  12,031   one hour of Kimi's chat service; arrivals on ~3 s ticks
+``"synthetic"``     3,993    ShareGPT, L-Eval and LooGLE 1:1:1, Poisson arrivals
+=================== ======== ===========================================================
+
+Each request carries ``hash_ids``: one id per 512-token block of its prompt, equal ids
+meaning equal prompts up to the end of that block; the last id covers a partial block when
+the prompt is not a multiple of 512 tokens.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from functools import cache
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["mooncake_trace", "mooncake_table", "MOONCAKE_TRACES", "MOONCAKE_BLOCK"]
+
+MOONCAKE_TRACES = {"conversation": "conversation_trace.jsonl.gz",
+                   "synthetic": "synthetic_trace.jsonl.gz"}
+#: tokens per hash id of the Mooncake traces
+MOONCAKE_BLOCK = 512
+
+
+@cache
+def _rows(name: str) -> tuple:
+    if name not in MOONCAKE_TRACES:
+        raise ValueError(f"name={name!r}: must be one of {tuple(MOONCAKE_TRACES)}")
+    path = resources.files(__package__).joinpath("mooncake", MOONCAKE_TRACES[name])
+    with path.open("rb") as raw, gzip.open(raw, "rt") as f:
+        return tuple(json.loads(line) for line in f if line.strip())
+
+
+def mooncake_table(name: str = "conversation") -> pd.DataFrame:
+    """The trace as released: ``timestamp`` (ms), ``input_length``, ``output_length`` and
+    ``hash_ids`` (a list per request, the partial last block included)."""
+    return pd.DataFrame(list(_rows(name)))
+
+
+def mooncake_trace(name: str = "conversation", *, time_unit: str = "s"):
+    """The Mooncake ``"conversation"`` or ``"synthetic"`` trace as a
+    :class:`~queuetheory.workload.Trace` with its prefix blocks.
+
+    Arrivals from the first request (``time_unit`` ``"s"`` or ``"ms"``); output lengths
+    count the first token; ``blocks`` holds each prompt's **full** 512-token blocks
+    (``block_size=512``): the id of a partial last block is dropped, as a prefix cache keeps
+    full blocks only. A scheduler with smaller KV blocks (vLLM's 16) keys each of its blocks
+    by the 512-token block it lies in (:class:`~queuetheory.policies.VLLMV1`).
+    """
+    from ..workload import Trace
+
+    scale = {"s": 1e-3, "ms": 1.0}
+    if time_unit not in scale:
+        raise ValueError(f"time_unit={time_unit!r}: must be 's' or 'ms'")
+    rows = _rows(name)
+    prompt = np.array([r["input_length"] for r in rows], dtype=np.int64)
+    output = np.array([r["output_length"] for r in rows], dtype=np.int64)
+    arrival = np.array([r["timestamp"] for r in rows], dtype=float)
+    blocks = np.empty(len(rows), dtype=object)
+    for i, r in enumerate(rows):
+        blocks[i] = np.asarray(r["hash_ids"][: r["input_length"] // MOONCAKE_BLOCK], np.int64)
+    order = np.argsort(arrival, kind="stable")
+    zeros = np.zeros(len(rows), np.int64)
+    return Trace((arrival[order] - arrival[order][0]) * scale[time_unit], prompt[order],
+                 output[order], zeros, output[order].copy(), output[order].copy(), zeros,
+                 blocks=blocks[order], block_size=MOONCAKE_BLOCK)
