@@ -85,6 +85,18 @@ def summarize(result, start: float = 0.0) -> dict:
     ``in_system_end``           requests            requests still in the system at ``T``
     ``unfinished_tokens_end``   tokens              prompt and output tokens still to process
                                                     at ``T``
+    ``prefix_tokens_saved``     tokens              prompt tokens a prefix cache served (not
+                                                    prefilled), every admission counted; only
+                                                    where the trace has prefix blocks or a
+                                                    policy credited cached tokens
+    ``prefix_hit_ratio``        fraction            ``prefix_tokens_saved`` over all the
+                                                    prefill tokens asked for (saved plus
+                                                    computed, recomputations included: a
+                                                    preempted request may find its own blocks
+                                                    again; same runs); without preemption at
+                                                    most the offline
+                                                    :func:`~queuetheory.workload.prefix_hit_ratio`
+                                                    of an equal cache
     ==========================  ==================  ============================================
     """
     eng = result.engine
@@ -118,6 +130,11 @@ def summarize(result, start: float = 0.0) -> dict:
         "in_system_end": int(eng.live.size),
         "unfinished_tokens_end": int(eng.work),
     }
+    if result.trace.blocks is not None or req["cached"].any():
+        saved = int(req["cached"].sum())
+        out["prefix_tokens_saved"] = saved
+        out["prefix_hit_ratio"] = _rate(saved, saved + int(eng.log.column(
+            "prefill_tokens").sum()))
     if start > 0:
         w = window(result, start)
         out.update({k: w[k] for k in ("throughput", "completion_rate", "mean_latency",

@@ -24,9 +24,9 @@ class Batch:
     decode : positions that get one decode token
     evict : positions whose KV cache is dropped before the batch runs (progress lost)
     until : for an empty batch, the time to wait until (default: the next arrival)
-    cached : for each prefill member, prompt tokens found in a prefix cache (KV blocks kept
-        from earlier requests, vLLM's automatic prefix caching): credited as prefilled before
-        the chunk, never computed; only on a request with nothing prefilled yet (empty: none)
+    cached : for each prefill member, prompt tokens found in a prefix cache (vLLM's automatic
+    prefix caching): prefilled before the chunk, never computed; only on a request with
+    nothing prefilled yet (empty: none)
 
     Immutable; the position arrays are 1-d int64 (a policy builds one every iteration, so
     the constructor is kept to a few attribute stores).

@@ -24,14 +24,15 @@ __all__ = ["prefix_hit_ratio", "PrefixReuse"]
 @dataclass(frozen=True)
 class PrefixReuse:
     """An offline replay's counts: ``requested`` blocks, ``reused`` (found in the cache),
-    ``distinct`` blocks, the ``capacity`` (blocks; ``None`` unbounded), ``block_size`` and
-    per request the blocks it reused (``per_request``)."""
+    ``distinct`` blocks, the ``capacity`` (blocks; ``None`` unbounded), ``block_size``, the
+    trace's ``prompt_tokens`` and per request the blocks it reused (``per_request``)."""
 
     requested: int
     reused: int
     distinct: int
     capacity: int | None
     block_size: int
+    prompt_tokens: int
     per_request: np.ndarray
 
     @property
@@ -43,6 +44,12 @@ class PrefixReuse:
     def tokens_saved(self) -> int:
         """Prompt tokens in the reused blocks."""
         return self.reused * self.block_size
+
+    @property
+    def token_ratio(self) -> float:
+        """Prompt tokens in the reused blocks over all prompt tokens: the ceiling of a
+        simulation's ``metrics['prefix_hit_ratio']`` with a cache of the same size."""
+        return self.tokens_saved / self.prompt_tokens if self.prompt_tokens else 0.0
 
 
 def prefix_hit_ratio(trace: Trace, capacity: int | None = None, *,
@@ -96,5 +103,5 @@ def prefix_hit_ratio(trace: Trace, capacity: int | None = None, *,
                         cache.popitem(last=False)
             per_request[i] = hits
     out = PrefixReuse(int(sizes.sum()), int(per_request.sum()), distinct, capacity,
-                      int(trace.block_size), per_request)
+                      int(trace.block_size), int(trace.prompt.sum()), per_request)
     return out if details else out.ratio
