@@ -51,11 +51,25 @@ from ..engine import Batch
 from ..errors import InfeasibleBatchError, check_positive
 from .base import Policy
 
-__all__ = ["VLLMV1", "BlockPool"]
+__all__ = ["VLLMV1", "BlockPool", "prefix_keys"]
 
 
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def prefix_keys(ids, id_block: int | None, block_size: int) -> list:
+    """Cache keys of the KV blocks of ``block_size`` tokens that a prompt's prefix-block ids
+    (blocks of ``id_block`` tokens, :attr:`~queuetheory.workload.Trace.blocks`) identify: a
+    KV block is keyed by the id of the prefix block it ends in, with its place in that block
+    where prefix blocks are larger (the Mooncake traces' 512 tokens against vLLM's 16)."""
+    if ids is None or not len(ids):
+        return []
+    ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
+    if id_block >= block_size:
+        per = id_block // block_size
+        return ids if per == 1 else [i * per + j for i in ids for j in range(per)]
+    return ids[block_size // id_block - 1::block_size // id_block]
 
 
 class BlockPool:
@@ -285,15 +299,7 @@ class VLLMV1(Policy):
             return keys
         tab, bs = state._t, self.block_size
         total = -(-int(tab.prompt[r] + tab.output[r]) // bs)
-        prompt = tab.blocks[r]
-        keys = []
-        if prompt is not None and len(prompt):
-            ids = prompt.tolist()
-            if tab.block_size >= bs:
-                per = tab.block_size // bs
-                keys = ids if per == 1 else [i * per + j for i in ids for j in range(per)]
-            else:
-                keys = ids[bs // tab.block_size - 1::bs // tab.block_size]
+        keys = prefix_keys(tab.blocks[r], tab.block_size, bs)
         keys = keys[:total] + [("own", r, b) for b in range(len(keys), total)]
         self._keycache[r] = keys
         return keys
