@@ -44,3 +44,13 @@ def test_theorem2_names_its_memory_and_rejects_11_as_printed():
     # negative control: the same check, with (11) as printed in (12), rejects the theorem
     assert out.data["holds"] == {"exact": True, "paper": False}
     assert out.data["m_pi"]["paper"] < out.data["m_pi"]["exact"]
+
+
+def test_kingman_check_rejects_half_the_bound():
+    from queuetheory.claims.ao2025 import kingman_holds
+
+    out = qt.claims.get("ao2025.kingman").check(quick=True)
+    rows = out.data["rows"]
+    assert kingman_holds(rows) and out.verdict == "confirmed"
+    # negative control: the altered statement E[sup S_n] ≤ σ²/(4μ) is rejected
+    assert not kingman_holds(rows, 0.5) and out.data["half_bound_holds"] is False
