@@ -1241,10 +1241,14 @@ PAPER_NESTED_THRESHOLDS = (15, 14, 12, 8)
 
 @claim("ao2025.nested_comparison",
        statement="§6.2 (Figs. 11-13): Nested WAIT shows improved throughput and latency over vLLM "
-                 "and Sarathi (m = 4: l = 10, l' = 20, 40, 80, 160, rates 20:40:80:160).",
+                 "and Sarathi (m = 4: l = 10, l' = 20, 40, 80, 160, rates 20:40:80:160). The "
+                 "paper states no Sarathi token budget: the check sweeps it.",
        expected="qualified",
        convention=ENGINE,
-       scope="steady-state windows of finite runs, model (1) instead of Vidur, several seeds")
+       scope="steady-state windows of finite runs, model (1) instead of Vidur, several seeds; "
+             "Sarathi's token budget swept (quick 512, 1,024, 2,048; full 256 to 4,096); the "
+             "quick run's 240 s horizon does not resolve the budgets at which Sarathi ties "
+             "Nested WAIT above saturation, the full run's 900 s does")
 def _nested_comparison(quick: bool) -> Outcome:
     from ..policies.classic import Sarathi, VLLMVanilla
 
@@ -1256,11 +1260,12 @@ def _nested_comparison(quick: bool) -> Outcome:
     d0, d1 = 0.01, 2e-6
     T = 240.0 if quick else 900.0
     rates = (35.0, 60.0) if quick else (20.0, 35.0, 45.0, 55.0, 65.0, 80.0)
+    budgets = (512, 1024, 2048) if quick else (256, 512, 1024, 2048, 4096)
     seeds = range(2 if quick else 3)
     mean_out = float(np.dot(rel, NESTED_LENGTHS) / rel.sum())
+    sarathi = {f"Sarathi {b}": (lambda b=b: Sarathi(b, max_reqs=B)) for b in budgets}
     policies = {"Nested WAIT": lambda: NestedWAIT(NESTED_LENGTHS, n, overflow="gate"),
-                "vLLM": lambda: VLLMVanilla(4096, max_reqs=B),
-                "Sarathi": lambda: Sarathi(512, max_reqs=B)}
+                "vLLM": lambda: VLLMVanilla(4096, max_reqs=B), **sarathi}
     rows = []
     for qps in rates:
         classes = [RequestClass(10, o, qps * r / rel.sum())
@@ -1276,20 +1281,25 @@ def _nested_comparison(quick: bool) -> Outcome:
     agg = df.groupby(["qps", "policy"])[["throughput", "latency", "unfinished"]].mean()
     spread = df.groupby(["qps", "policy"])["throughput"].agg(["min", "max"])
     offered = {q: q * mean_out for q in rates}
+    # saturation as before: where Sarathi with a 512-token budget falls behind the load
     saturated = [q for q in rates
-                 if agg.loc[(q, "Sarathi"), "throughput"] < 0.97 * offered[q]]
-    below = [q for q in rates if q not in saturated]
-    nw = {q: agg.loc[(q, "Nested WAIT")] for q in rates}
-    others = {q: agg.loc[[(q, "vLLM"), (q, "Sarathi")]] for q in rates}
-    thr_wins = {q: bool(spread.loc[(q, "Nested WAIT"), "min"]
-                        > max(spread.loc[(q, "vLLM"), "max"], spread.loc[(q, "Sarathi"), "max"]))
-                for q in rates}
-    lat_wins = {q: bool(nw[q]["latency"] < others[q]["latency"].min()) for q in rates}
-    carried = {q: bool(agg.loc[(q, "Nested WAIT"), "throughput"] >= 0.97 * offered[q])
-               for q in below}
-    all_win = all(thr_wins.values()) and all(lat_wins.values())
-    thr_above = bool(saturated) and all(thr_wins[q] for q in saturated)
-    verdict = ("confirmed" if all_win else "qualified" if thr_above else "not-reproducible")
+                 if agg.loc[(q, "Sarathi 512"), "throughput"] < 0.97 * offered[q]]
+
+    def beats(q, other):       # Nested WAIT's worst seed above the other's best
+        return bool(spread.loc[(q, "Nested WAIT"), "min"] > spread.loc[(q, other), "max"])
+
+    thr_wins = {q: {k: beats(q, k) for k in policies if k != "Nested WAIT"} for q in rates}
+    lat_wins = {q: {k: bool(agg.loc[(q, "Nested WAIT"), "latency"] < agg.loc[(q, k), "latency"])
+                    for k in policies if k != "Nested WAIT"} for q in rates}
+    # the budgets against which Nested WAIT's throughput wins at every saturated rate
+    won = [b for b in budgets if saturated and all(thr_wins[q][f"Sarathi {b}"]
+                                                   for q in saturated)]
+    vllm_won = bool(saturated) and all(thr_wins[q]["vLLM"] for q in saturated)
+    all_win = all(all(w.values()) for w in thr_wins.values()) and all(
+        all(w.values()) for w in lat_wins.values())
+    verdict = ("confirmed" if all_win else "qualified" if vllm_won and won
+               else "not-reproducible")
+    lost = [b for b in budgets if b not in won]
     fmt = "; ".join(
         f"QPS {q:g}: " + ", ".join(f"{k} {agg.loc[(q, k), 'throughput']:.0f} tok/s, "
                                    f"{agg.loc[(q, k), 'latency']:.1f} s" for k in policies)
@@ -1297,21 +1307,25 @@ def _nested_comparison(quick: bool) -> Outcome:
     return Outcome(verdict,
                    f"n = {n.tolist()} (the paper's ratio), B = {B} requests, C = {C} tokens for "
                    f"all; window [T/3, T], T = {T:g} s, {len(seeds)} seeds — {fmt}; saturated "
-                   f"at QPS {saturated} (offered {mean_out:.1f} tokens a request)",
+                   f"at QPS {saturated} (offered {mean_out:.1f} tokens a request); Nested WAIT's "
+                   f"throughput above every seed of Sarathi at the saturated rates for budgets "
+                   f"{won}, not for {lost}",
                    {"rows": rows, "saturated": saturated, "throughput_wins": thr_wins,
-                    "latency_wins": lat_wins, "carried_below_saturation": carried},
+                    "latency_wins": lat_wins, "budgets_won": won, "budgets_not_won": lost},
                    note="A fair run: the paper's threshold ratio 15:14:12:8 at its full batch "
-                        "(B requests) as the batch limit of all three, the same KV memory C, "
+                        "(B requests) as the batch limit of all, the same KV memory C, "
                         "warm-up discarded (throughput over [T/3, T], latency of the requests "
-                        "arriving in [T/3, T/2]). Nested WAIT has the highest throughput at "
-                        f"QPS {[q for q in rates if thr_wins[q]]} and the lowest latency at "
-                        f"QPS {[q for q in rates if lat_wins[q]]}; below saturation it carries "
-                        f"the offered load at QPS {[q for q, c in carried.items() if c]} "
-                        "(so do the others), but its cohorts wait for n_i prompts each, so its "
-                        "latency is the highest. The throughput claim holds above saturation; "
-                        "the latency claim does not. Model (1) with d0 = 0.01, d1 = 2e-6 "
-                        "stands in for the paper's Vidur A100 runs (timings, B, C and horizon "
-                        "unstated).",
+                        "arriving in [T/3, T/2]). The paper states no Sarathi budget, so the "
+                        "check sweeps it. Above saturation Nested WAIT's throughput beats "
+                        f"vLLM's ({vllm_won}) and Sarathi's with budgets {won}; with budgets "
+                        f"{lost} Sarathi carries as much or more, at lower latency. Below "
+                        "saturation every scheduler carries the offered load and Nested "
+                        "WAIT's cohorts, which wait for n_i prompts each, give it the highest "
+                        "latency. So the throughput claim holds above saturation against vLLM "
+                        f"and against Sarathi with the budgets {won} only; the latency claim "
+                        "does not hold. Model (1) with d0 = 0.01, d1 = 2e-6 "
+                        "stands in for the paper's Vidur A100 runs (timings, B, C, budget and "
+                        "horizon unstated).",
                    plot=lambda ax: _plot_nested(ax, agg, spread, rates, offered, policies))
 
 
