@@ -392,6 +392,10 @@ def _theorem1(quick: bool) -> Outcome:
 
 
 # ---- Theorem 2, Lemmas 3-4, design principles ----------------------------------------------------
+BOUNDARY = (0.95, 1.05)
+"""The loads ρ = λ/(rλ*) on either side of RAD's capacity where Theorem 2 is checked."""
+
+
 def node_stability(make_policy, rho: float, n: int, seeds, level: float = 0.99):
     """:func:`queuetheory.stability` of one node fed at ``ρ λ*`` (Poisson). Uniform random
     routing of Poisson arrivals to ``r`` nodes feeds each an independent Poisson stream of
@@ -437,12 +441,12 @@ def routed_work(make_policy, rho: float, n: int, r: int = 2, seed: int = 3) -> l
 def _theorem2(quick: bool) -> Outcome:
     n, seeds = (10_000, range(3)) if quick else (20_000, range(4))
     rad = lambda: RAD(_tm().tile)  # noqa: E731 - one factory for every run
-    below, above = (node_stability(rad, rho, n, seeds) for rho in (0.95, 1.05))
-    predicted = (1.05 - 1) / 1.05
+    below, above = (node_stability(rad, rho, n, seeds) for rho in BOUNDARY)
+    predicted = (BOUNDARY[1] - 1) / BOUNDARY[1]
     lo, hi = above.drift_interval
     se = (hi - lo) / (2 * stats.norm.ppf(0.5 + above.level / 2))
     grows = above.verdict == "unstable" and abs(above.drift - predicted) <= 4 * se
-    work = routed_work(rad, 1.05, n // 2)
+    work = routed_work(rad, BOUNDARY[1], n // 2)
     ok = below.verdict == "stable" and grows and reaches_capacity(work)
     cap = _capacity()
     return Outcome("confirmed" if ok else "refuted",
@@ -461,7 +465,7 @@ def _theorem2(quick: bool) -> Outcome:
                         "predicts, and RAD does λ*'s work. The work rate cannot exceed 1 for "
                         "RAD by construction, so that leg tests its lower end: no capacity "
                         "lost.",
-                   plot=lambda ax: _plot_boundary(ax, below, above, predicted))
+                   plot=lambda ax: _plot_boundary(ax, below, above))
 
 
 def _verdict_data(v) -> dict:
@@ -469,13 +473,13 @@ def _verdict_data(v) -> dict:
             "horizon": v.horizon, "rounds": v.rounds}
 
 
-def _plot_boundary(ax, below, above, predicted):
-    for i, (rho, v) in enumerate(((0.95, below), (1.05, above))):
+def _plot_boundary(ax, below, above):
+    for i, (rho, v) in enumerate(zip(BOUNDARY, (below, above), strict=True)):
         lo, hi = v.drift_interval
         ax.errorbar([rho], [v.drift], yerr=[[v.drift - lo], [hi - v.drift]], fmt="o",
                     capsize=4, label=f"ρ = {rho}: {v.verdict} (99 % interval)",
                     **{k: x for k, x in series_style(i).items() if k == "color"})
-    grid = np.linspace(0.95, 1.05, 50)
+    grid = np.linspace(*BOUNDARY, 50)
     reference_curve(ax, grid, np.maximum(0, (grid - 1) / grid), "(ρ − 1)/ρ above λ*, 0 below")
     finish(ax, title="Theorem 2: RAD on both sides of λ* (one node of the routed system)",
            xlabel="ρ = λ / (r λ*)", ylabel="backlog drift / offered work", logy=False)
