@@ -216,6 +216,8 @@ def _sections(rows: list[LedgerRow], out: Path, quick: bool):
         "mode": _mode(quick), "n": len(rows), "as_expected": sum(r.as_expected for r in rows),
         "counts": _counts(r.verdict for r in rows),
         "recorded": _counts(r.claim.expected for r in rows),
+        "recorded_full": _counts(r.claim.expected_full for r in rows),
+        "differ": [r.claim.id for r in rows if r.claim.expected_full != r.claim.expected],
         "figures": sum(bool(r.figure_file) for r in rows),
         "full_computed": sum(c.id in runs for c in ledger.all()),
     }
@@ -237,6 +239,16 @@ def _sections(rows: list[LedgerRow], out: Path, quick: bool):
     return head, papers
 
 
+def _differ(head) -> str:
+    """Which verdicts the counts are, and the claims whose quick and full verdicts differ."""
+    text = (f"The recorded counts above are the quick checks' verdicts; the full checks' "
+            f"recorded verdicts are: {head['recorded_full']}.")
+    if head["differ"]:
+        text += (" Quick and full differ on " + ", ".join(head["differ"])
+                 + " (both are in the table; the reason is under each claim).")
+    return text
+
+
 TABLE_HEAD = ["claim", "recorded quick", "recorded full", "quick run", "full run", "seconds"]
 
 
@@ -245,7 +257,7 @@ def _markdown(head, papers) -> str:
              f"Mode of this run: {head['mode']}. {head['n']} claims: {head['counts']}; "
              f"{head['as_expected']} reach the ledger's recorded verdict "
              f"(recorded: {head['recorded']}). {head['figures']} figures. Full verdicts "
-             f"computed so far for {head['full_computed']} claims.", "",
+             f"computed so far for {head['full_computed']} claims.", "", _differ(head), "",
              "Verdicts: *confirmed* holds as printed; *refuted* a stated result is false as "
              "printed, under the paper's own convention and hypotheses (smallest counterexample "
              "found); *erratum* a misprint whose results stand once corrected; *qualified* "
@@ -286,7 +298,8 @@ def _html(head, papers) -> str:
              f"<p>Mode of this run: {e(head['mode'])}. {head['n']} claims: "
              f"{e(head['counts'])}; {head['as_expected']} reach the recorded verdict "
              f"(recorded: {e(head['recorded'])}). {head['figures']} figures. Full verdicts "
-             f"computed so far for {head['full_computed']} claims.</p>"]
+             f"computed so far for {head['full_computed']} claims.</p>",
+             f"<p>{e(_differ(head))}</p>"]
     for p in papers:
         parts += [f"<h2>{e(p['title'])}</h2><p>Verdicts: {e(p['counts'])}.</p><table><tr>"
                   + "".join(f"<th>{e(h)}</th>" for h in TABLE_HEAD) + "</tr>"]

@@ -40,3 +40,14 @@ def test_smallest_std_given_quantiles_matches_a_grid_search():
     assert min_std_given_quantiles({0.5: 2}, 3).std == pytest.approx(0, abs=1e-6)
     with pytest.raises(ValueError, match="quantiles"):
         min_std_given_quantiles({1.5: 2}, 3)
+
+
+def test_theorem2_work_leg_rejects_request_level_batching():
+    from queuetheory.claims.bari2025 import _tm, reaches_capacity, routed_work
+    from queuetheory.policies import RequestLevel
+
+    # negative control: the same leg, on the same routed system at ρ = 1.05, rejects Alg. 3
+    # (request-level batching), which loses capacity
+    work = routed_work(lambda: RequestLevel(_tm().tile[1]), 1.05, 2500)
+    assert not reaches_capacity(work) and max(work) < 0.95
+

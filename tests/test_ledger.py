@@ -94,6 +94,7 @@ def test_report_shows_quick_and_full_side_by_side(tmp_path):
     md = (tmp_path / "report.md").read_text()
     html = (tmp_path / "report.html").read_text()
     assert "| quick run | full run |" in md.replace("recorded quick | recorded full | ", "")
+    assert "the quick checks' verdicts" in md and "recorded verdicts are" in html
     for cid in ids:
         c = qt.claims.get(cid)
         assert f"`{cid}` — {c.expected}" in md and c.convention in md and c.scope in md
@@ -104,3 +105,27 @@ def test_report_shows_quick_and_full_side_by_side(tmp_path):
     # a resumed run reads the cache instead of re-running
     again = run_ledger(quick=False, out=tmp_path, ids=ids, resume=True)
     assert [r.verdict for r in again] == [qt.claims.get(i).expected_full for i in ids]
+
+
+def test_quick_and_full_verdicts_are_shown_where_they_differ(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("claims_tables", root / "docs" /
+                                                  "claims_tables.py")
+    tables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tables)
+    tables.write_claims_tables(tmp_path)
+    readme = " ".join((root / "README.md").read_text(encoding="utf-8").split())
+    differ = [c for c in qt.claims.all() if c.expected_full != c.expected]
+    assert differ
+    for c in differ:
+        page = (tmp_path / f"claims_{c.paper}.md").read_text(encoding="utf-8")
+        assert f"**{c.expected}** (quick); **{c.expected_full}** (full)" in page, c.id
+        assert f"`{c.id}` ({c.expected} quick, {c.expected_full} full)" in readme, c.id
+    for c in qt.claims.all():
+        if c.expected_full == c.expected:
+            page = (tmp_path / f"claims_{c.paper}.md").read_text(encoding="utf-8")
+            assert f"| `{c.id}` |" in page and "(quick); " not in page.split(
+                f"| `{c.id}` |")[1].split("\n")[0], c.id

@@ -48,6 +48,8 @@ FLUID = "fluid model of §2–§3 (deterministic rates, eqs. (5)–(8)), symboli
 FORMULA = "the paper's formulas, evaluated exactly (sympy, Fractions) or by root-finding"
 WALK = "the appendix's discrete-time random walks (Lindley recursions); no engine"
 
+CORRECTED_M = ("M^π in the memory bounds (12)/(15) is the exact full-batch memory "
+               "(fluid.nested_memory(form='exact'), eq. (11) corrected: ao2025.eq11_memory)")
 D0 = D1 = 0.1
 PROP4 = (RequestClass(1, 1, 1.0), RequestClass(1, 2, 1.0))
 
@@ -520,12 +522,20 @@ def _prop5(quick: bool) -> Outcome:
 _SEG = fluid.segments(1, [1, 2], [1.0, 1.0])
 
 
+MEMORY_FORMS = {"exact": "the full-batch memory, (11) corrected (ao2025.eq11_memory)",
+                "paper": "(11) as printed"}
+"""The two readings of M^π in the memory bound (12)."""
+
+
 @claim("ao2025.theorem2",
        statement="Nested WAIT with thresholds meeting (10): gap O(1/T), latency and TTFT O(1); "
-                 "memory stays below (12) with probability ≥ 1 − δ.",
+                 "memory stays below (12) with probability ≥ 1 − δ, M^π in (12) being the "
+                 "peak full-batch memory the appendix defines (eq. (11) corrected, see "
+                 "ao2025.eq11_memory).",
        expected="confirmed",
-       convention=ENGINE,
-       scope="asymptotic in T on the Prop-4 instance, n = (10, 6)")
+       convention=ENGINE + "; " + CORRECTED_M + "; the check also evaluates (11) as printed",
+       scope="asymptotic in T on the Prop-4 instance, n = (10, 6); the memory guarantee with "
+             "the corrected M^π (with (11) as printed it fails on this instance)")
 def _theorem2(quick: bool) -> Outcome:
     n = (10, 6)
     cond = fluid.nested_condition(n, _SEG, D0, D1)
@@ -533,19 +543,35 @@ def _theorem2(quick: bool) -> Outcome:
     s = _scaling("nested:10,6", Ts, seeds, None)
     delta = 0.1
     runs = [_run_prop4("nested:10,6", float(Ts[-1]), k, None) for k in range(seeds[-1])]
-    bounds = [fluid.nested_memory_bound(n, _SEG, delta=delta, iterations=r["iterations"]).total
-              for r in runs]
-    over = np.mean([r["peak_memory"] > b for r, b in zip(runs, bounds, strict=True)])
+    bounds = {form: [fluid.nested_memory_bound(n, _SEG, delta=delta, iterations=r["iterations"],
+                                               form=form).total for r in runs]
+              for form in MEMORY_FORMS}
+    over = {form: float(np.mean([r["peak_memory"] > b for r, b in zip(runs, bs, strict=True)]))
+            for form, bs in bounds.items()}
     su, sl = _slope(Ts, s["U"]), _slope(Ts, s["latency"])
-    ok = cond.strict and su <= 0.15 and sl <= 0.15 and over <= delta
-    return Outcome(_verdict(ok),
+    rates_ok = cond.strict and su <= 0.15 and sl <= 0.15
+    holds = {form: bool(rates_ok and over[form] <= delta) for form in MEMORY_FORMS}
+    peak = max(r["peak_memory"] for r in runs)
+    m_pi = {form: fluid.nested_memory(n, _SEG, form=form) for form in MEMORY_FORMS}
+    return Outcome(_verdict(holds["exact"]),
                    figure=f"n=(10,6) strict (10): U(T) slope {su:.2f}, latency "
-                          f"{s['latency'][-1]:.1f} "
-                          f"(slope {sl:.2f}), TTFT {s['ttft'][-1]:.1f}; peak memory "
-                          f"{max(r['peak_memory'] for r in runs)} vs bound (12) {min(bounds):.1f}"
-                          f", overflow frequency {over:.2f} ≤ δ = {delta}",
-                   data={"T": list(Ts), **_plain(s),
-                         "bounds": bounds},
+                          f"{s['latency'][-1]:.1f} (slope {sl:.2f}), TTFT {s['ttft'][-1]:.1f}; "
+                          f"peak memory {peak} vs bound (12) with the corrected M^π "
+                          f"{min(bounds['exact']):.1f}: exceeded in {over['exact']:.0%} of "
+                          f"{len(runs)} runs (δ = {delta}); with (11) as printed the bound is "
+                          f"{min(bounds['paper']):.1f} and exceeded in {over['paper']:.0%}",
+                   data={"T": list(Ts), **_plain(s), "bounds": bounds, "overflow": over,
+                         "holds": holds, "m_pi": m_pi},
+                   note="Which M^π: the appendix defines M^π as the peak memory of a full "
+                        "batch; (11) miscomputes it (ao2025.eq11_memory, an erratum), and on "
+                        f"this instance it gives {m_pi['paper']:g} against the exact "
+                        f"{m_pi['exact']:g} tokens, so (12) built on (11) as printed is "
+                        "exceeded in "
+                        f"{over['paper']:.0%} of the runs: the theorem as printed "
+                        + ("fails" if over["paper"] > delta else "keeps")
+                        + " its memory guarantee here. The rates (gap, latency, TTFT) do "
+                        "not involve M^π and hold either way; the memory guarantee holds with the "
+                        "corrected M^π.",
                    plot=lambda ax: lines(
                        ax, Ts, {"mean latency": s["latency"], "mean TTFT": s["ttft"]},
                        title="Theorem 2: Nested WAIT n = (10, 6) over the horizon",
@@ -656,10 +682,13 @@ def _lemma8(quick: bool) -> Outcome:
 
 @claim("ao2025.eq11_memory",
        statement="Eq. (11): a full Nested-WAIT batch uses M^π = Σ_j n_j (l + L'_j/2) Δl'_j, "
-                 "L'_j = Σ_{k≤j} l'_k.",
-       expected="refuted",
-       convention=ENGINE,
-       scope="finite instances: exact memory of a full batch, and the engine")
+                 "L'_j = Σ_{k≤j} l'_k (the appendix defines M^π as the peak memory of a "
+                 "full batch, and Theorems 2–4 put it in their memory bounds).",
+       expected="erratum",
+       convention=ENGINE + "; an erratum when (11) differs from the exact full-batch memory and "
+                  "the memory bound (12) holds with the exact sum in its place",
+       scope="finite instances: exact memory of a full batch (Prop-4 types, §6.2, the smallest "
+             "instances either way), the engine, and (12) on Theorem 2's runs")
 def _eq11(quick: bool) -> Outcome:
     n = (10, 6)
     printed = fluid.nested_memory(n, _SEG, form="paper")
@@ -679,10 +708,12 @@ def _eq11(quick: bool) -> Outcome:
     exceed = {form: float(np.mean([r["peak_memory"] > fluid.nested_memory_bound(
         n, _SEG, delta=0.1, iterations=r["iterations"], form=form).total for r in runs]))
         for form in ("paper", "exact")}
-    refuted = bool(full == exact != printed and p62 != e62 and under and over)
+    wrong = bool(full == exact != printed and p62 != e62 and under and over)
+    stands = exceed["exact"] <= 0.1
+    verdict = "confirmed" if not wrong else "erratum" if stands else "refuted"
     cases = {"Prop-4, n=(10,6)": printed / exact, "§6.2, n=(15,14,12,8)": p62 / e62,
              "smallest under": under[1] / under[2], "smallest over": over[1] / over[2]}
-    return Outcome("refuted" if refuted else "confirmed",
+    return Outcome(verdict,
                    figure=f"Prop-4 types, n=(10,6): (11) gives {printed:g}, the exact sum "
                           f"Σ n_i Σ_(k∈S_i)(l+k) {exact:g} = the engine's largest batch "
                           f"{full:g}; §6.2 with the paper's thresholds: (11) {p62:g} > exact "
@@ -700,7 +731,10 @@ def _eq11(quick: bool) -> Outcome:
                         "Σ_{i≥2} n_i (l'_i−l'_{i−1})(l+(l'_{i−1}+l'_i+1)/2) "
                         "(fluid.nested_memory(form='exact')), which the engine's batch times "
                         "confirm. Where (11) understates, the memory bound (12) built on it "
-                        "fails: Theorem 2's memory guarantee needs the exact sum.",
+                        "fails; with the exact sum in its place (12) holds, which is what the "
+                        "appendix's definition of M^π (the peak batch memory) asks for. So a "
+                        "misprint whose results stand: the ledger checks Theorems 2–4 with "
+                        "the corrected M^π (ao2025.theorem2 reports both readings).",
                    plot=lambda ax: bars(ax, cases, title="Eq. (11) against the exact "
                                         "full-batch memory of Nested WAIT",
                                         ylabel="(11) / exact memory", reference_value=1.0,
@@ -775,7 +809,7 @@ def _paper_thresholds(quick: bool) -> Outcome:
        statement="With time-varying rates meeting (13), Nested WAIT keeps latency and TTFT "
                  "O(1) and memory within the bound w.p. ≥ 1 − δ.",
        expected="confirmed",
-       convention=ENGINE,
+       convention=ENGINE + "; " + CORRECTED_M,
        scope="asymptotic in T on one sinusoidal instance")
 def _theorem3(quick: bool) -> Outcome:
     a, period = 0.5, 60.0
@@ -833,7 +867,7 @@ def _theorem4_instance(m=20, L=4):
        statement="Nested WAIT on L < m merged segments with thresholds meeting (14): latency "
                  "O(1) and memory within (15) w.p. ≥ 1 − δ.",
        expected="confirmed",
-       convention=ENGINE,
+       convention=ENGINE + "; " + CORRECTED_M,
        scope="asymptotic in T on one instance (l′ = 1..20 in 4 segments)")
 def _theorem4(quick: bool) -> Outcome:
     d0, d1 = 0.1, 0.005
@@ -1052,16 +1086,26 @@ def _lemma79(quick: bool) -> Outcome:
                        xlabel="step s", ylabel="queue (prompts)", logy=False, markers=False))
 
 
+def kingman_holds(rows, scale: float = 1.0) -> bool:
+    """Whether every Monte Carlo ``E[sup_n S_n]`` of ``rows`` (name, mean, bound, standard
+    error) lies within four standard errors below ``scale`` times Kingman's σ²/(2μ);
+    ``scale < 1`` is an altered, false bound that the same test must reject."""
+    return all(mean <= scale * bound + 4 * se for _, mean, bound, se in rows)
+
+
 @claim("ao2025.kingman",
        statement="For i.i.d. increments with mean −μ < 0 and variance σ², E[sup_n S_n] ≤ σ²/(2μ) "
-                 "(used in the appendix proofs).",
+                 "(used in the appendix proofs). A textbook inequality (Kingman's bound): "
+                 "the check cannot find it false; it tests the appendix's two walks as the "
+                 "ledger samples them (and the finite-T truncation) and shows how tight the "
+                 "bound is there; half the bound is rejected by the same test.",
        expected="confirmed",
        convention=WALK,
        scope="finite-T truncation of the supremum, Monte Carlo")
 def _kingman(quick: bool) -> Outcome:
     rng = np.random.default_rng(11)
     paths, S = (4000, 2000) if quick else (20000, 10000)
-    rows, ok = [], True
+    rows = []
     for name, draw, mu, var in (
             ("Poisson(1.8) − 2", lambda k: rng.poisson(1.8, (paths, k)) - 2, 0.2, 1.8),
             ("Bin(10,.5) − 6", lambda k: rng.binomial(10, 0.5, (paths, k)) - 6, 1.0, 2.5)):
@@ -1071,14 +1115,16 @@ def _kingman(quick: bool) -> Outcome:
             walk = level[:, None] + np.cumsum(draw(500), axis=1)
             mx = np.maximum(mx, walk.max(axis=1))
             level = walk[:, -1]
-        se = mx.std(ddof=1) / math.sqrt(paths)
-        bound = var / (2 * mu)
-        ok &= mx.mean() <= bound + 4 * se
-        rows.append((name, float(mx.mean()), bound))
-    table = {"E[sup S_n], Monte Carlo": {n: m for n, m, _ in rows},
-             "Kingman σ²/(2μ)": {n: b for n, _, b in rows}}
-    return Outcome(_verdict(ok), figure="; ".join(f"{n}: {m:.3f} ≤ {b:.3f}" for n, m, b in rows),
-                   data={"rows": rows},
+        rows.append((name, float(mx.mean()), var / (2 * mu),
+                     float(mx.std(ddof=1) / math.sqrt(paths))))
+    ok, half = kingman_holds(rows), kingman_holds(rows, 0.5)
+    table = {"E[sup S_n], Monte Carlo": {n: m for n, m, _, _ in rows},
+             "Kingman σ²/(2μ)": {n: b for n, _, b, _ in rows}}
+    return Outcome(_verdict(ok),
+                   figure="; ".join(f"{n}: {m:.3f} ≤ {b:.3f} ({m / b:.0%} of the bound)"
+                                    for n, m, b, _ in rows)
+                          + f"; negative control σ²/(4μ) rejected: {not half}",
+                   data={"rows": rows, "half_bound_holds": half},
                    plot=lambda ax: bars(ax, table, title="Kingman's bound on the supremum of a "
                                         "negative-drift walk", ylabel="E[sup_n S_n]",
                                         logy=False))
@@ -1195,10 +1241,14 @@ PAPER_NESTED_THRESHOLDS = (15, 14, 12, 8)
 
 @claim("ao2025.nested_comparison",
        statement="§6.2 (Figs. 11-13): Nested WAIT shows improved throughput and latency over vLLM "
-                 "and Sarathi (m = 4: l = 10, l' = 20, 40, 80, 160, rates 20:40:80:160).",
+                 "and Sarathi (m = 4: l = 10, l' = 20, 40, 80, 160, rates 20:40:80:160). The "
+                 "paper states no Sarathi token budget: the check sweeps it.",
        expected="qualified",
        convention=ENGINE,
-       scope="steady-state windows of finite runs, model (1) instead of Vidur, several seeds")
+       scope="steady-state windows of finite runs, model (1) instead of Vidur, several seeds; "
+             "Sarathi's token budget swept (quick 512, 1,024, 2,048; full 256 to 4,096); the "
+             "quick run's 240 s horizon does not resolve the budgets at which Sarathi ties "
+             "Nested WAIT above saturation, the full run's 900 s does")
 def _nested_comparison(quick: bool) -> Outcome:
     from ..policies.classic import Sarathi, VLLMVanilla
 
@@ -1210,11 +1260,12 @@ def _nested_comparison(quick: bool) -> Outcome:
     d0, d1 = 0.01, 2e-6
     T = 240.0 if quick else 900.0
     rates = (35.0, 60.0) if quick else (20.0, 35.0, 45.0, 55.0, 65.0, 80.0)
+    budgets = (512, 1024, 2048) if quick else (256, 512, 1024, 2048, 4096)
     seeds = range(2 if quick else 3)
     mean_out = float(np.dot(rel, NESTED_LENGTHS) / rel.sum())
+    sarathi = {f"Sarathi {b}": (lambda b=b: Sarathi(b, max_reqs=B)) for b in budgets}
     policies = {"Nested WAIT": lambda: NestedWAIT(NESTED_LENGTHS, n, overflow="gate"),
-                "vLLM": lambda: VLLMVanilla(4096, max_reqs=B),
-                "Sarathi": lambda: Sarathi(512, max_reqs=B)}
+                "vLLM": lambda: VLLMVanilla(4096, max_reqs=B), **sarathi}
     rows = []
     for qps in rates:
         classes = [RequestClass(10, o, qps * r / rel.sum())
@@ -1230,20 +1281,25 @@ def _nested_comparison(quick: bool) -> Outcome:
     agg = df.groupby(["qps", "policy"])[["throughput", "latency", "unfinished"]].mean()
     spread = df.groupby(["qps", "policy"])["throughput"].agg(["min", "max"])
     offered = {q: q * mean_out for q in rates}
+    # saturation as before: where Sarathi with a 512-token budget falls behind the load
     saturated = [q for q in rates
-                 if agg.loc[(q, "Sarathi"), "throughput"] < 0.97 * offered[q]]
-    below = [q for q in rates if q not in saturated]
-    nw = {q: agg.loc[(q, "Nested WAIT")] for q in rates}
-    others = {q: agg.loc[[(q, "vLLM"), (q, "Sarathi")]] for q in rates}
-    thr_wins = {q: bool(spread.loc[(q, "Nested WAIT"), "min"]
-                        > max(spread.loc[(q, "vLLM"), "max"], spread.loc[(q, "Sarathi"), "max"]))
-                for q in rates}
-    lat_wins = {q: bool(nw[q]["latency"] < others[q]["latency"].min()) for q in rates}
-    carried = {q: bool(agg.loc[(q, "Nested WAIT"), "throughput"] >= 0.97 * offered[q])
-               for q in below}
-    all_win = all(thr_wins.values()) and all(lat_wins.values())
-    thr_above = bool(saturated) and all(thr_wins[q] for q in saturated)
-    verdict = ("confirmed" if all_win else "qualified" if thr_above else "not-reproducible")
+                 if agg.loc[(q, "Sarathi 512"), "throughput"] < 0.97 * offered[q]]
+
+    def beats(q, other):       # Nested WAIT's worst seed above the other's best
+        return bool(spread.loc[(q, "Nested WAIT"), "min"] > spread.loc[(q, other), "max"])
+
+    thr_wins = {q: {k: beats(q, k) for k in policies if k != "Nested WAIT"} for q in rates}
+    lat_wins = {q: {k: bool(agg.loc[(q, "Nested WAIT"), "latency"] < agg.loc[(q, k), "latency"])
+                    for k in policies if k != "Nested WAIT"} for q in rates}
+    # the budgets against which Nested WAIT's throughput wins at every saturated rate
+    won = [b for b in budgets if saturated and all(thr_wins[q][f"Sarathi {b}"]
+                                                   for q in saturated)]
+    vllm_won = bool(saturated) and all(thr_wins[q]["vLLM"] for q in saturated)
+    all_win = all(all(w.values()) for w in thr_wins.values()) and all(
+        all(w.values()) for w in lat_wins.values())
+    verdict = ("confirmed" if all_win else "qualified" if vllm_won and won
+               else "not-reproducible")
+    lost = [b for b in budgets if b not in won]
     fmt = "; ".join(
         f"QPS {q:g}: " + ", ".join(f"{k} {agg.loc[(q, k), 'throughput']:.0f} tok/s, "
                                    f"{agg.loc[(q, k), 'latency']:.1f} s" for k in policies)
@@ -1251,21 +1307,25 @@ def _nested_comparison(quick: bool) -> Outcome:
     return Outcome(verdict,
                    f"n = {n.tolist()} (the paper's ratio), B = {B} requests, C = {C} tokens for "
                    f"all; window [T/3, T], T = {T:g} s, {len(seeds)} seeds — {fmt}; saturated "
-                   f"at QPS {saturated} (offered {mean_out:.1f} tokens a request)",
+                   f"at QPS {saturated} (offered {mean_out:.1f} tokens a request); Nested WAIT's "
+                   f"throughput above every seed of Sarathi at the saturated rates for budgets "
+                   f"{won}, not for {lost}",
                    {"rows": rows, "saturated": saturated, "throughput_wins": thr_wins,
-                    "latency_wins": lat_wins, "carried_below_saturation": carried},
+                    "latency_wins": lat_wins, "budgets_won": won, "budgets_not_won": lost},
                    note="A fair run: the paper's threshold ratio 15:14:12:8 at its full batch "
-                        "(B requests) as the batch limit of all three, the same KV memory C, "
+                        "(B requests) as the batch limit of all, the same KV memory C, "
                         "warm-up discarded (throughput over [T/3, T], latency of the requests "
-                        "arriving in [T/3, T/2]). Nested WAIT has the highest throughput at "
-                        f"QPS {[q for q in rates if thr_wins[q]]} and the lowest latency at "
-                        f"QPS {[q for q in rates if lat_wins[q]]}; below saturation it carries "
-                        f"the offered load at QPS {[q for q, c in carried.items() if c]} "
-                        "(so do the others), but its cohorts wait for n_i prompts each, so its "
-                        "latency is the highest. The throughput claim holds above saturation; "
-                        "the latency claim does not. Model (1) with d0 = 0.01, d1 = 2e-6 "
-                        "stands in for the paper's Vidur A100 runs (timings, B, C and horizon "
-                        "unstated).",
+                        "arriving in [T/3, T/2]). The paper states no Sarathi budget, so the "
+                        "check sweeps it. Above saturation Nested WAIT's throughput beats "
+                        f"vLLM's ({vllm_won}) and Sarathi's with budgets {won}; with budgets "
+                        f"{lost} Sarathi carries as much or more, at lower latency. Below "
+                        "saturation every scheduler carries the offered load and Nested "
+                        "WAIT's cohorts, which wait for n_i prompts each, give it the highest "
+                        "latency. So the throughput claim holds above saturation against vLLM "
+                        f"and against Sarathi with the budgets {won} only; the latency claim "
+                        "does not hold. Model (1) with d0 = 0.01, d1 = 2e-6 "
+                        "stands in for the paper's Vidur A100 runs (timings, B, C, budget and "
+                        "horizon unstated).",
                    plot=lambda ax: _plot_nested(ax, agg, spread, rates, offered, policies))
 
 

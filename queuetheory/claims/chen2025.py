@@ -201,12 +201,15 @@ def _trace(quick):
                                                "number", xlabel="u", ylabel="value"))
 
 
-@claim("chen2025.theorem4_3", statement="""Theorem 4.3 / Cor. 4.8 (the period model of Lemma 4.6):
-       as M→∞, CR(A_min) = ρ(C_u),
+@claim("chen2025.theorem4_3", statement="""Theorem 4.3 / Cor. 4.8 in the period model of
+       Lemmas 4.4–4.6 (the proof's model of A_min; A_min in the paper's round model:
+       chen2025.lemma4_6_rounds): as M→∞, CR(A_min) = ρ(C_u),
        C_u = B_u⁻¹A_u, and ρ(C_u) ≤ tr(C_u) = H_u = O(log α⁻¹); the worst case is attained by a
        histogram (the top eigenvector is positive).""", expected="confirmed",
        convention=PERIOD,
-       scope="asymptotic (M → ∞), u ≤ 1000: the Rayleigh-quotient formula, not A_min in rounds")
+       scope="asymptotic (M → ∞), u ≤ 1000: the Rayleigh-quotient formula, not A_min in "
+             "rounds, where its ratio is not ρ(C_u) (chen2025.lemma4_6_rounds); whether A_min's "
+             "round-model ratio is O(log α⁻¹) is not settled by any check here")
 def _thm43(quick):
     us = list(range(1, 101)) + list(range(150, 1001, 50 if quick else 10))
     rows = [(u, cp.amin_ratio(u)) for u in us]
@@ -269,6 +272,14 @@ def _sim_ratio(policy, trace, memory, seeds):
     return float(np.mean([tel(run_rounds(policy, trace, memory, seed=s)) for s in seeds])) / h
 
 
+def _amin_rounds(lengths, counts, u, memory, seeds) -> dict:
+    """A_min's mean TEL over H-SF's in the round model (s = 0, interval [1, u], every job at
+    round 0 in a random order), under both readings of its eviction key."""
+    o = np.random.default_rng(0).permutation(np.repeat(lengths, counts))
+    tr = paper_trace(o, 0, 1, u)
+    return {key: _sim_ratio(AMin(key), tr, memory, seeds) for key in ("static", "dynamic")}
+
+
 @claim("chen2025.theorem3_3", statement="""Theorem 3.3: CR(A_max) ≤ α⁻¹(1+α⁻¹)/2 + O(1/M).""",
        expected="confirmed",
        convention=ROUNDS,
@@ -301,63 +312,84 @@ def _thm33(quick):
                                         logy=True))
 
 
-@claim("chen2025.theorem3_4", statement="""Theorem 3.4: CR(A_max) ≥ α⁻¹(1+α^{-1/2})/2.""",
-       expected="refuted",
-       convention=ROUNDS,
-       scope="M → ∞ (the paper's asymptotic reading: fluid worst case and the engine at "
-             "large M); finite M read separately (s = 0, M = 2u − 1, o ≡ ℓ)")
+@claim("chen2025.theorem3_4", statement="""Theorem 3.4: CR(A_max) ≥ α⁻¹(1+α^{-1/2})/2, CR being
+       sup over o ∈ [ℓ,u]^n of E TEL(A_max)/TEL(H-SF) (§3; the proof takes s = 0 and
+       M = ℓu).""",
+       expected="qualified",
+       convention=ROUNDS + "; the proof's model of A_max: M/u parallel slots, each job in a "
+                           "random order (fluid, closed forms)",
+       scope="a lower bound, so only instances can support it and only an upper bound on "
+             "A_max's ratio over every instance could refute it (none is computed here). "
+             "Instances: the round model at finite M (s = 0, o ≡ ℓ = 1, M = 2u − 1, n = 20M), "
+             "u = 2…10 (full also 100); the proof's construction and every histogram in its "
+             "slot model (M → ∞), u = 2…12, 100; the engine's A_max at large M on that "
+             "histogram (n/M = 10 quick, 20 full)")
 def _thm34(quick):
-    # (1) M → ∞: A_max's worst case over every length histogram (fluid, parallel slots) and
-    # the engine's A_max (future-peak packing, not slots) on that histogram at large M
+    # (1) the proof's slot model: its construction, and the worst histogram over all
     us = list(range(2, 13)) + [100]
     limit = {u: (cf.amax_worst_case(u, 1)[0], float(cf.thm34_claimed(1 / u)),
                  float(cf.thm34_construction_sup(1 / u))) for u in us}
+    slot_short = [u for u in us if limit[u][0] < limit[u][1]]
+    # the proof's last step: at a/b = α^(1/2) its expression is not the claim
+    proof_step = {u: float(cf.thm34_construction(1 / u, (1 / u) ** 0.5)) for u in (4, 100)}
+    # (2) the engine's A_max (future-peak packing, not slots) on that histogram, large M
+    per = 10 if quick else 20
     engine = {}
-    for u, memory, n in ((4, 400, 2000), (10, 1000, 3000), (100, 2000, 3000 if quick else 6000)):
+    for u, memory in ((4, 400), (10, 1000)) + (() if quick else ((100, 2000),)):
         hist = cf.amax_worst_case(u, 1)[1]
-        counts = np.round(hist * n).astype(int)
+        counts = np.round(hist * per * memory).astype(int)
         o = np.random.default_rng(0).permutation(np.repeat(np.arange(1, u + 1), counts))
         engine[u] = (memory, _sim_ratio(AMax(), paper_trace(o, 0, 1, u), memory,
                                         range(2 if quick else 4)))
-    fails = [u for u in us if limit[u][0] < limit[u][1]]
-    engine_below = all(r < limit[u][1] for u, (_, r) in engine.items())
-    # (2) finite M: s = 0, every o = ℓ = 1, M = k = 2u − 1. H-SF runs k jobs a round, A_max
-    # one (it reserves u), so with n = mk jobs the ratio is (n(n+1)/2)/(k m(m+1)/2) → k
+    # (3) finite M in rounds: s = 0, every o = ℓ = 1, M = k = 2u − 1. H-SF runs k jobs a
+    # round, A_max one (it reserves u), so with n = mk jobs the ratio is (n+1)k/(n+k) → k
     finite, closed = {}, {}
-    for u in (2, 4, 7, 8, 10) + (() if quick else (100,)):
+    for u in tuple(range(2, 11)) + (() if quick else (100,)):
         k = 2 * u - 1
         n = 20 * k
         finite[u] = _sim_ratio(AMax(), paper_trace([1] * n, 0, 1, u), k, range(1))
         closed[u] = (n + 1) * k / (n + k)
     engine_matches = all(abs(finite[u] - closed[u]) < 1e-9 for u in finite)
-    holds_finite = [u for u in finite if 2 * u - 1 >= limit.get(u, (0, cf.thm34_claimed(1 / u)))[1]]
-    refuted = bool(fails) and engine_below and engine_matches
-    u0 = min(fails) if fails else None
+    # the family's supremum over n is its closed form's limit 2u − 1, where the engine
+    # agrees with the closed form
+    reached = [u for u in finite
+               if engine_matches and 2 * u - 1 >= float(cf.thm34_claimed(1 / u))]
+    not_reached = [u for u in finite if u not in reached]
+    verdict = ("confirmed" if not not_reached else "qualified" if reached
+               else "not-reproducible")
+    u_eng = max(engine)
     return Outcome(
-        "refuted" if refuted else "confirmed",
-        (f"M → ∞: A_max's worst case over all histograms is below the claim for every "
-         f"u = 1/α in {us} (smallest: α = 1/{u0}: {limit[u0][0]:.3f} < {limit[u0][1]:.3f}; "
-         f"α = 1/4: {limit[4][0]:.3f} < 6; α = 1/100: {limit[100][0]:.1f} < "
-         f"{limit[100][1]:.0f}); engine at large M: "
-         + ", ".join(f"α=1/{u} (M={m}) {r:.2f}" for u, (m, r) in engine.items())
-         + "; finite M = 2u − 1, o ≡ 1, n = 20(2u − 1): "
-         + ", ".join(f"α=1/{u} {r:.2f}" for u, r in finite.items())
-         + f" (= the closed form: {engine_matches})") if fails else
-        "no α where the large-M worst case falls below the claim",
+        verdict,
+        f"reached (instances whose E TEL ratio tends to 2u − 1 ≥ the claim) for α = 1/u, u in "
+        f"{reached}: finite M = 2u − 1, o ≡ 1, n = 20M gives "
+        + ", ".join(f"α=1/{u} {finite[u]:.2f} vs {float(cf.thm34_claimed(1 / u)):.2f}"
+                    for u in finite)
+        + f" (= the closed form (n+1)k/(n+k): {engine_matches}); not reached for u in "
+        f"{not_reached}. The proof's slot model (M → ∞) falls short of the claim for u in "
+        f"{slot_short} (α = 1/4: worst histogram {limit[4][0]:.3f}, construction "
+        f"{limit[4][2]:.3f} < 6; α = 1/100: {limit[100][0]:.1f}, {limit[100][2]:.1f} < "
+        f"{limit[100][1]:.0f}); the engine's A_max at large M on that histogram: "
+        + ", ".join(f"α=1/{u} (M={m}, n/M={per}) {r:.2f}" for u, (m, r) in engine.items()),
         {"limit": {u: {"worst": w, "claimed": c, "construction": k}
                    for u, (w, c, k) in limit.items()},
-         "engine_large_M": engine, "finite_M": finite, "finite_M_closed_form": closed,
-         "finite_M_holds_for_u": holds_finite},
-        note="Read as the paper reads its ratios ('asymptotically', M → ∞), the bound is "
-             "false at every α < 1 tested: the proof's construction reaches only "
-             "(1/(2α))(1+√(2/(1+α))) ≈ 1.21/α and the worst histogram little more, so the rate "
-             "is Θ(α⁻¹), not α^(−3/2). The engine's A_max, which packs staggered jobs by the "
-             "future-peak check rather than in parallel slots, does better still. At finite M "
-             "the literal bound can hold: with s = 0, o ≡ ℓ = 1 and M = 2u − 1, H-SF runs "
-             "2u − 1 jobs a round and A_max one, a ratio → 2u − 1 ≥ the claim exactly for "
-             f"u ≤ 7 (here u in {holds_finite}). For α ≤ 1/8 no finite instance tried reaches "
-             "it (α = 1/100: 199 against 550); the finite-M statement at small α is not "
-             "settled by this check.",
+         "proof_step_at_sqrt_alpha": proof_step, "engine_large_M": engine,
+         "finite_M": finite, "finite_M_closed_form": closed, "reached": reached,
+         "not_reached": not_reached, "slot_model_short": slot_short},
+        note="What fails is the proof, not (as far as this check can tell) the statement. "
+             "The proof's construction (M = ℓu, M/u parallel slots, N_ℓ/N_u ≈ α^{1/2}u/ℓ) "
+             "gives (u/ℓ)(au+bℓ)(a+b)/(ua²+2ℓab+ub²), which at a/b = α^{1/2} is "
+             f"{proof_step[4]:.2f} at α = 1/4 (not 6) and at most (1+√(2/(1+α)))/(2α) over "
+             "all a/b; no histogram in that slot model reaches the claim at any α tried, "
+             "so the proof's model gives Θ(α⁻¹), not the printed α^(−3/2) rate. The "
+             "statement itself, a lower bound over all instances, holds where an instance "
+             "reaches it: with s = 0, o ≡ ℓ = 1 and M = 2u − 1, H-SF runs 2u − 1 jobs a "
+             "round and A_max one, a ratio → 2α⁻¹ − 1 ≥ the claim exactly for α ≥ 1/7. So "
+             "the corrected statement is CR(A_max) ≥ max(2α⁻¹ − 1, (1+√(2/(1+α)))/(2α)) "
+             "(ℓ = 1), which is the printed bound for α ≥ 1/7. For α ≤ 1/8 no instance tried "
+             f"reaches it (the engine's A_max at large M, α = 1/{u_eng}: "
+             f"{engine[u_eng][1]:.2f}); refuting it there would need an upper bound on "
+             "A_max's ratio over every instance below the claim, which Theorem 3.3's bound "
+             "is not.",
         plot=lambda ax: _plot_thm34(ax, limit, engine, finite))
 
 
@@ -473,10 +505,13 @@ def _plot_thm86a(ax, table, big):
 
 
 # ---- two-point, geometric, LG -------------------------------------------------------------------
-@claim("chen2025.theorem5_1", statement="""Theorem 5.1: with two-point outputs, CR(A_min) ≤
-       (3−α)/2 + O(1/M) ≤ 3/2.""", expected="confirmed",
+@claim("chen2025.theorem5_1", statement="""Theorem 5.1 in the period model of Lemmas 4.4–4.6
+       (the proof's model of A_min): with two-point outputs, the ratio of Lemma 4.6 is ≤
+       (3−α)/2 + O(1/M) ≤ 3/2. A_min in the paper's round model: chen2025.theorem5_1_rounds.""",
+       expected="confirmed",
        convention=PERIOD,
-       scope="M → ∞, symbolic in α")
+       scope="M → ∞, symbolic in α; the period model's formula, not A_min in rounds (which "
+             "chen2025.lemma4_6_rounds shows it does not describe)")
 def _thm51(quick):
     a, t = sp.symbols("alpha t", positive=True)
     ell, u = a, 1
@@ -589,10 +624,12 @@ def _geometric(quick):
                                          xlabel="q", ylabel="competitive ratio", logy=False))
 
 
-@claim("chen2025.theorem5_3", statement="""Theorem 5.3: under LG(p) outputs, CR(A_min) =
-       (1+q)²(1+3q+6q²+3q³+q⁴)/(1+2q+11q²+8q³+11q⁴+2q⁵+q⁶) ≤ 14/9.""", expected="confirmed",
+@claim("chen2025.theorem5_3", statement="""Theorem 5.3 in the period model of Lemmas 4.4–4.6
+       (the proof's model of A_min): under LG(p) outputs, the ratio of Lemma 4.6 is
+       (1+q)²(1+3q+6q²+3q³+q⁴)/(1+2q+11q²+8q³+11q⁴+2q⁵+q⁶) ≤ 14/9. A_min in the paper's
+       round model: chen2025.theorem5_3_rounds.""", expected="confirmed",
        convention=PERIOD,
-       scope="M → ∞, symbolic in q")
+       scope="M → ∞, symbolic in q; the period model's formula, not A_min in rounds")
 def _thm53(quick):
     qs = [0.1, 0.3, 0.5, 0.7, 0.9, 0.95] + ([] if quick else [0.98, 0.99])
     gap = max(abs(cf.lg_ratio(q) - float(cf.lg_ratio_closed(q))) for q in qs)
@@ -613,6 +650,107 @@ def _thm53(quick):
                                          references={"sup = 14/9": 14 / 9},
                                          title="Theorem 5.3: A_min under LG(p) outputs",
                                          xlabel="q", ylabel="competitive ratio", logy=False))
+
+
+@claim("chen2025.theorem5_1_rounds", statement="""Theorem 5.1 for A_min in the paper's round
+       model (§2, eqs. 1–3): with two-point outputs o ∈ {ℓ, u}, CR(A_min) ≤ (3−α)/2 + O(1/M)
+       ≤ 3/2.""", expected="refuted",
+       convention=ROUNDS + "; A_min under both readings of its eviction key (static õ, dynamic "
+                           "max(õ, a)), the better one counted",
+       scope="finite M = 200, 400 (quick) / 200, 400, 800 (full), n = 10M jobs at round 0, "
+             "s = 0, ℓ = 1, u = 2…6 (quick) / 2…10 (full), x_ℓ/x_u = 1/α (the fluid worst "
+             "case)")
+def _thm51_rounds(quick):
+    memories = (200, 400) if quick else (200, 400, 800)
+    us = range(2, 7 if quick else 11)
+    seeds = (1, 2) if quick else (1, 2, 3)
+    table, gaps = {}, {}
+    for u in us:
+        bound = (3 - 1 / u) / 2
+        for memory in memories:
+            n = 10 * memory
+            n_ell = round(n * u / (1 + u))                 # x_ℓ / x_u = t = 1/α = u
+            r = _amin_rounds([1, u], [n_ell, n - n_ell], u, memory, seeds)
+            table[u, memory] = min(r.values())
+        gaps[u] = [table[u, m] - bound for m in memories]
+    # a counterexample: above the bound by 0.1 at every M, the gap not shrinking with M
+    # (u = 2, 3 are 0.05 above at n = 10M, a margin that shrinks as n/M grows)
+    found = [u for u in us if min(gaps[u]) > 0.1 and gaps[u][-1] > 0.5 * gaps[u][0]]
+    u0 = min(found) if found else None
+    above_half = [u for u in us if table[u, memories[-1]] > 1.5]
+    grid = np.array(list(us))
+    return Outcome(
+        "refuted" if found else "confirmed",
+        (f"smallest counterexample α = 1/{u0}: A_min/H-SF "
+         + ", ".join(f"{table[u0, m]:.3f} (M = {m})" for m in memories)
+         + f" against (3−α)/2 = {(3 - 1 / u0) / 2:.3f}; " if found else
+         "A_min within (3−α)/2 + 0.1 for every α tried; ")
+        + f"above 3/2 at M = {memories[-1]} for α = 1/u, u in {above_half}; gap over M per u: "
+        + "; ".join(f"u={u}: " + ", ".join(f"{g:+.2f}" for g in gaps[u]) for u in us),
+        {"ratio": {f"u={u},M={m}": v for (u, m), v in table.items()}, "gaps": gaps,
+         "counterexample_u": u0, "above_three_halves": above_half},
+        note="The period model (Lemma 4.4) lets short jobs overtake long ones period by "
+             "period; in rounds the long jobs started at õ = ℓ keep running (the overflow "
+             "check seldom fires, chen2025.lemma4_6_rounds), so A_min does worse than the "
+             "period model's (3−α)/2 and the gap does not shrink as M grows at fixed n/M. "
+             "The better of the two eviction keys is counted, so the counterexample holds "
+             "for either reading of A_min.",
+        plot=lambda ax: _plot_thm51_rounds(ax, grid, table, memories))
+
+
+def _plot_thm51_rounds(ax, grid, table, memories):
+    reference_curve(ax, grid, (3 - 1 / grid) / 2, "Theorem 5.1: (3 − α)/2")
+    lines(ax, grid, {f"A_min in rounds, M = {m}": [table[u, m] for u in grid]
+                     for m in memories}, references={"3/2": 1.5},
+          title="Theorem 5.1 in rounds: A_min on two-point outputs (x_ℓ/x_u = 1/α)",
+          xlabel="u = 1/α (ℓ = 1)", ylabel="E TEL(A_min) / TEL(H-SF)", logy=False)
+
+
+@claim("chen2025.theorem5_3_rounds", statement="""Theorem 5.3 for A_min in the paper's round
+       model (§2, eqs. 1–3): under LG(p) outputs (P(o = k) ∝ k q^(k−1)), CR(A_min) equals the
+       closed form (1+q)²(1+3q+6q²+3q³+q⁴)/(1+2q+11q²+8q³+11q⁴+2q⁵+q⁶) + O(1/M) and is at
+       most 14/9.""", expected="qualified",
+       convention=ROUNDS + "; A_min under both readings of its eviction key, each reported",
+       scope="finite M = 400, n = 10M (quick) and 40M (full) jobs at round 0, s = 0, ℓ = 1, "
+             "u where the LG tail is below e^(−50), q = 0.5, 0.8 (full also 0.9)")
+def _thm53_rounds(quick):
+    qs = (0.5, 0.8) if quick else (0.5, 0.8, 0.9)
+    memory, per = 400, (10 if quick else 40)
+    seeds = (1, 2)
+    rows = {}
+    for q in qs:
+        u = int(np.ceil(50 / -np.log(q))) + 50
+        k = np.arange(1, u + 1)
+        p = k * q ** (k - 1)
+        r = _amin_rounds(k, np.round(p / p.sum() * memory * per).astype(int), u, memory, seeds)
+        rows[q] = {**r, "closed": float(cf.lg_ratio_closed(q))}
+    worst = max(max(r["static"], r["dynamic"]) for r in rows.values())
+    off = max(min(abs(r["static"] - r["closed"]), abs(r["dynamic"] - r["closed"]))
+              for r in rows.values())
+    bound = 14 / 9
+    verdict = ("refuted" if min(min(r["static"], r["dynamic"]) for r in rows.values()) > bound
+               + 0.05 else "confirmed" if off <= 0.05 else "qualified")
+    return Outcome(verdict,
+                   "; ".join(f"q = {q}: A_min/H-SF {r['static']:.3f} (static key), "
+                             f"{r['dynamic']:.3f} (dynamic) against the closed form "
+                             f"{r['closed']:.3f}" for q, r in rows.items())
+                   + f"; largest {worst:.3f} ≤ 14/9 = {bound:.3f}: {worst <= bound}",
+                   {"rows": {str(q): r for q, r in rows.items()}, "largest": worst,
+                    "off_closed_form": off},
+                   note="In rounds the ratio is not the period model's closed form (it is "
+                        f"off by up to {off:.2f} on these instances, mostly below it), so "
+                        "the equality of Theorem 5.3 describes the period model, not A_min "
+                        "in rounds; the bound 14/9 holds on the instances run (finite n/M: "
+                        "the ratio grows with n/M on two-point outputs, "
+                        "chen2025.theorem5_1_rounds, so larger n/M may come closer).",
+                   plot=lambda ax: bars(ax, {
+                       "A_min, static key": {f"q={q}": r["static"] for q, r in rows.items()},
+                       "A_min, dynamic key": {f"q={q}": r["dynamic"] for q, r in rows.items()},
+                       "closed form (period model)": {f"q={q}": r["closed"]
+                                                      for q, r in rows.items()}},
+                       title="Theorem 5.3 in rounds: A_min under LG(p) outputs",
+                       ylabel="E TEL(A_min) / TEL(H-SF)", reference_value=bound,
+                       reference_label="14/9", logy=False))
 
 
 # ---- experiments (model form) ------------------------------------------------------------
