@@ -141,3 +141,43 @@ def test_bad_prefix_input_is_named():
         prefix_hit_ratio(qt.data.azure_trace("code").head(3))
     with pytest.raises(ValueError, match="capacity"):
         prefix_hit_ratio(tr, 0)
+
+
+def _conversations(n_conv=12, turns=5, block=16, seed=0):
+    """Chat sessions: turn k of a conversation resends its first k + 2 blocks (its history)
+    and adds one new block; turns of different conversations interleave."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for c in range(n_conv):
+        t0 = float(rng.uniform(0, 5))
+        for k in range(turns):
+            ids = [1000 * c + j for j in range(k + 3)]
+            rows.append((t0 + 4.0 * k + float(rng.uniform(0, 1)), ids))
+    rows.sort(key=lambda r: r[0])
+    blocks = [ids for _, ids in rows]
+    prompt = [block * len(ids) + 5 for ids in blocks]
+    return _trace(prompt, [8] * len(rows), [t for t, _ in rows], blocks, block)
+
+
+def test_a_cache_aware_router_keeps_conversations_on_their_engine():
+    tr = _conversations()
+    pol = qt.policies.VLLMV1(16, 256, num_gpu_blocks=2000, block_size=16)
+    tm = qt.AffineTokenTime(0.01, 1e-4, 1e-4)
+    runs = {r: qt.networks.simulate_fleet(tr, pol, tm, engines=4, router=r)
+            for r in qt.networks.FLEET_ROUTERS}
+    for res in runs.values():
+        m = res.metrics
+        assert m["completed"] == len(tr) and m["unfinished"] == 0
+        per = res.per_engine()
+        assert per["requests"].sum() == len(tr)
+        assert per["cached_tokens"].sum() == m["prefix_tokens_saved"] == res.requests.cached.sum()
+    # round robin scatters each conversation's turns: fewer of their prefixes are found
+    assert runs["cache_aware"].metrics["prefix_hit_ratio"] > \
+        runs["round_robin"].metrics["prefix_hit_ratio"]
+    # the offline ceiling of one engine holding everything bounds every router
+    ceiling = prefix_hit_ratio(tr, details=True).token_ratio
+    assert all(r.metrics["prefix_hit_ratio"] <= ceiling for r in runs.values())
+    with pytest.raises(ValueError, match="router='random'"):
+        qt.networks.simulate_fleet(tr, pol, tm, engines=2, router="random")
+    with pytest.raises(ValueError, match="engines"):
+        qt.networks.simulate_fleet(tr, pol, tm, engines=0)

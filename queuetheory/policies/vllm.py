@@ -247,7 +247,7 @@ class VLLMV1(Policy):
         self._finishing = []
         if self.running:
             run = np.fromiter(self.running, dtype=np.int64, count=len(self.running))
-            done = run[~np.isin(run, live)].tolist()
+            done = run[~np.isnan(state._t.finish[run])].tolist()
             if self.async_scheduling and self._launched is not None:
                 self._finishing = done
             else:
@@ -462,9 +462,11 @@ class VLLMV1(Policy):
     def _batch(self, state, scheduled, cached, preempted) -> Batch:
         rid = state.rid
         pos = lambda ids: rid.searchsorted(np.fromiter(ids, np.int64, len(ids)))  # noqa: E731
-        gone = np.array(preempted, dtype=np.int64)
-        gone = gone[np.isin(gone, rid)]          # not those that had finished
-        evict = gone[state._t.kv(gone) > 0].tolist()
+        evict = []
+        if preempted:
+            gone = np.array(preempted, dtype=np.int64)
+            gone = gone[np.isnan(state._t.finish[gone])]      # not those that had finished
+            evict = gone[state._t.kv(gone) > 0].tolist()
         ids = np.fromiter(scheduled, np.int64, len(scheduled))
         in_decode = state._t.in_decode[ids]
         pre = ids[~in_decode]
