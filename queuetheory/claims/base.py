@@ -36,6 +36,8 @@ PAPERS = {
     "bari2025": "Bari, Hegde, de Veciana — Optimal scheduling algorithms for LLM inference",
     "chen2025": "Chen, Ye, Zhou — Adaptively robust LLM inference under prediction uncertainty",
     "li2025": "Li, Dai, Peng — Throughput-optimal scheduling for LLM inference and AI agents",
+    "qin2025": "Qin et al. — Mooncake: trading more storage for less computation (the "
+               "released traces' prefix reuse)",
 }
 
 

@@ -21,7 +21,7 @@ from .core import (
     Trace,
     Workload,
 )
-from .prefix import PrefixReuse, prefix_hit_ratio
+from .prefix import PrefixReuse, cache_ratio_definitions, prefix_hit_ratio
 from .surrogates import LMSYS_BINS, lmsys_bin_rates, lmsys_length_sample
 from .trace_stats import TraceStats, trace_stats
 from .traces import FORMATS, mean_rate, read_trace, with_rate
@@ -29,4 +29,5 @@ from .traces import FORMATS, mean_rate, read_trace, with_rate
 __all__ = ["RequestClass", "Workload", "Trace", "TimeVarying", "Lengths", "ExactPredictor",
            "RelativeInterval", "ClassInterval", "read_trace", "FORMATS", "trace_stats",
            "TraceStats", "mean_rate", "with_rate", "LMSYS_BINS", "lmsys_bin_rates",
-           "lmsys_length_sample", "prefix_hit_ratio", "PrefixReuse"]
+           "lmsys_length_sample", "prefix_hit_ratio", "PrefixReuse",
+           "cache_ratio_definitions"]

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import check_positive
 from .core import Trace
 
-__all__ = ["prefix_hit_ratio", "PrefixReuse"]
+__all__ = ["prefix_hit_ratio", "PrefixReuse", "cache_ratio_definitions"]
 
 
 @dataclass(frozen=True)
@@ -105,3 +105,61 @@ def prefix_hit_ratio(trace: Trace, capacity: int | None = None, *,
     out = PrefixReuse(int(sizes.sum()), int(per_request.sum()), distinct, capacity,
                       int(trace.block_size), int(trace.prompt.sum()), per_request)
     return out if details else out.ratio
+
+
+def cache_ratio_definitions(hash_ids, input_lengths, arrival, *, block_size: int,
+                            warmups=(0.0, 0.1, 0.25)):
+    """A trace's prefix-cache ratio under each definition a paper could mean.
+
+    With an unbounded cache (every block seen before is found), the ratio is computed
+    ``block``-weighted (reused blocks over requested blocks) or ``token``-weighted (their
+    tokens, a partial last block counting its own length), over ``all`` blocks or over
+    ``full`` blocks only, and after a warm-up (blocks of the requests that arrive in the
+    first ``w`` of the trace's span fill the cache but are not counted).
+
+    Parameters
+    ----------
+    hash_ids : per request, its prefix-block ids (the partial last block included, as the
+        Mooncake traces give them)
+    input_lengths : prompt tokens per request
+    arrival : arrival times (any unit)
+    block_size : tokens per id
+    warmups : fractions of the span left out of the count
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per definition: ``weight``, ``blocks`` (``"all"`` or ``"full"``),
+        ``warmup`` and ``ratio``.
+    """
+    import pandas as pd
+
+    arrival = np.asarray(arrival, dtype=float)
+    span = float(arrival.max() - arrival.min()) if arrival.size else 0.0
+    rows = []
+    for w in warmups:
+        cut = float(arrival.min()) + w * span
+        seen: set = set()
+        n = {k: 0 for k in ("req_all", "hit_all", "req_full", "hit_full", "tok_all",
+                            "tok_hit_all", "tok_full", "tok_hit_full")}
+        for ids, length, t in zip(hash_ids, input_lengths, arrival, strict=True):
+            if t >= cut:
+                for k, h in enumerate(ids):
+                    size = min(block_size, int(length) - block_size * k)
+                    hit = h in seen
+                    n["req_all"] += 1
+                    n["hit_all"] += hit
+                    n["tok_all"] += size
+                    n["tok_hit_all"] += size * hit
+                    if size == block_size:
+                        n["req_full"] += 1
+                        n["hit_full"] += hit
+                        n["tok_full"] += size
+                        n["tok_hit_full"] += size * hit
+            seen.update(ids)
+        for blocks in ("all", "full"):
+            rows.append({"weight": "block", "blocks": blocks, "warmup": w,
+                         "ratio": n[f"hit_{blocks}"] / max(n[f"req_{blocks}"], 1)})
+            rows.append({"weight": "token", "blocks": blocks, "warmup": w,
+                         "ratio": n[f"tok_hit_{blocks}"] / max(n[f"tok_{blocks}"], 1)})
+    return pd.DataFrame(rows)
