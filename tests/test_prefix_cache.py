@@ -181,3 +181,34 @@ def test_a_cache_aware_router_keeps_conversations_on_their_engine():
         qt.networks.simulate_fleet(tr, pol, tm, engines=2, router="random")
     with pytest.raises(ValueError, match="engines"):
         qt.networks.simulate_fleet(tr, pol, tm, engines=0)
+
+
+def test_sessions_resend_their_history_in_a_closed_loop():
+    from scipy import stats
+
+    sess = qt.workload.Sessions(rate=0.5, turns=stats.randint(2, 6),
+                                new_tokens=stats.randint(20, 200),
+                                output=stats.randint(20, 300), think=stats.expon(scale=5.0),
+                                system=512)
+    plan = sess.sample(40, seed=1)
+    tr = plan.trace
+    for i in np.flatnonzero(plan.next >= 0):
+        n = plan.next[i]
+        assert plan.session[n] == plan.session[i] and plan.turn[n] == plan.turn[i] + 1
+        assert tr.prompt[n] > tr.prompt[i] + tr.output[i]        # history plus new tokens
+        assert list(tr.blocks[n][: len(tr.blocks[i])]) == list(tr.blocks[i])
+    firsts = [b[:32] for b in tr.blocks[plan.first]]               # the shared system prompt
+    assert all(list(b) == list(firsts[0]) for b in firsts)
+    res = qt.networks.simulate_fleet(plan, qt.policies.VLLMV1(32, 512, num_gpu_blocks=4000),
+                                     qt.AffineTokenTime(0.01, 5e-5, 4e-5), engines=2,
+                                     router="round_robin")
+    r = res.requests
+    assert r["finish"].notna().all()
+    later = plan.next[plan.next >= 0]
+    earlier = np.flatnonzero(plan.next >= 0)
+    assert (r["arrival"].to_numpy()[later] >= r["finish"].to_numpy()[earlier]
+            + plan.think[later] - 1e-9).all()
+    # an unbounded cache finds each turn's history whatever the order of the sessions
+    assert 0 < res.metrics["prefix_hit_ratio"] <= prefix_hit_ratio(tr, details=True).token_ratio
+    with pytest.raises(ValueError, match="think"):
+        qt.workload.Sessions(rate=1.0, think="soon")

@@ -19,6 +19,8 @@ request is sent, when it arrives, to one engine by the router:
 from __future__ import annotations
 
 import copy
+import dataclasses
+import heapq
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +30,7 @@ from ..engine import Engine
 from ..errors import check_positive
 from ..policies.vllm import prefix_keys
 from ..workload import Trace
+from ..workload.sessions import SessionPlan
 
 __all__ = ["simulate_fleet", "FleetResult", "FLEET_ROUTERS"]
 
@@ -115,7 +118,7 @@ class _Router:
         return int(np.argmin(self._blocks_held()))
 
 
-def simulate_fleet(trace: Trace, policy, time_model, *, engines: int,
+def simulate_fleet(trace, policy, time_model, *, engines: int = 1,
                    router: str = "cache_aware", cache_threshold: float = 0.3,
                    balance_abs: int = 64, balance_rel: float = 1.5, seed=0) -> FleetResult:
     """Replay ``trace`` on ``engines`` copies of ``policy`` behind ``router`` (module
@@ -123,7 +126,9 @@ def simulate_fleet(trace: Trace, policy, time_model, *, engines: int,
 
     Parameters
     ----------
-    trace : the requests, with prefix blocks for the prefix caches to matter
+    trace : the requests, with prefix blocks for the prefix caches to matter; or a
+        :class:`~queuetheory.workload.SessionPlan`, whose later turns are sent a think time
+        after the previous turn's answer (a closed loop)
     policy : the scheduler each engine runs a copy of (e.g. ``VLLMV1(...)``)
     time_model : one engine's batch time
     engines : how many engines
@@ -142,6 +147,9 @@ def simulate_fleet(trace: Trace, policy, time_model, *, engines: int,
         A router not in :data:`FLEET_ROUTERS`, a count of engines that is not a positive
         integer, or a setting the policy refuses.
     """
+    plan = None
+    if isinstance(trace, SessionPlan):
+        plan, trace = trace, trace.trace
     if router not in FLEET_ROUTERS:
         raise ValueError(f"router={router!r}: must be one of {FLEET_ROUTERS}")
     check_positive("engines", engines, integer=True)
@@ -160,26 +168,42 @@ def simulate_fleet(trace: Trace, policy, time_model, *, engines: int,
                             capacity=max(16, 2 * len(trace) // engines)))
     route = _Router(router, fleet, getattr(policy, "block_size", 16), cache_threshold,
                     balance_abs, balance_rel)
-    where = np.empty((len(trace), 2), dtype=np.int64)
+    rows_of: list[list[int]] = [[] for _ in range(engines)]   # engine j's request r: row
+    where = np.full((len(trace), 2), -1, dtype=np.int64)
+    arrival = trace.arrival.copy()
+    pending = [(float(arrival[i]), int(i)) for i in
+               (np.arange(len(trace)) if plan is None else plan.first)]
+    heapq.heapify(pending)
     busy = np.full(engines, np.inf)
-    arrival = trace.arrival
-    ptr = 0
+    done = [np.empty(0, np.int64)] * engines       # finishing with the running batch
     while True:
-        nxt = arrival[ptr] if ptr < len(trace) else np.inf
-        t = min(busy.min(), nxt)
+        t = min(busy.min(), pending[0][0] if pending else np.inf)
         if t == np.inf:
             break
-        busy[busy == t] = np.inf
-        while ptr < len(trace) and arrival[ptr] <= t:
-            j = route(trace, ptr)
-            where[ptr] = j, fleet[j].add(trace.take(slice(ptr, ptr + 1)))[0]
-            ptr += 1
+        for j in np.flatnonzero(busy == t):
+            busy[j] = np.inf
+            if plan is not None:                    # the sessions' next turns are sent
+                for r in done[j].tolist():
+                    i = int(rows_of[j][r])
+                    if plan.next[i] >= 0:
+                        arrival[plan.next[i]] = t + plan.think[plan.next[i]]
+                        heapq.heappush(pending, (arrival[plan.next[i]], int(plan.next[i])))
+        while pending and pending[0][0] <= t:
+            i = heapq.heappop(pending)[1]
+            j = route(trace, i)
+            one = trace.take(slice(i, i + 1))
+            if plan is not None:
+                one = dataclasses.replace(one, arrival=arrival[i:i + 1])
+            where[i] = j, fleet[j].add(one)[0]
+            rows_of[j].append(i)
         for j in np.flatnonzero(busy == np.inf):
             eng = fleet[j]
             if eng.live.size:
                 out = eng.step(t)
                 if isinstance(out, tuple):
-                    busy[j] = t + out[0]
+                    busy[j], done[j] = t + out[0], out[1]
+    if plan is not None:
+        trace = dataclasses.replace(trace, arrival=arrival)
     return FleetResult(_records(trace, fleet, where), fleet, router)
 
 

@@ -1,0 +1,119 @@
+"""Multi-turn sessions: chat conversations and agent loops that resend their history.
+
+A session opens with a Poisson arrival; its turn ``k`` sends a prompt made of a shared system
+prompt, every earlier turn's new tokens and answer, and its own new tokens (a user message,
+or a tool's result in an agent loop), and receives an answer; the next turn is sent a think
+time after that answer is complete — a closed loop, so a slow server delays the session's
+later turns (:func:`queuetheory.networks.simulate_fleet` runs it). Prompts carry prefix blocks
+(:attr:`Trace.blocks`): the system prompt's full blocks are shared by every session, and each
+session's history blocks by its later turns, so a prefix cache can serve them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import check_positive
+from .core import Lengths, Trace
+
+__all__ = ["Sessions", "SessionPlan"]
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    """Sampled sessions, one row per turn, in session order (turn order within each):
+    ``trace`` (arrival = the session's start for a first turn; later turns' arrivals are set
+    when the simulation sends them), ``session``, ``turn``, ``think`` (the wait after the
+    previous turn's answer; 0 for first turns) and ``next`` (the row of the session's next
+    turn, −1 after its last)."""
+
+    trace: Trace
+    session: np.ndarray
+    turn: np.ndarray
+    think: np.ndarray
+    next: np.ndarray
+
+    @property
+    def first(self) -> np.ndarray:
+        """Rows of the sessions' first turns."""
+        return np.flatnonzero(self.turn == 0)
+
+
+@dataclass(frozen=True)
+class Sessions:
+    """A workload of sessions (module docstring).
+
+    Parameters
+    ----------
+    rate : sessions opened per time unit (Poisson)
+    turns : turns per session (a length law: an int, a frozen ``scipy.stats`` distribution
+        or samples)
+    new_tokens : tokens a turn adds (the user's message, or a tool's result)
+    output : tokens of each answer (the first included)
+    think : the wait between an answer and the next turn, in time units (a number, or a
+        frozen ``scipy.stats`` distribution of non-negative values)
+    system : tokens of the system prompt every session starts with (0: none)
+    block_size : tokens per prefix block of the prompts' ids
+    """
+
+    rate: float
+    turns: object = 4
+    new_tokens: object = 64
+    output: object = 128
+    think: object = 10.0
+    system: int = 0
+    block_size: int = 16
+
+    def __post_init__(self):
+        check_positive("rate", self.rate)
+        check_positive("system", self.system, integer=True, allow_zero=True)
+        check_positive("block_size", self.block_size, integer=True)
+        for name in ("turns", "new_tokens", "output"):
+            Lengths(getattr(self, name), name)
+        if isinstance(self.think, int | float | np.number):
+            check_positive("think", self.think, allow_zero=True)
+        elif not hasattr(self.think, "rvs"):
+            raise ValueError(f"think={self.think!r}: a number or a frozen scipy.stats "
+                             "distribution of non-negative times")
+
+    def sample(self, n_sessions: int, seed=0) -> SessionPlan:
+        """``n_sessions`` sessions: their first turns' arrivals, every turn's lengths and
+        prefix blocks, and the think times."""
+        check_positive("n_sessions", n_sessions, integer=True)
+        rng = np.random.default_rng(seed)
+        starts = np.cumsum(rng.exponential(1 / self.rate, n_sessions))
+        turns = Lengths(self.turns, "turns").sample(rng, n_sessions)
+        rows = int(turns.sum())
+        new = Lengths(self.new_tokens, "new_tokens").sample(rng, rows)
+        out = Lengths(self.output, "output").sample(rng, rows)
+        think = (np.full(rows, float(self.think)) if not hasattr(self.think, "rvs")
+                 else np.asarray(self.think.rvs(size=rows, random_state=rng), float))
+        if np.any(think < 0) or not np.all(np.isfinite(think)):
+            raise ValueError("think: drew a negative or non-finite time")
+        session = np.repeat(np.arange(n_sessions), turns)
+        first = np.concatenate([[0], np.cumsum(turns)[:-1]])
+        turn = np.arange(rows) - np.repeat(first, turns)
+        think[turn == 0] = 0.0
+        prompt = np.empty(rows, np.int64)
+        blocks = np.empty(rows, dtype=object)
+        bs, sys_blocks = self.block_size, self.system // self.block_size
+        for s in range(n_sessions):
+            history = self.system
+            for r in range(first[s], first[s] + turns[s]):
+                prompt[r] = history + new[r]
+                full = int(prompt[r]) // bs
+                # ids: the system prompt's blocks shared by all, then this session's own
+                ids = np.arange(full, dtype=np.int64)
+                own = ids >= sys_blocks
+                ids[own] = (s + 1) * (1 << 32) + ids[own]
+                blocks[r] = ids
+                history = int(prompt[r] + out[r])
+        nxt = np.arange(1, rows + 1)
+        nxt[np.cumsum(turns) - 1] = -1
+        arrival = np.where(turn == 0, np.repeat(starts, turns), np.inf)
+        zeros = np.zeros(rows, np.int64)
+        trace = Trace(arrival, prompt, out, zeros, out.copy(), out.copy(), zeros,
+                      blocks=blocks, block_size=bs)
+        return SessionPlan(trace, session, turn, think, nxt)
