@@ -96,6 +96,30 @@ def _parser() -> argparse.ArgumentParser:
                    help="a batch outside the profiled grid: extrapolate with a warning "
                         "(default), refuse, or extrapolate silently")
 
+    f = sub.add_parser("fleet", help="replay a trace with prefix blocks on a fleet of vLLM "
+                       "engines behind each router: prefix hit ratio, TTFT, load imbalance")
+    f.add_argument("--trace", default="mooncake:conversation",
+                   help="mooncake:conversation (default), mooncake:synthetic, or the workload "
+                        "of a shipped vLLM run, vllm:rtxpro6000")
+    f.add_argument("--until", type=float, default=600.0, metavar="SECONDS",
+                   help="replay the requests arriving in the trace's first SECONDS "
+                        "(default 600)")
+    f.add_argument("--engines", type=int, default=8, help="engines in the fleet (default 8)")
+    f.add_argument("--router", default="all", help="round_robin, least_requests, least_kv, "
+                   "cache_aware, or all (default: each in turn)")
+    f.add_argument("--max-num-seqs", type=int, default=128, help="vLLM's max_num_seqs")
+    f.add_argument("--max-num-batched-tokens", type=int, default=2048,
+                   help="vLLM's max_num_batched_tokens (the token budget)")
+    f.add_argument("--num-gpu-blocks", type=int, default=30000,
+                   help="KV cache of each engine, in blocks (default 30,000)")
+    f.add_argument("--block-size", type=int, default=16, help="tokens per KV block")
+    f.add_argument("--no-prefix-cache", action="store_true", help="turn prefix caching off")
+    f.add_argument("--time", default="0.01,5e-5,4e-5", metavar="C,P,D",
+                   help="batch time in seconds: C + P per prefill token + D per decode token "
+                        "(default 0.01,5e-5,4e-5)")
+    f.add_argument("--out", metavar="DIR", help="write fleet.csv (one row per router) and "
+                   "per_engine_<router>.csv here")
+
     sub.add_parser("compare", help="every paper's schedulers on one ShareGPT workload "
                    "(see queuetheory compare --help)", add_help=False)
     sub.add_parser("capacity", help="largest stable rate, SLO goodput and a load figure "
@@ -150,6 +174,53 @@ def _validate(a) -> int:
                   f"{q['p99']:,.1f} |")
     for what, path in paths.items():
         print(f"{what}: {path}")
+    return 0
+
+
+def _fleet(a) -> int:
+    import pandas as pd
+
+    from . import data, policies
+    from .networks import FLEET_ROUTERS, simulate_fleet
+    from .timing import AffineTokenTime
+
+    kind, _, name = a.trace.partition(":")
+    if kind == "mooncake":
+        trace = data.mooncake_trace(name or "conversation")
+    elif kind == "vllm":
+        from .validate import load_run
+
+        trace = load_run(name).trace()
+    else:
+        raise ValueError(f"--trace {a.trace!r}: must be mooncake:NAME or vllm:RUN")
+    trace = trace.until(a.until)
+    routers = FLEET_ROUTERS if a.router == "all" else (a.router,)
+    try:
+        c, p, d = (float(x) for x in a.time.split(","))
+    except ValueError:
+        raise ValueError(f"--time {a.time!r}: must be three numbers C,P,D") from None
+    tm = AffineTokenTime(c, p, d)
+    pol = policies.VLLMV1(a.max_num_seqs, a.max_num_batched_tokens,
+                          num_gpu_blocks=a.num_gpu_blocks, block_size=a.block_size,
+                          enable_prefix_caching=not a.no_prefix_cache)
+    print(f"trace: {a.trace}, {len(trace)} requests in the first {a.until:g} s; "
+          f"{a.engines} engines of {pol!r}; batch time {tm!r} (s)")
+    rows = []
+    for router in routers:
+        res = simulate_fleet(trace, pol, tm, engines=a.engines, router=router)
+        m = res.metrics
+        rows.append({"router": router, **m})
+        print(f"{router:>15}: prefix hit ratio {100 * m['prefix_hit_ratio']:5.1f} %, TTFT mean "
+              f"{m['mean_ttft']:.3f} s p99 {m['p99_ttft']:.3f} s, latency mean "
+              f"{m['mean_latency']:.2f} s, busiest engine {m['request_imbalance']:.2f}x its "
+              f"share of requests, {m['prefill_imbalance']:.2f}x of prefill tokens"
+              + (f", {m['unfinished']} unfinished" if m["unfinished"] else ""))
+        if a.out:
+            Path(a.out).mkdir(parents=True, exist_ok=True)
+            res.per_engine().to_csv(Path(a.out) / f"per_engine_{router}.csv")
+    if a.out:
+        pd.DataFrame(rows).to_csv(Path(a.out) / "fleet.csv", index=False)
+        print(f"written: {Path(a.out) / 'fleet.csv'}")
     return 0
 
 
@@ -257,8 +328,8 @@ def main(argv=None) -> int:
             raise SystemExit(f"queuetheory capacity: error: {e}") from None
     a = _parser().parse_args(argv)
     try:
-        return {"reproduce": _reproduce, "simulate": _simulate,
-                "validate": _validate}[a.command](a)
+        return {"reproduce": _reproduce, "simulate": _simulate, "validate": _validate,
+                "fleet": _fleet}[a.command](a)
     except ValueError as e:
         raise SystemExit(f"queuetheory: error: {e}") from None
 

@@ -212,3 +212,18 @@ def test_sessions_resend_their_history_in_a_closed_loop():
     assert 0 < res.metrics["prefix_hit_ratio"] <= prefix_hit_ratio(tr, details=True).token_ratio
     with pytest.raises(ValueError, match="think"):
         qt.workload.Sessions(rate=1.0, think="soon")
+
+
+def test_cli_fleet_compares_routers(tmp_path, capsys):
+    from queuetheory.cli import main
+
+    assert main(["fleet", "--until", "20", "--engines", "2", "--router", "cache_aware",
+                 "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "cache_aware: prefix hit ratio" in out
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "fleet.csv")
+    assert table["router"].tolist() == ["cache_aware"] and table["completed"].iloc[0] > 0
+    with pytest.raises(SystemExit, match="--trace"):
+        main(["fleet", "--trace", "azure:conv"])
