@@ -177,8 +177,8 @@ def test_a_cache_aware_router_keeps_conversations_on_their_engine():
     # the offline ceiling of one engine holding everything bounds every router
     ceiling = prefix_hit_ratio(tr, details=True).token_ratio
     assert all(r.metrics["prefix_hit_ratio"] <= ceiling for r in runs.values())
-    with pytest.raises(ValueError, match="router='random'"):
-        qt.networks.simulate_fleet(tr, pol, tm, engines=2, router="random")
+    with pytest.raises(ValueError, match="router='jsq'"):
+        qt.networks.simulate_fleet(tr, pol, tm, engines=2, router="jsq")
     with pytest.raises(ValueError, match="engines"):
         qt.networks.simulate_fleet(tr, pol, tm, engines=0)
 

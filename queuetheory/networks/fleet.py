@@ -1,19 +1,23 @@
-"""A fleet of identical engines behind a router, replaying a trace: where prefix caches
-make the router's choice matter.
+"""A fleet of identical engines behind a router: a drawn workload, a replayed trace or
+closed-loop sessions, with each engine's KV limit and prefix cache.
 
-Each engine runs its own copy of one scheduler (typically :class:`~queuetheory.policies.
-VLLMV1`, whose KV block pool keeps a prefix cache) on the shared time model; each arriving
+Each engine runs its own copy of one scheduler on the shared time model; each arriving
 request is sent, when it arrives, to one engine by the router:
 
-- ``"round_robin"``: engines in turn;
-- ``"least_requests"``: the engine with the fewest requests in it (join the shortest queue);
-- ``"least_kv"``: the engine holding the fewest KV blocks;
-- ``"cache_aware"``: the rule of SGLang's and vLLM's routers (``cache_aware``): when the
-  busiest engine holds more than ``balance_abs`` requests over the idlest **and** more than
-  ``balance_rel`` times as many, the least-loaded engine; otherwise the engine whose cache
-  holds the longest prefix of the request, when that prefix is more than ``cache_threshold``
-  of the prompt, else the engine holding the fewest KV blocks. The router sees each engine's
-  actual cache (as a router that mirrors its engines' caches does), not an estimate.
+- ``"round_robin"``: engines in turn; ``"random"``: one drawn uniformly;
+- ``"least_requests"``: the fewest requests in it (join the shortest queue);
+- ``"least_tokens"``: the fewest unprocessed tokens;
+- ``"least_kv"``: the least KV load — the blocks a :class:`~queuetheory.policies.VLLMV1`
+  holds (in tokens), else the resident KV tokens plus the prompt tokens still to write;
+- ``"cache_aware"``: the rule of SGLang's and vLLM's routers: when the busiest engine holds
+  more than ``balance_abs`` requests over the idlest **and** more than ``balance_rel`` times
+  as many, the least-loaded engine; otherwise the engine whose prefix cache holds the longest
+  prefix of the request, when that prefix is more than ``cache_threshold`` of the prompt,
+  else the engine with the least KV load. The router reads each engine's actual cache (as a
+  router that mirrors its engines' caches does).
+
+A router reads each engine's state at the arrival, the batch in flight counted as done (it
+sees the load at most one iteration late).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..engine import Engine
+from ..engine.conventions import check_first_token
 from ..errors import check_positive
 from ..policies.vllm import prefix_keys
 from ..workload import Trace
@@ -34,19 +39,58 @@ from ..workload.sessions import SessionPlan
 
 __all__ = ["simulate_fleet", "FleetResult", "FLEET_ROUTERS"]
 
-FLEET_ROUTERS = ("round_robin", "least_requests", "least_kv", "cache_aware")
+#: The routers of :func:`simulate_fleet`: what each sends a new request to.
+FLEET_ROUTERS = {
+    "round_robin": "the next engine in turn",
+    "random": "an engine drawn uniformly",
+    "least_requests": "the engine with the fewest requests (join the shortest queue)",
+    "least_tokens": "the engine with the fewest unprocessed tokens",
+    "least_kv": "the engine with the least KV load",
+    "cache_aware": "the engine holding the longest cached prefix, balanced against load "
+                   "(SGLang's and vLLM's routers' rule)",
+}
+_FIELDS = ("arrival", "prompt", "output", "cls", "lo", "hi", "priority")
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class FleetResult:
-    """The records of a fleet run: ``requests`` (one row per request, in arrival order:
-    ``engine``, ``arrival``, ``prompt``, ``output``, ``cached`` prompt tokens served by the
-    engine's prefix cache, ``first_token``, ``finish``, ``ttft``, ``latency``), the
-    ``engines`` and the ``router``."""
+    """The records of one :func:`simulate_fleet` run.
+
+    Attributes
+    ----------
+    requests : one row per request routed, in the trace's order: ``engine``, ``arrival``,
+        ``prompt``, ``output``, ``cached`` (prompt tokens a prefix cache served),
+        ``first_token``, ``finish``, ``tbt_max`` (NaN where not reached), ``ttft``,
+        ``latency``
+    batches : one row per batch of every engine (the engine's batch log plus ``engine``)
+    engines, router, memory, token_budget, horizon : the fleet and the run's end
+    """
 
     requests: pd.DataFrame
-    engines: list
+    batches: pd.DataFrame
+    engines: int
     router: str
+    memory: int | None
+    token_budget: int | None
+    horizon: float
+
+    def utilisation(self, start: float = 0.0, max_reqs: int | None = None) -> dict:
+        """Time-weighted use of each resource over ``[start, horizon]``, averaged over the
+        engines: ``busy`` (share of time running a batch), ``tokens`` (batch tokens over
+        the budget, while busy), ``kv`` (KV tokens over the memory limit), ``batch``
+        (requests per batch over ``max_reqs``) and ``evictions`` per request."""
+        b = self.batches[self.batches["start"] >= start]
+        span = max(self.horizon - start, 1e-300) * self.engines
+        w = b["duration"].to_numpy()
+        wsum = max(float(w.sum()), 1e-300)
+        return {"busy": float(w.sum() / span),
+                "tokens": (float((w * b["token_load"]).sum() / wsum / self.token_budget)
+                           if self.token_budget else float("nan")),
+                "kv": (float((w * b["memory"]).sum() / wsum / self.memory)
+                       if self.memory else float("nan")),
+                "batch": (float((w * (b["prefill_requests"] + b["decode_requests"])).sum()
+                                / wsum / max_reqs) if max_reqs else float("nan")),
+                "evictions": float(b["evicted"].sum() / max(len(self.requests), 1))}
 
     def per_engine(self) -> pd.DataFrame:
         """Per engine: requests routed to it, prompt tokens, prompt tokens its cache served,
@@ -55,10 +99,12 @@ class FleetResult:
         g = r.groupby("engine")
         df = pd.DataFrame({"requests": g.size(), "prompt_tokens": g["prompt"].sum(),
                            "cached_tokens": g["cached"].sum(), "mean_ttft": g["ttft"].mean()})
-        df = df.reindex(range(len(self.engines)), fill_value=0)
+        df = df.reindex(range(self.engines), fill_value=0)
         df["prefix_hit_ratio"] = df["cached_tokens"] / df["prompt_tokens"].where(
             df["prompt_tokens"] > 0)
-        df["prefill_tokens"] = [int(e.log.column("prefill_tokens").sum()) for e in self.engines]
+        pre = self.batches.groupby("engine")["prefill_tokens"].sum() if len(self.batches) \
+            else pd.Series(dtype=float)
+        df["prefill_tokens"] = pre.reindex(range(self.engines), fill_value=0).astype(np.int64)
         return df
 
     @property
@@ -66,8 +112,7 @@ class FleetResult:
         """TTFT and latency over the completed requests (``unfinished`` says how many did not
         complete), the fleet's prefix hit ratio (prompt tokens served by a cache over all
         prompt tokens asked for, recomputations included) and the load imbalance: the
-        busiest engine's share of the requests, and of the prefill tokens computed, over
-        the mean share (1 = even)."""
+        busiest engine's requests, and prefill tokens computed, over the mean (1 = even)."""
         r = self.requests
         done = r[r["finish"].notna()]
         per = self.per_engine()
@@ -75,7 +120,8 @@ class FleetResult:
         computed = int(per["prefill_tokens"].sum())
         return {
             "arrived": len(r), "completed": len(done), "unfinished": len(r) - len(done),
-            "mean_ttft": float(done["ttft"].mean()), "p99_ttft": float(done["ttft"].quantile(.99)),
+            "mean_ttft": float(done["ttft"].mean()),
+            "p99_ttft": float(done["ttft"].quantile(.99)),
             "mean_latency": float(done["latency"].mean()),
             "p99_latency": float(done["latency"].quantile(.99)),
             "prefix_tokens_saved": saved,
@@ -87,55 +133,79 @@ class FleetResult:
 
 
 class _Router:
-    def __init__(self, rule, engines, block_size, cache_threshold, balance_abs, balance_rel):
-        self.rule, self.engines, self.bs = rule, engines, block_size
+    def __init__(self, rule, fleet, rng, block_size, cache_threshold, balance_abs,
+                 balance_rel):
+        self.rule, self.fleet, self.rng, self.bs = rule, fleet, rng, block_size
         self.threshold, self.abs, self.rel = cache_threshold, balance_abs, balance_rel
         self.turn = 0
 
-    def _blocks_held(self):
-        return np.array([e.policy.pool.used if hasattr(e.policy, "pool") else int(e.kv_total)
-                         for e in self.engines])
+    def _kv(self) -> np.ndarray:
+        out = []
+        for e in self.fleet:
+            pool = getattr(e.policy, "pool", None)
+            if pool is not None:
+                out.append(pool.used * e.policy.block_size)
+                continue
+            live = e.live
+            out.append(int(e.kv_total + (e.table.prompt[live] - e.table.prefilled[live])
+                           .clip(0).sum()) if live.size else 0)
+        return np.array(out)
 
     def __call__(self, trace: Trace, i: int) -> int:
-        loads = np.array([e.live.size for e in self.engines])
-        if self.rule == "round_robin":
+        rule, fleet = self.rule, self.fleet
+        if rule == "round_robin":
             self.turn += 1
-            return (self.turn - 1) % len(self.engines)
-        if self.rule == "least_requests":
-            return int(np.argmin(loads))
-        if self.rule == "least_kv":
-            return int(np.argmin(self._blocks_held()))
-        if loads.max() - loads.min() > self.abs and loads.max() > self.rel * loads.min():
+            return (self.turn - 1) % len(fleet)
+        if rule == "random":
+            return int(self.rng.integers(len(fleet)))
+        if rule == "least_tokens":
+            return int(np.argmin([e.work for e in fleet]))
+        if rule == "least_kv":
+            return int(np.argmin(self._kv()))
+        loads = np.array([e.live.size for e in fleet])
+        if rule == "least_requests" or (loads.max() - loads.min() > self.abs
+                                        and loads.max() > self.rel * loads.min()):
             return int(np.argmin(loads))
         keys = [] if trace.blocks is None else prefix_keys(trace.blocks[i], trace.block_size,
                                                            self.bs)
         most = (int(trace.prompt[i]) - 1) // self.bs
         match = np.array([len(e.policy.pool.hits(keys, most)) if hasattr(e.policy, "pool")
-                          else 0 for e in self.engines]) * self.bs / int(trace.prompt[i])
+                          else 0 for e in fleet]) * self.bs / int(trace.prompt[i])
         best = int(np.argmax(match))
         if match[best] > self.threshold:
             return best
-        return int(np.argmin(self._blocks_held()))
+        return int(np.argmin(self._kv()))
 
 
-def simulate_fleet(trace, policy, time_model, *, engines: int = 1,
-                   router: str = "cache_aware", cache_threshold: float = 0.3,
-                   balance_abs: int = 64, balance_rel: float = 1.5, seed=0) -> FleetResult:
-    """Replay ``trace`` on ``engines`` copies of ``policy`` behind ``router`` (module
-    docstring), each on ``time_model``, until every request is done.
+def simulate_fleet(trace, policy, time_model, engines: int = 1, *,
+                   router: str = "round_robin", memory: int | None = None,
+                   token_budget: int | None = None, first_token: str = "prefill",
+                   horizon: float | None = None, seed: int = 0,
+                   cache_threshold: float = 0.3, balance_abs: int = 64,
+                   balance_rel: float = 1.5) -> FleetResult:
+    """Run ``engines`` copies of one engine behind ``router`` (module docstring).
+
+    Engines advance between arrivals (in bulk where the policy allows); with sessions, one
+    batch at a time in time order, each finished turn sending the session's next turn a
+    think time later.
 
     Parameters
     ----------
-    trace : the requests, with prefix blocks for the prefix caches to matter; or a
-        :class:`~queuetheory.workload.SessionPlan`, whose later turns are sent a think time
-        after the previous turn's answer (a closed loop)
-    policy : the scheduler each engine runs a copy of (e.g. ``VLLMV1(...)``)
-    time_model : one engine's batch time
+    trace : the requests (a drawn or replayed :class:`~queuetheory.workload.Trace`, with
+        prefix blocks for prefix caches to matter), or a
+        :class:`~queuetheory.workload.SessionPlan` (closed-loop sessions)
+    policy : the scheduler of every engine (copied per engine), e.g. ``VLLMV1(...)``
+    time_model : the batch time of every engine
     engines : how many engines
-    router : one of :data:`FLEET_ROUTERS`
+    router : a key of :data:`FLEET_ROUTERS`
+    memory : KV-cache tokens per engine (``None``: unlimited; a ``VLLMV1`` keeps its own
+        blocks instead)
+    token_budget : the per-batch token budget (default: the policy's)
+    first_token : ``"prefill"`` or ``"decode"``
+    horizon : stop starting batches at this time (default: when every request is done)
+    seed : seeds the random router and engine ``k``'s policy
     cache_threshold, balance_abs, balance_rel : the ``cache_aware`` router's settings (its
         defaults are SGLang's and vLLM's routers')
-    seed : seeds engine ``j``'s policy with ``seed + j``
 
     Returns
     -------
@@ -144,80 +214,146 @@ def simulate_fleet(trace, policy, time_model, *, engines: int = 1,
     Raises
     ------
     ValueError
-        A router not in :data:`FLEET_ROUTERS`, a count of engines that is not a positive
-        integer, or a setting the policy refuses.
+        An unknown router, a non-positive engine count or memory, a request whose KV peak
+        exceeds ``memory``, or a setting the policy refuses.
     """
     plan = None
     if isinstance(trace, SessionPlan):
         plan, trace = trace, trace.trace
     if router not in FLEET_ROUTERS:
-        raise ValueError(f"router={router!r}: must be one of {FLEET_ROUTERS}")
-    check_positive("engines", engines, integer=True)
+        raise ValueError(f"router={router!r}: must be one of {sorted(FLEET_ROUTERS)}")
+    K = int(check_positive("engines", engines, integer=True))
+    emit = check_first_token(first_token) == "prefill"
     check_positive("balance_abs", balance_abs, allow_zero=True)
     check_positive("balance_rel", balance_rel)
     if not 0 <= cache_threshold <= 1:
         raise ValueError(f"cache_threshold={cache_threshold!r}: must lie in [0, 1]")
-    reason = policy.supports(memory=None, first_token="prefill")
+    if memory is not None:
+        check_positive("memory", memory, integer=True)
+        peak = trace.prompt + trace.output - int(emit)
+        if len(trace) and peak.max() > memory:
+            raise ValueError(f"memory={memory}: below the KV peak {int(peak.max())} of a "
+                             "request of the trace; it could never finish on one engine")
+    reason = policy.supports(memory=memory, first_token=first_token) \
+        if hasattr(policy, "supports") else None
     if reason:
         raise ValueError(f"policy={policy!r}: {reason}")
+    budget = token_budget if token_budget is not None else getattr(policy, "token_budget",
+                                                                    None)
+    stop = np.inf if horizon is None else float(horizon)
     fleet = []
-    for j in range(engines):
-        p = copy.deepcopy(policy)
-        p.reset(seed=seed + j)
-        fleet.append(Engine(p, time_model, budget=getattr(p, "token_budget", None),
-                            capacity=max(16, 2 * len(trace) // engines)))
-    route = _Router(router, fleet, getattr(policy, "block_size", 16), cache_threshold,
-                    balance_abs, balance_rel)
-    rows_of: list[list[int]] = [[] for _ in range(engines)]   # engine j's request r: row
+    for k in range(K):
+        pol = copy.deepcopy(policy)
+        pol.reset(seed=seed * 1_000_003 + k)
+        fleet.append(Engine(pol, time_model, memory=memory, budget=budget,
+                            first_token=first_token, capacity=max(16, 2 * len(trace) // K)))
+    route = _Router(router, fleet, np.random.default_rng(seed),
+                    getattr(policy, "block_size", 16), cache_threshold, balance_abs,
+                    balance_rel)
     where = np.full((len(trace), 2), -1, dtype=np.int64)
+    rows_of: list[list[int]] = [[] for _ in range(K)]      # engine k's request r -> row
     arrival = trace.arrival.copy()
-    pending = [(float(arrival[i]), int(i)) for i in
-               (np.arange(len(trace)) if plan is None else plan.first)]
+    first = np.arange(len(trace)) if plan is None else plan.first
+    pending = [(float(arrival[i]), int(i)) for i in first]
     heapq.heapify(pending)
-    busy = np.full(engines, np.inf)
-    done = [np.empty(0, np.int64)] * engines       # finishing with the running batch
+    free = np.zeros(K)                      # when each engine may start its next batch
+
+    def follow_up(k, finished, end):        # closed sessions: the next turns are sent
+        soonest = np.inf
+        for r in finished.tolist():
+            nxt = int(plan.next[rows_of[k][r]])
+            if nxt >= 0:
+                arrival[nxt] = end + plan.think[nxt]
+                heapq.heappush(pending, (float(arrival[nxt]), nxt))
+                soonest = min(soonest, float(arrival[nxt]))
+        return soonest
+
     while True:
-        t = min(busy.min(), pending[0][0] if pending else np.inf)
-        if t == np.inf:
-            break
-        for j in np.flatnonzero(busy == t):
-            busy[j] = np.inf
-            if plan is not None:                    # the sessions' next turns are sent
-                for r in done[j].tolist():
-                    i = int(rows_of[j][r])
-                    if plan.next[i] >= 0:
-                        arrival[plan.next[i]] = t + plan.think[plan.next[i]]
-                        heapq.heappush(pending, (arrival[plan.next[i]], int(plan.next[i])))
+        t = min(pending[0][0] if pending else np.inf, stop)
+        t = _run_until(fleet, free, t, None if plan is None else follow_up)
+        if not pending or pending[0][0] >= stop:
+            if t >= stop or not any(e.live.size for e in fleet):
+                break
+            continue
         while pending and pending[0][0] <= t:
             i = heapq.heappop(pending)[1]
-            j = route(trace, i)
-            one = trace.take(slice(i, i + 1))
+            k = route(trace, i)
+            one = Trace(*(getattr(trace, f)[i:i + 1] for f in _FIELDS),
+                        blocks=None if trace.blocks is None else trace.blocks[i:i + 1],
+                        block_size=trace.block_size)
             if plan is not None:
                 one = dataclasses.replace(one, arrival=arrival[i:i + 1])
-            where[i] = j, fleet[j].add(one)[0]
-            rows_of[j].append(i)
-        for j in np.flatnonzero(busy == np.inf):
-            eng = fleet[j]
-            if eng.live.size:
-                out = eng.step(t)
-                if isinstance(out, tuple):
-                    busy[j], done[j] = t + out[0], out[1]
-    if plan is not None:
-        trace = dataclasses.replace(trace, arrival=arrival)
-    return FleetResult(_records(trace, fleet, where), fleet, router)
+            where[i] = k, fleet[k].add(one)[0]
+            rows_of[k].append(i)
+            free[k] = max(free[k], float(arrival[i]))
+    routed = where[:, 0] >= 0
+    records = _records(fleet, where)
+    records = records[routed].assign(arrival=arrival[routed]).reset_index(drop=True) \
+        if not routed.all() else records.assign(arrival=arrival)
+    records["ttft"] = records["first_token"] - records["arrival"]
+    records["latency"] = records["finish"] - records["arrival"]
+    end = stop if stop < np.inf else float(free.max(initial=0.0))
+    return FleetResult(records, _batches(fleet), K, router, memory, budget, end)
 
 
-def _records(trace, fleet, where) -> pd.DataFrame:
-    cols = {c: np.empty(len(trace)) for c in ("first_token", "finish")}
-    cached = np.zeros(len(trace), np.int64)
-    for j, eng in enumerate(fleet):
-        mine = np.flatnonzero(where[:, 0] == j)
-        rid = where[mine, 1]
+def _run_until(fleet, free, until, on_finish) -> float:
+    """Run every engine through the batches that start before ``until``; returns the time
+    the fleet was run to. Without ``on_finish`` each engine runs alone, in bulk where its
+    policy allows; with it (closed sessions), one batch at a time in time order, each
+    finish reported, and ``until`` moves earlier when a next turn is sent before it."""
+    if on_finish is None:
+        for k, engine in enumerate(fleet):
+            _advance(engine, free, k, until, 1 << 62)
+        return until
+    while True:
+        busy = [k for k, e in enumerate(fleet) if e.live.size and free[k] < until]
+        if not busy:
+            return until
+        k = min(busy, key=free.__getitem__)
+        out = fleet[k].advance(free[k], until, 1)
+        if isinstance(out, tuple):
+            free[k] = out[0]
+            until = min(until, on_finish(k, out[1], out[0]))
+        else:
+            _idle(out, free, k, until)
+
+
+def _advance(engine, free, k, until, most) -> None:
+    """Run engine ``k`` from ``free[k]`` until it would start a batch at or after
+    ``until`` (the next arrival) or idles."""
+    while free[k] < until and engine.live.size:
+        out = engine.advance(free[k], until, most)
+        if isinstance(out, tuple):
+            free[k] = out[0]
+            continue
+        if _idle(out, free, k, until):
+            return
+
+
+def _idle(batch, free, k, until) -> bool:
+    """An idle policy waits for its own wake-up time or the next arrival; True when that is
+    the next arrival."""
+    wake = batch.until
+    if wake is None or wake >= until:
+        free[k] = until
+        return True
+    free[k] = max(wake, np.nextafter(free[k], np.inf))
+    return False
+
+
+def _records(fleet, where) -> pd.DataFrame:
+    cols = ("prompt", "output", "cached", "first_token", "finish", "tbt_max")
+    parts = {c: np.full(len(where), np.nan) for c in cols}
+    for k, e in enumerate(fleet):
+        mine = np.flatnonzero(where[:, 0] == k)
         for c in cols:
-            cols[c][mine] = eng.table.column(c)[rid]
-        cached[mine] = eng.table.column("cached")[rid]
-    df = pd.DataFrame({"engine": where[:, 0], "arrival": trace.arrival, "prompt": trace.prompt,
-                       "output": trace.output, "cached": cached, **cols})
-    df["ttft"] = df["first_token"] - df["arrival"]
-    df["latency"] = df["finish"] - df["arrival"]
+            parts[c][mine] = e.table.column(c)[where[mine, 1]]
+    df = pd.DataFrame({"engine": where[:, 0], **parts})
+    for c in ("prompt", "output", "cached"):
+        df[c] = df[c].fillna(0).astype(np.int64)
     return df
+
+
+def _batches(fleet) -> pd.DataFrame:
+    frames = [e.log.frame().assign(engine=k) for k, e in enumerate(fleet)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
