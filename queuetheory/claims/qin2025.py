@@ -62,7 +62,22 @@ def _judge(name: str) -> Outcome:
     note += ("No one definition gives both traces' Table 2 figures (40 % and 66 %)."
              if not both else "Definitions giving both Table 2 figures: "
              + ", ".join(sorted(both)) + ".")
-    return Outcome(verdict, figure, data, note)
+    return Outcome(verdict, figure, data, note, plot=_plot(name, d, paper))
+
+
+def _plot(name, d, paper):
+    def plot(ax):
+        from ..plotting import finish, reference
+
+        x = np.arange(len(d))
+        ax.bar(x, 100 * d["ratio"], color="C0", width=0.8)
+        ax.set_xticks(x, [f"{r.weight}\n{r.blocks}\n{100 * r.warmup:.0f} %"
+                          for r in d.itertuples()], fontsize=7)
+        reference(ax, paper, f"Table 2: {paper} %")
+        finish(ax, title=f"Mooncake {name} trace: cache ratio by definition",
+               xlabel="weight, blocks counted, warm-up left out",
+               ylabel="prefix cache ratio (%)", logy=False)
+    return plot
 
 
 @claim("qin2025.cache_ratio_conversation",
@@ -118,7 +133,17 @@ def _prefix_hashes(quick: bool) -> Outcome:
     control, _ = consistent(rows)
     data["negative_control_rejected"] = not control
     ok = all(v["consistent"] for k, v in data.items() if isinstance(v, dict)) and not control
+
+    def plot(ax):
+        from ..plotting import bars
+
+        lengths = {n: np.mean([len(h) for h in mooncake_table(n)["hash_ids"]])
+                   for n in ("conversation", "synthetic")}
+        bars(ax, lengths, title="Mooncake traces: prefix chains checked (all consistent)"
+             if ok else "Mooncake traces: an inconsistent prefix chain",
+             ylabel="mean blocks per request", logy=False)
+
     return Outcome("confirmed" if ok else "refuted",
                    f"prefix-consistent: conversation {data['conversation']['consistent']}, "
                    f"synthetic {data['synthetic']['consistent']}; swapped control rejected: "
-                   f"{not control}", data)
+                   f"{not control}", data, plot=plot)
