@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["QueueTheoryError", "InfeasibleBatchError", "UnstableError", "UnsupportedSettingError",
-           "CensoredRunWarning", "check_positive"]
+           "CensoredRunWarning", "check_positive", "check_seed", "check_seeds"]
 
 
 class QueueTheoryError(Exception):
@@ -66,3 +66,28 @@ def check_positive(name: str, value, *, allow_zero: bool = False, integer: bool 
         kind = "an integer" if integer else "a finite number"
         raise ValueError(f"{name}={value!r}: must be {kind} {rule}")
     return value
+
+
+def check_seed(value, name: str = "seed") -> int:
+    """A random seed: an integer ``>= 0`` (what ``numpy.random.default_rng`` accepts), or a
+    ``ValueError`` naming ``name``."""
+    import numpy as np
+
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+        raise ValueError(f"{name}={value!r}: must be an integer >= 0")
+    return int(value)
+
+
+def check_seeds(seeds, name: str = "seeds") -> tuple[int, ...]:
+    """A non-empty sequence of seeds (a single integer is one seed), each :func:`check_seed`."""
+    import numpy as np
+
+    if isinstance(seeds, int | np.integer) and not isinstance(seeds, bool):
+        seeds = (seeds,)
+    try:
+        out = tuple(seeds)
+    except TypeError:
+        raise ValueError(f"{name}={seeds!r}: must be a sequence of integers >= 0") from None
+    if not out:
+        raise ValueError(f"{name}={seeds!r}: need at least one seed")
+    return tuple(check_seed(s, name) for s in out)

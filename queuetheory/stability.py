@@ -18,10 +18,11 @@ import numpy as np
 import pandas as pd
 
 from .engine import simulate
-from .errors import CensoredRunWarning
+from .errors import CensoredRunWarning, check_positive, check_seeds
 from .metrics import (
     VERDICT_RULE,
     block_edges,
+    check_test_arguments,
     judge,
     means_of_blocks,
     pooled_drift,
@@ -140,25 +141,15 @@ def stability(workload, policy, time_model, *, horizon=None, n_requests=None,
         raise ValueError(f"time_model={time_model!r}: must be a queuetheory TimeModel")
     if "seed" in simulate_kwargs:
         raise ValueError(f"seed={simulate_kwargs['seed']!r}: give seeds=(...) to stability")
-    seeds = tuple(int(s) for s in np.atleast_1d(seeds))
-    if not seeds:
-        raise ValueError("seeds=(): need at least one seed")
-    if not 0 < level < 1:
-        raise ValueError(f"level={level}: must lie in (0, 1)")
-    if not tolerance > 0:
-        raise ValueError(f"tolerance={tolerance}: must be > 0")
-    if not 0 < tail <= 1:
-        raise ValueError(f"tail={tail}: must lie in (0, 1]")
-    if blocks < 3:
-        raise ValueError(f"blocks={blocks}: need at least 3")
+    seeds = check_seeds(seeds)
+    check_test_arguments(tail=tail, blocks=blocks, level=level, tolerance=tolerance)
     lam = workload.total_rate
     if lam <= 0:
         return _no_arrivals(seeds, level, tolerance)
     if horizon is not None and n_requests is not None:
         raise ValueError(f"horizon={horizon}, n_requests={n_requests}: give at most one")
     if n_requests is not None:
-        if not n_requests >= 1:
-            raise ValueError(f"n_requests={n_requests}: must be >= 1")
+        check_positive("n_requests", n_requests, integer=True)
         horizon = n_requests / lam
     H = float(horizon) if horizon is not None else default_horizon(workload, time_model)
     if not H > 0 or not math.isfinite(H):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..errors import check_positive
+from ..errors import check_positive, check_seeds
 from .bounds import Bracket
 from .inputs import _budget_of
 from .slo import _check_slo, _window_run
@@ -18,7 +18,7 @@ def load_curve(workload, policy, time_model, rates, *, slo=None, token_budget=No
     the steady-state window of :func:`goodput` (one row per rate, with ``unfinished``)."""
     slo = _check_slo({"ttft": 1.0, "tbt": 0.1} if slo is None else slo)
     b = _budget_of(policy, token_budget)
-    seeds = tuple(int(s) for s in np.atleast_1d(seeds))
+    seeds = check_seeds(seeds)
     rows = [{"rate": float(x), **_window_run(workload, policy, time_model, float(x), slo,
                                             n_requests=n_requests, warmup=warmup,
                                             seeds=seeds, b=b, memory=memory,

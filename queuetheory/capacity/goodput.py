@@ -7,11 +7,10 @@ import math
 import time
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from ..engine.conventions import check_first_token
-from ..errors import check_positive
+from ..errors import check_positive, check_seeds
 from .bounds import Bracket, bounds
 from .inputs import _budget_of, _ProbeBar, _refuse_unsupported
 from .rescale import _length_law
@@ -94,9 +93,12 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
         raise ValueError(f"warmup={warmup}: must lie in [0, 1)")
     check_positive("tol", tol)
     check_positive("n_requests", n_requests, integer=True)
+    check_positive("max_probes", max_probes, integer=True)
+    if stable_limit is not None:
+        check_positive("stable_limit", stable_limit)
     _refuse_unsupported("goodput", policy, memory, check_first_token(first_token))
     b = _budget_of(policy, token_budget)
-    seeds = tuple(int(s) for s in np.atleast_1d(seeds))
+    seeds = check_seeds(seeds)
     br = bracket or bounds(_length_law(workload), time_model, token_budget=b, memory=memory,
                            policy=policy, first_token=first_token)
     cols = ["rate", "attainment", "requests", "met", "unfinished", "undecided",

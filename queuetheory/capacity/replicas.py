@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import check_positive
+from ..errors import check_positive, check_seeds
 from ..timing import UnitTime
 from ..workload import Workload
 from .bounds import bounds
@@ -95,7 +95,7 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
     check_positive("max_replicas", max_replicas, integer=True)
     _refuse_unsupported("replicas", policy, None, "decode")
     b = _budget_of(policy, token_budget)
-    seeds = tuple(int(s) for s in np.atleast_1d(seeds))
+    seeds = check_seeds(seeds)
     br = bounds(workload, time_model, token_budget=b, policy=policy, first_token="decode")
     at_least = max(1, math.ceil(target_rate / br.upper * (1 - 1e-12)))
     lifetime = _lone_lifetime(workload, time_model)

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..engine import simulate
 from ..engine.conventions import check_first_token
-from ..errors import CensoredRunWarning, check_positive
+from ..errors import CensoredRunWarning, check_positive, check_seeds
 from ..stability import default_horizon, stability
 from ..workload import Trace
 from .bounds import Bracket, bounds
@@ -193,7 +193,20 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     b = _budget_of(policy, token_budget)
     if not 0 < tol < 0.5:
         raise ValueError(f"tol={tol!r}: the relative precision must lie in (0, 0.5)")
-    tolerance = float(check_positive("tolerance", tolerance))
+    if not 0 < tolerance < 1:
+        raise ValueError(f"tolerance={tolerance!r}: the relative drift called stable must lie "
+                         "in (0, 1)")
+    tolerance = float(tolerance)
+    if not 0 < level < 1:
+        raise ValueError(f"level={level!r}: must lie in (0, 1)")
+    seeds = check_seeds(seeds)
+    check_positive("max_probes", max_probes, integer=True)
+    check_positive("max_horizon_factor", max_horizon_factor)
+    if max_horizon_factor < 1:
+        raise ValueError(f"max_horizon_factor={max_horizon_factor!r}: must be >= 1")
+    check_positive("max_probe_requests", max_probe_requests)
+    if n_requests is not None:
+        check_positive("n_requests", n_requests, integer=True)
     br = bracket or bounds(workload, time_model, token_budget=b, memory=memory,
                            policy=policy, first_token=first_token)
     cols = ["rate", "load", "verdict", "drift", "drift_low", "drift_high", "horizon",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import CensoredRunWarning, UnsupportedSettingError, check_positive
+from ..errors import CensoredRunWarning, UnsupportedSettingError, check_positive, check_seed
 from ..timing import TimeModel
 from ..workload import Trace, Workload
 from .conventions import check_first_token
@@ -137,6 +137,7 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
         check_positive("max_iterations", max_iterations, integer=True)
     emit_first = check_first_token(first_token) == "prefill"
     check_positive("warmup", warmup, allow_zero=True)
+    check_seed(seed)
     _check_supported(policy, memory, first_token)
     if isinstance(workload, Trace):
         trace = workload
