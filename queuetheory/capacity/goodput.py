@@ -96,7 +96,7 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
     check_positive("max_probes", max_probes, integer=True)
     if stable_limit is not None:
         check_positive("stable_limit", stable_limit)
-    _refuse_unsupported("goodput", policy, memory, check_first_token(first_token))
+    _refuse_unsupported("goodput", policy, memory, check_first_token(first_token), token_budget)
     b = _budget_of(policy, token_budget)
     seeds = check_seeds(seeds)
     br = bracket or bounds(_length_law(workload), time_model, token_budget=b, memory=memory,

@@ -93,7 +93,7 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
     if not 0 < attainment <= 1:
         raise ValueError(f"attainment={attainment}: must lie in (0, 1]")
     check_positive("max_replicas", max_replicas, integer=True)
-    _refuse_unsupported("replicas", policy, None, "decode")
+    _refuse_unsupported("replicas", policy, None, "decode", token_budget)
     b = _budget_of(policy, token_budget)
     seeds = check_seeds(seeds)
     br = bounds(workload, time_model, token_budget=b, policy=policy, first_token="decode")

@@ -187,7 +187,8 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     inconclusive unless the runs are long, and ``note`` says so.
     """
     t0 = time.perf_counter()
-    _refuse_unsupported("max_rate", policy, memory, check_first_token(first_token))
+    _refuse_unsupported("max_rate", policy, memory, check_first_token(first_token),
+                        token_budget)
     trace = workload if isinstance(workload, Trace) else None
     workload = _length_law(workload)
     b = _budget_of(policy, token_budget)

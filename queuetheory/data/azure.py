@@ -35,7 +35,7 @@ def azure_trace(name: str = "conv", **options):
     """
     from ..workload.traces import read_trace
 
-    if name not in AZURE_TRACES:
+    if not isinstance(name, str) or name not in AZURE_TRACES:
         raise ValueError(f"name={name!r}: must be one of {tuple(AZURE_TRACES)}")
     with resources.as_file(resources.files(__package__).joinpath(AZURE_TRACES[name])) as path:
         return read_trace(path, format="azure", **options)

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..engine import Batch
 from ..errors import QueueTheoryError
-from .base import Policy
+from .base import Policy, round_model
 from .memory_check import FuturePeak
 
 __all__ = ["HSF", "AMax", "ARandom", "AMin", "AEll", "AdaptiveRobust"]
@@ -51,6 +51,8 @@ def _grown(a: np.ndarray, size: int, fill) -> np.ndarray:
 class _RoundPolicy(Policy):
     """Shared loop: evict (hook), then admit waiting jobs in the hook's order while the
     future-peak check with the hook's length estimates passes; running jobs always decode."""
+
+    no_token_budget = round_model("Chen, Ye, Zhou")
 
     on_fail = "break"
 
@@ -273,6 +275,8 @@ class AdaptiveRobust(Policy):
     """The switch: A_ℓ when ``α = min lo / max hi`` (over the requests present at the
     first decision) is below ``threshold`` (default α* of :func:`two_point_threshold`), else
     A_min. ``chosen`` names the policy picked."""
+
+    no_token_budget = round_model("Chen, Ye, Zhou")
 
     def __init__(self, threshold=None, evict_key="static"):
         from ..bounds.competitive_closed_forms import two_point_threshold

@@ -46,7 +46,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import Batch
-from .base import Policy
+from .base import Policy, round_model
 
 __all__ = ["WAIT", "NestedWAIT", "FCFSRestart"]
 
@@ -109,6 +109,8 @@ class WAIT(Policy):
     without them it keeps to ``memory`` with the gate of the module notes, which also says
     how leftovers finish once arrivals end.
     """
+
+    no_token_budget = round_model("Ao et al.")
 
     def __init__(self, thresholds, classes=None):
         from ..fluid.equilibrium import class_arrays  # the fluid package loads cvxpy: lazily
@@ -178,6 +180,8 @@ class NestedWAIT(Policy):
     hold the memory that segment 1 waits for, and the engine would idle for ever.
     Leftovers finish once arrivals end (module notes).
     """
+
+    no_token_budget = round_model("Ao et al.")
 
     def __init__(self, segments, thresholds, *, overflow: str = "soft"):
         from ..fluid.nested import Segments  # the fluid package loads cvxpy: lazily
@@ -254,6 +258,8 @@ class FCFSRestart(Policy):
     back to the queue front); then waiting requests are admitted in arrival order while
     their prompts fit. Residents stay a prefix of the arrival order, so both rules amount
     to running the longest arrival-order prefix whose next-iteration memory fits."""
+
+    no_token_budget = round_model("Ao et al.")
 
     def _schedule(self, state):
         started = state.kv > 0

@@ -40,6 +40,7 @@ GeMM speed is set so that Eq. 4 gives the fitted step ``α``; attention is not f
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from math import gcd
 
@@ -47,6 +48,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
+from ..errors import check_seed
 from .gpu import AssumptionError, GPUModel, ModelDims, TiledGPUTime
 from .models import AffineTokenTime, LinearMemoryTime, PiecewiseLinearTime, TimeModel
 
@@ -331,6 +333,15 @@ def _measurements(data) -> tuple[pd.DataFrame, np.ndarray]:
     return X.astype(np.int64), y
 
 
+def _integer_at_least(value, low: int) -> bool:
+    """Whether ``value`` is a finite integer (an int or a whole float) ``>= low``."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return False
+    return not isinstance(value, bool) and math.isfinite(v) and v == int(v) and v >= low
+
+
 def fit(measurements, model: str = "best", *, relative: bool = True, folds: int = 5,
         seed: int = 0, dims: ModelDims | None = None, gpu_spec: dict | str | None = None,
         intervals: str = "jacobian", resamples: int = 200) -> FitReport:
@@ -352,11 +363,12 @@ def fit(measurements, model: str = "best", *, relative: bool = True, folds: int 
     """
     if model not in (*FAMILIES, "best"):
         raise ValueError(f"model={model!r}: must be one of {(*FAMILIES, 'best')}")
-    if int(folds) != folds or folds < 2:
+    if not _integer_at_least(folds, 2):
         raise ValueError(f"folds={folds!r}: must be an integer >= 2")
+    check_seed(seed)
     if intervals not in ("jacobian", "bootstrap"):
         raise ValueError(f"intervals={intervals!r}: must be 'jacobian' or 'bootstrap'")
-    if intervals == "bootstrap" and (int(resamples) != resamples or resamples < 20):
+    if intervals == "bootstrap" and not _integer_at_least(resamples, 20):
         raise ValueError(f"resamples={resamples!r}: must be an integer >= 20")
     X, y = _measurements(measurements)
     if y.size < 2 * folds:
