@@ -5,8 +5,8 @@
   Patel et al., "Splitwise", ISCA 2024; ``AZURE.md``).
 """
 
-from .azure import AZURE_TRACES, azure_trace
+from .azure import AZURE_TRACES, azure_trace, open_trace
 from .sharegpt import PAPER_LENGTH_STATISTICS, sharegpt_lengths, sharegpt_statistics
 
 __all__ = ["sharegpt_lengths", "sharegpt_statistics", "PAPER_LENGTH_STATISTICS",
-           "azure_trace", "AZURE_TRACES"]
+           "azure_trace", "AZURE_TRACES", "open_trace"]

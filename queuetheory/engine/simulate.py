@@ -73,6 +73,9 @@ class Result:
         always count the whole run."""
         from ..metrics import summarize
 
+        if self.warmup > self.end_time:
+            raise ValueError(f"warmup={self.warmup:g}: past the end of the run at "
+                             f"{self.end_time:g}; no steady-state window is left")
         return summarize(self, start=self.warmup)
 
     def window(self, t0: float, t1: float | None = None) -> dict:
@@ -139,6 +142,9 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
     emit_first = check_first_token(first_token) == "prefill"
     check_positive("warmup", warmup, allow_zero=True)
     check_seed(seed)
+    if horizon is not None and warmup >= horizon:
+        raise ValueError(f"warmup={warmup!r}: at or past the horizon {horizon!r}; no "
+                         "steady-state window is left")
     _check_supported(policy, memory, first_token, token_budget)
     if isinstance(workload, Trace):
         trace = workload
