@@ -163,7 +163,8 @@ def capacity_main(argv) -> int:
 
     matplotlib.use("Agg")
     axes = plot_capacity(curve, br, max_rate_result=m, goodput_result=g,
-                         attainment=a.attainment, unit=unit, title=type(policy).__name__)
+                         attainment=a.attainment, unit=unit, title=type(policy).__name__,
+                         slo=slo)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"capacity_{a.policy}.png"
