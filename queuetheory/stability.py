@@ -135,8 +135,9 @@ def stability(workload, policy, time_model, *, horizon=None, n_requests=None,
     """
     if not isinstance(workload, Workload) or workload._trace is not None:
         raise ValueError(f"workload={workload!r}: stability needs a Workload that draws "
-                         "arrivals (a finite trace always drains: use qt.metrics.growth_rate "
-                         "on its Result)")
+                         "arrivals (a finite trace always drains: simulate it and use "
+                         "qt.metrics.growth_rate on its Result, which judges a drained run "
+                         "over its arrivals' window)")
     if not isinstance(time_model, TimeModel):
         raise ValueError(f"time_model={time_model!r}: must be a queuetheory TimeModel")
     if "seed" in simulate_kwargs:

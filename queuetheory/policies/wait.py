@@ -125,6 +125,12 @@ class WAIT(Policy):
                 raise ValueError(f"thresholds={self.thresholds}: need one per class ({l.size})")
             self.memory_bound = wait_memory(self._n, classes)
 
+    def supports(self, *, memory, first_token) -> str | None:
+        if self.memory_bound is not None and memory is not None and memory < self.memory_bound:
+            return (f"memory={memory} is below WAIT's M^π = {self.memory_bound:g} for "
+                    f"thresholds {self.thresholds}; it could overflow (Ao et al., eq. 9)")
+        return None
+
     def rule(self) -> str | None:
         """``"cohorts"`` (:mod:`~queuetheory.engine.kernels.cohorts`): without a memory limit
         every decision follows it; the engine steps where memory is limited."""
