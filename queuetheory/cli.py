@@ -3,19 +3,17 @@
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import json
 import math
+import os
 import sys
 import warnings
 from pathlib import Path
 
+from ._argparse import OneLineParser, time_model_option
+
 __all__ = ["main"]
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, no usage dump
-        raise SystemExit(f"{self.prog}: error: {message}")
 
 
 CLASSIC_POLICIES = ("sarathi", "orca", "vllm", "fastertransformer")
@@ -41,9 +39,9 @@ def _policy(name: str, budget: int, order: str, setting=None):
     return entry.factory(setting)
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="queuetheory", description="Queueing theory of LLM inference.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+def _parser() -> OneLineParser:
+    p = OneLineParser(prog="queuetheory", description="Queueing theory of LLM inference.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
     r = sub.add_parser("reproduce", help="check every claim of the papers and write a report")
     r.add_argument("--quick", action="store_true", help="short runs (under 5 minutes in all)")
@@ -60,7 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--order", default="fcfs", help="fcfs, sjf_prompt, sjf_decode or sjf_total "
                    "(the four classic schedulers)")
     s.add_argument("--trace", metavar="FILE", help="replay a production trace (.csv, .jsonl, "
-                   ".parquet; queuetheory.workload.read_trace) instead of fixed lengths")
+                   ".parquet; queuetheory.workload.read_trace), or 'conv' / 'code' for the "
+                   "shipped Azure 2023 traces, instead of fixed lengths")
     s.add_argument("--format", help="the trace's format: azure, burstgpt, mooncake (default: "
                    "detected from its columns)")
     s.add_argument("--rate", type=float, help="arrival rate per time unit (with --trace: "
@@ -68,10 +67,12 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--prompt", type=int, help="prompt tokens (fixed; without --trace)")
     s.add_argument("--output", type=int, help="output tokens, the first included (fixed; "
                    "without --trace)")
-    s.add_argument("--budget", type=int, default=512, help="token budget b (default 512)")
+    s.add_argument("--budget", type=int, default=512, help="token budget b: the most tokens "
+                   "one batch serves (default 512)")
     s.add_argument("--horizon", type=float, help="simulated time (without --trace: required; "
                    "with it: default the whole trace, drained)")
-    s.add_argument("--memory", type=int, help="KV-cache capacity in tokens")
+    s.add_argument("--memory", type=int, help="KV-cache capacity M in tokens (default: "
+                   "unlimited)")
     s.add_argument("--time", default="45.5,0.30,64", metavar="C,A,B0",
                    help="piecewise-linear batch time c + a·max(0, b'−b0) in --time-unit "
                         "(default Llama-3-70B, ms), 'unit', or 'a100' / 'h100' (the tiled GPU "
@@ -79,7 +80,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--time-unit", choices=("ms", "s"), default="ms",
                    help="unit of --time, --rate, --horizon, the trace and the results "
                         "(default ms)")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=int, default=0, help="seed of the arrivals and lengths "
+                   "drawn, and of a randomised scheduler (default 0)")
     s.add_argument("--json", action="store_true", help="print the metrics as JSON")
 
     v = sub.add_parser("validate", help="replay a measured vLLM run on its settings and its "
@@ -134,10 +136,16 @@ def _reproduce(a) -> int:
     if a.only is not None and a.only not in papers():
         raise SystemExit(f"queuetheory: error: --only {a.only!r}: must be one of "
                          f"{', '.join(sorted(papers()))}")
+    for flag, path in (("--json", a.json and Path(a.json).parent), ("--out", Path(a.out))):
+        _check_writable(flag, path)
     print(f"checking claims ({'quick' if a.quick else 'full'} mode)...", flush=True)
-    rows = run_ledger(quick=a.quick, only=a.only, out=Path(a.out),
-                      resume=not a.quick and not a.fresh,
-                      on_row=lambda r: print(f"  {r.claim.id}: {r.verdict}", flush=True))
+    with _censored_quietly() as censored:
+        rows = run_ledger(quick=a.quick, only=a.only, out=Path(a.out),
+                          resume=not a.quick and not a.fresh,
+                          on_row=lambda r: print(f"  {r.claim.id}: {r.verdict}", flush=True))
+    if censored:
+        print(f"({len(censored)} runs inside the checks left requests unfinished, as their "
+              "claims need; their CensoredRunWarnings are not shown)")
     print(format_table(rows))
     report = write_report(rows, Path(a.out), a.quick)
     print(f"report: {report}")
@@ -224,22 +232,46 @@ def _fleet(a) -> int:
     return 0
 
 
+def _check_writable(flag: str, folder) -> None:
+    """Refuse, before a long run, an output whose folder cannot be made or written."""
+    if not folder:
+        return
+    folder = Path(folder)
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is None or not existing.is_dir() or not os.access(existing, os.W_OK):
+        raise ValueError(f"{flag}: cannot write under {str(folder)!r} (nearest existing "
+                         f"folder: {str(existing) if existing else 'none'})")
+    if folder != existing and flag == "--json":
+        raise ValueError(f"{flag}: the folder {str(folder)!r} does not exist")
+
+
+@contextlib.contextmanager
+def _censored_quietly():
+    """Collect the CensoredRunWarnings raised inside (a claim's runs are cut on purpose) and
+    let every other warning through."""
+    from .errors import CensoredRunWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        censored = []
+        yield censored
+    for w in caught:
+        if issubclass(w.category, CensoredRunWarning):
+            censored.append(w)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
 def _time_model(spec: str, unit: str):
     from .timing import PiecewiseLinearTime, TiledGPUTime, UnitTime
 
-    if spec == "unit":
-        return UnitTime()
-    if spec in ("a100", "h100"):
-        if unit != "s":
-            raise ValueError(f"--time {spec}: the fitted GPU model is in seconds; add "
-                             "--time-unit s")
-        return TiledGPUTime.fitted(spec)
-    try:
-        c, a, b0 = (float(x) for x in spec.split(","))
-    except ValueError:
-        raise ValueError(f"--time {spec!r}: expected 'C,A,B0', 'unit', 'a100' or "
-                         "'h100'") from None
-    return PiecewiseLinearTime(c, a, b0)
+    if spec in ("a100", "h100") and unit != "s":
+        raise ValueError(f"--time {spec}: the fitted GPU model is in seconds; add "
+                         "--time-unit s")
+    return time_model_option(spec, {"unit": UnitTime,
+                                    "a100": lambda: TiledGPUTime.fitted("a100"),
+                                    "h100": lambda: TiledGPUTime.fitted("h100")},
+                             PiecewiseLinearTime, "C,A,B0")
 
 
 def _units(time_unit: str) -> dict:
@@ -250,7 +282,7 @@ def _units(time_unit: str) -> dict:
             "decode_rate": f"tokens/{t}", "mean_latency": t, "p50_latency": t,
             "p99_latency": t, "mean_ttft": t, "p99_ttft": t, "mean_tbt": t, "p99_tbt": t,
             "peak_memory": "tokens", "restarts": "evictions", "iterations": "batches",
-            "mean_in_system": "requests", "in_system_end": "requests",
+            "unfinished": "requests", "mean_in_system": "requests", "in_system_end": "requests",
             "unfinished_tokens_end": "tokens", "growth_relative": "fraction"}
 
 
@@ -263,7 +295,7 @@ def _json_safe(v):
 
 def _workload(a):
     """(what simulate runs, the Workload a scheduler factory may read)."""
-    from .workload import RequestClass, Workload, mean_rate, read_trace
+    from .workload import RequestClass, Workload, mean_rate
 
     if a.trace is None:
         missing = [f"--{n}" for n in ("rate", "prompt", "output", "horizon")
@@ -274,7 +306,9 @@ def _workload(a):
         return wl, wl
     if a.prompt is not None or a.output is not None:
         raise ValueError("--prompt/--output: the trace gives the lengths; drop them")
-    trace = read_trace(a.trace, format=a.format, time_unit=a.time_unit, rate=a.rate)
+    from .data import open_trace
+
+    trace = open_trace(a.trace, format=a.format, time_unit=a.time_unit, rate=a.rate)
     law = Workload.from_lengths(trace.prompt, trace.output, rate=mean_rate(trace))
     return trace, law
 
@@ -292,17 +326,28 @@ def _simulate(a) -> int:
                    first_token="prefill")
     m = res.metrics
     try:
-        g = growth_rate(res)
-        m.update(growth_verdict=g.verdict, growth_relative=g.relative)
+        g = growth_rate(res)     # a drained run: judged over its arrivals' window
+        m.update(growth_verdict=g.verdict, growth_relative=g.relative,
+                 growth_window=f"[{g.window[0]:.6g}, {g.window[1]:.6g}]")
     except ValueError as e:
         m.update(growth_verdict="too-short", growth_note=str(e))
     unit = "round" if a.time == "unit" else a.time_unit      # UnitTime counts rounds
     units = {k: u for k, u in _units(unit).items() if k in m}
+    ran = {"policy": repr(policy), "time_model": repr(tm),
+           "workload": (f"trace {a.trace}: {len(run_on)} requests" if a.trace is not None
+                        else f"Poisson, rate {a.rate:g}/{unit}, prompt {a.prompt}, output "
+                             f"{a.output}"),
+           "memory": a.memory, "horizon": a.horizon, "seed": a.seed}
     if a.json:
         out = {k: _json_safe(v) for k, v in m.items()}
-        print(json.dumps({**out, "time_unit": a.time_unit, "units": units}, indent=2,
-                         allow_nan=False))
+        print(json.dumps({**out, "time_unit": a.time_unit, "units": units, "setting": ran},
+                         indent=2, allow_nan=False))
     else:
+        for k in ("workload", "policy", "time_model"):
+            print(f"# {k}: {ran[k]}")
+        print(f"# memory: {a.memory or 'unlimited'}; horizon: "
+              f"{a.horizon if a.horizon is not None else 'none (the trace drains)'}; "
+              f"seed {a.seed}")
         width = max(map(len, m))
         for k, v in m.items():
             shown = f"{v:.6g}" if isinstance(v, float) else f"{v}"

@@ -19,7 +19,6 @@ completed requests only, so a row whose runs left more than 1 % unfinished is ma
 
 from __future__ import annotations
 
-import argparse
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,8 +29,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ._argparse import OneLineParser, time_model_option
 from .engine import simulate
 from .errors import CensoredRunWarning
+from .metrics import growth_rate
 from .policies import FasterTransformer, Orca, Sarathi, VLLMVanilla
 from .sweep import sweep
 from .timing import AffineTokenTime, TimeModel
@@ -201,8 +202,35 @@ class _Run:
             res = simulate(runs_on, entry.factory(setting), self.time_model, memory=self.memory,
                            n_requests=self.n_requests, seed=seed)
         m = res.metrics
-        return {k: m[k] for k in (*METRICS, "arrived", "completed", "unfinished", "iterations",
-                                  "time")}
+        return {**{k: m[k] for k in (*METRICS, "arrived", "completed", "unfinished",
+                                     "iterations", "time")}, "backlog": _backlog(res)}
+
+
+def _backlog(res) -> str:
+    """How the run's backlog behaved over its arrivals' window (a drained run's drain
+    always shrinks; :func:`~queuetheory.metrics.growth_rate`): ``"grows"`` when both tests'
+    lower bounds lie above the tolerance (it surely grows faster than 3 % of the offered
+    work: the scheduler is unstable at this load; a stable queue's fill-up from empty
+    rarely clears both), ``"steady"`` when the verdict is ``stable``, else ``"unclear"``
+    (a longer run decides); ``"too-short"`` for too few iterations to test."""
+    try:
+        g = growth_rate(res)
+    except ValueError:
+        return "too-short"
+    if g.verdict == "stable":
+        return "steady"
+    return "grows" if min(g.ci_low, g.trend_low) > g.tolerance else "unclear"
+
+
+def _pooled_backlog(values) -> str:
+    """One word for a point's seeds: ``grows`` when at least half of them grow, ``steady``
+    when all are steady, else ``unclear`` (older records without one: ``""``)."""
+    v = [x for x in values if isinstance(x, str)]
+    if not v:
+        return ""
+    if 2 * v.count("grows") >= len(v):
+        return "grows"
+    return "steady" if all(x == "steady" for x in v) else "unclear"
 
 
 @dataclass
@@ -222,6 +250,11 @@ class Comparison:
         * ``completion``: completed / arrived requests, over all seeds; ``note`` marks a
           row whose runs left more than :data:`UNFINISHED_MARK` of them unfinished (its
           latency figures leave them out) and says when a point has no interval;
+        * ``backlog``: ``grows``, ``steady`` or ``unclear``, how the seeds' backlogs
+          behaved over the arrivals' window (:func:`_backlog`; ``grows`` when at least half
+          the seeds' surely grow). Every run drains its requests, so an unstable scheduler
+          completes them all, late: its latency grows with ``n_requests`` and is no steady
+          state, which ``note`` says;
         * intervals only from :data:`MIN_SEEDS` seeds or more (else NaN, and ``note`` says
           so). Every metric here is non-negative, so the interval is Student's t on the log
           scale (delta method: ``mean · exp(± t·se/mean)``), which never crosses 0 and is
@@ -238,9 +271,14 @@ class Comparison:
         arrived = g["arrived"].sum().to_numpy() if "arrived" in self.runs else None
         completed = g["completed"].sum().to_numpy()
         completion = completed / arrived if arrived is not None else np.full(len(out), np.nan)
+        verdicts = (g["backlog"].agg(_pooled_backlog).to_numpy() if "backlog" in self.runs
+                    else np.full(len(out), ""))
         notes = []
-        for k, c in zip(seeds, completion, strict=True):
+        for k, c, v in zip(seeds, completion, verdicts, strict=True):
             parts = []
+            if v == "grows":
+                parts.append("! unstable: the backlog grows over the arrivals; latency grows "
+                             "with the run's length, no steady state")
             if c < 1 - UNFINISHED_MARK:
                 parts.append(f"! {100 * (1 - c):.1f} % unfinished: latency over completed only")
             if k < MIN_SEEDS:
@@ -249,7 +287,22 @@ class Comparison:
         out.insert(0, "needs", [self.needs[s] for s, _ in out.index])
         out.insert(1, "seeds", seeds)
         out.insert(2, "completion", completion)
-        out.insert(3, "note", notes)
+        out.insert(3, "backlog", verdicts)
+        out.insert(4, "note", notes)
+        return out
+
+    def summary(self) -> pd.DataFrame:
+        """The table as a reader wants it printed: per scheduler and load, the backlog,
+        the completion, and every metric as ``mean [lo, hi]`` (the mean alone where there is
+        no interval) under a header with its unit; the needs and notes last."""
+        table = self.table
+        out = table[["backlog", "completion"]].copy()
+        out["completion"] = [f"{c:.3f}" for c in table["completion"]]
+        for m, label in METRICS.items():
+            out[label] = [_shown(*v) for v in zip(table[m], table[f"{m}_lo"],
+                                                  table[f"{m}_hi"], strict=True)]
+        out["needs"] = table["needs"]
+        out["note"] = table["note"]
         return out
 
     def _interval(self, x: np.ndarray) -> tuple[float, float]:
@@ -263,37 +316,47 @@ class Comparison:
         return (mean / spread, mean * spread)
 
     def figures(self) -> dict:
-        """One matplotlib figure per metric: the mean against load with its interval as a band
-        (where there is one), one line and marker per scheduler, a log axis where the means
-        span more than 10×, the legend beside the axes, the KV capacity ``M`` as a reference
-        line on the memory figure; a scheduler whose runs left more than 1 % unfinished is
-        drawn dashed and named so in the legend."""
+        """One matplotlib figure per metric: a dot plot, the loads as groups and one dot per
+        scheduler with its interval as a whisker (where there is one), a log axis where
+        the values span more than 10×, the legend beside the axes, the KV capacity ``M`` as
+        a reference line on the memory figure. A point whose runs were unstable (the
+        table's ``backlog`` grows) is crossed out in red: its latency is no steady state; a
+        scheduler whose runs left more than 1 % unfinished is named so in the legend."""
         import matplotlib.pyplot as plt
 
-        from .plotting import band, finish, reference, series_style
+        from .plotting import dots
 
         table = self.table
         names = list(dict.fromkeys(table.index.get_level_values(0)))
+        loads = list(dict.fromkeys(table.index.get_level_values(1)))
         figs = {}
         for metric, label in METRICS.items():
             fig, ax = plt.subplots(figsize=(8.4, 3.8), layout="constrained")
-            for i, name in enumerate(names):
-                part = table.loc[name]
+            series, flagged = {}, {}
+            for name in names:
+                part = table.loc[name].reindex(loads)
                 tag = name if self.needs[name] == "none" else f"{name} (needs {self.needs[name]})"
-                short = bool((part["completion"] < 1 - UNFINISHED_MARK).any())
-                style = series_style(i)
-                if short:
-                    style["linestyle"] = "--"
-                band(ax, part.index, part[metric], part[f"{metric}_lo"], part[f"{metric}_hi"],
-                     label=tag + (" — runs left work unfinished" if short else ""), style=style)
-            values = table[metric].to_numpy()
-            if metric == "peak_memory" and self.memory is not None:
-                reference(ax, self.memory, f"KV capacity M = {self.memory:,} tokens")
-                values = np.append(values, self.memory)
-            finish(ax, title=f"{label.split(' (')[0]} against load", ylabel=label,
-                   xlabel="load (fraction of full-batch capacity)", y=values)
+                if bool((part["completion"] < 1 - UNFINISHED_MARK).any()):
+                    tag += " — runs left work unfinished"
+                series[tag] = (part[metric], part[f"{metric}_lo"], part[f"{metric}_hi"])
+                flagged[tag] = (part["backlog"] == "grows").to_numpy()
+            refs = ({f"KV capacity M = {self.memory:,} tokens": self.memory}
+                    if metric == "peak_memory" and self.memory is not None else None)
+            dots(ax, loads, series, flagged=flagged,
+                 flag_label="unstable at this load: grows with the run, no steady state",
+                 references=refs, title=f"{label.split(' (')[0]} by scheduler and load",
+                 ylabel=label, xlabel="load (fraction of full-batch capacity)")
             figs[metric] = fig
         return figs
+
+
+def _shown(mean, lo, hi) -> str:
+    """``mean [lo, hi]`` in 4 significant digits, or the mean alone without an interval."""
+    if not np.isfinite(mean):
+        return "—"
+    if np.isfinite(lo) and np.isfinite(hi):
+        return f"{mean:.4g} [{lo:.4g}, {hi:.4g}]"
+    return f"{mean:.4g}"
 
 
 def compare(schedulers: Sequence | None = None, *, loads=(0.5, 0.7, 0.9), seeds=MIN_SEEDS,
@@ -345,15 +408,40 @@ def compare(schedulers: Sequence | None = None, *, loads=(0.5, 0.7, 0.9), seeds=
     return Comparison(runs, {s.name: s.needs for s in entries}, memory=memory)
 
 
+def _cli_time_model(spec: str) -> TimeModel:
+    """``--time``: the anchor fit, a fitted GPU model, or affine constants ``C,P,D`` (s)."""
+    from .timing import TiledGPUTime
+
+    return time_model_option(spec, {"anchor": lambda: ANCHOR_TIME,
+                                    "a100": lambda: TiledGPUTime.fitted("a100"),
+                                    "h100": lambda: TiledGPUTime.fitted("h100")},
+                             AffineTokenTime, "C,P,D (seconds)")
+
+
 def compare_main(argv=None) -> int:
     """``queuetheory compare``: print the table; ``--out DIR`` also writes CSV and PNGs."""
-    ap = argparse.ArgumentParser(prog="queuetheory compare", description=compare.__doc__
-                                 .splitlines()[0])
-    ap.add_argument("--loads", type=float, nargs="+", help="default 0.5 0.7 0.9")
-    ap.add_argument("--seeds", type=int, help=f"default {MIN_SEEDS} (intervals need as many)")
-    ap.add_argument("--requests", type=int, help="default 2000")
-    ap.add_argument("--budget", type=int, default=512)
-    ap.add_argument("--memory", type=int, default=65536)
+    ap = OneLineParser(
+        prog="queuetheory compare",
+        description="Run every scheduler on the same ShareGPT workload (or a trace) across "
+                    "loads, and print per scheduler and load the mean of every metric over "
+                    "the seeds with its 95 % interval. Times are in seconds. Every run drains "
+                    "its requests; a scheduler whose backlog grows over the arrivals is "
+                    "marked unstable (its latency then grows with --requests).")
+    ap.add_argument("--loads", type=float, nargs="+",
+                    help="offered loads, fractions of the full-batch capacity (default 0.5 "
+                         "0.7 0.9)")
+    ap.add_argument("--seeds", type=int, help=f"seeds per point (default {MIN_SEEDS}; "
+                    f"intervals need {MIN_SEEDS})")
+    ap.add_argument("--requests", type=int, help="requests per run, all drained (default 2000)")
+    ap.add_argument("--budget", type=int, default=512,
+                    help="token budget b of every engine (default 512)")
+    ap.add_argument("--memory", type=int, default=65536,
+                    help="KV-cache capacity M in tokens (default 65536)")
+    ap.add_argument("--time", default="anchor", metavar="MODEL",
+                    help="batch-time model, in seconds: 'anchor' (default: the affine fit "
+                         "16.1 ms + 57.8 µs per prefill token + 39.5 µs per decode), 'a100' "
+                         "or 'h100' (the tiled GPU model fitted to real timings), or "
+                         "'C,P,D' (affine: C + P per prefill token + D per decode token)")
     ap.add_argument("--workers", type=int, default=1, help="processes (default: 1 thread)")
     ap.add_argument("--checkpoint", default=None, help="a .parquet or .csv file to resume")
     ap.add_argument("--out", default=None, help="directory for table.csv and figures")
@@ -364,8 +452,8 @@ def compare_main(argv=None) -> int:
     ap.add_argument("--alpha", type=float, default=0.5,
                     help="prediction intervals [(1-α)o, (1+α)o] for A_max / A_min (default 0.5)")
     ap.add_argument("--trace", metavar="FILE", help="replay a production trace (.csv, .jsonl, "
-                    ".parquet), its arrivals rescaled to each load, instead of ShareGPT "
-                    "lengths with Poisson arrivals")
+                    ".parquet, or 'conv' / 'code' for the shipped Azure traces), its arrivals "
+                    "rescaled to each load, instead of ShareGPT lengths with Poisson arrivals")
     ap.add_argument("--format", help="the trace's format: azure, burstgpt, mooncake (default: "
                     "detected)")
     args = ap.parse_args(argv)
@@ -378,17 +466,26 @@ def compare_main(argv=None) -> int:
         from concurrent.futures import ProcessPoolExecutor
 
         executor = ProcessPoolExecutor(args.workers)
-    from .workload import RelativeInterval, read_trace
+    from .data import open_trace
+    from .workload import RelativeInterval
 
-    trace = None if args.trace is None else read_trace(args.trace, format=args.format)
+    for name in ("seeds", "requests", "budget", "memory", "workers"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name} {getattr(args, name)}: must be >= 1")
+    trace = None if args.trace is None else open_trace(args.trace, format=args.format)
+    time_model = _cli_time_model(args.time)
     result = compare(CLASSIC if args.classic else paper_schedulers(), loads=args.loads,
                      predictor=RelativeInterval(args.alpha), seeds=args.seeds,
                      n_requests=args.requests,
                      token_budget=args.budget, memory=args.memory, executor=executor,
-                     checkpoint=args.checkpoint, progress=True, trace=trace)
+                     checkpoint=args.checkpoint, progress=True, trace=trace,
+                     time_model=time_model)
     table = result.table
-    with pd.option_context("display.width", 200, "display.max_columns", 40):
-        print(table.round(4).to_string())
+    print(f"time model: {time_model!r} (seconds); token budget {args.budget}, KV memory "
+          f"{args.memory:,} tokens; {args.requests} requests per run, {args.seeds} seed(s)")
+    with pd.option_context("display.width", 250, "display.max_columns", 40,
+                           "display.max_colwidth", 120):
+        print(result.summary().to_string())
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["QueueTheoryError", "InfeasibleBatchError", "UnstableError", "UnsupportedSettingError",
-           "CensoredRunWarning", "check_positive"]
+           "CensoredRunWarning", "check_positive", "check_seed", "check_seeds", "check_between"]
 
 
 class QueueTheoryError(Exception):
@@ -53,7 +53,10 @@ __all__ += ["SolverError"]
 
 
 def check_positive(name: str, value, *, allow_zero: bool = False, integer: bool = False):
-    """Raise ``ValueError`` naming ``name`` unless ``value`` is a finite positive number."""
+    """Raise ``ValueError`` naming ``name`` unless ``value`` is a finite positive number (a
+    string is not a number here, even one that reads as one)."""
+    if isinstance(value, str | bytes):
+        raise ValueError(f"{name}={value!r}: must be a number, not a string")
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -66,3 +69,46 @@ def check_positive(name: str, value, *, allow_zero: bool = False, integer: bool 
         kind = "an integer" if integer else "a finite number"
         raise ValueError(f"{name}={value!r}: must be {kind} {rule}")
     return value
+
+
+def check_seed(value, name: str = "seed") -> int:
+    """A random seed: an integer ``>= 0`` (what ``numpy.random.default_rng`` accepts), or a
+    ``ValueError`` naming ``name``."""
+    import numpy as np
+
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+        raise ValueError(f"{name}={value!r}: must be an integer >= 0")
+    return int(value)
+
+
+def check_seeds(seeds, name: str = "seeds") -> tuple[int, ...]:
+    """A non-empty sequence of seeds (a single integer is one seed), each :func:`check_seed`."""
+    import numpy as np
+
+    if isinstance(seeds, int | np.integer) and not isinstance(seeds, bool):
+        seeds = (seeds,)
+    try:
+        out = tuple(seeds)
+    except TypeError:
+        raise ValueError(f"{name}={seeds!r}: must be a sequence of integers >= 0") from None
+    if not out:
+        raise ValueError(f"{name}={seeds!r}: need at least one seed")
+    return tuple(check_seed(s, name) for s in out)
+
+
+def check_between(name: str, value, low: float, high: float, *, low_closed: bool = False,
+                  high_closed: bool = False) -> float:
+    """``value`` as a float inside the interval from ``low`` to ``high`` (ends open unless
+    closed), or a ``ValueError`` naming ``name``, its value and the interval."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = math.nan
+    if isinstance(value, bool) or isinstance(value, str):
+        v = math.nan
+    above = v >= low if low_closed else v > low
+    below = v <= high if high_closed else v < high
+    if not (above and below):
+        interval = f"{'[' if low_closed else '('}{low:g}, {high:g}{']' if high_closed else ')'}"
+        raise ValueError(f"{name}={value!r}: must be a number in {interval}")
+    return v

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = ["summarize", "window", "growth_rate", "path_growth_rate", "drift_interval",
-           "trend_interval", "GrowthRate", "VERDICT_RULE", "judge", "time_average_in_system"]
+           "trend_interval", "GrowthRate", "VERDICT_RULE", "judge", "check_test_arguments",
+           "time_average_in_system"]
 
 
 def _span(result) -> float:
@@ -238,6 +240,8 @@ class GrowthRate:
     ``tolerance`` is in path units per unit time (relative tolerance × offered).
     ``verdict``: see :data:`VERDICT_RULE` (``stable`` when both intervals lie below the
     tolerance, else ``unstable`` when either lies above 0, else ``inconclusive``).
+    ``window``: the ``(start, end)`` of the stretch tested (for a drained run, a tail of the
+    arrivals' window).
     """
 
     quantity: str
@@ -252,6 +256,7 @@ class GrowthRate:
     trend: float = float("nan")
     trend_low: float = float("nan")
     trend_high: float = float("nan")
+    window: tuple[float, float] = (float("nan"), float("nan"))
 
 
 def block_edges(start: float, end: float, blocks: int) -> np.ndarray:
@@ -374,18 +379,27 @@ def growth_rate(result, quantity: str = "unfinished_tokens", *, tail: float = 0.
     confidence ``level``, it grows slower than 3 % of the arrivals, and unstable when it
     surely grows, and not surely slower (the rule: :data:`VERDICT_RULE`).
     :func:`queuetheory.stability` runs a workload as long as it takes to reach a verdict,
-    over several seeds."""
+    over several seeds.
+
+    A run without a horizon (a finite trace, or ``n_requests`` drawn) drains its backlog
+    after the last arrival, and a drain always shrinks: such a run is judged over its
+    arrivals' window ``[0, last arrival]``, not over the drain (``GrowthRate.window`` says
+    which window was judged)."""
     if quantity not in ("unfinished_tokens", "in_system"):
         raise ValueError(f"quantity={quantity!r}: must be 'unfinished_tokens' or 'in_system'")
     paths = result.paths
     T = _span(result)
     trace = result.trace
+    if not np.isfinite(result.horizon) and len(trace):
+        T = min(T, float(trace.arrival[-1]))       # the arrivals' window, not the drain
     arrived = trace.arrival <= T
     if quantity == "unfinished_tokens":
         offered = _rate(float((trace.prompt[arrived] + trace.output[arrived]).sum()), T)
     else:
         offered = _rate(float(arrived.sum()), T)
-    return path_growth_rate(paths["time"].to_numpy(), paths[quantity].to_numpy(), end=T,
+    t = paths["time"].to_numpy()
+    keep = t <= T
+    return path_growth_rate(t[keep], paths[quantity].to_numpy()[keep], end=T,
                             offered=offered, quantity=quantity, tail=tail, blocks=blocks,
                             level=level, tolerance=tolerance)
 
@@ -396,8 +410,7 @@ def path_growth_rate(time, values, *, end: float, offered: float, quantity: str 
     """The test of :func:`growth_rate` on a plain step path: ``values[i]`` holds from
     ``time[i]`` (sorted) until the next time, ``end`` closes the run and ``offered`` is the
     rate the drift is compared with. Networks of engines use it on their total paths."""
-    if not 0 < tail <= 1:
-        raise ValueError(f"tail={tail}: must lie in (0, 1]")
+    check_test_arguments(tail=tail, blocks=blocks, level=level, tolerance=tolerance)
     t = np.asarray(time, dtype=float)
     y = np.asarray(values, dtype=float)
     if t.shape != y.shape or t.ndim != 1:
@@ -411,4 +424,23 @@ def path_growth_rate(time, values, *, end: float, offered: float, quantity: str 
     tol = tolerance * offered
     return GrowthRate(quantity, slope, lo, hi, offered,
                       slope / offered if offered else float("nan"), tol,
-                      judge((lo, tlo), (hi, thi), tol), blocks, trend, tlo, thi)
+                      judge((lo, tlo), (hi, thi), tol), blocks, trend, tlo, thi, (start, T))
+
+
+def check_test_arguments(*, tail, blocks, level, tolerance) -> None:
+    """The growth test's arguments, or a ``ValueError`` naming the one that breaks its rule:
+    ``0 < tail <= 1`` (and not so small that a block is empty), ``blocks`` an integer ``>= 3``,
+    ``0 < level < 1``, ``tolerance > 0``, all finite."""
+    for name, value in (("tail", tail), ("level", level), ("tolerance", tolerance)):
+        if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+            raise ValueError(f"{name}={value!r}: must be a number")
+    if not (isinstance(blocks, int | np.integer) and not isinstance(blocks, bool)):
+        raise ValueError(f"blocks={blocks!r}: must be an integer >= 3")
+    if blocks < 3:
+        raise ValueError(f"blocks={blocks}: need at least 3")
+    if not 1e-6 <= tail <= 1:
+        raise ValueError(f"tail={tail}: must lie in [1e-6, 1] (the fraction of the run tested)")
+    if not 0 < level < 1:
+        raise ValueError(f"level={level}: must lie in (0, 1)")
+    if not 0 < tolerance < math.inf:
+        raise ValueError(f"tolerance={tolerance}: must be a finite number > 0")

@@ -5,8 +5,13 @@ The style, written once here and used everywhere:
 - every Axes has a title and labelled axes with units (:func:`finish`);
 - an axis whose positive values span more than 10× is drawn on a log scale (:func:`finish`
   decides from the data it is given);
-- intervals are bands around their line, never error bars, and a band of a non-negative
-  metric never crosses zero (:func:`band`);
+- intervals are bands around their line along a continuous axis, never error bars, and a
+  band of a non-negative metric never crosses zero (:func:`band`); categories (schedulers at
+  a few loads) are a dot plot with interval whiskers (:func:`dots`), never lines joining
+  them;
+- a point that is no steady state (an unstable run) is marked, never drawn as an ordinary
+  value (:func:`dots`' ``flagged``);
+- log axes carry plain-number ticks at 1, 2 and 5 per decade (:func:`finish`);
 - bounds and capacities are reference lines, labelled (:func:`reference`);
 - series that may overlap get distinct markers and line styles (:func:`series_style`);
 - legends sit outside the data area, to the right (:func:`finish`).
@@ -17,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["new_axes", "finish", "band", "reference", "reference_curve", "series_style",
-           "spans_decades", "plot_paths", "gantt", "bars", "lines"]
+           "spans_decades", "plot_paths", "gantt", "bars", "lines", "dots", "readable_log_ticks"]
 
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 _LINESTYLES = ("-", "--", "-.", ":")
@@ -67,11 +72,74 @@ def finish(ax, *, title: str, xlabel: str, ylabel: str, x=None, y=None, logx=Non
             flag = v is not None and bool(np.all(v[np.isfinite(v)] > 0)) and spans_decades(v)
         if flag:
             (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+            readable_log_ticks(ax.xaxis if axis == "x" else ax.yaxis)
     handles, labels = ax.get_legend_handles_labels()
     if legend or (legend is None and labels):
         ax.legend(handles, labels, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   borderaxespad=0.0, frameon=False)
     ax.grid(True, which="major", alpha=0.3, lw=0.5)
+    return ax
+
+
+def readable_log_ticks(axis) -> None:
+    """Ticks at 1, 2 and 5 per decade labelled as plain numbers (``0.5``, ``20``,
+    ``5000``; powers of ten beyond 10⁵), minor ticks unlabelled: a reader finds a value
+    between the decades."""
+    from matplotlib import ticker
+
+    def label(v, _pos):
+        if v <= 0:
+            return ""
+        if 1e-3 <= v < 1e5:
+            return f"{v:g}"
+        exp = int(np.floor(np.log10(v) + 1e-9))
+        lead = v / 10.0 ** exp
+        return f"$10^{{{exp}}}$" if abs(lead - 1) < 1e-6 else f"${lead:g}·10^{{{exp}}}$"
+
+    axis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(ticker.FuncFormatter(label))
+    axis.set_minor_formatter(ticker.NullFormatter())
+
+
+def dots(ax, groups, series: dict, *, flagged: dict | None = None, flag_label: str = "",
+         title: str, xlabel: str, ylabel: str, references: dict | None = None,
+         logy: bool | None = None):
+    """A dot plot of categories: for each of ``groups`` (a load, a setting) one dot per
+    series, side by side in :func:`series_style`, its interval a whisker; nothing joins the
+    groups. ``series``: ``{name: (mid, lo, hi)}``, one value per group (``lo``/``hi`` NaN:
+    no interval). ``flagged``: ``{name: booleans per group}`` of points that are no steady
+    state (an unstable run): each is also crossed out in red under one legend entry
+    ``flag_label``. ``references``: labelled horizontal lines ``{label: value}``."""
+    groups = list(groups)
+    pos = np.arange(len(groups), dtype=float)
+    width = 0.8 / max(len(series), 1)
+    values, marked = [], False
+    for i, (name, (mid, lo, hi)) in enumerate(series.items()):
+        x = pos + (i - (len(series) - 1) / 2) * width
+        mid, lo, hi = (np.asarray(a, dtype=float) for a in (mid, lo, hi))
+        style = series_style(i)
+        has = np.isfinite(lo) & np.isfinite(hi)
+        err = np.vstack([np.where(has, mid - np.maximum(lo, 0), 0),
+                         np.where(has, hi - mid, 0)])
+        ax.errorbar(x, mid, yerr=err, fmt=style["marker"], color=style["color"],
+                    markersize=5, markerfacecolor="none", capsize=2, lw=1, label=name)
+        bad = np.asarray(flagged.get(name, np.zeros(len(groups), bool)) if flagged else
+                         np.zeros(len(groups), bool), dtype=bool)
+        if bad.any():
+            ax.scatter(x[bad], mid[bad], marker="x", s=70, color="red", zorder=4,
+                       label=None if marked else flag_label)
+            marked = True
+        values += [mid, np.where(has, lo, np.nan), np.where(has, hi, np.nan)]
+    for k, (label, value) in enumerate((references or {}).items()):
+        reference(ax, value, label, linestyle=_LINESTYLES[(k + 1) % len(_LINESTYLES)])
+        values.append(np.array([float(value)]))
+    ax.set_xticks(pos, [str(g) for g in groups])
+    for edge in pos[:-1] + 0.5:
+        ax.axvline(edge, color="0.85", lw=0.6)
+    ax.set_xlim(-0.5, len(groups) - 0.5)
+    y = np.concatenate(values) if values else None
+    finish(ax, title=title, xlabel=xlabel, ylabel=ylabel, y=y, logy=logy, logx=False)
+    ax.grid(False, axis="x")
     return ax
 
 

@@ -47,9 +47,24 @@ class AdversarialInstance:
         return 1 + 2 / self.eps
 
 
+#: The largest memory ``M`` of an instance: the exact optimum's work grows about as
+#: ``M^1.5`` (0.8 s at ``M = 4096``, about a minute at ``2^16`` on one core).
+MAX_MEMORY = 1 << 16
+
+
 def _sizes(M: int, eps) -> tuple[int, int, int]:
-    """``(s, d_long, K)``; ε must make ``εM`` and ``1/ε`` integers."""
-    e = Fraction(eps).limit_denominator(10**6)
+    """``(s, d_long, K)``; ε must make ``εM`` and ``1/ε`` integers; ``M`` is an integer up
+    to ``MAX_MEMORY`` (the instance holds ``εM`` requests, its schedule arrays ``M``)."""
+    if isinstance(M, bool) or not isinstance(M, int | np.integer) or M < 1:
+        raise ValueError(f"M={M!r}: the KV memory must be an integer >= 1")
+    if M > MAX_MEMORY:
+        raise ValueError(f"M={M}: over MAX_MEMORY = {MAX_MEMORY:,} (about a minute there; "
+                         f"the work grows as M^1.5, so about {(M / MAX_MEMORY) ** 1.5:.3g} "
+                         "minutes here, and arrays of M eight-byte entries)")
+    try:
+        e = Fraction(eps).limit_denominator(10**6)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"eps={eps!r}: must be a finite number in (0, 1/2)") from None
     if not 0 < e < Fraction(1, 2):
         raise ValueError(f"eps={eps!r}: must lie in (0, 1/2)")
     if (e * M).denominator != 1 or (1 / e).denominator != 1:

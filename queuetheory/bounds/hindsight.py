@@ -130,6 +130,10 @@ def _integers(name, values, minimum) -> np.ndarray:
     return v.astype(np.int64)
 
 
+#: The most (round, request) cells of the time-indexed arrays an instance may need.
+MAX_GRID_CELLS = 2 * 10**7
+
+
 def _check_memory(memory) -> int:
     if (isinstance(memory, bool) or not isinstance(memory, numbers.Real)
             or not math.isfinite(memory) or memory != int(memory) or memory < 1):
@@ -158,6 +162,14 @@ def _inputs(arrival, prompt, output, memory, convention):
         i = int(np.argmax(s + d - 1))
         raise ValueError(f"memory={memory}: below the peak {int(s[i] + d[i] - 1)} of request {i} "
                          "(prompt + rounds - 1); it could never run")
+    if a.size:
+        rounds = int(a.max()) + int(d.sum()) + 1        # a horizon every schedule fits in
+        if rounds * a.size > MAX_GRID_CELLS:
+            raise ValueError(f"arrival, output: schedules span up to {rounds:,} rounds for "
+                             f"{a.size} requests, {rounds * a.size:.3g} round-request cells "
+                             f"(about {rounds * a.size * 8 / 2**30:.3g} GiB per array), over "
+                             f"MAX_GRID_CELLS = {MAX_GRID_CELLS:.0e}; shift the arrivals to "
+                             "start near round 0 or solve the instance in parts")
     return a, s, o, d, memory
 
 

@@ -199,6 +199,10 @@ def _fixed(workload) -> bool:
     return len(workload.classes) == 1 and workload.classes[0].fixed
 
 
+#: The most decodes a synthetic batch of a length-aware time model may hold (8 bytes each).
+MAX_BATCH_MEMBERS = 10**8
+
+
 def _memory_bounds(tm, b, M, st):
     if isinstance(tm, LinearMemoryTime):
         return [_row("memory", M / ((tm.d0 + tm.d1 * M) * st.kv_area), "upper",
@@ -207,7 +211,16 @@ def _memory_bounds(tm, b, M, st):
     iters = st.decode + 1
     kappa = st.kv_area / iters                      # mean KV held per request-iteration
     n = max(1, min(b, int(M // max(kappa, 1.0))))
-    tau_full = float(tm.duration(BatchLoad.of_tokens(decodes=n, context=int(round(kappa)))))
+    if tm.counts_only:                              # no per-request array to build
+        tau_full = float(tm.count_duration(0, n))
+    else:
+        if n > MAX_BATCH_MEMBERS:
+            raise ValueError(f"memory={M}, token_budget={b}: a memory-full batch of {n:,} "
+                             f"requests would need {n * 8 / 2**30:.3g} GiB of per-request KV "
+                             f"lengths for {type(tm).__name__}, over MAX_BATCH_MEMBERS = "
+                             f"{MAX_BATCH_MEMBERS:,}; lower them")
+        tau_full = float(tm.duration(BatchLoad.of_tokens(decodes=n,
+                                                         context=int(round(kappa)))))
     return [
         _row("memory", M / (tau_min * st.kv_area), "upper", "Little's law on KV-token-time",
              "M / (τ_min E[a])"),
@@ -240,7 +253,7 @@ def _scheduler_bounds(workload, tm, b, memory, policy, st):
         full = token_capacity(tm, b, mix=st.prompt / st.work) / st.work
         out.append(_row("work-conserving", full, "lower", "Li, Dai, Peng, Theorem 1(a)",
                         "stable while λ(m_p + m_d) < b/t_b"))
-    if type(policy) is P.VLLMVanilla and isinstance(tm, UnitTime):
+    if type(policy) is P.VLLMVanilla and isinstance(tm, UnitTime) and st.decode > 0:
         out.append(_row("vLLM λ*", vllm_unit_time_rate(b, st.decode) / (tm.slot or 1.0),
                         "scheduler", "Li, Dai, Peng (vanilla vLLM, unit time)",
                         "λ m_d = e^{−λ} b"))

@@ -3,6 +3,7 @@ for one engine, from the command line."""
 
 from __future__ import annotations
 
+from .._argparse import OneLineParser
 from ..timing import AffineTokenTime, LinearMemoryTime, PiecewiseLinearTime, UnitTime
 from ..workload import Workload
 from .bounds import bounds
@@ -43,37 +44,45 @@ def _cli_time_model(spec: str):
 
 
 def _cli_parser():
-    import argparse
-
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="queuetheory capacity",
         description="Capacity planning for one engine: the analytic bracket of the largest "
                     "stable rate, the simulated boundary, the SLO goodput, and a figure of "
                     "latency and SLO attainment against load.")
-    p.add_argument("--lengths", choices=("sharegpt", "fixed"), default="sharegpt",
-                   help="request lengths: the shipped ShareGPT V3 pairs (default) or fixed")
+    p.add_argument("--lengths", choices=("sharegpt", "fixed"),
+                   help="request lengths: the shipped ShareGPT V3 pairs (the default) or "
+                        "fixed (the default when --prompt or --output is given)")
     p.add_argument("--trace", metavar="FILE",
                    help="a production trace (.csv, .jsonl, .parquet; "
-                        "queuetheory.workload.read_trace) instead: replayed at each rate "
-                        "searched with its arrival gaps scaled by one factor, so its "
-                        "burstiness is kept")
+                        "queuetheory.workload.read_trace), or 'conv' / 'code' for the shipped "
+                        "Azure 2023 traces, instead: replayed at each rate searched with its "
+                        "arrival gaps scaled by one factor, so its burstiness is kept")
     p.add_argument("--format", help="the trace's format: azure, burstgpt, mooncake "
                    "(default: detected from its columns)")
-    p.add_argument("--prompt", type=int, default=256, help="fixed prompt tokens")
-    p.add_argument("--output", type=int, default=256, help="fixed output tokens")
-    p.add_argument("--time", default=_ANCHOR, help=f"time model (default {_ANCHOR}, seconds)")
-    p.add_argument("--budget", type=int, default=512, help="token budget b (default 512)")
-    p.add_argument("--memory", type=int, help="KV-cache capacity in tokens (default none)")
-    p.add_argument("--policy", choices=POLICIES, default="sarathi")
+    p.add_argument("--prompt", type=int, help="fixed prompt tokens (default 256)")
+    p.add_argument("--output", type=int, help="fixed output tokens, the first included "
+                   "(default 256)")
+    p.add_argument("--time", default=_ANCHOR,
+                   help=f"time model: 'affine:C,PER_PREFILL,PER_DECODE' (seconds), "
+                        f"'piecewise:C,A,B0' (ms), 'linear:D0,D1' or 'unit' (rounds); "
+                        f"default {_ANCHOR}. Rates, SLO targets and the figure are in its unit")
+    p.add_argument("--budget", type=int, default=512,
+                   help="token budget b: the most tokens one batch serves (default 512)")
+    p.add_argument("--memory", type=int, help="KV-cache capacity M in tokens (default: "
+                   "unlimited)")
+    p.add_argument("--policy", choices=POLICIES, default="sarathi", help="scheduler "
+                   "(default sarathi)")
     for key in SLO_KEYS:
-        p.add_argument(f"--{key}", type=float, help=f"SLO target: {SLO_KEYS[key]}")
+        p.add_argument(f"--{key}", type=float, help=f"SLO target, in the time model's unit "
+                       f"(seconds for affine): {SLO_KEYS[key]}")
     p.add_argument("--attainment", type=float, default=0.9,
                    help="share of requests that must meet every target (default 0.9)")
     p.add_argument("--tol", type=float, default=0.02, help="relative precision (default 0.02)")
     p.add_argument("--requests", type=int, default=2000,
                    help="requests per probe of the goodput search and the curve")
     p.add_argument("--points", type=int, default=8, help="rates on the curve (default 8)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the arrivals and lengths "
+                   "drawn (default 0)")
     p.add_argument("--out", default="capacity", help="folder for the figure (default capacity)")
     p.add_argument("--progress", action="store_true",
                    help="show a bar of each search's probes on stderr")
@@ -87,10 +96,23 @@ def capacity_main(argv) -> int:
 
     a = _cli_parser().parse_args(argv)
     tm, unit = _cli_time_model(a.time)
+    fixed = a.prompt is not None or a.output is not None
+    if a.lengths is None:
+        a.lengths = "fixed" if fixed else "sharegpt"
+    if fixed and (a.lengths == "sharegpt" or a.trace is not None):
+        raise ValueError("--prompt/--output: fixed lengths; drop them to use "
+                         f"{'the trace' if a.trace is not None else 'ShareGPT'}'s lengths")
+    for name in ("budget", "requests", "points", "prompt", "output", "memory"):
+        value = getattr(a, name)
+        if value is not None and value < 1:
+            raise ValueError(f"--{name} {value}: must be >= 1")
+    if a.seed < 0:
+        raise ValueError(f"--seed {a.seed}: must be >= 0")
     if a.trace is not None:
-        from ..workload import read_trace
+        from ..data import open_trace
 
-        wl = read_trace(a.trace, format=a.format)
+        wl = open_trace(a.trace, format=a.format, time_unit=unit if unit in ("s", "ms") else "s")
+        print(f"trace: {a.trace}, {len(wl)} requests")
     elif a.lengths == "sharegpt":
         from ..data import sharegpt_lengths
 
@@ -99,13 +121,14 @@ def capacity_main(argv) -> int:
     else:
         from ..workload import RequestClass
 
-        wl = Workload([RequestClass(a.prompt, a.output, 1.0)])
+        wl = Workload([RequestClass(a.prompt or 256, a.output or 256, 1.0)])
     policy = _cli_policy(a.policy, a.budget)
     slo = {k: getattr(a, k) for k in SLO_KEYS if getattr(a, k) is not None} or None
     slo = _check_slo({"ttft": 1.0, "tbt": 0.1} if slo is None else slo)
     per = f"requests/{unit}"
     br = bounds(wl, tm, token_budget=a.budget, memory=a.memory, policy=policy)
     st = br.stats
+    print(f"lengths: {a.trace or a.lengths}; SLO targets {slo} in {unit}")
     print(f"workload: mean prompt {st.prompt:.1f}, output {st.output:.1f} tokens; "
           f"{type(policy).__name__}(b={a.budget}), {tm!r}, memory {a.memory or 'unlimited'}")
     print("analytic bounds on the largest stable rate:")
@@ -139,7 +162,8 @@ def capacity_main(argv) -> int:
 
     matplotlib.use("Agg")
     axes = plot_capacity(curve, br, max_rate_result=m, goodput_result=g,
-                         attainment=a.attainment, unit=unit, title=type(policy).__name__)
+                         attainment=a.attainment, unit=unit, title=type(policy).__name__,
+                         slo=slo)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"capacity_{a.policy}.png"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..errors import check_positive
+from ..errors import check_positive, check_seeds
 from .bounds import Bracket
 from .inputs import _budget_of
 from .slo import _check_slo, _window_run
@@ -18,7 +18,7 @@ def load_curve(workload, policy, time_model, rates, *, slo=None, token_budget=No
     the steady-state window of :func:`goodput` (one row per rate, with ``unfinished``)."""
     slo = _check_slo({"ttft": 1.0, "tbt": 0.1} if slo is None else slo)
     b = _budget_of(policy, token_budget)
-    seeds = tuple(int(s) for s in np.atleast_1d(seeds))
+    seeds = check_seeds(seeds)
     rows = [{"rate": float(x), **_window_run(workload, policy, time_model, float(x), slo,
                                             n_requests=n_requests, warmup=warmup,
                                             seeds=seeds, b=b, memory=memory,
@@ -45,24 +45,46 @@ def curve_rates(boundary: float, points: int, *, goodput: float | None = None) -
 
 def plot_capacity(curve: pd.DataFrame, bracket: Bracket, *, max_rate_result=None,
                   goodput_result=None, attainment: float | None = None, unit: str = "s",
-                  title: str = "", axes=None):
-    """Two panels against the arrival rate: P50 and P99 latency, and SLO attainment; the
-    analytic upper bounds, the simulated boundary (its interval as a band) and the goodput
-    as vertical reference lines. Returns the two Axes."""
+                  title: str = "", axes=None, slo: dict | None = None):
+    """Panels against the arrival rate: P50 and P99 latency; SLO attainment with its target;
+    and, with ``slo``, each target's metric at P90 over the target (the line 1 is the
+    target). The analytic upper bounds, the simulated boundary (its interval as a band) and
+    the goodput are vertical reference lines. A rate past the stability boundary (the upper
+    end of the simulated interval, else the bracket's upper bound) has no steady state: its
+    points are crossed out in red and not joined to the others. Returns the Axes."""
     from ..plotting import finish, reference, series_style
 
+    keys = [k for k in (slo or {}) if f"{k}_p90" in curve]
     if axes is None:
         import matplotlib.pyplot as plt
 
-        _, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
-    lat, att = axes
+        n = 3 if keys else 2
+        _, axes = plt.subplots(1, n, figsize=(5.6 * n, 4), layout="constrained")
+    lat, att = axes[0], axes[1]
     x = curve["rate"].to_numpy()
-    for i, (col, label) in enumerate((("p50_latency", "P50 latency"),
-                                      ("p99_latency", "P99 latency"))):
-        lat.plot(x, curve[col], label=label, **series_style(i))
-    att.plot(x, curve["attainment"], label="SLO attainment", **series_style(2))
+    limit = (max_rate_result.interval[1] if max_rate_result is not None
+             and max_rate_result.rate > 0 else bracket.upper)
+    past = x > limit * (1 + 1e-9)
+    panels = [(lat, [(curve[c].to_numpy(), label, i) for i, (c, label) in enumerate(
+        (("p50_latency", "P50 latency"), ("p99_latency", "P99 latency")))])]
+    panels.append((att, [(curve["attainment"].to_numpy(), "SLO attainment", 2)]))
+    if keys:
+        panels.append((axes[2], [(curve[f"{k}_p90"].to_numpy() / slo[k], f"P90 {k} / target "
+                                  f"{slo[k]:g} {unit}", 3 + j) for j, k in enumerate(keys)]))
+        reference(axes[2], 1.0, "target (ratio 1)", color="0.3", linestyle=":")
+    for ax, lines_ in panels:
+        for y, label, i in lines_:
+            ax.plot(x[~past], y[~past], label=label, **series_style(i))
+        if past.any():
+            ax.scatter(np.repeat(x[past], len(lines_)),
+                       np.concatenate([y[past] for y, _, _ in lines_]), marker="x",
+                       color="red", s=50, zorder=4,
+                       label="past the stability boundary: no steady state")
     if attainment is not None:
         reference(att, attainment, f"target {attainment:.0%}", color="0.5", linestyle=":")
+    if slo and "latency" in slo:
+        reference(lat, slo["latency"], f"latency target {slo['latency']:g} {unit}",
+                  color="0.3", linestyle=":")
     marks = [(r["name"], r["rate"]) for r in bracket.table.to_dict("records")
              if r["kind"] in ("upper", "scheduler", "estimate")]
     drawn = [*x, *(rate for _, rate in marks)]     # every x drawn: the scale spans them all
@@ -82,10 +104,17 @@ def plot_capacity(curve: pd.DataFrame, bracket: Bracket, *, max_rate_result=None
                       color="C3", linestyle="-.")
             drawn.append(goodput_result.rate)
     per = f"requests per {unit}"
+    y_lat = curve[["p50_latency", "p99_latency"]].to_numpy().ravel()
+    if slo and "latency" in slo:
+        y_lat = np.append(y_lat, slo["latency"])
     finish(lat, title=f"Latency against load{': ' + title if title else ''}",
-           xlabel=f"arrival rate ({per})", ylabel=f"latency ({unit})", x=drawn, y=curve[
-               ["p50_latency", "p99_latency"]].to_numpy())
+           xlabel=f"arrival rate ({per})", ylabel=f"latency ({unit})", x=drawn, y=y_lat)
     finish(att, title="SLO attainment against load", xlabel=f"arrival rate ({per})",
            ylabel="share of requests meeting every target", x=drawn, logy=False)
     att.set_ylim(-0.02, 1.02)
+    if keys:
+        ratios = np.concatenate([curve[f"{k}_p90"].to_numpy() / slo[k] for k in keys] + [[1]])
+        finish(axes[2], title="Each target's metric at P90, over the target",
+               xlabel=f"arrival rate ({per})", ylabel="P90 / target (1 = the target)",
+               x=drawn, y=ratios[np.isfinite(ratios)])
     return axes

@@ -7,11 +7,10 @@ import math
 import time
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from ..engine.conventions import check_first_token
-from ..errors import check_positive
+from ..errors import check_between, check_positive, check_seeds
 from .bounds import Bracket, bounds
 from .inputs import _budget_of, _ProbeBar, _refuse_unsupported
 from .rescale import _length_law
@@ -88,15 +87,16 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
     """
     t0 = time.perf_counter()
     slo = _check_slo({"ttft": 1.0, "tbt": 0.1} if slo is None else slo)
-    if not 0 < attainment <= 1:
-        raise ValueError(f"attainment={attainment}: must lie in (0, 1]")
-    if not 0 <= warmup < 1:
-        raise ValueError(f"warmup={warmup}: must lie in [0, 1)")
+    attainment = check_between("attainment", attainment, 0, 1, high_closed=True)
+    warmup = check_between("warmup", warmup, 0, 1, low_closed=True)
     check_positive("tol", tol)
     check_positive("n_requests", n_requests, integer=True)
-    _refuse_unsupported("goodput", policy, memory, check_first_token(first_token))
+    check_positive("max_probes", max_probes, integer=True)
+    if stable_limit is not None:
+        check_positive("stable_limit", stable_limit)
+    _refuse_unsupported("goodput", policy, memory, check_first_token(first_token), token_budget)
     b = _budget_of(policy, token_budget)
-    seeds = tuple(int(s) for s in np.atleast_1d(seeds))
+    seeds = check_seeds(seeds)
     br = bracket or bounds(_length_law(workload), time_model, token_budget=b, memory=memory,
                            policy=policy, first_token=first_token)
     cols = ["rate", "attainment", "requests", "met", "unfinished", "undecided",

@@ -3,12 +3,18 @@ probes."""
 
 from __future__ import annotations
 
+from ..engine.simulate import budget_refusal
 from ..errors import UnsupportedSettingError, check_positive
 
 
-def _refuse_unsupported(who: str, policy, memory, first_token) -> None:
+def _refuse_unsupported(who: str, policy, memory, first_token, token_budget=None) -> None:
     """Refuse, before any bound or probe, a setting ``policy`` says it cannot run
-    (:meth:`~queuetheory.policies.Policy.supports`)."""
+    (:meth:`~queuetheory.policies.Policy.supports`, and a token budget a round-model policy
+    cannot keep: :func:`~queuetheory.engine.simulate.budget_refusal`)."""
+    reason = budget_refusal(policy, token_budget, memory)
+    if reason:
+        raise UnsupportedSettingError(
+            policy, f"token_budget={token_budget} in qt.capacity.{who}", reason)
     supports = getattr(policy, "supports", None)
     reason = supports(memory=memory, first_token=first_token) if supports else None
     if reason:

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import check_positive
 from ..workload import Trace, Workload
+from ..workload.core import MAX_REQUESTS
 from ..workload.traces import mean_rate, with_rate
 
 
@@ -33,6 +34,14 @@ def replay(trace: Trace, rate: float, horizon: float) -> Trace:
     every gap scaled by one factor, the burstiness kept), replayed end to end — copies one
     mean gap apart — until ``horizon``: a production trace as long as a probe needs."""
     check_positive("horizon", horizon)
+    check_positive("rate", rate)
+    if not len(trace):
+        raise ValueError("trace: empty, nothing to replay")
+    want = float(rate) * float(horizon) + len(trace)
+    if want > MAX_REQUESTS:
+        raise ValueError(f"rate={rate!r}, horizon={horizon!r}: about {want:.3g} requests to "
+                         f"replay, more than MAX_REQUESTS = {MAX_REQUESTS:,} (about "
+                         f"{want * 800 / 2**30:.3g} GiB once simulated); lower one of them")
     tr = with_rate(trace, rate)
     t = tr.arrival - tr.arrival[0]
     period = float(t[-1]) + 1 / float(rate)

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..engine import simulate
 from ..engine.conventions import check_first_token
-from ..errors import CensoredRunWarning, check_positive
+from ..errors import CensoredRunWarning, check_between, check_positive, check_seeds
 from ..stability import default_horizon, stability
 from ..workload import Trace
 from .bounds import Bracket, bounds
@@ -187,13 +187,22 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     inconclusive unless the runs are long, and ``note`` says so.
     """
     t0 = time.perf_counter()
-    _refuse_unsupported("max_rate", policy, memory, check_first_token(first_token))
+    _refuse_unsupported("max_rate", policy, memory, check_first_token(first_token),
+                        token_budget)
     trace = workload if isinstance(workload, Trace) else None
     workload = _length_law(workload)
     b = _budget_of(policy, token_budget)
-    if not 0 < tol < 0.5:
-        raise ValueError(f"tol={tol!r}: the relative precision must lie in (0, 0.5)")
-    tolerance = float(check_positive("tolerance", tolerance))
+    tol = check_between("tol", tol, 0, 0.5)
+    tolerance = check_between("tolerance", tolerance, 0, 1)
+    level = check_between("level", level, 0, 1)
+    seeds = check_seeds(seeds)
+    check_positive("max_probes", max_probes, integer=True)
+    check_positive("max_horizon_factor", max_horizon_factor)
+    if max_horizon_factor < 1:
+        raise ValueError(f"max_horizon_factor={max_horizon_factor!r}: must be >= 1")
+    check_positive("max_probe_requests", max_probe_requests)
+    if n_requests is not None:
+        check_positive("n_requests", n_requests, integer=True)
     br = bracket or bounds(workload, time_model, token_budget=b, memory=memory,
                            policy=policy, first_token=first_token)
     cols = ["rate", "load", "verdict", "drift", "drift_low", "drift_high", "horizon",

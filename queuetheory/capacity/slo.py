@@ -41,7 +41,9 @@ def slo_attainment(requests: pd.DataFrame, slo: dict, *, start: float, end: floa
     """The share of the requests arriving in ``[start, end)`` that met every target of
     ``slo`` (:data:`SLO_KEYS`); a request that did not finish is a miss (counted in
     ``unfinished``). ``requests`` needs ``arrival``, ``output``, ``first_token``,
-    ``finish`` and ``tbt_max`` columns (:attr:`~queuetheory.Result.requests`).
+    ``finish`` and ``tbt_max`` columns (:attr:`~queuetheory.Result.requests`). For each
+    target, ``{key}_p90`` is its metric's 90th percentile over those requests (an unfinished
+    one counted as ∞: the P90 is ∞ when more than a tenth did not finish).
 
     With ``run_end`` (when the run stopped) the answer also counts ``undecided``: the
     unfinished requests that had missed no target yet when the run stopped (latency and
@@ -69,6 +71,12 @@ def slo_attainment(requests: pd.DataFrame, slo: dict, *, start: float, end: floa
            "attainment": float(ok.mean()) if n else float("nan"),
            "p50_latency": float(np.percentile(lat, 50)) if lat.size else float("nan"),
            "p99_latency": float(np.percentile(lat, 99)) if lat.size else float("nan")}
+    values = {"ttft": ttft, "latency": latency, "tpot": tpot, "tbt": tbt}
+    for key in slo:             # each target's metric at P90, the unfinished counted as ∞
+        v = np.where(done, values[key], np.inf) if key != "ttft" else np.where(
+            np.isnan(ttft), np.inf, ttft)
+        out[f"{key}_p90"] = (float(np.quantile(v, 0.9, method="inverted_cdf")) if n
+                             else float("nan"))
     if run_end is not None:
         arrival, open_ = r["arrival"].to_numpy(), ~done
         if "latency" in slo:

@@ -9,10 +9,10 @@
   2.0), read by :mod:`queuetheory.validate`.
 """
 
-from .azure import AZURE_TRACES, azure_trace
+from .azure import AZURE_TRACES, azure_trace, open_trace
 from .mooncake import MOONCAKE_BLOCK, MOONCAKE_TRACES, mooncake_table, mooncake_trace
 from .sharegpt import PAPER_LENGTH_STATISTICS, sharegpt_lengths, sharegpt_statistics
 
 __all__ = ["sharegpt_lengths", "sharegpt_statistics", "PAPER_LENGTH_STATISTICS",
-           "azure_trace", "AZURE_TRACES", "mooncake_trace", "mooncake_table",
+           "azure_trace", "AZURE_TRACES", "open_trace", "mooncake_trace", "mooncake_table",
            "MOONCAKE_TRACES", "MOONCAKE_BLOCK"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-__all__ = ["azure_trace", "AZURE_TRACES"]
+__all__ = ["azure_trace", "AZURE_TRACES", "open_trace"]
 
 AZURE_TRACES = {"code": "azure_llm_2023_code.csv.gz", "conv": "azure_llm_2023_conv.csv.gz"}
 
@@ -35,7 +35,22 @@ def azure_trace(name: str = "conv", **options):
     """
     from ..workload.traces import read_trace
 
-    if name not in AZURE_TRACES:
+    if not isinstance(name, str) or name not in AZURE_TRACES:
         raise ValueError(f"name={name!r}: must be one of {tuple(AZURE_TRACES)}")
     with resources.as_file(resources.files(__package__).joinpath(AZURE_TRACES[name])) as path:
         return read_trace(path, format="azure", **options)
+
+
+def open_trace(source, *, format=None, **options):
+    """A trace from a file (:func:`~queuetheory.workload.traces.read_trace`), or a shipped
+    Azure trace named ``"conv"`` or ``"code"`` where no file of that name exists: what the
+    command line's ``--trace`` accepts."""
+    from pathlib import Path
+
+    from ..workload.traces import read_trace
+
+    if isinstance(source, str) and source in AZURE_TRACES and not Path(source).exists():
+        if format not in (None, "azure"):
+            raise ValueError(f"format={format!r}: the shipped trace {source!r} is Azure's")
+        return azure_trace(source, **options)
+    return read_trace(source, format=format, **options)

@@ -8,14 +8,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import CensoredRunWarning, UnsupportedSettingError, check_positive
+from ..errors import CensoredRunWarning, UnsupportedSettingError, check_positive, check_seed
 from ..timing import TimeModel
 from ..workload import Trace, Workload
 from .conventions import check_first_token
 from .core import Engine
 from .kernels import bulk_runner
 
-__all__ = ["simulate", "Result"]
+__all__ = ["simulate", "Result", "budget_refusal"]
 
 
 @dataclass
@@ -73,6 +73,9 @@ class Result:
         always count the whole run."""
         from ..metrics import summarize
 
+        if self.warmup > self.end_time:
+            raise ValueError(f"warmup={self.warmup:g}: past the end of the run at "
+                             f"{self.end_time:g}; no steady-state window is left")
         return summarize(self, start=self.warmup)
 
     def window(self, t0: float, t1: float | None = None) -> dict:
@@ -115,10 +118,11 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
         figures; see :meth:`Result.window`)
 
     A policy that cannot build feasible batches with this ``memory`` and ``first_token``
-    (:meth:`Policy.supports`) is refused with :class:`UnsupportedSettingError` before the
-    run starts. A run that ends with requests unfinished — any, when it should drain (no
-    ``horizon``), or more than 1 % of the arrivals at the horizon — warns
-    :class:`CensoredRunWarning`, saying how many and why.
+    (:meth:`Policy.supports`), or that has no token budget when one below ``memory`` is
+    given (``Policy.no_token_budget``: the round models, :func:`budget_refusal`), is refused
+    with :class:`UnsupportedSettingError` before the run starts. A run that ends with
+    requests unfinished — any, when it should drain (no ``horizon``), or more than 1 % of
+    the arrivals at the horizon — warns :class:`CensoredRunWarning`, saying how many and why.
     """
     if not isinstance(time_model, TimeModel):
         raise ValueError(f"time_model={time_model!r}: must be a queuetheory TimeModel")
@@ -137,7 +141,11 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
         check_positive("max_iterations", max_iterations, integer=True)
     emit_first = check_first_token(first_token) == "prefill"
     check_positive("warmup", warmup, allow_zero=True)
-    _check_supported(policy, memory, first_token)
+    check_seed(seed)
+    if horizon is not None and warmup >= horizon:
+        raise ValueError(f"warmup={warmup!r}: at or past the horizon {horizon!r}; no "
+                         "steady-state window is left")
+    _check_supported(policy, memory, first_token, token_budget)
     if isinstance(workload, Trace):
         trace = workload
         if horizon is not None:
@@ -176,13 +184,29 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
     return result
 
 
-def _check_supported(policy, memory, first_token) -> None:
-    """Refuse a setting the policy declares it cannot keep feasible."""
+def _check_supported(policy, memory, first_token, token_budget=None) -> None:
+    """Refuse a setting the policy declares it cannot keep feasible (its ``supports``, and
+    its ``no_token_budget`` when the engine is given a token budget)."""
+    reason = budget_refusal(policy, token_budget, memory)
+    if reason:
+        raise UnsupportedSettingError(policy, f"token_budget={token_budget}", reason)
     supports = getattr(policy, "supports", None)
     reason = supports(memory=memory, first_token=first_token) if supports else None
     if reason:
         raise UnsupportedSettingError(policy, f"memory={memory}, first_token={first_token!r}",
                                       reason)
+
+
+def budget_refusal(policy, token_budget, memory) -> str | None:
+    """Why ``policy`` cannot keep the engine's ``token_budget`` (its ``no_token_budget``), or
+    ``None``: also when the budget cannot bind (at least the KV ``memory``: a batch's token
+    load never exceeds the KV tokens it leaves resident)."""
+    reason = getattr(policy, "no_token_budget", None)
+    if token_budget is None or not reason:
+        return None
+    if memory is not None and token_budget >= memory:
+        return None
+    return reason
 
 
 def _warn_if_censored(result, stop, limit) -> None:

@@ -20,6 +20,14 @@ _EMPTY = np.empty(0, dtype=np.int64)
 ORDERS = ("fcfs", "sjf_prompt", "sjf_decode", "sjf_total")
 
 
+def round_model(paper: str, model: str = "round model") -> str:
+    """The ``no_token_budget`` reason of a policy of ``paper``'s ``model`` (whole prompts,
+    no budget)."""
+    return (f"{paper}'s {model} serves whole prompts and has no token budget; run it "
+            "with token_budget=None, or with one of at least the KV memory, which no batch "
+            "can exceed")
+
+
 class Policy:
     """Base class of every scheduler. Public behaviour is defined here once.
 
@@ -38,6 +46,12 @@ class Policy:
 
     def _reset(self) -> None:
         pass
+
+    #: Why this policy's batches ignore an engine's token budget (the round models of Ao et
+    #: al., Jaillet et al. and Chen, Ye, Zhou prefill whole prompts and have none), or ``None``
+    #: when they keep one; ``simulate(token_budget=...)`` refuses such a policy before it
+    #: starts, with this reason, instead of failing mid-run on an infeasible batch
+    no_token_budget: str | None = None
 
     def supports(self, *, memory, first_token) -> str | None:
         """Why this policy cannot run with KV ``memory`` (None: unlimited) under the

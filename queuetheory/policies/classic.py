@@ -261,7 +261,15 @@ class StaticPriority(_TokenBudgetPolicy):
     def __init__(self, token_budget, class_order, *, order="fcfs", max_reqs=None,
                  preemption="recompute"):
         super().__init__(token_budget, order=order, max_reqs=max_reqs, preemption=preemption)
-        self.class_order = tuple(int(c) for c in class_order)
+        try:
+            order_ = tuple(class_order)
+        except TypeError:
+            order_ = None
+        if not order_ or not all(isinstance(c, int | np.integer) and not isinstance(c, bool)
+                                 for c in order_):
+            raise ValueError(f"class_order={class_order!r}: must be a non-empty sequence of "
+                             "class indices (integers), most important first")
+        self.class_order = tuple(int(c) for c in order_)
         if len(set(self.class_order)) != len(self.class_order):
             raise ValueError(f"class_order={class_order!r}: lists a class twice")
         index = [c for c in self.class_order if c >= 0]     # the engine's classes are >= 0
@@ -359,6 +367,9 @@ class KFCFS(Policy):
     def __init__(self, inner: Policy, Kp: int, Kd: int):
         from ..errors import check_positive
 
+        if not isinstance(inner, Policy):
+            raise ValueError(f"inner={inner!r}: must be a queuetheory Policy (the scheduler "
+                             "the windows wrap)")
         check_positive("Kp", Kp, integer=True)
         check_positive("Kd", Kd, integer=True)
         self.inner, self.Kp, self.Kd = inner, int(Kp), int(Kd)

@@ -42,8 +42,8 @@ from fractions import Fraction
 import numpy as np
 
 from ..engine import Batch
-from ..errors import check_positive
-from .base import Policy
+from ..errors import check_between, check_positive
+from .base import Policy, round_model
 from .memory_check import FuturePeak
 
 __all__ = ["CONVENTIONS", "durations", "mcsf_schedule", "MCSF", "FCFS", "AlphaProtection",
@@ -147,6 +147,8 @@ class _FuturePeakPolicy(Policy):
     """Continue every running request; admit waiting ones in ``_order`` while they pass the
     future-peak check. Subclasses fix the order."""
 
+    no_token_budget = round_model("Jaillet et al.")
+
     _order = "output"
 
     def __init__(self, on_fail: str = "break", max_starts=None):
@@ -201,21 +203,25 @@ class AlphaProtection(Policy):
     the running requests are cleared (KV and progress lost, FCFS place kept): all of them
     (``beta=None``, the α-protection greedy B1) or each independently with probability
     ``beta`` (α-protection β-clearing B2). If one clearing pass leaves the memory over
-    ``M``, the round is a stall: nothing is processed (spec decision D8).
+    ``M``, the round is a stall: nothing is processed (spec decision D8) for one time unit
+    (one round in the round model, ``UnitTime``).
 
     Loops (spec D7, the "infinite processing loops" of Section 7): the run is declared
     looping when the same running set is fully cleared twice with no completion in between,
-    or when nothing completes for ``10 × (longest output in the system)`` rounds. From then
+    or when nothing completes for ``10 × (longest output in the system)`` rounds (decisions
+    of this policy, not units of time: the verdict is the same in seconds, milliseconds or
+    rounds). From then
     on the policy idles, so ``simulate`` returns with the looping requests unfinished;
     ``loop_at`` is the time of detection (``None`` if none) and ``clearings`` counts
     clearing passes.
     """
 
+    no_token_budget = round_model("Jaillet et al.")
+
     def __init__(self, alpha: float, beta: float | None = None):
-        if not 0 <= alpha < 1:
-            raise ValueError(f"alpha={alpha!r}: must lie in [0, 1)")
-        if beta is not None and not 0 < beta <= 1:
-            raise ValueError(f"beta={beta!r}: must lie in (0, 1]")
+        alpha = check_between("alpha", alpha, 0, 1, low_closed=True)
+        if beta is not None:
+            beta = check_between("beta", beta, 0, 1, high_closed=True)
         self.alpha, self.beta = alpha, beta
 
     def _reset(self) -> None:
@@ -224,6 +230,7 @@ class AlphaProtection(Policy):
         self._last_clear = None
         self._live = np.empty(0, dtype=np.int64)
         self._done_at = None
+        self._rounds = 0            # rounds decided since the last completion
 
     def supports(self, *, memory, first_token) -> str | None:
         return "α-protection needs a KV capacity M" if memory is None else None
@@ -262,9 +269,10 @@ class AlphaProtection(Policy):
         arrived = rid.size - int(np.searchsorted(rid, prev[-1], side="right")) if prev.size \
             else rid.size
         if self._done_at is None or prev.size + arrived > rid.size:
-            self._done_at = state.time
+            self._done_at, self._rounds = state.time, 0
         self._live = rid
-        if self.loop_at is None and state.time - self._done_at > 10 * int(state.output.max()):
+        self._rounds += 1
+        if self.loop_at is None and self._rounds > 10 * int(state.output.max()) + 1:
             self.loop_at = state.time
         return self.loop_at is not None
 

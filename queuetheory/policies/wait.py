@@ -46,7 +46,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import Batch
-from .base import Policy
+from .base import Policy, round_model
 
 __all__ = ["WAIT", "NestedWAIT", "FCFSRestart"]
 
@@ -110,6 +110,8 @@ class WAIT(Policy):
     how leftovers finish once arrivals end.
     """
 
+    no_token_budget = round_model("Ao et al.")
+
     def __init__(self, thresholds, classes=None):
         from ..fluid.equilibrium import class_arrays  # the fluid package loads cvxpy: lazily
         from ..fluid.thresholds import check_thresholds, wait_memory
@@ -122,6 +124,12 @@ class WAIT(Policy):
             if l.size != self._n.size:
                 raise ValueError(f"thresholds={self.thresholds}: need one per class ({l.size})")
             self.memory_bound = wait_memory(self._n, classes)
+
+    def supports(self, *, memory, first_token) -> str | None:
+        if self.memory_bound is not None and memory is not None and memory < self.memory_bound:
+            return (f"memory={memory} is below WAIT's M^π = {self.memory_bound:g} for "
+                    f"thresholds {self.thresholds}; it could overflow (Ao et al., eq. 9)")
+        return None
 
     def rule(self) -> str | None:
         """``"cohorts"`` (:mod:`~queuetheory.engine.kernels.cohorts`): without a memory limit
@@ -178,6 +186,8 @@ class NestedWAIT(Policy):
     hold the memory that segment 1 waits for, and the engine would idle for ever.
     Leftovers finish once arrivals end (module notes).
     """
+
+    no_token_budget = round_model("Ao et al.")
 
     def __init__(self, segments, thresholds, *, overflow: str = "soft"):
         from ..fluid.nested import Segments  # the fluid package loads cvxpy: lazily
@@ -254,6 +264,8 @@ class FCFSRestart(Policy):
     back to the queue front); then waiting requests are admitted in arrival order while
     their prompts fit. Residents stay a prefix of the arrival order, so both rules amount
     to running the longest arrival-order prefix whose next-iteration memory fits."""
+
+    no_token_budget = round_model("Ao et al.")
 
     def _schedule(self, state):
         started = state.kv > 0

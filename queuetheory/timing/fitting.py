@@ -40,6 +40,7 @@ GeMM speed is set so that Eq. 4 gives the fitted step ``α``; attention is not f
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from math import gcd
 
@@ -47,6 +48,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
+from ..errors import check_seed
 from .gpu import AssumptionError, GPUModel, ModelDims, TiledGPUTime
 from .models import AffineTokenTime, LinearMemoryTime, PiecewiseLinearTime, TimeModel
 
@@ -317,18 +319,28 @@ def _measurements(data) -> tuple[pd.DataFrame, np.ndarray]:
     if missing:
         raise ValueError(f"measurements: missing column(s) {missing}; need {COLUMNS}")
     X = data[list(COLUMNS[:3])].reset_index(drop=True)
-    y = data["duration"].to_numpy(dtype=float)
+    y = pd.to_numeric(data["duration"], errors="coerce").to_numpy(dtype=float)
     for c in COLUMNS[:3]:
-        v = X[c].to_numpy(dtype=float)
-        bad = np.flatnonzero(~np.isfinite(v) | (v < 0) | (v != np.floor(v)))
+        v = pd.to_numeric(X[c], errors="coerce").to_numpy(dtype=float)
+        bad = np.flatnonzero(~np.isfinite(v) | (v < 0) | (v != np.floor(v)) | (v > 2**53))
         if bad.size:
-            raise ValueError(f"measurements: row {bad[0]}, column {c!r}: {v[bad[0]]!r} must "
-                             "be a non-negative integer token count")
+            raise ValueError(f"measurements: row {bad[0]}, column {c!r}: {X[c].iloc[bad[0]]!r} "
+                             "must be a non-negative integer token count (at most 2**53)")
+        X[c] = v
     bad = np.flatnonzero(~np.isfinite(y) | (y <= 0))
     if bad.size:
-        raise ValueError(f"measurements: row {bad[0]}, column 'duration': {y[bad[0]]!r} "
-                         "must be a finite duration > 0")
+        raise ValueError(f"measurements: row {bad[0]}, column 'duration': "
+                         f"{data['duration'].iloc[bad[0]]!r} must be a finite duration > 0")
     return X.astype(np.int64), y
+
+
+def _integer_at_least(value, low: int) -> bool:
+    """Whether ``value`` is a finite integer (an int or a whole float) ``>= low``."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return False
+    return not isinstance(value, bool) and math.isfinite(v) and v == int(v) and v >= low
 
 
 def fit(measurements, model: str = "best", *, relative: bool = True, folds: int = 5,
@@ -352,11 +364,12 @@ def fit(measurements, model: str = "best", *, relative: bool = True, folds: int 
     """
     if model not in (*FAMILIES, "best"):
         raise ValueError(f"model={model!r}: must be one of {(*FAMILIES, 'best')}")
-    if int(folds) != folds or folds < 2:
+    if not _integer_at_least(folds, 2):
         raise ValueError(f"folds={folds!r}: must be an integer >= 2")
+    check_seed(seed)
     if intervals not in ("jacobian", "bootstrap"):
         raise ValueError(f"intervals={intervals!r}: must be 'jacobian' or 'bootstrap'")
-    if intervals == "bootstrap" and (int(resamples) != resamples or resamples < 20):
+    if intervals == "bootstrap" and not _integer_at_least(resamples, 20):
         raise ValueError(f"resamples={resamples!r}: must be an integer >= 20")
     X, y = _measurements(measurements)
     if y.size < 2 * folds:

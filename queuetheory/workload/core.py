@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import check_positive
+from ..errors import check_between, check_positive
 
 __all__ = [
     "MAX_LENGTH",
@@ -89,6 +89,30 @@ def _integers(name: str, values, n: int, low: int | None = None) -> np.ndarray:
     return arr.astype(np.int64)
 
 
+def _check_distribution(name: str, dist) -> None:
+    """Refuse a length law whose quantiles are not finite (a degenerate or broken frozen
+    distribution), that exceeds ``MAX_LENGTH``, or whose draws would mostly be clipped up
+    to one token (more than half its mass below 0.5: every length would become 1)."""
+    with np.errstate(all="ignore"):
+        q = np.asarray(dist.ppf(_QUANTILE_GRID), dtype=float)
+    what = f"{name}={_dist_name(dist)}"
+    if not np.all(np.isfinite(q)):
+        raise ValueError(f"{what}: its quantiles are not all finite (a degenerate or "
+                         "unbounded distribution); a length law needs finite draws")
+    if q[-1] > MAX_LENGTH:
+        raise ValueError(f"{what}: upper quantile {q[-1]:.3g} exceeds MAX_LENGTH = "
+                         f"{MAX_LENGTH}")
+    if np.median(q) < 0.5:
+        raise ValueError(f"{what}: median {np.median(q):.3g} < 0.5, so more than half of "
+                         "the draws would be clipped up to 1 token; shift the law to "
+                         "positive lengths")
+
+
+def _dist_name(dist) -> str:
+    args = ", ".join(f"{a:g}" if isinstance(a, float) else repr(a) for a in dist.args)
+    return f"{getattr(dist.dist, 'name', 'distribution')}({args})"
+
+
 @dataclass(frozen=True, eq=False)
 class Lengths:
     """A token-length law: fixed, a frozen scipy.stats distribution, or empirical samples."""
@@ -106,7 +130,7 @@ class Lengths:
                 raise ValueError(f"{self.name}={spec}: a fixed length must be an integer in "
                                  f"[1, {MAX_LENGTH}]")
         elif _is_frozen_distribution(spec):
-            pass
+            _check_distribution(self.name, spec)
         else:
             arr = np.asarray(spec)
             if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.number):
@@ -180,6 +204,7 @@ class RequestClass:
 
     def __post_init__(self):
         check_positive("rate", self.rate, allow_zero=True)
+        _check_priority(self.priority)
         object.__setattr__(self, "_prompt", Lengths(self.prompt, "prompt"))
         object.__setattr__(self, "_output", Lengths(self.output, "output"))
 
@@ -219,6 +244,16 @@ class RequestClass:
 
     def sample_lengths(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
         return self._prompt.sample(rng, n), self._output.sample(rng, n)
+
+
+def _check_priority(priority) -> None:
+    """A priority is an integer (a float with an integer value is accepted)."""
+    ok = isinstance(priority, int | np.integer | float | np.floating) and not isinstance(
+        priority, bool)
+    if not (ok and np.isfinite(priority) and priority == int(priority)
+            and abs(priority) <= MAX_LENGTH):
+        raise ValueError(f"priority={priority!r}: must be an integer (larger is more "
+                         f"important), |priority| <= {MAX_LENGTH}")
 
 
 class _PairedClass(RequestClass):
@@ -313,8 +348,7 @@ class RelativeInterval:
     alpha: float
 
     def __post_init__(self):
-        if not 0 <= self.alpha < 1:
-            raise ValueError(f"alpha={self.alpha}: must satisfy 0 <= alpha < 1")
+        check_between("alpha", self.alpha, 0, 1, low_closed=True)
 
     def __call__(self, rng, output, cls):
         lo = np.maximum(1, np.floor((1 - self.alpha) * output)).astype(np.int64)
@@ -327,6 +361,20 @@ class ClassInterval:
     """Every request of class ``j`` gets the interval ``bounds[j] = (lo, hi)``."""
 
     bounds: tuple[tuple[int, int], ...]
+
+    def __post_init__(self):
+        try:
+            b = np.asarray(self.bounds, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"bounds={self.bounds!r}: must be a sequence of (lo, hi) "
+                             "pairs of integers") from None
+        if b.ndim != 2 or b.shape[1] != 2 or not len(b):
+            raise ValueError(f"bounds={self.bounds!r}: must be a non-empty sequence of "
+                             "(lo, hi) pairs, one per class")
+        if not (np.all(np.isfinite(b)) and np.all(b == np.rint(b)) and b.min() >= 1
+                and b.max() <= MAX_LENGTH and np.all(b[:, 0] <= b[:, 1])):
+            raise ValueError(f"bounds={self.bounds!r}: every (lo, hi) must be integers with "
+                             f"1 <= lo <= hi <= {MAX_LENGTH}")
 
     def __call__(self, rng, output, cls):
         b = np.asarray(self.bounds, dtype=np.int64)[cls]

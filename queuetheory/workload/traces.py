@@ -137,6 +137,10 @@ def _resolve_format(df, format, columns, timestamp_unit):
         if col not in df.columns:
             raise ValueError(f"column {col!r} (the {role} of format {fmt.name!r}) is missing; "
                              f"the table has {present}")
+        if present.count(col) > 1:
+            raise ValueError(f"column {col!r} (the {role} of format {fmt.name!r}) appears "
+                             f"{present.count(col)} times in the table; rename or drop the "
+                             "copies")
     unit = timestamp_unit or fmt.timestamp_unit or None
     if unit is not None and unit not in _TIMESTAMP_UNITS:
         raise ValueError(f"timestamp_unit={unit!r}: must be one of {tuple(_TIMESTAMP_UNITS)}")
@@ -147,10 +151,8 @@ def _timestamps(col: pd.Series, unit: str | None) -> np.ndarray:
     """Seconds (from an arbitrary origin) per row; NaN where unparsable or missing."""
     if unit is None:
         unit = "s" if pd.api.types.is_numeric_dtype(col) else "datetime"
-    if unit == "datetime":
-        ts = pd.to_datetime(col, errors="coerce")
-        if ts.dt.tz is not None:
-            ts = ts.dt.tz_convert("UTC").dt.tz_localize(None)
+    if unit == "datetime":      # offsets honoured, mixed ones too; naive times read as UTC
+        ts = pd.to_datetime(col, errors="coerce", utc=True).dt.tz_localize(None)
         ns = ts.to_numpy(dtype="datetime64[ns]")
         ok = ~np.isnat(ns)
         out = np.full(ns.size, np.nan)
@@ -277,7 +279,7 @@ def read_trace(source, *, format=None, columns=None, timestamp_unit=None, time_u
         arrival = arrival - start
     if speedup is not None:
         check_positive("speedup", speedup)
-        arrival = arrival / float(speedup)
+        arrival = _scaled(arrival, 1 / float(speedup), "speedup", speedup)
     zeros = np.zeros(arrival.size, np.int64)
     trace = Trace(arrival, prompt, output, cls, output.copy(), output.copy(), zeros)
     return trace if rate is None else with_rate(trace, rate)
@@ -298,7 +300,25 @@ def with_rate(trace: Trace, rate: float) -> Trace:
     ``rate``: the burstiness (CV, index of dispersion at a scaled window) is kept."""
     check_positive("rate", rate)
     factor = mean_rate(trace) / float(rate)
-    return replace(trace, arrival=trace.arrival * factor)
+    return replace(trace, arrival=_scaled(trace.arrival, factor, "rate", rate))
+
+
+#: The latest arrival time a rescaled trace may have: past 2**53 time units, adding a batch's
+#: duration to the clock is lost in floating-point rounding.
+MAX_ARRIVAL = float(2**53)
+
+
+def _scaled(arrival: np.ndarray, factor: float, name: str, value) -> np.ndarray:
+    """``arrival × factor``, or a ValueError naming ``name`` when the times leave the range a
+    simulation can step through (``MAX_ARRIVAL``)."""
+    with np.errstate(all="ignore"):
+        out = arrival * factor
+        last = float(out[-1]) if out.size else 0.0
+    if not (np.isfinite(factor) and np.isfinite(last) and last <= MAX_ARRIVAL):
+        raise ValueError(f"{name}={value!r}: the rescaled arrivals reach {last:.3g} time units, "
+                         f"past {MAX_ARRIVAL:.3g} (2**53), where a batch's duration is lost in "
+                         "floating-point rounding")
+    return out
 
 
 def _window(window) -> tuple[float, float]:
