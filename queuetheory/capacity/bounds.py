@@ -282,20 +282,24 @@ def _batch_cap_bounds(workload, tm, b, memory, policy, st):
     return rows
 
 
-def _lone_service(workload, tm, b, st, n: int = 20000):
+def _lone_service(workload, tm, b, st):
     """``E[S]``: the mean time a request takes served alone under a token-count time model
-    — its prompt in chunks of at most ``b``, then ``m_d`` decodes of one token. Exact for
-    fixed lengths, else the mean over ``n`` draws with a fixed seed."""
-    tr = workload.sample(n_requests=1 if _fixed(workload) else n, seed=0)
-    full, rest = np.divmod(tr.prompt.astype(np.int64), b)
-    values = np.unique(rest)
-    t_rest = np.array([float(tm.duration(BatchLoad.of_tokens(prefill=int(r)))) if r else 0.0
-                       for r in values])
-    prefill = (full * float(tm.duration(BatchLoad.of_tokens(prefill=b)))
-               + t_rest[np.searchsorted(values, rest)])
-    decodes = tr.output - (st.output - st.decode)
-    S = prefill + decodes * float(tm.duration(BatchLoad.of_tokens(decodes=1)))
-    return float(S.mean()), ("exact" if len(tr) == 1 else f"mean of {len(tr)} draws, seed 0")
+    — its prompt in chunks of at most ``b``, then ``m_d`` decodes of one token each. The
+    prompt's part is averaged over the length law's support grid (exact for fixed lengths,
+    samples and integer laws; the quadrature :class:`RequestStats` uses otherwise)."""
+    t_b = float(tm.duration(BatchLoad.of_tokens(prefill=b)))
+    parts, weights = [], []
+    for c in workload.classes:
+        full, rest = np.divmod(c._prompt._support_grid().astype(np.int64), b)
+        values, where = np.unique(rest, return_inverse=True)
+        t_rest = np.array([float(tm.duration(BatchLoad.of_tokens(prefill=int(r)))) if r
+                           else 0.0 for r in values])
+        parts.append(float(np.mean(full * t_b + t_rest[where])))
+        weights.append(c.rate)
+    w = np.asarray(weights, dtype=float)
+    prefill = float(np.average(parts, weights=w if w.sum() > 0 else None))
+    return prefill + st.decode * float(tm.duration(BatchLoad.of_tokens(decodes=1))), \
+        "the prompt's chunks averaged over the length law's support"
 
 
 def vllm_unit_time_rate(token_budget: int, decode_tokens: float) -> float:
