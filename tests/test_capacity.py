@@ -533,8 +533,6 @@ def test_max_rate_on_a_bursty_trace_reaches_the_token_capacity():
 
 def test_a_trace_too_long_for_the_probe_budget_is_refused_with_the_way_out():
     tr = clumped_trace()
-    with pytest.raises(ValueError, match="max_probe_requests"):
+    with pytest.raises(ValueError, match="max_probe_requests=1e"):
         cap.max_rate(tr, qt.policies.Sarathi(64), qt.UnitTime(), first_token="decode",
                      max_probe_requests=1000)
-    with pytest.raises(ValueError, match="Workload.from_lengths"):
-        cap.replicas(1.0, tr, qt.policies.Sarathi(64), qt.UnitTime())

@@ -53,7 +53,8 @@ def _cli_parser():
     p.add_argument("--lengths", choices=("sharegpt", "fixed"), default="sharegpt",
                    help="request lengths: the shipped ShareGPT V3 pairs (default) or fixed")
     p.add_argument("--trace", metavar="FILE",
-                   help="a production trace (.csv, .jsonl, .parquet; "
+                   help="a production trace (.csv, .jsonl, .parquet; with --rate also "
+                        "azure-conv or azure-code, the shipped ones; "
                         "queuetheory.workload.read_trace) instead: replayed at each rate "
                         "searched with its arrival gaps scaled by one factor, so its "
                         "burstiness is kept")
@@ -85,6 +86,10 @@ def capacity_main(argv) -> int:
     latency and attainment curves into ``--out``."""
     from pathlib import Path
 
+    if any(arg == "--rate" or arg.startswith("--rate=") for arg in argv):
+        from .sizing_cli import sizing_main  # the fleet question: how many engines
+
+        return sizing_main(argv)
     a = _cli_parser().parse_args(argv)
     tm, unit = _cli_time_model(a.time)
     if a.trace is not None:

@@ -119,7 +119,8 @@ class MaxRate:
                 f"{self.wall_s:.1f} s{'; ' + self.note if self.note else ''})")
 
 
-def _trace_verdict(trace, rate, policy, time_model, H, cap, level, tolerance, kw) -> dict:
+def _trace_verdict(trace, rate, policy, time_model, H, cap, level, tolerance, kw,
+                   most: float = MAX_PROBE_REQUESTS) -> dict:
     """One probe of :func:`max_rate` on a production trace: :func:`replay` at ``rate`` up to
     ``H`` (doubled while inconclusive, up to ``cap``), judged by
     :func:`~queuetheory.metrics.growth_rate` (the rule of :func:`~queuetheory.stability`).
@@ -133,12 +134,13 @@ def _trace_verdict(trace, rate, policy, time_model, H, cap, level, tolerance, kw
 
     blocks = 10                         # growth_rate's blocks; its tail is the last half
     unit = 2 * blocks * len(trace) / rate
-    if unit > cap:
+    if 2 * blocks * len(trace) > most:
         raise ValueError(
             f"trace: {len(trace)} requests; a probe needs {2 * blocks} replays of it "
-            f"({2 * blocks * len(trace):.3g} requests), over max_probe_requests: give a "
-            "shorter stretch (trace.head(n) or read_trace(window=...)) or raise "
+            f"({2 * blocks * len(trace):.3g} requests), over max_probe_requests={most:.3g}: "
+            "give a shorter stretch (trace.head(n) or read_trace(window=...)) or raise "
             "max_probe_requests")
+    cap = max(cap, unit)        # the whole replays fit the request limit: run them
     H = unit * math.ceil(H / unit * (1 - 1e-12))
     t0, rounds = time.perf_counter(), 0
     while True:
@@ -300,7 +302,8 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
         else:
             H = long
             row = {**_trace_verdict(trace, x, policy, time_model, H, cap, level, tolerance,
-                                    kw), "decided_by": "empty start", "loaded_drift": np.nan}
+                                    kw, max_probe_requests),
+                   "decided_by": "empty start", "loaded_drift": np.nan}
         rows.append({"rate": x, "load": x / br.upper, "relaxation": relax, **row})
         bar.update(x, row["verdict"], row["wall_s"])
         return row
