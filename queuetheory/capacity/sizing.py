@@ -92,13 +92,16 @@ def size_fleet(target_rate, workload, policy, time_model, *, memory=None,
     per engine (at least ``MIN_LIFETIMES`` lone lifetimes), the run going on past ``H`` as
     in :func:`~queuetheory.capacity.goodput`; the targets are ``slo`` (joint: at least
     ``attainment`` of the requests meet every one) and ``percentiles`` (each on its own:
-    ``{"p99_ttft": 2.0, "p99_tpot": 0.1}``, :func:`~queuetheory.capacity.targets.
-    check_percentiles`). A count meets the targets when the seeds' requests pooled do.
+    ``{"p99_ttft": 2.0, "p99_tpot": 0.1}``,
+    :func:`~queuetheory.capacity.targets.check_percentiles`). A count meets the targets when
+    the seeds' requests pooled do.
 
     The search starts at the stability bound ``at_least``, doubles until a count meets,
     then bisects; the counts one either side of the answer are judged too (below the bound
-    a finite run still shows how far off the targets are). ``seeds_meeting`` and ``below``
-    give the spread across replications at the answer and one engine fewer.
+    a finite run still shows how far off the targets are, but never meets them: a count
+    below the stability bound cannot sustain the rate however well a finite window looks).
+    ``seeds_meeting`` and ``below`` give the spread across replications at the answer and
+    one engine fewer.
 
     Parameters
     ----------
@@ -170,11 +173,13 @@ def size_fleet(target_rate, workload, policy, time_model, *, memory=None,
             req = run.requests
             row = {"engines": K, "seed": s, **_judge(req, slo, pct, attainment, warmup * H,
                                                      H, H + drain)}
+            row["meets"] = row["meets"] and K >= at_least    # below the bound: unstable
             rows.append(row)
             frames.append(req)
             runs[K] = run
         pooled = pd.concat(frames, ignore_index=True)
         out = _judge(pooled, slo, pct, attainment, warmup * H, H, H + drain)
+        out["meets"] = out["meets"] and K >= at_least
         report[K] = (percentile_report(pooled, {k: v[2] for k, v in pct.items()},
                                        start=warmup * H, end=H) if pct else None)
         judged[K] = (out["meets"], out, warmup * H)
