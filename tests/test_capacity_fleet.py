@@ -180,3 +180,15 @@ def test_replicas_with_a_kv_limit_and_a_trace_sizes_the_fleet_whole():
                      percentiles={"p90_ttft": 2.0}, router="least_kv", n_requests=100)
     assert f.count is not None and f.router == "least_kv" and f.memory == 20000
     assert f.report[f.count].loc["p90_ttft", "meets"]
+
+
+def test_an_operator_profile_gets_an_estimate_not_a_proven_compute_bound():
+    """An RTX 4090 profile (attention by each request's KV): no proven compute bound, the
+    full-batch rate as an estimate; the memory bound of its 24 GiB still holds."""
+    eng = gpu_engine("rtx4090", "llama-3.1-8b")
+    br = cap.bounds(fixed(1043, 200), eng.time_model, token_budget=512,
+                    memory=eng.kv_tokens, policy=qt.policies.Sarathi(512))
+    rows = br.table.set_index("name")
+    assert rows.loc["compute (full batch)", "kind"] == "estimate"
+    assert br.binding == "memory" and np.isfinite(br.upper)
+    assert br.start == pytest.approx(rows.loc["compute (full batch)", "rate"])

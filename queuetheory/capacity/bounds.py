@@ -37,7 +37,8 @@ class Bracket:
         assumes: a ``lower`` or ``upper`` row is returned only where its premises hold;
         outside them a rate is absent or of kind ``scheduler``, a heuristic)
     lower, upper : the bracket: the largest proven-stable rate (0 when no theorem covers the
-        scheduler) and the smallest upper bound
+        scheduler) and the smallest upper bound (``inf`` when none is proven for the time
+        model: an operator profile's, whose estimate is the ``compute (full batch)`` row)
     binding : the name of the upper bound that binds (the smallest)
     start : where a search starts: the proven-stable rate where a theorem gives one, else the
         smallest of the upper, scheduler and estimate rates
@@ -141,8 +142,11 @@ def bounds(workload, time_model, *, token_budget, memory=None, policy=None,
     table = pd.DataFrame(rows, columns=["name", "rate", "kind", "source", "formula",
                                         "premises"])
     uppers = table[table["kind"] == "upper"]
-    i = int(uppers["rate"].to_numpy().argmin())
-    upper, binding = float(uppers["rate"].iloc[i]), str(uppers["name"].iloc[i])
+    if len(uppers):
+        i = int(uppers["rate"].to_numpy().argmin())
+        upper, binding = float(uppers["rate"].iloc[i]), str(uppers["name"].iloc[i])
+    else:                               # no proven upper bound for this time model
+        upper, binding = np.inf, "none proven"
     lows = table.loc[table["kind"] == "lower", "rate"]
     lower = min(float(lows.max()), upper) if len(lows) else 0.0
     start = lower if lower > 0 else float(table.loc[table["kind"] != "lower", "rate"].min())
@@ -205,9 +209,17 @@ def _compute_bounds(workload, tm, b, st, first_token):
         cap = _rad(workload, tm, first_token)
         return [_row("compute", cap.lambda_lb, "upper", "Bari et al. (converse T̄^R_LB)",
                      "1 / T̄^R_LB")]
-    raise ValueError(f"time_model={tm!r}: no compute bound for {type(tm).__name__}; the "
-                     "shipped models are PiecewiseLinearTime, UnitTime, AffineTokenTime, "
-                     "LinearMemoryTime and TiledGPUTime")
+    # an operator-profile time (attention by each request's KV): no proven bound, the rate of
+    # full b-token batches of the workload's mix at the mean KV per decode
+    prefill = int(round(st.prompt / st.work * b))
+    context = int(round(st.kv_area / (st.decode + 1)))
+    t_full = float(tm.duration(BatchLoad.of_tokens(prefill=prefill, decodes=b - prefill,
+                                                   context=context)))
+    return [_row("compute (full batch)", b / t_full / st.work, "estimate",
+                 f"full batches of the mix on {type(tm).__name__}",
+                 "b / t(b tokens of the mix, mean KV) / (m_p + m_d)",
+                 "heuristic: full b-token batches at the mean KV; no proven bound for a "
+                 "time model that depends on each request's KV")]
 
 
 def _rad(workload, tm, first_token, n: int = 4000):

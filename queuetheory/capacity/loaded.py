@@ -47,7 +47,8 @@ def backlog_size(bracket, time_model, token_budget: int) -> int:
     prefill = int(round(mix * token_budget))
     t_full = float(time_model.duration(BatchLoad.of_tokens(
         prefill=prefill, decodes=token_budget - prefill)))
-    in_service = bracket.upper * (st.decode + 1) * t_full
+    rate = bracket.upper if np.isfinite(bracket.upper) else bracket.start
+    in_service = rate * (st.decode + 1) * t_full
     return max(BACKLOG_FACTOR, math.ceil(BACKLOG_FACTOR * in_service))
 
 
@@ -159,7 +160,7 @@ def saturated_rate(workload, policy, time_model, *, bracket, token_budget: int, 
     """
     from scipy import stats
 
-    up = bracket.upper
+    up = bracket.upper if np.isfinite(bracket.upper) else bracket.start
     horizon = n_requests / up
     per_seed = []
     for s in np.atleast_1d(seeds):
@@ -174,10 +175,12 @@ def saturated_rate(workload, policy, time_model, *, bracket, token_budget: int, 
         per_seed.append(tokens / (horizon / 2) / bracket.stats.work)
     x = np.asarray(per_seed)
     if x.size < 2:
-        return {"rate": float(x.mean()), "interval": (float("nan"), float("nan")),
+        return {"rate": min(float(x.mean()), bracket.upper),
+            "interval": (float("nan"), float("nan")),
                 "per_seed": per_seed}
     half = stats.t.ppf((1 + level) / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size)
-    mean = min(float(x.mean()), up)          # no schedule beats the upper bound
+    top = bracket.upper                     # no schedule beats the upper bound
+    mean = min(float(x.mean()), top)
     return {"rate": mean, "interval": (float(x.mean() - half), min(float(x.mean() + half),
-                                                                  up)),
+                                                                  top)),
             "per_seed": per_seed}

@@ -199,7 +199,8 @@ def size_fleet(target_rate, workload, policy, time_model, *, memory=None,
         fewer = probes[probes["engines"] == hi - 1]
         below = (int(fewer["meets"].sum()), len(seeds))
     use = _use(runs[top], judged[top][2], target_rate / top, br, policy)
-    binding = max(use, key=lambda k: -1.0 if np.isnan(use[k]) else use[k])
+    known = {k: v for k, v in use.items() if not np.isnan(v)}
+    binding = max(known, key=known.get) if known else None
     best = None if hi is not None else judged[top][1]
     return FleetSize(hi, at_least, float(target_rate), router, memory, slo, attainment,
                      percentiles, meeting, below, binding, use, br, probes, report, best,
@@ -238,6 +239,7 @@ def _judge(requests, slo, pct, attainment, start, end, run_end) -> dict:
 def _use(run, start, per_engine_rate, br, policy) -> dict:
     """The three resources' use at one count (:data:`RESOURCES`)."""
     u = run.utilisation(start, getattr(policy, "max_reqs", None))
-    compute = br.table.set_index("name")["rate"].get("compute", np.nan)
+    rates = br.table.set_index("name")["rate"]
+    compute = rates.get("compute", rates.get("compute (full batch)", np.nan))
     return {"compute": float(per_engine_rate / compute), "KV memory": u["kv"],
             "batch cap": u["batch"]}
