@@ -13,7 +13,17 @@ papers' closed-form capacities to the simulator:
 * :func:`goodput` — the largest rate at which at least ``attainment`` of the requests meet
   every latency target (the goodput of DistServe, Zhong et al.), over a steady-state window;
 * :func:`replicas` — the fewest engines behind a router (the networks layer) that meet the
-  targets at a given total rate.
+  targets at a given total rate;
+* :func:`size_fleet` — the same for fleets as users run them: each engine with its KV cache,
+  a drawn workload or a replayed trace, routers that see every engine's load (round robin,
+  join the shortest queue, least KV load), targets per metric and percentile
+  (``{"p99_ttft": 2.0, "p99_tpot": 0.1}``), the binding resource and the seeds' spread;
+  ``queuetheory capacity --rate R`` answers it in one command, on a GPU and model by name
+  (:func:`~queuetheory.timing.catalog.gpu_engine`).
+
+Every bound states its premises (``Bracket.table["premises"]``) and is returned as proven
+(``lower``/``upper``) only where they hold; every probe of :func:`max_rate` is judged from a
+fluid-sized backlog as well as from empty (:mod:`.loaded`).
 
 Rates are requests per time unit of the time model (seconds for the affine and GPU models,
 milliseconds for Li, Dai, Peng's fit, rounds for :class:`~queuetheory.UnitTime`). Every
@@ -24,24 +34,33 @@ fixes how many decode iterations a request needs.
 One module per job: ``stats`` (a workload's per-request figures), ``rescale`` (a workload
 at another rate, a trace replayed), ``bounds`` (the analytic bracket), ``relaxation`` (the
 backlog's time scale near capacity), ``search`` (:func:`max_rate`'s bisection and its
-probes), ``slo`` (the latency targets and a steady-state window), ``goodput``,
-``replicas``, ``curve`` (latency and attainment against load, and the figure) and ``cli``
+probes), ``loaded`` (probes from a backlog, the backlogged throughput), ``slo`` (the latency
+targets and a steady-state window), ``targets`` (percentile targets per metric),
+``goodput``, ``replicas``, ``counts`` (the smallest count that meets a test), ``fleet``
+(engines with KV caches behind a router), ``sizing`` (:func:`size_fleet`), ``curve``
+(latency and attainment against load, and the figure), ``cli`` and ``sizing_cli``
 (``queuetheory capacity``).
 """
 
 from .bounds import Bracket, bounds, vllm_unit_time_rate
 from .cli import capacity_main
 from .curve import curve_rates, load_curve, plot_capacity
+from .fleet import fleet_trace
 from .goodput import Goodput, goodput
+from .loaded import backlog_size, loaded_verdict, saturated_rate
 from .relaxation import arrival_variability, relaxation_time
 from .replicas import Replicas, replicas
 from .rescale import at_rate, replay
 from .search import MAX_PROBE_REQUESTS, RELAXATION_RUNS, MaxRate, max_rate
+from .sizing import FleetSize, size_fleet
 from .slo import SLO_KEYS, drain_time, slo_attainment
 from .stats import MIN_LIFETIMES, RequestStats, request_stats
+from .targets import check_percentiles, percentile_report
 
 __all__ = ["bounds", "Bracket", "max_rate", "MaxRate", "goodput", "Goodput", "replicas",
            "Replicas", "at_rate", "replay", "request_stats", "RequestStats", "relaxation_time",
            "arrival_variability", "vllm_unit_time_rate", "SLO_KEYS", "slo_attainment",
            "drain_time", "curve_rates", "load_curve", "plot_capacity", "capacity_main",
-           "MIN_LIFETIMES", "RELAXATION_RUNS", "MAX_PROBE_REQUESTS"]
+           "MIN_LIFETIMES", "RELAXATION_RUNS", "MAX_PROBE_REQUESTS", "size_fleet", "FleetSize",
+           "fleet_trace", "percentile_report",
+           "check_percentiles", "saturated_rate", "loaded_verdict", "backlog_size"]

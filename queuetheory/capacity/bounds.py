@@ -33,11 +33,15 @@ class Bracket:
         (``upper``: no scheduler is stable above it; ``lower``: a theorem says this
         scheduler is stable below it; ``scheduler``: the paper's rate for this scheduler, a
         fluid or heuristic value, neither side proven; ``estimate``: a fluid estimate of a
-        bound, tight where stated), ``source`` and ``formula``
+        bound, tight where stated), ``source``, ``formula`` and ``premises`` (what the bound
+        assumes: a ``lower`` or ``upper`` row is returned only where its premises hold;
+        outside them a rate is absent or of kind ``scheduler``, a heuristic)
     lower, upper : the bracket: the largest proven-stable rate (0 when no theorem covers the
-        scheduler) and the smallest upper bound
+        scheduler) and the smallest upper bound (``inf`` when none is proven for the time
+        model: an operator profile's, whose estimate is the ``compute (full batch)`` row)
     binding : the name of the upper bound that binds (the smallest)
-    start : where a search starts: the smallest of the upper, scheduler and estimate rates
+    start : where a search starts: the proven-stable rate where a theorem gives one, else the
+        smallest of the upper, scheduler and estimate rates
     stats : the workload's :class:`RequestStats`
     violated : why no rate is stable (the bracket is empty), or ``None``
     """
@@ -131,24 +135,52 @@ def bounds(workload, time_model, *, token_budget, memory=None, policy=None,
             violated = (f"memory: M={memory} is below the KV peak {st.peak} of the longest "
                         "request the workload draws; it can never finish, at any rate")
         rows += _memory_bounds(time_model, b, int(memory), st)
+    rows += _batch_cap_bounds(workload, time_model, b, memory, policy, st)
     sched, why = _scheduler_bounds(workload, time_model, b, memory, policy, st)
     rows += sched
     violated = violated or why
-    table = pd.DataFrame(rows, columns=["name", "rate", "kind", "source", "formula"])
+    table = pd.DataFrame(rows, columns=["name", "rate", "kind", "source", "formula",
+                                        "premises"])
     uppers = table[table["kind"] == "upper"]
-    i = int(uppers["rate"].to_numpy().argmin())
-    upper, binding = float(uppers["rate"].iloc[i]), str(uppers["name"].iloc[i])
+    if len(uppers):
+        i = int(uppers["rate"].to_numpy().argmin())
+        upper, binding = float(uppers["rate"].iloc[i]), str(uppers["name"].iloc[i])
+    else:                               # no proven upper bound for this time model
+        upper, binding = np.inf, "none proven"
     lows = table.loc[table["kind"] == "lower", "rate"]
     lower = min(float(lows.max()), upper) if len(lows) else 0.0
-    start = float(table.loc[table["kind"] != "lower", "rate"].min())
+    start = lower if lower > 0 else float(table.loc[table["kind"] != "lower", "rate"].min())
     if violated is not None:
         lower = upper = start = 0.0
     return Bracket(table, lower, upper, binding, start, st, first_token, violated)
 
 
-def _row(name, rate, kind, source, formula):
+def _row(name, rate, kind, source, formula, premises=""):
     return {"name": name, "rate": float(rate), "kind": kind, "source": source,
-            "formula": formula}
+            "formula": formula, "premises": premises or _PREMISES.get(name, "")}
+
+
+#: What each bound assumes, stated once: a bound is returned only where these hold.
+_PREMISES = {
+    "compute": "any schedule; batches of at most b tokens; batch time from the time model",
+    "compute (token budget)": "any schedule; batches of at most b tokens",
+    "memory": "any schedule; KV of every resident request within M after each batch",
+    "memory (full batch)": "heuristic: memory-full decode batches are the rule",
+    "batch cap": "any schedule with at most max_reqs requests per batch",
+    "M/G/1 (max_reqs=1)": "one request per batch, served alone from first chunk to last "
+                          "token, no idling while one waits (FCFS), no memory limit below "
+                          "the KV peak; Loynes: stable iff λ E[S] < 1",
+    "work-conserving": "Theorem 1(a) of Li, Dai, Peng: a work-conserving (K_p, K_d)-FCFS "
+                       "policy (Sarathi, Orca with chunked prefill), no batch cap "
+                       "(max_reqs=None), no memory limit, token-count time (piecewise-linear "
+                       "or unit), i.i.d. arrivals, E[D²] < ∞",
+    "work-conserving (fluid)": "heuristic: the fluid rate of full b-token batches of the "
+                               "workload's mix; Theorem 1(a) assumes token-count time, not "
+                               "an affine model with separate prefill and decode costs",
+    "vLLM λ*": "fluid heuristic of Li, Dai, Peng: vanilla vLLM in unit time, Poisson arrivals",
+    "WAIT fluid": "fluid condition of Ao et al.: fixed lengths, linear memory time",
+    "RAD λ*": "Bari et al., Theorems 1–2: RAD under the tiled GPU model",
+}
 
 
 def _compute_bounds(workload, tm, b, st, first_token):
@@ -177,9 +209,17 @@ def _compute_bounds(workload, tm, b, st, first_token):
         cap = _rad(workload, tm, first_token)
         return [_row("compute", cap.lambda_lb, "upper", "Bari et al. (converse T̄^R_LB)",
                      "1 / T̄^R_LB")]
-    raise ValueError(f"time_model={tm!r}: no compute bound for {type(tm).__name__}; the "
-                     "shipped models are PiecewiseLinearTime, UnitTime, AffineTokenTime, "
-                     "LinearMemoryTime and TiledGPUTime")
+    # an operator-profile time (attention by each request's KV): no proven bound, the rate of
+    # full b-token batches of the workload's mix at the mean KV per decode
+    prefill = int(round(st.prompt / st.work * b))
+    context = int(round(st.kv_area / (st.decode + 1)))
+    t_full = float(tm.duration(BatchLoad.of_tokens(prefill=prefill, decodes=b - prefill,
+                                                   context=context)))
+    return [_row("compute (full batch)", b / t_full / st.work, "estimate",
+                 f"full batches of the mix on {type(tm).__name__}",
+                 "b / t(b tokens of the mix, mean KV) / (m_p + m_d)",
+                 "heuristic: full b-token batches at the mean KV; no proven bound for a "
+                 "time model that depends on each request's KV")]
 
 
 def _rad(workload, tm, first_token, n: int = 4000):
@@ -192,7 +232,8 @@ def _rad(workload, tm, first_token, n: int = 4000):
     if decode.min() < 1:
         raise ValueError("workload: Bari et al.'s tile model needs at least one decode "
                          "iteration per request (output ≥ 2 when prefill emits the first token)")
-    return rad_capacity(tr.prompt, decode, tm)
+    # RAD's exact time for any prompt length: the last chunk pads to the tile, as on a GPU
+    return rad_capacity(tr.prompt, decode, tm, variant="rad")
 
 
 def _fixed(workload) -> bool:
@@ -229,6 +270,63 @@ def _memory_bounds(tm, b, M, st):
     ]
 
 
+def _work_conserving(policy, memory) -> bool:
+    """Whether Theorem 1(a) of Li, Dai, Peng covers ``policy``: Sarathi or Orca (chunked
+    prefill), no batch cap, no memory limit."""
+    from .. import policies as P
+
+    return (type(policy) in (P.Sarathi, P.Orca) and getattr(policy, "chunk", True)
+            and getattr(policy, "max_reqs", None) is None and memory is None)
+
+
+def _batch_cap_bounds(workload, tm, b, memory, policy, st):
+    """Bounds from a batch-size cap ``R = max_reqs``.
+
+    **batch cap** (``upper``): a request is in at least ``m_d + 1`` batches (its decodes and
+    the one that ends its prompt), each lasting at least ``τ_min`` (one decode alone), and a
+    batch holds at most ``R`` requests, so by Little's law on batch membership
+    ``λ (m_d + 1) τ_min ≤ R``. **M/G/1** (``lower`` and ``upper``, ``R = 1`` with Sarathi
+    or Orca, FCFS): each request is then served alone, its service time
+    ``S = Σ chunk times + Σ decode times`` (:func:`_lone_service`), and the engine is an
+    M/G/1 queue, stable iff ``λ E[S] < 1``."""
+    from .. import policies as P
+
+    R = getattr(policy, "max_reqs", None)
+    if R is None:
+        return []
+    tau_min = float(tm.duration(BatchLoad.of_tokens(decodes=1)))
+    rows = [_row("batch cap", R / ((st.decode + 1) * tau_min), "upper",
+                 "Little's law on batch membership", "R / ((m_d + 1) τ_min)")]
+    if (R == 1 and type(policy) in (P.Sarathi, P.Orca) and policy.order == "fcfs"
+            and (memory is None or memory >= st.peak) and tm.slot is None
+            and isinstance(tm, PiecewiseLinearTime | UnitTime | AffineTokenTime)):
+        mean, how = _lone_service(workload, tm, b, st)
+        for kind in ("upper", "lower"):
+            rows.append(_row("M/G/1 (max_reqs=1)", 1 / mean, kind, "Loynes (M/G/1)",
+                             f"1 / E[S], S a request served alone ({how})"))
+    return rows
+
+
+def _lone_service(workload, tm, b, st):
+    """``E[S]``: the mean time a request takes served alone under a token-count time model
+    — its prompt in chunks of at most ``b``, then ``m_d`` decodes of one token each. The
+    prompt's part is averaged over the length law's support grid (exact for fixed lengths,
+    samples and integer laws; the quadrature :class:`RequestStats` uses otherwise)."""
+    t_b = float(tm.duration(BatchLoad.of_tokens(prefill=b)))
+    parts, weights = [], []
+    for c in workload.classes:
+        full, rest = np.divmod(c._prompt._support_grid().astype(np.int64), b)
+        values, where = np.unique(rest, return_inverse=True)
+        t_rest = np.array([float(tm.duration(BatchLoad.of_tokens(prefill=int(r)))) if r
+                           else 0.0 for r in values])
+        parts.append(float(np.mean(full * t_b + t_rest[where])))
+        weights.append(c.rate)
+    w = np.asarray(weights, dtype=float)
+    prefill = float(np.average(parts, weights=w if w.sum() > 0 else None))
+    return prefill + st.decode * float(tm.duration(BatchLoad.of_tokens(decodes=1))), \
+        "the prompt's chunks averaged over the length law's support"
+
+
 def vllm_unit_time_rate(token_budget: int, decode_tokens: float) -> float:
     """Li, Dai, Peng's ``λ*`` of vanilla vLLM in unit time: the root of ``λ m_d = e^{−λ} b``
     (a round decodes only after a round without arrivals, which has probability
@@ -245,14 +343,18 @@ def _scheduler_bounds(workload, tm, b, memory, policy, st):
     if policy is None:
         return [], None
     out, violated = [], None
-    if (type(policy) in (P.Sarathi, P.Orca) and getattr(policy, "chunk", True)
-            and memory is None and isinstance(tm, PiecewiseLinearTime | UnitTime
-                                              | AffineTokenTime)):
+    if _work_conserving(policy, memory) and isinstance(tm, PiecewiseLinearTime | UnitTime
+                                                       | AffineTokenTime):
         from ..bounds.capacity import token_capacity
 
         full = token_capacity(tm, b, mix=st.prompt / st.work) / st.work
-        out.append(_row("work-conserving", full, "lower", "Li, Dai, Peng, Theorem 1(a)",
-                        "stable while λ(m_p + m_d) < b/t_b"))
+        if isinstance(tm, AffineTokenTime):
+            out.append(_row("work-conserving (fluid)", full, "scheduler",
+                            "full b-token batches of the mix (Li, Dai, Peng's fluid argument)",
+                            "λ = (b / t_b(mix)) / (m_p + m_d)"))
+        else:
+            out.append(_row("work-conserving", full, "lower", "Li, Dai, Peng, Theorem 1(a)",
+                            "stable while λ(m_p + m_d) < b/t_b"))
     if type(policy) is P.VLLMVanilla and isinstance(tm, UnitTime) and st.decode > 0:
         out.append(_row("vLLM λ*", vllm_unit_time_rate(b, st.decode) / (tm.slot or 1.0),
                         "scheduler", "Li, Dai, Peng (vanilla vLLM, unit time)",

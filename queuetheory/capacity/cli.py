@@ -54,9 +54,10 @@ def _cli_parser():
                         "fixed (the default when --prompt or --output is given)")
     p.add_argument("--trace", metavar="FILE",
                    help="a production trace (.csv, .jsonl, .parquet; "
-                        "queuetheory.workload.read_trace), or 'conv' / 'code' for the shipped "
-                        "Azure 2023 traces, instead: replayed at each rate searched with its "
-                        "arrival gaps scaled by one factor, so its burstiness is kept")
+                        "queuetheory.workload.read_trace), or 'conv' / 'code' (also "
+                        "'azure-conv' / 'azure-code') for the shipped Azure 2023 traces, "
+                        "instead: replayed at each rate searched with its arrival gaps "
+                        "scaled by one factor, so its burstiness is kept")
     p.add_argument("--format", help="the trace's format: azure, burstgpt, mooncake "
                    "(default: detected from its columns)")
     p.add_argument("--prompt", type=int, help="fixed prompt tokens (default 256)")
@@ -94,6 +95,10 @@ def capacity_main(argv) -> int:
     latency and attainment curves into ``--out``."""
     from pathlib import Path
 
+    if any(arg == "--rate" or arg.startswith("--rate=") for arg in argv):
+        from .sizing_cli import sizing_main  # the fleet question: how many engines
+
+        return sizing_main(argv)
     a = _cli_parser().parse_args(argv)
     tm, unit = _cli_time_model(a.time)
     fixed = a.prompt is not None or a.output is not None
@@ -146,11 +151,13 @@ def capacity_main(argv) -> int:
           f"{m.efficiency:.3f} of the {m.binding} bound; {len(m.probes)} probes "
           f"({m.inconclusive} inconclusive){'; ' + m.note if m.note else ''}")
     g = goodput(wl, policy, tm, slo=slo, attainment=a.attainment, memory=a.memory,
-                tol=a.tol, seeds=(a.seed,), n_requests=a.requests, bracket=br,
+                tol=a.tol, seeds=tuple(range(a.seed, a.seed + 5)), n_requests=a.requests,
+                bracket=br,
                 stable_limit=m.interval[1], progress=a.progress)
     if g.met:
         print(f"goodput: {g.rate:.4g} {per} [{g.interval[0]:.4g}, {g.interval[1]:.4g}] meet "
-              f"{slo} ({unit}) for ≥ {a.attainment:.0%} of requests")
+              f"{slo} ({unit}) for ≥ {a.attainment:.0%} of requests (95 % interval over "
+              f"5 seeds){'; ' + g.note if g.note else ''}")
     else:
         print(f"goodput: no rate meets {slo} ({unit}) for {a.attainment:.0%} of requests; the "
               f"best attainment found is {g.best_attainment:.1%}")

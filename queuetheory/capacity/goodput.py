@@ -7,7 +7,9 @@ import math
 import time
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
+from scipy import stats
 
 from ..engine.conventions import check_first_token
 from ..errors import check_between, check_positive, check_seeds
@@ -16,15 +18,25 @@ from .inputs import _budget_of, _ProbeBar, _refuse_unsupported
 from .rescale import _length_law
 from .slo import _check_slo, _window_run
 
+#: The seeds' spread (the interval's half-width over the rate) above which :func:`goodput`
+#: says its answer is not settled.
+SPREAD = 0.03
+
 
 @dataclass(frozen=True, eq=False)
 class Goodput:
     """The answer of :func:`goodput`.
 
-    rate : the largest rate found to meet the targets (0 when none does); ``interval``:
-        ``(rate, the smallest rate found to miss)``
-    met : whether some probed rate met the targets; ``best_attainment`` the highest
-        attainment seen (what the user can get, when ``met`` is False)
+    rate : the goodput: the mean over the seeds (independent replications) of each seed's
+        own answer, the middle of its search's last bracket (0 when no rate meets)
+    interval : the Student-t sampling interval of that mean at ``level`` over the seeds
+        (NaN with one seed), clipped to ``[0, stability limit]``: a physical bound is never
+        crossed; ``per_seed`` the seeds' answers, ``spread`` the interval's half-width over
+        the rate, ``note`` says when it exceeds ``SPREAD`` (±3 %)
+    search : ``(largest rate found to meet, smallest found to miss)`` pooled over the
+        seeds' searches: the bisection's own tolerance, not an interval
+    met : whether every seed found a rate that meets the targets; ``best_attainment`` the
+        highest attainment seen (what the user can get, when ``met`` is False)
     probes : one row per probed rate: ``attainment``, ``requests`` in the steady-state
         window, ``met`` requests, ``unfinished`` (counted as misses), ``undecided`` (of
         those, the ones that had missed no target when the run stopped),
@@ -42,6 +54,15 @@ class Goodput:
     bracket: Bracket
     converged: bool
     wall_s: float
+    per_seed: tuple = ()
+    search: tuple = (0.0, 0.0)
+    level: float = 0.95
+    note: str = ""
+
+    @property
+    def spread(self) -> float:
+        lo, hi = self.interval
+        return (hi - lo) / 2 / self.rate if self.rate > 0 and hi == hi else float("nan")
 
     def __repr__(self) -> str:
         if not self.met:
@@ -49,15 +70,17 @@ class Goodput:
                     f"requests; best attainment {self.best_attainment:.1%})")
         lo, hi = self.interval
         return (f"Goodput({self.rate:.5g} [{lo:.5g}, {hi:.5g}] requests per time unit meet "
-                f"{self.slo} for ≥ {self.attainment:.0%}; {len(self.probes)} probes, "
-                f"{self.wall_s:.1f} s)")
+                f"{self.slo} for ≥ {self.attainment:.0%} ({len(self.per_seed)} seeds, "
+                f"{self.level:.0%} interval); {len(self.probes)} probes, {self.wall_s:.1f} s"
+                f"{'; ' + self.note if self.note else ''})")
 
 
 def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
-            token_budget=None, memory=None, tol: float = 0.02, seeds=(0,),
+            token_budget=None, memory=None, tol: float = 0.02, seeds=(0, 1, 2, 3, 4),
             n_requests: int = 2000, warmup: float = 0.2, first_token: str = "prefill",
             max_probes: int = 16, bracket: Bracket | None = None,
-            stable_limit: float | None = None, progress: bool = False) -> Goodput:
+            stable_limit: float | None = None, progress: bool = False,
+            level: float = 0.95) -> Goodput:
     """The largest arrival rate at which at least ``attainment`` of the requests meet every
     target of ``slo`` (DistServe's goodput, Zhong et al.), by bisection on the rate.
 
@@ -84,6 +107,12 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
     ``stable_limit`` (e.g. the upper end of :func:`max_rate`'s interval) when lower; when
     the targets are met just below it, the interval's upper end is the limit itself.
     ``progress=True`` shows a tqdm bar of the probes, each with its rate and attainment.
+
+    Each seed is an independent replication with a search of its own; the goodput is the
+    mean of the seeds' answers and ``interval`` its Student-t interval at ``level`` — the
+    spread across seeds, never the bisection's tolerance (that is ``search``). Where the
+    interval's half-width exceeds ``SPREAD`` (±3 %) of the rate, ``note`` says so: more
+    seeds or a larger ``n_requests`` narrow it.
     """
     t0 = time.perf_counter()
     slo = _check_slo({"ttft": 1.0, "tbt": 0.1} if slo is None else slo)
@@ -104,24 +133,61 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
     rows = []
     if br.empty:
         return Goodput(0.0, (0.0, 0.0), False, float("nan"), slo, attainment,
-                       pd.DataFrame(columns=cols), br, True, time.perf_counter() - t0)
+                       pd.DataFrame(columns=["seed", *cols]), br, True,
+                       time.perf_counter() - t0)
 
-    def probe(x):
+    def probe(x, replication):
         started = time.perf_counter()
         out = _window_run(workload, policy, time_model, x, slo, n_requests=n_requests,
-                          warmup=warmup, seeds=seeds, b=b, memory=memory,
+                          warmup=warmup, seeds=replication, b=b, memory=memory,
                           first_token=first_token)
         out["meets"] = bool(out["attainment"] >= attainment)
-        rows.append({"rate": x, **out})
+        rows.append({"seed": replication[0], "rate": x, **out})
         bar.update(x, f"attainment {out['attainment']:.1%}", time.perf_counter() - started)
         return out["meets"]
 
     ceiling = br.upper if stable_limit is None else min(br.upper, float(stable_limit))
     bar = _ProbeBar(progress, "goodput")
+    first = 0.9 * min(br.start, ceiling)
+    found = [_search(probe, (s,), first, ceiling, tol, max_probes) for s in seeds]
+    bar.close()
+    probes = pd.DataFrame(rows, columns=["seed", *cols])
+    best = float(probes["attainment"].max())
+    met = all(lo is not None for lo, _ in found)
+    answers = np.array([0.0 if lo is None else math.sqrt(lo * (ceiling if hi is None else hi))
+                        for lo, hi in found])
+    rate = float(answers.mean())
+    los = [lo for lo, _ in found if lo is not None]
+    his = [hi for _, hi in found if hi is not None]
+    search = (max(los) if los else 0.0, min(his) if his else ceiling)
+    interval, note = (float("nan"), float("nan")), ""
+    if len(seeds) > 1:
+        half = float(stats.t.ppf((1 + level) / 2, len(seeds) - 1) * answers.std(ddof=1)
+                     / math.sqrt(len(seeds)))
+        interval = (max(0.0, rate - half), min(ceiling, rate + half))
+        if rate > 0 and half / rate > SPREAD:
+            note = (f"the seeds' answers spread ±{half / rate:.1%} (over ±{SPREAD:.0%}): "
+                    "more seeds or a larger n_requests narrow it")
+    else:
+        note = "one seed: no sampling interval (give seeds=(0, 1, 2, 3, 4))"
+    if not met:        # some seed met no rate probed: no goodput, the others' best as a ceiling
+        interval = (0.0, float(answers.max()))
+    converged = all(lo is not None and (hi if hi is not None else ceiling) / lo - 1 <= tol
+                    for lo, hi in found)
+    return Goodput(rate if met else 0.0, interval, met, best, slo, attainment, probes, br,
+                   converged, time.perf_counter() - t0, tuple(float(a) for a in answers),
+                   search, level, note)
+
+
+def _search(probe, seeds, first, ceiling, tol, max_probes):
+    """One seed's bisection from ``first``: ``(largest rate found to meet, smallest found
+    to miss)``, either ``None`` when not found."""
     lo = hi = None
-    x = first = 0.9 * min(br.start, ceiling)
-    while len(rows) < max_probes:
-        if probe(x):
+    x = first
+    n = 0
+    while n < max_probes:
+        n += 1
+        if probe(x, seeds):
             lo = x
         else:
             hi = x
@@ -137,12 +203,4 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
             break
         else:
             x = math.sqrt(lo * hi)
-    bar.close()
-    probes = pd.DataFrame(rows, columns=cols)
-    best = float(probes["attainment"].max())
-    if lo is None:
-        return Goodput(0.0, (0.0, hi), False, best, slo, attainment, probes, br, False,
-                       time.perf_counter() - t0)
-    high = hi if hi is not None else ceiling
-    return Goodput(lo, (lo, high), True, best, slo, attainment, probes, br,
-                   high / lo - 1 <= tol, time.perf_counter() - t0)
+    return lo, hi

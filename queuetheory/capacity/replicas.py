@@ -15,6 +15,7 @@ from ..errors import check_between, check_positive, check_seeds
 from ..timing import UnitTime
 from ..workload import Workload
 from .bounds import bounds
+from .counts import smallest_count
 from .inputs import _budget_of, _refuse_unsupported
 from .slo import _check_slo, drain_time, slo_attainment
 from .stats import _lone_lifetime
@@ -64,7 +65,8 @@ def _parallel(workload, policy, time_model, K, b, router, rate):
 
 def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment: float = 0.9,
              router: str = "round_robin", token_budget=None, n_requests: int = 2000,
-             warmup: float = 0.2, seeds=(0,), max_replicas: int = 64) -> Replicas:
+             warmup: float = 0.2, seeds=(0,), max_replicas: int = 64, memory=None,
+             percentiles=None, first_token: str | None = None):
     """The fewest engines behind ``router`` that meet ``slo`` for ``attainment`` of the
     requests at the total rate ``target_rate``.
 
@@ -77,7 +79,30 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
     engines are unstable), doubles until the targets are met, then bisects. Attainment is
     judged as in :func:`goodput`, over the arrivals after the first ``warmup`` share of
     ``n_requests·K`` requests.
+
+    Fleets as users run them go to :func:`~queuetheory.capacity.sizing.size_fleet`, which
+    simulates the engines whole (each with its own KV cache) and returns a
+    :class:`~queuetheory.capacity.sizing.FleetSize`: give ``memory`` (KV tokens per
+    engine), ``percentiles`` (targets per metric, ``{"p99_ttft": 2.0, "p99_tpot": 0.1}``),
+    a recorded :class:`~queuetheory.workload.Trace` (replayed at ``target_rate``), the
+    router ``"least_kv"`` or ``first_token="prefill"`` (the real engines' convention);
+    ``n_requests`` is then per engine.
     """
+    from ..networks.fleet import FLEET_ROUTERS
+    from ..workload import Trace
+
+    if (memory is not None or percentiles is not None or isinstance(workload, Trace)
+            or first_token is not None or router not in ("random", "round_robin",
+                                                         "least_requests", "least_tokens")):
+        from .sizing import size_fleet
+
+        if router not in FLEET_ROUTERS:
+            raise ValueError(f"router={router!r}: must be one of {sorted(FLEET_ROUTERS)}")
+        return size_fleet(target_rate, workload, policy, time_model, memory=memory,
+                          router=router, slo=slo, attainment=attainment,
+                          percentiles=percentiles, token_budget=token_budget, seeds=seeds,
+                          n_requests=n_requests, warmup=warmup, max_replicas=max_replicas,
+                          first_token=first_token or "prefill")
     from ..networks.graph import ROUTERS
     from ..networks.simulate import simulate as simulate_network
 
@@ -121,20 +146,7 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
             tried[K] = out["meets"]
         return tried[K]
 
-    lo, hi = at_least - 1, at_least                 # lo misses (or is below the bound)
-    if at_least > max_replicas:                     # the bounds rule out every count allowed
-        hi = None
-    while hi is not None and not meets(hi):
-        if hi >= max_replicas:
-            hi = None
-            break
-        lo, hi = hi, min(2 * hi, int(max_replicas))
-    while hi is not None and hi - lo > 1:
-        mid = (lo + hi) // 2
-        if meets(mid):
-            hi = mid
-        else:
-            lo = mid
+    hi = smallest_count(meets, at_least, max_replicas)
     probes = pd.DataFrame(rows, columns=["engines", "requests", "met", "unfinished",
                                          "attainment", "p50_latency", "p99_latency",
                                          "undecided", "meets"] if not rows else None

@@ -8,6 +8,7 @@ import time
 import warnings
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from ..engine import simulate
@@ -17,6 +18,7 @@ from ..stability import default_horizon, stability
 from ..workload import Trace
 from .bounds import Bracket, bounds
 from .inputs import _budget_of, _ProbeBar, _refuse_unsupported
+from .loaded import backlog_size, loaded_verdict
 from .relaxation import relaxation_time
 from .rescale import _length_law, at_rate, replay
 from .stats import MIN_LIFETIMES, _lone_lifetime
@@ -35,6 +37,34 @@ MAX_PROBE_REQUESTS = 500_000
 #: While a run settles nothing, the next run of a probe is this many times longer, up to
 #: the probe's full length.
 LADDER = 4
+#: How a probe of :func:`max_rate` may start: from empty only, or also from a backlog.
+STARTS = ("both", "empty")
+
+
+def _combine(empty: str, empty_grows: bool, loaded: str, loaded_grows: bool,
+             last: bool) -> tuple[str, str] | None:
+    """One probe's verdict from one rung of empty-start and loaded-start runs, and which
+    decided; ``None`` while the rung settles nothing and a longer one follows.
+
+    A run from a backlog sized by the fluid model (:func:`backlog_size`) starts in the
+    backlogged regime, so its drift is the fluid drift: from empty, a metastable
+    low-backlog state reads as stable above the boundary and a slow fill-up as growth
+    below it. So the loaded start decides when it is ``stable`` (a backlog that drains) or
+    surely grows by more than the tolerance (``loaded_grows``); next an empty start that
+    surely grows by more; on the last rung any conclusive loaded-start verdict, then an
+    unstable empty start; else the probe is inconclusive (an empty start's ``stable`` alone
+    never decides: it may be the metastable state)."""
+    if loaded == "stable" or loaded_grows:
+        return loaded, "loaded start"
+    if empty_grows:
+        return "unstable", "empty start"
+    if not last:
+        return None
+    if loaded == "unstable":
+        return loaded, "loaded start"
+    if empty == "unstable":
+        return empty, "empty start"
+    return "inconclusive", "neither"
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,7 +82,9 @@ class MaxRate:
     probes : one row per probe: ``rate``, ``load`` (over the upper bound), ``verdict``,
         ``drift``/``drift_low``/``drift_high`` (relative to the offered work), ``horizon``,
         ``relaxation`` (:func:`relaxation_time` at that rate), ``rounds``, ``arrived`` and
-        ``unfinished`` (requests, all seeds of the last round), ``wall_s``
+        ``unfinished`` (requests, all seeds of the last round), ``wall_s``, ``decided_by``
+        (``"loaded start"``, ``"empty start"`` or ``"neither"``) and ``loaded_drift`` (the
+        loaded-start run's relative drift)
     bracket : the analytic :class:`Bracket`; ``binding`` its binding bound
     efficiency : ``rate`` over the analytic upper bound
     converged : whether the stable and unstable probes are within ``(1 + tol)/(1 − tol)``
@@ -87,7 +119,8 @@ class MaxRate:
                 f"{self.wall_s:.1f} s{'; ' + self.note if self.note else ''})")
 
 
-def _trace_verdict(trace, rate, policy, time_model, H, cap, level, tolerance, kw) -> dict:
+def _trace_verdict(trace, rate, policy, time_model, H, cap, level, tolerance, kw,
+                   most: float = MAX_PROBE_REQUESTS) -> dict:
     """One probe of :func:`max_rate` on a production trace: :func:`replay` at ``rate`` up to
     ``H`` (doubled while inconclusive, up to ``cap``), judged by
     :func:`~queuetheory.metrics.growth_rate` (the rule of :func:`~queuetheory.stability`).
@@ -101,12 +134,13 @@ def _trace_verdict(trace, rate, policy, time_model, H, cap, level, tolerance, kw
 
     blocks = 10                         # growth_rate's blocks; its tail is the last half
     unit = 2 * blocks * len(trace) / rate
-    if unit > cap:
+    if 2 * blocks * len(trace) > most:
         raise ValueError(
             f"trace: {len(trace)} requests; a probe needs {2 * blocks} replays of it "
-            f"({2 * blocks * len(trace):.3g} requests), over max_probe_requests: give a "
-            "shorter stretch (trace.head(n) or read_trace(window=...)) or raise "
+            f"({2 * blocks * len(trace):.3g} requests), over max_probe_requests={most:.3g}: "
+            "give a shorter stretch (trace.head(n) or read_trace(window=...)) or raise "
             "max_probe_requests")
+    cap = max(cap, unit)        # the whole replays fit the request limit: run them
     H = unit * math.ceil(H / unit * (1 - 1e-12))
     t0, rounds = time.perf_counter(), 0
     while True:
@@ -130,7 +164,8 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
              n_requests: int | None = None, max_horizon_factor: float = 4.0,
              tolerance: float = 0.03, level: float = 0.99, max_probes: int = 24,
              max_probe_requests: float = MAX_PROBE_REQUESTS,
-             bracket: Bracket | None = None, progress: bool = False) -> MaxRate:
+             bracket: Bracket | None = None, progress: bool = False,
+             start: str = "both") -> MaxRate:
     """The largest arrival rate at which ``policy`` is stable, by bisection on the rate.
 
     The workload's length law is kept and its rate scaled (:func:`at_rate`); a recorded
@@ -162,6 +197,16 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     of ``k`` runs at most ``k`` times that. No probe draws more than ``max_probe_requests``
     expected arrivals (doublings included). A setting the policy refuses (``Policy.supports``)
     raises :class:`~queuetheory.errors.UnsupportedSettingError` before any probe.
+
+    ``start="both"`` (the default) runs every rung of a probe twice: from empty, and from a
+    loaded start, ``backlog_size`` requests queued at time 0 (Little's law at the bracket's
+    upper bound: the requests a backlogged engine holds, four times over), judged by the
+    same rule (:func:`~queuetheory.capacity.loaded.loaded_verdict`). A conclusive
+    loaded-start verdict decides (its drift is the fluid drift of the backlogged engine: a
+    metastable low-backlog state cannot pass for stability, and a slow fill-up cannot pass
+    for growth); else an empty start that surely grows by more than ``tolerance``; else the
+    probe is inconclusive. ``probes["decided_by"]`` says which. ``start="empty"``: from
+    empty only. A recorded trace is judged from empty (its replay is periodic).
     ``progress=True`` shows a tqdm bar of the probes, each with its rate and verdict.
 
     The search first checks the analytic value: the bracket's ``start`` (:func:`bounds`)
@@ -203,16 +248,21 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     check_positive("max_probe_requests", max_probe_requests)
     if n_requests is not None:
         check_positive("n_requests", n_requests, integer=True)
+    if start not in STARTS:
+        raise ValueError(f"start={start!r}: must be one of {STARTS}")
     br = bracket or bounds(workload, time_model, token_budget=b, memory=memory,
                            policy=policy, first_token=first_token)
     cols = ["rate", "load", "verdict", "drift", "drift_low", "drift_high", "horizon",
-            "relaxation", "rounds", "arrived", "unfinished", "wall_s"]
+            "relaxation", "rounds", "arrived", "unfinished", "wall_s", "decided_by",
+            "loaded_drift"]
     if br.empty:
         return MaxRate(0.0, (0.0, 0.0), pd.DataFrame(columns=cols), br, 0.0, True, tol,
                        tolerance, time.perf_counter() - t0, br.violated)
     rows = []
 
     lifetime = _lone_lifetime(workload, time_model)
+    loaded = start == "both" and trace is None
+    backlog = backlog_size(br, time_model, b) if loaded else 0
 
     def probe(x):
         wl = at_rate(workload, x)
@@ -234,21 +284,35 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
             h, rounds, wall = H, 0, 0.0
             while True:     # H, LADDER·H, … up to ``long``, until a run settles the probe
                 v = judge(h, h if long > h else cap)
-                clear = (v.verdict == "stable" or (
-                    v.verdict == "unstable"
-                    and max(v.drift_interval[0], v.trend_interval[0]) > tolerance))
-                if clear or h >= long:
+                grows = (v.verdict == "unstable"
+                         and max(v.drift_interval[0], v.trend_interval[0]) > tolerance)
+                verdict, by, lv = v.verdict, "empty start", None
+                if loaded:
+                    lv = loaded_verdict(workload, x, policy, time_model, horizon=v.horizon,
+                                        backlog=backlog, seeds=seeds, level=level,
+                                        tolerance=tolerance, **kw)
+                    wall += lv["wall_s"]
+                    settled = _combine(v.verdict, grows, lv["verdict"],
+                                       lv["verdict"] == "unstable"
+                                       and lv["drift_low"] > tolerance, h >= long)
+                    if settled is not None:
+                        verdict, by = settled
+                        break
+                elif verdict == "stable" or grows or h >= long:
                     break
                 rounds, wall = rounds + v.rounds, wall + v.wall_s
                 h = long if LADDER * h >= long / 2 else LADDER * h
-            row = {"verdict": v.verdict, "drift": v.drift, "drift_low": v.drift_interval[0],
+            row = {"verdict": verdict, "drift": v.drift, "drift_low": v.drift_interval[0],
                    "drift_high": v.drift_interval[1], "horizon": v.horizon,
                    "rounds": rounds + v.rounds, "arrived": int(v.runs["arrived"].sum()),
                    "unfinished": int(v.runs["in_system_end"].sum()),
-                   "wall_s": wall + v.wall_s}
+                   "wall_s": wall + v.wall_s, "decided_by": by,
+                   "loaded_drift": np.nan if lv is None else lv["drift"]}
         else:
             H = long
-            row = _trace_verdict(trace, x, policy, time_model, H, cap, level, tolerance, kw)
+            row = {**_trace_verdict(trace, x, policy, time_model, H, cap, level, tolerance,
+                                    kw, max_probe_requests),
+                   "decided_by": "empty start", "loaded_drift": np.nan}
         rows.append({"rate": x, "load": x / br.upper, "relaxation": relax, **row})
         bar.update(x, row["verdict"], row["wall_s"])
         return row
@@ -301,7 +365,8 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
             lo = x if lo is None else max(lo, x)
         elif v["verdict"] == "unstable":
             hi = x if hi is None else min(hi, x)
-            served = x * (1 - max(v["drift"], 0.0)) * (1 - tol)
+            drift = v["loaded_drift"] if v["decided_by"] == "loaded start" else v["drift"]
+            served = x * (1 - max(drift, 0.0)) * (1 - tol)
         else:
             unknown.append(x)
     bar.close()

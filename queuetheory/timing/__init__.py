@@ -9,7 +9,9 @@
 - :mod:`.vidur`: ``vidur_profile``, real A100/H100 linear-layer times from the Vidur
   profiles (MIT), shipped aggregated;
 - :mod:`.profile`: ``ProfileTime``, one iteration composed from a GPU's operator profile
-  (``OperatorProfile``: LLMServingSim's layout or Vidur's), attention by each request's KV.
+  (``OperatorProfile``: LLMServingSim's layout or Vidur's), attention by each request's KV;
+- :mod:`.catalog`: ``gpu_engine("h100", "llama-2-7b")``, a shipped GPU and model by name:
+  its batch time, its KV cache from the GPU's memory, what the fit is valid for.
 """
 
 import importlib
@@ -27,13 +29,16 @@ from .models import (
 __all__ = ["BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",
            "AffineTokenTime", "TiledGPUTime", "GPUModel", "ModelDims", "AssumptionError",
            "ceil_div", "fit", "FitReport", "vidur_profile", "OperatorProfile", "ProfileTime",
-           "ProfileRangeWarning", "ProfileError"]
+           "ProfileRangeWarning", "ProfileError", "gpu_engine", "GPUEngine", "kv_cache_tokens",
+           "FitRangeWarning"]
 
 # the fitting layer needs scipy.optimize: loaded on first use, so ``import queuetheory`` stays
 # quick
 _LAZY = {"fit": "fitting", "FitReport": "fitting", "vidur_profile": "vidur",
          "OperatorProfile": "profile", "ProfileTime": "profile",
-         "ProfileRangeWarning": "profile", "ProfileError": "profile"}
+         "ProfileRangeWarning": "profile", "ProfileError": "profile",
+         "gpu_engine": "catalog", "GPUEngine": "catalog", "kv_cache_tokens": "catalog",
+         "FitRangeWarning": "catalog"}
 
 
 def __getattr__(name):
