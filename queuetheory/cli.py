@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import math
@@ -11,12 +10,9 @@ import sys
 import warnings
 from pathlib import Path
 
+from ._argparse import OneLineParser
+
 __all__ = ["main"]
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, no usage dump
-        raise SystemExit(f"{self.prog}: error: {message}")
 
 
 CLASSIC_POLICIES = ("sarathi", "orca", "vllm", "fastertransformer")
@@ -42,9 +38,9 @@ def _policy(name: str, budget: int, order: str, setting=None):
     return entry.factory(setting)
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="queuetheory", description="Queueing theory of LLM inference.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+def _parser() -> OneLineParser:
+    p = OneLineParser(prog="queuetheory", description="Queueing theory of LLM inference.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
     r = sub.add_parser("reproduce", help="check every claim of the papers and write a report")
     r.add_argument("--quick", action="store_true", help="short runs (under 5 minutes in all)")

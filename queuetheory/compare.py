@@ -19,7 +19,6 @@ completed requests only, so a row whose runs left more than 1 % unfinished is ma
 
 from __future__ import annotations
 
-import argparse
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ._argparse import OneLineParser
 from .engine import simulate
 from .errors import CensoredRunWarning
 from .metrics import growth_rate
@@ -426,7 +426,7 @@ def _cli_time_model(spec: str) -> TimeModel:
 
 def compare_main(argv=None) -> int:
     """``queuetheory compare``: print the table; ``--out DIR`` also writes CSV and PNGs."""
-    ap = argparse.ArgumentParser(
+    ap = OneLineParser(
         prog="queuetheory compare",
         description="Run every scheduler on the same ShareGPT workload (or a trace) across "
                     "loads, and print per scheduler and load the mean of every metric over "

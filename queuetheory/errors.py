@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["QueueTheoryError", "InfeasibleBatchError", "UnstableError", "UnsupportedSettingError",
-           "CensoredRunWarning", "check_positive", "check_seed", "check_seeds"]
+           "CensoredRunWarning", "check_positive", "check_seed", "check_seeds", "check_between"]
 
 
 class QueueTheoryError(Exception):
@@ -91,3 +91,21 @@ def check_seeds(seeds, name: str = "seeds") -> tuple[int, ...]:
     if not out:
         raise ValueError(f"{name}={seeds!r}: need at least one seed")
     return tuple(check_seed(s, name) for s in out)
+
+
+def check_between(name: str, value, low: float, high: float, *, low_closed: bool = False,
+                  high_closed: bool = False) -> float:
+    """``value`` as a float inside the interval from ``low`` to ``high`` (ends open unless
+    closed), or a ``ValueError`` naming ``name``, its value and the interval."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = math.nan
+    if isinstance(value, bool) or isinstance(value, str):
+        v = math.nan
+    above = v >= low if low_closed else v > low
+    below = v <= high if high_closed else v < high
+    if not (above and below):
+        interval = f"{'[' if low_closed else '('}{low:g}, {high:g}{']' if high_closed else ')'}"
+        raise ValueError(f"{name}={value!r}: must be a number in {interval}")
+    return v

@@ -4,78 +4,25 @@ Every call must either return a result whose figures are finite and non-negative
 for a figure over an empty set: latencies when nothing completed, TTFT when no first token
 was emitted, TBT when no request emitted two tokens), or raise a ``ValueError`` /
 ``TypeError`` whose message names one of the call's parameters, or raise one of the
-project's own exceptions (:mod:`queuetheory.errors`). Anything else — an ``OverflowError``,
-a ``ZeroDivisionError``, an ``IndexError``, a ``MemoryError``, a bare numpy message — fails.
+project's own exceptions (:mod:`queuetheory.errors`) other than ``InfeasibleBatchError`` (a
+policy's bug). Anything else — an ``OverflowError``, a ``ZeroDivisionError``, an
+``IndexError``, a ``MemoryError``, a bare numpy message — fails. The new layers (stability,
+capacity, fit, traces from files, policy constructors, the command line) are fuzzed in
+``test_fuzz_layers.py``; the rules and strategies both use live in ``fuzzing.py``.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import re
 import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from fuzzing import FUZZ, _names, check_metrics, lengths, numbers, outcome, rates
+from hypothesis import given
 from hypothesis import strategies as st
 
 import queuetheory as qt
-from queuetheory.errors import QueueTheoryError
-
-# CI runs a fixed, bounded sample; QT_FUZZ_EXAMPLES=2000 explores more, at random
-_DEEP = int(os.environ.get("QT_FUZZ_EXAMPLES", "0"))
-FUZZ = settings(max_examples=_DEEP or 40, deadline=None, derandomize=not _DEEP, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-
-# the values a user may type: ordinary, boundary and absurd
-numbers = st.one_of(
-    st.integers(-2, 40),
-    st.floats(-1.0, 50.0, allow_nan=False),
-    st.sampled_from([0, 0.0, 1e-300, 1e17, 2**63, float("nan"), float("inf"), -float("inf")]),
-)
-lengths = st.one_of(st.integers(1, 30), st.sampled_from([0, -1, 2**40, 2**63]),
-                    st.floats(0.3, 30.0, allow_nan=False))
-rates = st.one_of(st.floats(0.0, 2.0, allow_nan=False), st.sampled_from([-1.0, float("nan"), 1e9]))
-
-
-def _names(message: str, names) -> bool:
-    return any(re.search(rf"(?<![A-Za-z0-9_]){re.escape(n)}(?![A-Za-z0-9_])", message)
-               for n in names)
-
-
-def outcome(call, names):
-    """Run ``call``; return its value, or ``None`` after a documented exception."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return call()
-    except QueueTheoryError:
-        return None
-    except (ValueError, TypeError) as err:
-        assert _names(str(err), names), f"{type(err).__name__} naming no parameter: {err}"
-        return None
-
-
-NAN_WHEN = {
-    "mean_latency": "completed", "p50_latency": "completed", "p99_latency": "completed",
-    "mean_ttft": "first", "p99_ttft": "first", "mean_tbt": "gaps", "p99_tbt": "gaps",
-}
-
-
-def check_metrics(res):
-    m = res.metrics
-    req = res.requests
-    empty = {"completed": m["completed"] == 0, "first": req["ttft"].notna().sum() == 0,
-             "gaps": req["tbt_mean"].notna().sum() == 0}
-    for key, value in m.items():
-        v = float(value)
-        if math.isnan(v):
-            assert key in NAN_WHEN and empty[NAN_WHEN[key]], f"{key} is NaN: {m}"
-        else:
-            assert math.isfinite(v) and v >= 0, f"{key} = {value}: {m}"
-    assert m["completed"] <= m["arrived"]
-
 
 # ---- time models -------------------------------------------------------------------------
 TIME_NAMES = ["c", "a", "b0", "slot", "d0", "d1", "per_prefill", "per_decode", "b", "budget",

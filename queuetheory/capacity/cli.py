@@ -3,6 +3,7 @@ for one engine, from the command line."""
 
 from __future__ import annotations
 
+from .._argparse import OneLineParser
 from ..timing import AffineTokenTime, LinearMemoryTime, PiecewiseLinearTime, UnitTime
 from ..workload import Workload
 from .bounds import bounds
@@ -43,9 +44,7 @@ def _cli_time_model(spec: str):
 
 
 def _cli_parser():
-    import argparse
-
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="queuetheory capacity",
         description="Capacity planning for one engine: the analytic bracket of the largest "
                     "stable rate, the simulated boundary, the SLO goodput, and a figure of "

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..engine.conventions import check_first_token
-from ..errors import check_positive, check_seeds
+from ..errors import check_between, check_positive, check_seeds
 from .bounds import Bracket, bounds
 from .inputs import _budget_of, _ProbeBar, _refuse_unsupported
 from .rescale import _length_law
@@ -87,10 +87,8 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
     """
     t0 = time.perf_counter()
     slo = _check_slo({"ttft": 1.0, "tbt": 0.1} if slo is None else slo)
-    if not 0 < attainment <= 1:
-        raise ValueError(f"attainment={attainment}: must lie in (0, 1]")
-    if not 0 <= warmup < 1:
-        raise ValueError(f"warmup={warmup}: must lie in [0, 1)")
+    attainment = check_between("attainment", attainment, 0, 1, high_closed=True)
+    warmup = check_between("warmup", warmup, 0, 1, low_closed=True)
     check_positive("tol", tol)
     check_positive("n_requests", n_requests, integer=True)
     check_positive("max_probes", max_probes, integer=True)

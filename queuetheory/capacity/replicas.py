@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import check_positive, check_seeds
+from ..errors import check_between, check_positive, check_seeds
 from ..timing import UnitTime
 from ..workload import Workload
 from .bounds import bounds
@@ -90,8 +90,9 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
     if router not in ROUTERS:
         raise ValueError(f"router={router!r}: must be one of {ROUTERS}")
     slo = _check_slo({"ttft": 1.0, "tbt": 0.1} if slo is None else slo)
-    if not 0 < attainment <= 1:
-        raise ValueError(f"attainment={attainment}: must lie in (0, 1]")
+    attainment = check_between("attainment", attainment, 0, 1, high_closed=True)
+    warmup = check_between("warmup", warmup, 0, 1, low_closed=True)
+    check_positive("n_requests", n_requests, integer=True)
     check_positive("max_replicas", max_replicas, integer=True)
     _refuse_unsupported("replicas", policy, None, "decode", token_budget)
     b = _budget_of(policy, token_budget)
@@ -121,17 +122,22 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
         return tried[K]
 
     lo, hi = at_least - 1, at_least                 # lo misses (or is below the bound)
-    while not meets(hi):
-        lo, hi = hi, 2 * hi
-        if hi > max_replicas:
+    if at_least > max_replicas:                     # the bounds rule out every count allowed
+        hi = None
+    while hi is not None and not meets(hi):
+        if hi >= max_replicas:
             hi = None
             break
+        lo, hi = hi, min(2 * hi, int(max_replicas))
     while hi is not None and hi - lo > 1:
         mid = (lo + hi) // 2
         if meets(mid):
             hi = mid
         else:
             lo = mid
-    probes = pd.DataFrame(rows).sort_values("engines", ignore_index=True)
+    probes = pd.DataFrame(rows, columns=["engines", "requests", "met", "unfinished",
+                                         "attainment", "p50_latency", "p99_latency",
+                                         "undecided", "meets"] if not rows else None
+                          ).sort_values("engines", ignore_index=True)
     return Replicas(hi, at_least, float(target_rate), router, slo, attainment, probes,
                     time.perf_counter() - t0)

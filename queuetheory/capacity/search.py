@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..engine import simulate
 from ..engine.conventions import check_first_token
-from ..errors import CensoredRunWarning, check_positive, check_seeds
+from ..errors import CensoredRunWarning, check_between, check_positive, check_seeds
 from ..stability import default_horizon, stability
 from ..workload import Trace
 from .bounds import Bracket, bounds
@@ -192,14 +192,9 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     trace = workload if isinstance(workload, Trace) else None
     workload = _length_law(workload)
     b = _budget_of(policy, token_budget)
-    if not 0 < tol < 0.5:
-        raise ValueError(f"tol={tol!r}: the relative precision must lie in (0, 0.5)")
-    if not 0 < tolerance < 1:
-        raise ValueError(f"tolerance={tolerance!r}: the relative drift called stable must lie "
-                         "in (0, 1)")
-    tolerance = float(tolerance)
-    if not 0 < level < 1:
-        raise ValueError(f"level={level!r}: must lie in (0, 1)")
+    tol = check_between("tol", tol, 0, 0.5)
+    tolerance = check_between("tolerance", tolerance, 0, 1)
+    level = check_between("level", level, 0, 1)
     seeds = check_seeds(seeds)
     check_positive("max_probes", max_probes, integer=True)
     check_positive("max_horizon_factor", max_horizon_factor)

@@ -20,9 +20,10 @@ _EMPTY = np.empty(0, dtype=np.int64)
 ORDERS = ("fcfs", "sjf_prompt", "sjf_decode", "sjf_total")
 
 
-def round_model(paper: str) -> str:
-    """The ``no_token_budget`` reason of a round-model policy of ``paper``."""
-    return (f"{paper}'s round model serves whole prompts and has no token budget; run it "
+def round_model(paper: str, model: str = "round model") -> str:
+    """The ``no_token_budget`` reason of a policy of ``paper``'s ``model`` (whole prompts,
+    no budget)."""
+    return (f"{paper}'s {model} serves whole prompts and has no token budget; run it "
             "with token_budget=None, or with one of at least the KV memory, which no batch "
             "can exceed")
 

@@ -367,6 +367,9 @@ class KFCFS(Policy):
     def __init__(self, inner: Policy, Kp: int, Kd: int):
         from ..errors import check_positive
 
+        if not isinstance(inner, Policy):
+            raise ValueError(f"inner={inner!r}: must be a queuetheory Policy (the scheduler "
+                             "the windows wrap)")
         check_positive("Kp", Kp, integer=True)
         check_positive("Kd", Kd, integer=True)
         self.inner, self.Kp, self.Kd = inner, int(Kp), int(Kd)

@@ -21,7 +21,7 @@ import pandas as pd
 from ..engine import Batch, Engine, simulate
 from ..errors import check_positive
 from ..workload import Trace, Workload
-from .base import Policy, admissible, check_budget, fit_memory, take_prefills
+from .base import Policy, admissible, check_budget, fit_memory, round_model, take_prefills
 
 __all__ = ["RAD", "CycleScheduler", "RequestLevel", "SLAI", "DistServe", "PrefillOnly",
            "DecodeOnly", "simulate_nodes", "slo_metrics", "slo_capacity"]
@@ -30,10 +30,15 @@ _EMPTY = np.empty(0, dtype=np.int64)
 
 
 def _check_tile(tile):
-    tile = tuple(int(x) for x in tile)
-    if len(tile) != 3 or min(tile) < 1:
-        raise ValueError(f"tile={tile!r}: must be (t_row, t_col, t_red) with entries >= 1")
-    return tile
+    try:
+        ok = len(tile) == 3 and all(
+            isinstance(x, int | np.integer) and not isinstance(x, bool) and x >= 1
+            for x in tile)
+    except TypeError:
+        ok = False
+    if not ok:
+        raise ValueError(f"tile={tile!r}: must be (t_row, t_col, t_red), three integers >= 1")
+    return tuple(int(x) for x in tile)
 
 
 def _check_n(n):
@@ -44,6 +49,8 @@ def _check_n(n):
 
 class _TiledPolicy(Policy):
     """Common parts of RAD and Alg. 2: the optimal tile, ``t_lcm`` chunks, cycle records."""
+
+    no_token_budget = round_model("Bari, Hegde, de Veciana", "tile model")
 
     def __init__(self, tile, n=None):
         self.tile = _check_tile(tile)
@@ -164,6 +171,8 @@ class RequestLevel(Policy):
     ``batch_size`` waiting requests are prefilled whole in one batch, then decoded together
     until all finish; arrivals wait."""
 
+    no_token_budget = round_model("Bari, Hegde, de Veciana", "tile model")
+
     def __init__(self, batch_size: int):
         check_positive("batch_size", batch_size, integer=True)
         self.batch_size = int(batch_size)
@@ -185,6 +194,8 @@ class RequestLevel(Policy):
 class PrefillOnly(Policy):
     """A DistServe prefill node (Alg. 5): the oldest prompt alone, in chunks of ``chunk``
     tokens (None: whole)."""
+
+    no_token_budget = round_model("Bari, Hegde, de Veciana", "tile model")
 
     def __init__(self, chunk: int | None = None):
         if chunk is not None:
@@ -208,6 +219,8 @@ class PrefillOnly(Policy):
 class DecodeOnly(Policy):
     """A DistServe decode node (Alg. 5): one decode iteration for every request (or the
     oldest ``cap``, e.g. ``t*_col`` for optimal tiling)."""
+
+    no_token_budget = round_model("Bari, Hegde, de Veciana", "tile model")
 
     def __init__(self, cap: int | None = None):
         if cap is not None:

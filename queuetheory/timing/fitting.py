@@ -319,17 +319,18 @@ def _measurements(data) -> tuple[pd.DataFrame, np.ndarray]:
     if missing:
         raise ValueError(f"measurements: missing column(s) {missing}; need {COLUMNS}")
     X = data[list(COLUMNS[:3])].reset_index(drop=True)
-    y = data["duration"].to_numpy(dtype=float)
+    y = pd.to_numeric(data["duration"], errors="coerce").to_numpy(dtype=float)
     for c in COLUMNS[:3]:
-        v = X[c].to_numpy(dtype=float)
-        bad = np.flatnonzero(~np.isfinite(v) | (v < 0) | (v != np.floor(v)))
+        v = pd.to_numeric(X[c], errors="coerce").to_numpy(dtype=float)
+        bad = np.flatnonzero(~np.isfinite(v) | (v < 0) | (v != np.floor(v)) | (v > 2**53))
         if bad.size:
-            raise ValueError(f"measurements: row {bad[0]}, column {c!r}: {v[bad[0]]!r} must "
-                             "be a non-negative integer token count")
+            raise ValueError(f"measurements: row {bad[0]}, column {c!r}: {X[c].iloc[bad[0]]!r} "
+                             "must be a non-negative integer token count (at most 2**53)")
+        X[c] = v
     bad = np.flatnonzero(~np.isfinite(y) | (y <= 0))
     if bad.size:
-        raise ValueError(f"measurements: row {bad[0]}, column 'duration': {y[bad[0]]!r} "
-                         "must be a finite duration > 0")
+        raise ValueError(f"measurements: row {bad[0]}, column 'duration': "
+                         f"{data['duration'].iloc[bad[0]]!r} must be a finite duration > 0")
     return X.astype(np.int64), y
 
 
