@@ -69,6 +69,7 @@ class StabilityVerdict:
     rounds : how many horizons were tried (1 + doublings); ``wall_s``: seconds in all
     needed_horizon : for ``inconclusive``, the horizon at which the interval would be
         narrow enough to decide if its width shrinks as ``1/sqrt(T)`` (``None`` otherwise)
+    tail : the share of each run that was tested (its last part); :meth:`plot` shades it
     """
 
     verdict: str
@@ -86,6 +87,46 @@ class StabilityVerdict:
     rounds: int
     wall_s: float
     needed_horizon: float | None
+    tail: float = 0.5
+
+    def plot(self, ax=None, *, rho: float | None = None, time_label: str = "time"):
+        """The evidence in one figure: each seed's backlog path (unfinished tokens, linear
+        axes: a growing backlog is a straight line), the tested tail shaded, the pooled
+        drift drawn from the tail's start as a line of slope ``drift × offered`` with its
+        interval as a band, and the verdict, the drift and ``rho`` (the load, where known)
+        in the title. Returns the Axes."""
+        from .plotting import finish, new_axes, series_style
+
+        ax = new_axes(ax, figsize=(7.2, 4.0))
+        if self.backlog.empty:
+            ax.text(0.5, 0.5, "no arrivals: nothing can grow", ha="center",
+                    transform=ax.transAxes)
+        for i, (seed, path) in enumerate(self.backlog.groupby("seed", sort=True)):
+            style = series_style(i)
+            style.update(marker=None, lw=0.8)
+            ax.plot(path["time"], path["backlog"], label=f"seed {seed}", **style)
+        H = self.horizon
+        start = H * (1 - self.tail)
+        if H > 0:
+            ax.axvspan(start, H, color="0.85", alpha=0.5, lw=0,
+                       label=f"tested tail [{start:.3g}, {H:.3g}]")
+            tail = self.backlog[self.backlog["time"] >= start]
+            y0 = float(tail.groupby("seed")["backlog"].first().mean()) if len(tail) else 0.0
+            t = np.array([start, H])
+            lo, hi = self.drift_interval
+            ax.plot(t, y0 + self.drift * self.offered * (t - start), color="k", lw=1.2,
+                    ls="--", label=f"drift {self.drift:+.3g} of the offered load")
+            ax.fill_between(t, np.maximum(y0 + lo * self.offered * (t - start), 0),
+                            y0 + hi * self.offered * (t - start), color="k", alpha=0.15,
+                            lw=0, label=f"{self.level:.0%} interval [{lo:+.3g}, {hi:+.3g}]")
+            ax.plot(t, y0 + self.tolerance * self.offered * (t - start), color="C3", lw=1,
+                    ls=":", label=f"tolerance: growth of {self.tolerance:g} of the offered load")
+        load = f", ρ = {rho:.3g}" if rho is not None else ""
+        finish(ax, title=f"{self.verdict}: backlog over {len(self.runs)} seed(s){load}; "
+                         f"tolerance {self.tolerance:g}",
+               xlabel=time_label, ylabel="backlog (unfinished tokens)", logx=False,
+               logy=False)
+        return ax
 
     @property
     def per_seed(self) -> dict:
@@ -176,7 +217,7 @@ def stability(workload, policy, time_model, *, horizon=None, n_requests=None,
         out["trend_interval"], out["offered"], tolerance, level, H, cap,
         pd.DataFrame([r["row"] for r in runs]),
         pd.concat([r["path"] for r in runs], ignore_index=True), rounds,
-        time.perf_counter() - started, out["needed"])
+        time.perf_counter() - started, out["needed"], float(tail))
 
 
 def _run(workload, policy, time_model, H, seed, tail, blocks, level, tolerance, kwargs):

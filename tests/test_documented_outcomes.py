@@ -14,6 +14,7 @@ from queuetheory.errors import CensoredRunWarning, UnsupportedSettingError
 
 WL = qt.Workload([qt.RequestClass(8, 6, 0.3)])
 TM = qt.PiecewiseLinearTime(1.0, 0.01, 16)
+UNIT = qt.UnitTime()
 LLAMA = qt.PiecewiseLinearTime(45.5, 0.30, 64)
 
 
@@ -324,3 +325,37 @@ def test_stability_accepts_no_trace_and_says_how_to_judge_one():
     tr = WL.sample(n_requests=20)
     with pytest.raises(ValueError, match="growth_rate"):
         qt.stability(tr, qt.policies.Sarathi(64), TM)
+
+
+# ---- figures -------------------------------------------------------------------------------
+def test_a_stability_verdict_plots_its_evidence():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    wl = qt.Workload([qt.RequestClass(100, 50, 3.3)])
+    v = qt.stability(wl, qt.policies.VLLMVanilla(512), qt.UnitTime(), seeds=(0, 1),
+                     horizon=3000.0)
+    ax = v.plot(rho=wl.token_rate / 512)
+    labels = ax.get_legend_handles_labels()[1]
+    assert {"seed 0", "seed 1"} <= set(labels)
+    assert any(label.startswith("drift") for label in labels)
+    assert any(label.startswith("tolerance") for label in labels)
+    assert ax.get_title().startswith(v.verdict) and "ρ = " in ax.get_title()
+    assert ax.get_yscale() == "linear"
+
+
+def test_the_capacity_figure_crosses_out_rates_past_the_boundary():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    br = qt.capacity.bounds(WL, UNIT, token_budget=16, policy=qt.policies.Sarathi(16))
+    rates = np.array([0.3, 0.6, 1.2]) * br.upper
+    curve = qt.capacity.load_curve(WL, qt.policies.Sarathi(16), UNIT, rates,
+                                   slo={"latency": 50.0}, n_requests=200)
+    axes = qt.capacity.plot_capacity(curve, br, slo={"latency": 50.0})
+    assert len(axes) == 3
+    lat_labels = axes[0].get_legend_handles_labels()[1]
+    assert "past the stability boundary: no steady state" in lat_labels
+    assert any(label.startswith("latency target") for label in lat_labels)
+    line = axes[0].get_lines()[0]
+    assert line.get_xdata().max() <= br.upper          # no line is drawn past the boundary
