@@ -458,8 +458,8 @@ def compare_main(argv=None) -> int:
     ap.add_argument("--alpha", type=float, default=0.5,
                     help="prediction intervals [(1-α)o, (1+α)o] for A_max / A_min (default 0.5)")
     ap.add_argument("--trace", metavar="FILE", help="replay a production trace (.csv, .jsonl, "
-                    ".parquet), its arrivals rescaled to each load, instead of ShareGPT "
-                    "lengths with Poisson arrivals")
+                    ".parquet, or 'conv' / 'code' for the shipped Azure traces), its arrivals "
+                    "rescaled to each load, instead of ShareGPT lengths with Poisson arrivals")
     ap.add_argument("--format", help="the trace's format: azure, burstgpt, mooncake (default: "
                     "detected)")
     args = ap.parse_args(argv)
@@ -472,12 +472,13 @@ def compare_main(argv=None) -> int:
         from concurrent.futures import ProcessPoolExecutor
 
         executor = ProcessPoolExecutor(args.workers)
-    from .workload import RelativeInterval, read_trace
+    from .data import open_trace
+    from .workload import RelativeInterval
 
     for name in ("seeds", "requests", "budget", "memory", "workers"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name} {getattr(args, name)}: must be >= 1")
-    trace = None if args.trace is None else read_trace(args.trace, format=args.format)
+    trace = None if args.trace is None else open_trace(args.trace, format=args.format)
     time_model = _cli_time_model(args.time)
     result = compare(CLASSIC if args.classic else paper_schedulers(), loads=args.loads,
                      predictor=RelativeInterval(args.alpha), seeds=args.seeds,

@@ -53,7 +53,10 @@ __all__ += ["SolverError"]
 
 
 def check_positive(name: str, value, *, allow_zero: bool = False, integer: bool = False):
-    """Raise ``ValueError`` naming ``name`` unless ``value`` is a finite positive number."""
+    """Raise ``ValueError`` naming ``name`` unless ``value`` is a finite positive number (a
+    string is not a number here, even one that reads as one)."""
+    if isinstance(value, str | bytes):
+        raise ValueError(f"{name}={value!r}: must be a number, not a string")
     try:
         v = float(value)
     except (TypeError, ValueError):

@@ -42,7 +42,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..engine import Batch
-from ..errors import check_positive
+from ..errors import check_between, check_positive
 from .base import Policy, round_model
 from .memory_check import FuturePeak
 
@@ -218,10 +218,9 @@ class AlphaProtection(Policy):
     no_token_budget = round_model("Jaillet et al.")
 
     def __init__(self, alpha: float, beta: float | None = None):
-        if not 0 <= alpha < 1:
-            raise ValueError(f"alpha={alpha!r}: must lie in [0, 1)")
-        if beta is not None and not 0 < beta <= 1:
-            raise ValueError(f"beta={beta!r}: must lie in (0, 1]")
+        alpha = check_between("alpha", alpha, 0, 1, low_closed=True)
+        if beta is not None:
+            beta = check_between("beta", beta, 0, 1, high_closed=True)
         self.alpha, self.beta = alpha, beta
 
     def _reset(self) -> None:

@@ -271,6 +271,14 @@ class AEll(_LowerBounds):
         return np.argsort(self._queue[state.rid[waiting]])
 
 
+def _as_float(value) -> float:
+    """``float(value)``, NaN where it is no number."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
 class AdaptiveRobust(Policy):
     """The switch: A_ℓ when ``α = min lo / max hi`` (over the requests present at the
     first decision) is below ``threshold`` (default α* of :func:`two_point_threshold`), else
@@ -281,7 +289,14 @@ class AdaptiveRobust(Policy):
     def __init__(self, threshold=None, evict_key="static"):
         from ..bounds.competitive_closed_forms import two_point_threshold
 
-        self.threshold = two_point_threshold() if threshold is None else float(threshold)
+        if threshold is None:
+            threshold = two_point_threshold()
+        elif isinstance(threshold, str) or not np.isfinite(_as_float(threshold)):
+            raise ValueError(f"threshold={threshold!r}: must be a finite number, the ratio "
+                             "α = min lo / max hi from which A_min runs instead of A_ℓ")
+        if evict_key not in ("static", "dynamic"):
+            raise ValueError(f"evict_key={evict_key!r}: must be 'static' or 'dynamic'")
+        self.threshold = float(threshold)
         self.evict_key = evict_key
 
     def supports(self, *, memory, first_token) -> str | None:

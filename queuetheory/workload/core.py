@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import check_positive
+from ..errors import check_between, check_positive
 
 __all__ = [
     "MAX_LENGTH",
@@ -315,8 +315,7 @@ class RelativeInterval:
     alpha: float
 
     def __post_init__(self):
-        if not 0 <= self.alpha < 1:
-            raise ValueError(f"alpha={self.alpha}: must satisfy 0 <= alpha < 1")
+        check_between("alpha", self.alpha, 0, 1, low_closed=True)
 
     def __call__(self, rng, output, cls):
         lo = np.maximum(1, np.floor((1 - self.alpha) * output)).astype(np.int64)

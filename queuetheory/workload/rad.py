@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from ..errors import check_positive
+from ..errors import check_between, check_positive
 from .core import RequestClass, Workload
 
 __all__ = ["TABLE1", "table1_lengths", "table1_workload", "table1_decode_std_bound",
@@ -61,8 +61,7 @@ def table1_workload(rate: float, *, p_paying: float = 0.05, pool: int = 1 << 16,
     ``p_paying`` (class ``PAYING = 1``, priority 1; free = class 0). Lengths are drawn from a
     pool of ``pool`` paired samples; the engine output is ``L^D + 1`` (module docstring)."""
     check_positive("rate", rate)
-    if not 0 <= p_paying <= 1:
-        raise ValueError(f"p_paying={p_paying}: must lie in [0, 1]")
+    check_between("p_paying", p_paying, 0, 1, low_closed=True, high_closed=True)
     prompt, decode = table1_lengths(pool, seed=seed, cap=cap, round_to=round_to)
     free = RequestClass.from_samples(prompt, decode + 1, rate * (1 - p_paying), name="free")
     paying = RequestClass.from_samples(prompt, decode + 1, rate * p_paying, name="paying",
