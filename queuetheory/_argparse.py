@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["OneLineParser"]
+__all__ = ["OneLineParser", "time_model_option"]
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -13,3 +13,18 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message):
         raise SystemExit(f"{self.prog}: error: {message}")
+
+
+def time_model_option(spec: str, named: dict, constants, shape: str):
+    """The model a ``--time`` value names: a key of ``named`` (``{name: factory}``), or three
+    comma-separated constants for ``constants`` (written ``shape``, e.g. ``'C,A,B0'``)."""
+    if spec in named:
+        return named[spec]()
+    try:
+        values = [float(x) for x in spec.split(",")]
+    except ValueError:
+        values = []
+    if len(values) != 3:
+        raise ValueError(f"--time {spec!r}: expected {shape!r} or one of "
+                         f"{', '.join(repr(n) for n in named)}")
+    return constants(*values)

@@ -10,7 +10,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from ._argparse import OneLineParser
+from ._argparse import OneLineParser, time_model_option
 
 __all__ = ["main"]
 
@@ -149,19 +149,13 @@ def _censored_quietly():
 def _time_model(spec: str, unit: str):
     from .timing import PiecewiseLinearTime, TiledGPUTime, UnitTime
 
-    if spec == "unit":
-        return UnitTime()
-    if spec in ("a100", "h100"):
-        if unit != "s":
-            raise ValueError(f"--time {spec}: the fitted GPU model is in seconds; add "
-                             "--time-unit s")
-        return TiledGPUTime.fitted(spec)
-    try:
-        c, a, b0 = (float(x) for x in spec.split(","))
-    except ValueError:
-        raise ValueError(f"--time {spec!r}: expected 'C,A,B0', 'unit', 'a100' or "
-                         "'h100'") from None
-    return PiecewiseLinearTime(c, a, b0)
+    if spec in ("a100", "h100") and unit != "s":
+        raise ValueError(f"--time {spec}: the fitted GPU model is in seconds; add "
+                         "--time-unit s")
+    return time_model_option(spec, {"unit": UnitTime,
+                                    "a100": lambda: TiledGPUTime.fitted("a100"),
+                                    "h100": lambda: TiledGPUTime.fitted("h100")},
+                             PiecewiseLinearTime, "C,A,B0")
 
 
 def _units(time_unit: str) -> dict:

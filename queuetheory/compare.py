@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ._argparse import OneLineParser
+from ._argparse import OneLineParser, time_model_option
 from .engine import simulate
 from .errors import CensoredRunWarning
 from .metrics import growth_rate
@@ -409,19 +409,13 @@ def compare(schedulers: Sequence | None = None, *, loads=(0.5, 0.7, 0.9), seeds=
 
 
 def _cli_time_model(spec: str) -> TimeModel:
-    """``--time``: the anchor fit, a fitted GPU model, or affine constants ``C,P,D``."""
-    if spec == "anchor":
-        return ANCHOR_TIME
-    if spec in ("a100", "h100"):
-        from .timing import TiledGPUTime
+    """``--time``: the anchor fit, a fitted GPU model, or affine constants ``C,P,D`` (s)."""
+    from .timing import TiledGPUTime
 
-        return TiledGPUTime.fitted(spec)
-    try:
-        c, p, d = (float(x) for x in spec.split(","))
-    except ValueError:
-        raise ValueError(f"--time {spec!r}: expected 'anchor', 'a100', 'h100' or "
-                         "'C,P,D' (seconds)") from None
-    return AffineTokenTime(c, p, d)
+    return time_model_option(spec, {"anchor": lambda: ANCHOR_TIME,
+                                    "a100": lambda: TiledGPUTime.fitted("a100"),
+                                    "h100": lambda: TiledGPUTime.fitted("h100")},
+                             AffineTokenTime, "C,P,D (seconds)")
 
 
 def compare_main(argv=None) -> int:
