@@ -203,7 +203,8 @@ class AlphaProtection(Policy):
     the running requests are cleared (KV and progress lost, FCFS place kept): all of them
     (``beta=None``, the α-protection greedy B1) or each independently with probability
     ``beta`` (α-protection β-clearing B2). If one clearing pass leaves the memory over
-    ``M``, the round is a stall: nothing is processed (spec decision D8).
+    ``M``, the round is a stall: nothing is processed (spec decision D8) for one time unit
+    (one round in the round model, ``UnitTime``).
 
     Loops (spec D7, the "infinite processing loops" of Section 7): the run is declared
     looping when the same running set is fully cleared twice with no completion in between,

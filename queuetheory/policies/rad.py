@@ -245,7 +245,8 @@ class SLAI(Policy):
     FCFS (paying first with ``paying_first``) while fewer than ``α`` requests hold KV and
     memory admits their whole prompt, (4) non-critical decodes by ``C_j`` into what is left.
 
-    ``tbt``: TBT target per class (default free 0.5 s, paying 0.1 s, §7); ``offset``:
+    ``tbt``: TBT target per class, in the time model's unit (default free 0.5, paying 0.1:
+    the paper's seconds, §7; with a millisecond model give ``tbt=(500, 100)``); ``offset``:
     ``"fixed"`` (``δ = delta``) or ``"dynamic"`` (``δ = 5`` below 96 % KV-memory use, else 10;
     §7; without a memory limit use is 0). ``beta=None`` removes the decode limit.
 
