@@ -82,7 +82,8 @@ def check_seed(value, name: str = "seed") -> int:
 
 
 def check_seeds(seeds, name: str = "seeds") -> tuple[int, ...]:
-    """A non-empty sequence of seeds (a single integer is one seed), each :func:`check_seed`."""
+    """A non-empty sequence of distinct seeds (a single integer is one seed), each
+    :func:`check_seed`."""
     import numpy as np
 
     if isinstance(seeds, int | np.integer) and not isinstance(seeds, bool):
@@ -93,7 +94,11 @@ def check_seeds(seeds, name: str = "seeds") -> tuple[int, ...]:
         raise ValueError(f"{name}={seeds!r}: must be a sequence of integers >= 0") from None
     if not out:
         raise ValueError(f"{name}={seeds!r}: need at least one seed")
-    return tuple(check_seed(s, name) for s in out)
+    checked = tuple(check_seed(s, name) for s in out)
+    if len(set(checked)) < len(checked):
+        raise ValueError(f"{name}={seeds!r}: a seed given twice would count one run as two "
+                         "independent replications; give distinct seeds")
+    return checked
 
 
 def check_between(name: str, value, low: float, high: float, *, low_closed: bool = False,

@@ -427,6 +427,10 @@ def path_growth_rate(time, values, *, end: float, offered: float, quantity: str 
                       judge((lo, tlo), (hi, thi), tol), blocks, trend, tlo, thi, (start, T))
 
 
+#: The most blocks a growth test cuts its window into (each needs iterations of its own).
+MAX_BLOCKS = 10_000
+
+
 def check_test_arguments(*, tail, blocks, level, tolerance) -> None:
     """The growth test's arguments, or a ``ValueError`` naming the one that breaks its rule:
     ``0 < tail <= 1`` (and not so small that a block is empty), ``blocks`` an integer ``>= 3``,
@@ -436,8 +440,9 @@ def check_test_arguments(*, tail, blocks, level, tolerance) -> None:
             raise ValueError(f"{name}={value!r}: must be a number")
     if not (isinstance(blocks, int | np.integer) and not isinstance(blocks, bool)):
         raise ValueError(f"blocks={blocks!r}: must be an integer >= 3")
-    if blocks < 3:
-        raise ValueError(f"blocks={blocks}: need at least 3")
+    if not 3 <= blocks <= MAX_BLOCKS:
+        raise ValueError(f"blocks={blocks}: need at least 3 and at most MAX_BLOCKS = "
+                         f"{MAX_BLOCKS:,}")
     if not 1e-6 <= tail <= 1:
         raise ValueError(f"tail={tail}: must lie in [1e-6, 1] (the fraction of the run tested)")
     if not 0 < level < 1:

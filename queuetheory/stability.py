@@ -33,7 +33,7 @@ from .metrics import (
 from .timing import BatchLoad, TimeModel
 from .workload import Workload
 
-__all__ = ["stability", "StabilityVerdict", "default_horizon"]
+__all__ = ["stability", "StabilityVerdict", "default_horizon", "lone_lifetime"]
 
 #: Expected arrivals, and lifetimes of a lone request, that a default first run spans.
 START_ARRIVALS = 4000
@@ -149,11 +149,17 @@ def default_horizon(workload: Workload, time_model: TimeModel) -> float:
     """A first horizon long enough for a verdict away from ``ρ = 1``: the longer of
     ``START_ARRIVALS`` expected arrivals and ``START_LIFETIMES`` lifetimes of a lone mean
     request (its prompt in one chunk, then its output one decode at a time)."""
+    return max(START_ARRIVALS / workload.total_rate,
+               START_LIFETIMES * lone_lifetime(workload, time_model))
+
+
+def lone_lifetime(workload: Workload, time_model: TimeModel) -> float:
+    """How long a lone mean request takes: its prompt in one chunk, then its output one
+    decode at a time."""
     prompt, output = workload.mean_prompt, workload.mean_output
-    alone = (time_model.duration(BatchLoad.of_tokens(prefill=max(1, math.ceil(prompt))))
-             + output * time_model.duration(
-                 BatchLoad.of_tokens(decodes=1, context=math.ceil(prompt))))
-    return max(START_ARRIVALS / workload.total_rate, START_LIFETIMES * float(alone))
+    return float(time_model.duration(BatchLoad.of_tokens(prefill=max(1, math.ceil(prompt))))
+                 + output * time_model.duration(
+                     BatchLoad.of_tokens(decodes=1, context=math.ceil(prompt))))
 
 
 def stability(workload, policy, time_model, *, horizon=None, n_requests=None,
@@ -196,6 +202,10 @@ def stability(workload, policy, time_model, *, horizon=None, n_requests=None,
     H = float(horizon) if horizon is not None else default_horizon(workload, time_model)
     if not H > 0 or not math.isfinite(H):
         raise ValueError(f"horizon={horizon}: must be a finite number > 0")
+    life = lone_lifetime(workload, time_model)
+    if H < life:
+        raise ValueError(f"horizon={H:g}: shorter than one lone request's lifetime {life:.4g}; "
+                         "no backlog can be judged over it")
     cap = BUDGET_FACTOR * H if max_horizon is None else float(max_horizon)
     if not cap >= H:
         raise ValueError(f"max_horizon={max_horizon}: must be at least the horizon {H:g}")

@@ -52,7 +52,7 @@ def test_wait_cohorts_have_exactly_n_per_stage_and_memory_is_m_pi(n):
 
 
 def test_wait_refuses_memory_below_m_pi():
-    with pytest.raises(ValueError, match="memory=17 is below WAIT's M"):
+    with pytest.raises(ValueError, match="memory=17: below WAIT's M"):
         simulate(qt.Workload(PROP4), qt.policies.WAIT((2, 2), PROP4), TM, memory=17,
                     horizon=50)
 

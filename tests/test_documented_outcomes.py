@@ -359,3 +359,8 @@ def test_the_capacity_figure_crosses_out_rates_past_the_boundary():
     assert any(label.startswith("latency target") for label in lat_labels)
     line = axes[0].get_lines()[0]
     assert line.get_xdata().max() <= br.upper          # no line is drawn past the boundary
+
+
+def test_a_seed_given_twice_is_refused_not_pooled_as_two_runs():
+    with pytest.raises(ValueError, match="seeds=.*twice"):
+        qt.stability(WL, qt.policies.Sarathi(64), TM, seeds=[0, 0])

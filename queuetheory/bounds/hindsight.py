@@ -136,8 +136,9 @@ MAX_GRID_CELLS = 2 * 10**7
 
 def _check_memory(memory) -> int:
     if (isinstance(memory, bool) or not isinstance(memory, numbers.Real)
-            or not math.isfinite(memory) or memory != int(memory) or memory < 1):
-        raise ValueError(f"memory={memory!r}: the KV capacity M must be an integer >= 1")
+            or not math.isfinite(memory) or memory != int(memory) or not 1 <= memory <= 2**53):
+        raise ValueError(f"memory={memory!r}: the KV capacity M must be an integer in "
+                         "[1, 2**53]")
     return int(memory)
 
 

@@ -3,13 +3,12 @@ lifetime of a lone request."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..engine.conventions import check_first_token
-from ..timing import BatchLoad
+from ..stability import lone_lifetime
 from ..workload import Workload
 from ..workload.core import _PairedClass
 
@@ -80,9 +79,6 @@ def _classes(workload):
 
 
 def _lone_lifetime(workload, time_model) -> float:
-    """The time a lone mean request spends in an empty engine: its prompt in one chunk,
-    then its output one decode at a time."""
-    prompt = max(1, math.ceil(workload.mean_prompt))
-    return float(time_model.duration(BatchLoad.of_tokens(prefill=prompt))
-                 + workload.mean_output * time_model.duration(
-                     BatchLoad.of_tokens(decodes=1, context=prompt)))
+    """The time a lone mean request spends in an empty engine
+    (:func:`~queuetheory.stability.lone_lifetime`)."""
+    return lone_lifetime(workload, time_model)

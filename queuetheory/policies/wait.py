@@ -127,7 +127,7 @@ class WAIT(Policy):
 
     def supports(self, *, memory, first_token) -> str | None:
         if self.memory_bound is not None and memory is not None and memory < self.memory_bound:
-            return (f"memory={memory} is below WAIT's M^π = {self.memory_bound:g} for "
+            return (f"memory={memory}: below WAIT's M^π = {self.memory_bound:g} for "
                     f"thresholds {self.thresholds}; it could overflow (Ao et al., eq. 9)")
         return None
 

@@ -335,7 +335,10 @@ def _measurements(data) -> tuple[pd.DataFrame, np.ndarray]:
 
 
 def _integer_at_least(value, low: int) -> bool:
-    """Whether ``value`` is a finite integer (an int or a whole float) ``>= low``."""
+    """Whether ``value`` is a finite integer (an int or a whole float, not a string)
+    ``>= low``."""
+    if isinstance(value, str | bytes):
+        return False
     try:
         v = float(value)
     except (TypeError, ValueError):
