@@ -49,13 +49,10 @@ import numpy as np
 
 from ..engine import Batch
 from ..errors import InfeasibleBatchError, check_positive
+from ..timing import ceil_div
 from .base import Policy
 
 __all__ = ["VLLMV1", "BlockPool", "prefix_keys"]
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def prefix_keys(ids, id_block: int | None, block_size: int) -> list:
@@ -160,8 +157,9 @@ class VLLMV1(Policy):
     num_gpu_blocks : KV cache size in blocks (``None``: unlimited)
     block_size : tokens per KV block
     enable_prefix_caching : reuse cached full blocks (keys from the trace's prefix blocks,
-        :attr:`~queuetheory.workload.Trace.blocks`, whose block size must equal
-        ``block_size``; without them a request only finds its own blocks after preemption)
+        :attr:`~queuetheory.workload.Trace.blocks`, whose block size and ``block_size`` must
+        divide one another; without them a request only finds its own blocks after
+        preemption)
     long_prefill_token_threshold : most prefill tokens of one request per step (0: none)
     max_model_len : longest sequence (prompt + output) accepted; a longer request raises
     reserve_full_sequence : admit a waiting request only when its whole sequence fits
@@ -229,8 +227,6 @@ class VLLMV1(Policy):
         self._queued: list[float] = []        # when each request joined the waiting queue
         self._finishing: list[int] = []       # finished in the last step, not yet known (async)
         self._launched = None                 # start of the step in flight (async), or None
-        self.peak_blocks = 0
-        self.hit_blocks = 0
         self._queue_log: list[tuple[float, int, int, int]] = []
 
     def _sync(self, state) -> None:
@@ -240,10 +236,7 @@ class VLLMV1(Policy):
         later, and requests that arrived after it started join the queue one step later."""
         live = state.rid
         for r in self._finishing:
-            self.running.remove(r)
-            self.pool.free(self.blocks.pop(r))
-            self.keyed.pop(r, None)
-            self._keycache.pop(r, None)
+            self._release(r)
         self._finishing = []
         if self.running:
             run = np.fromiter(self.running, dtype=np.int64, count=len(self.running))
@@ -252,10 +245,7 @@ class VLLMV1(Policy):
                 self._finishing = done
             else:
                 for r in done:
-                    self.running.remove(r)
-                    self.pool.free(self.blocks.pop(r))
-                    self.keyed.pop(r, None)
-                    self._keycache.pop(r, None)
+                    self._release(r)
         new = live[live >= self._seen]
         queued = state.time
         if new.size and self.async_scheduling and self._launched is not None:
@@ -272,7 +262,7 @@ class VLLMV1(Policy):
                                      f"{int(tab.output[r])} tokens exceed max_model_len="
                                      f"{self.max_model_len}")
             if self.pool.capacity is not None:
-                blocks = -(-(tab.prompt[new] + tab.output[new]) // self.block_size)
+                blocks = ceil_div(tab.prompt[new] + tab.output[new], self.block_size)
                 over = np.flatnonzero(blocks > self.pool.capacity)
                 if over.size:
                     r = int(new[over[0]])
@@ -298,7 +288,7 @@ class VLLMV1(Policy):
         if keys is not None:
             return keys
         tab, bs = state._t, self.block_size
-        total = -(-int(tab.prompt[r] + tab.output[r]) // bs)
+        total = ceil_div(tab.prompt[r] + tab.output[r], bs)
         keys = prefix_keys(tab.blocks[r], tab.block_size, bs)
         keys = keys[:total] + [("own", r, b) for b in range(len(keys), total)]
         self._keycache[r] = keys
@@ -314,15 +304,22 @@ class VLLMV1(Policy):
                 self.pool.cache(self.blocks[r][b], keys[b])
             self.keyed[r] = full
 
-    def _preempt(self, r: int) -> None:
-        """Free ``r``'s blocks and put it back at the head of the waiting queue — unless it
-        finished in the step still in flight (asynchronous scheduling): then it just leaves."""
+    def _release(self, r: int, keep_keys: bool = False) -> None:
+        """Take ``r`` out of the running requests and free its blocks (they stay cached);
+        ``keep_keys``: it will be back (preempted), so its prefix keys are kept."""
         self.running.remove(r)
         self.pool.free(self.blocks.pop(r))
         self.keyed.pop(r, None)
-        if r in self._finishing:
-            self._finishing.remove(r)
+        if not keep_keys:
             self._keycache.pop(r, None)
+
+    def _preempt(self, r: int) -> None:
+        """Free ``r``'s blocks and put it back at the head of the waiting queue — unless it
+        finished in the step still in flight (asynchronous scheduling): then it just leaves."""
+        finished = r in self._finishing
+        self._release(r, keep_keys=not finished)
+        if finished:
+            self._finishing.remove(r)
         else:
             self.waiting.appendleft(r)
 
@@ -337,7 +334,6 @@ class VLLMV1(Policy):
             self._launched = None     # nothing in flight: the engine schedules at once
             return self._schedule(state)
         self._launched = state.time if scheduled else None
-        self.peak_blocks = max(self.peak_blocks, self.pool.used)
         self._queue_log.append((state.time, len(self.running), len(self.waiting),
                                 self.pool.used))
         if self.pool.capacity is not None and self.pool.used > self.pool.capacity:
@@ -352,6 +348,11 @@ class VLLMV1(Policy):
         vLLM's engine loop takes new requests in between steps — the ``queued_ts`` that
         vLLM's TTFT and E2E are measured from."""
         return np.array(self._queued, dtype=float)
+
+    @property
+    def peak_blocks(self) -> int:
+        """The most KV blocks held after any step of the last run."""
+        return max((row[3] for row in self._queue_log), default=0)
 
     @property
     def queue_log(self):
@@ -388,7 +389,7 @@ class VLLMV1(Policy):
         run, computed, new = run[:served], computed[:served], new[:served].copy()
         new[-1] = min(new[-1], budget - (int(ends[served - 2]) if served > 1 else 0))
         held = np.fromiter((len(self.blocks[r]) for r in run.tolist()), np.int64, served)
-        need = -(-(computed + new) // bs) - held
+        need = ceil_div(computed + new, bs) - held
         if need.sum() <= self.pool.num_free:           # the common step: no preemption
             for r, k in zip(run[need > 0].tolist(), need[need > 0].tolist(), strict=True):
                 self.blocks[r] += self.pool.allocate(k)
@@ -413,7 +414,7 @@ class VLLMV1(Policy):
                 continue
             computed, new = (int(x[0]) for x in self._asks(state, np.array([r])))
             new = min(new, budget)
-            need = _ceil_div(computed + new, bs) - len(self.blocks[r])
+            need = ceil_div(computed + new, bs) - len(self.blocks[r])
             while need > self.pool.num_free:
                 victim = self.running[-1]
                 preempted.append(victim)
@@ -444,16 +445,15 @@ class VLLMV1(Policy):
                 new = threshold
             new = min(new, budget)
             upto = tokens if self.reserve_full_sequence else hit_tokens + new
-            need = _ceil_div(upto, bs) - len(hit) + self.pool.evictable(hit)
+            need = ceil_div(upto, bs) - len(hit) + self.pool.evictable(hit)
             if need > self.pool.num_free:
                 break
             self.waiting.popleft()
             self.pool.touch(hit)
-            self.blocks[r] = hit + self.pool.allocate(_ceil_div(hit_tokens + new, bs) - len(hit))
+            self.blocks[r] = hit + self.pool.allocate(ceil_div(hit_tokens + new, bs) - len(hit))
             self.keyed[r] = len(hit)
             self._register(state, r, hit_tokens + new)
             self.running.append(r)
-            self.hit_blocks += len(hit)
             scheduled[r] = new
             cached[r] = hit_tokens
             budget -= new

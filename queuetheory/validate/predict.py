@@ -145,7 +145,7 @@ class Validation:
 
     ``predicted`` has one row per request: ``req_idx``, ``ttft_ms``, ``tpot_ms``,
     ``e2e_ms``; ``result`` the engine's records; ``policy`` the vLLM scheduler it ran (its
-    ``queue_log``, ``peak_blocks``, ``hit_blocks``); ``cpu_seconds`` the replay's CPU time;
+    ``queue_log``, ``peak_blocks``); ``cpu_seconds`` the replay's CPU time;
     ``notes`` what was not modelled or extrapolated.
     """
 
