@@ -49,7 +49,6 @@ FLEET_ROUTERS = {
     "cache_aware": "the engine holding the longest cached prefix, balanced against load "
                    "(SGLang's and vLLM's routers' rule)",
 }
-_FIELDS = ("arrival", "prompt", "output", "cls", "lo", "hi", "priority")
 
 
 @dataclass(frozen=True, eq=False)
@@ -278,18 +277,14 @@ def simulate_fleet(trace, policy, time_model, engines: int = 1, *,
         while pending and pending[0][0] <= t:
             i = heapq.heappop(pending)[1]
             k = route(trace, i)
-            one = Trace(*(getattr(trace, f)[i:i + 1] for f in _FIELDS),
-                        blocks=None if trace.blocks is None else trace.blocks[i:i + 1],
-                        block_size=trace.block_size)
+            one = trace.take(slice(i, i + 1))
             if plan is not None:
                 one = dataclasses.replace(one, arrival=arrival[i:i + 1])
             where[i] = k, fleet[k].add(one)[0]
             rows_of[k].append(i)
             free[k] = max(free[k], float(arrival[i]))
-    routed = where[:, 0] >= 0
-    records = _records(fleet, where)
-    records = records[routed].assign(arrival=arrival[routed]).reset_index(drop=True) \
-        if not routed.all() else records.assign(arrival=arrival)
+    routed = where[:, 0] >= 0           # a horizon leaves later arrivals unrouted
+    records = _records(fleet, where).assign(arrival=arrival)[routed].reset_index(drop=True)
     records["ttft"] = records["first_token"] - records["arrival"]
     records["latency"] = records["finish"] - records["arrival"]
     end = stop if stop < np.inf else float(free.max(initial=0.0))

@@ -109,7 +109,6 @@ class _Curve:
     """One operator's time (µs) against one count, linear between the profiled points."""
 
     x: np.ndarray
-    y: np.ndarray
     spline: object = field(repr=False)
 
     @classmethod
@@ -120,7 +119,7 @@ class _Curve:
         y = y[keep]
         if x.size < 2:
             raise ProfileError(f"a curve needs at least two profiled points, got {x.size}")
-        return cls(x, y, make_interp_spline(x, y, k=1))
+        return cls(x, make_interp_spline(x, y, k=1))
 
     def __call__(self, v: float) -> float:
         return float(self.spline(max(v, self.x[0])))
