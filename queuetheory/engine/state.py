@@ -210,15 +210,6 @@ class State:
     def memory_free(self) -> float:
         return np.inf if self.memory is None else self.memory - self.memory_used
 
-    @property
-    def block_size(self) -> int | None:
-        """Tokens per prefix block of :meth:`prefix_blocks` (None: no request carries any)."""
-        return self._t.block_size
-
-    def prefix_blocks(self, position: int) -> np.ndarray | None:
-        """The prefix-block ids of the request at ``position`` (``Trace.blocks``), or None."""
-        return self._t.blocks[self.rid[position]]
-
     def subset(self, positions: np.ndarray) -> State:
         """The view restricted to ``positions`` (sorted); memory of the others still counts."""
         positions = np.sort(np.asarray(positions, dtype=np.int64))
