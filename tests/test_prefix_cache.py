@@ -227,3 +227,8 @@ def test_cli_fleet_compares_routers(tmp_path, capsys):
     assert table["router"].tolist() == ["cache_aware"] and table["completed"].iloc[0] > 0
     with pytest.raises(SystemExit, match="--trace"):
         main(["fleet", "--trace", "azure:conv"])
+
+
+def test_cache_ratio_definitions_refuse_a_bad_block_size():
+    with pytest.raises(ValueError, match="block_size=0"):
+        qt.workload.cache_ratio_definitions([[1]], [10], [0.0], block_size=0)

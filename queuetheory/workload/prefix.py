@@ -131,9 +131,16 @@ def cache_ratio_definitions(hash_ids, input_lengths, arrival, *, block_size: int
     pandas.DataFrame
         One row per definition: ``weight``, ``blocks`` (``"all"`` or ``"full"``),
         ``warmup`` and ``ratio``.
+
+    Raises
+    ------
+    ValueError
+        A block size that is not a positive integer, or per-request inputs of unequal
+        lengths.
     """
     import pandas as pd
 
+    check_positive("block_size", block_size, integer=True)
     arrival = np.asarray(arrival, dtype=float)
     span = float(arrival.max() - arrival.min()) if arrival.size else 0.0
     rows = []
