@@ -55,6 +55,19 @@ from .base import Policy
 __all__ = ["VLLMV1", "BlockPool", "prefix_keys"]
 
 
+#: the largest count a setting takes (sequences, tokens, blocks): past it numpy's integers
+#: would overflow
+MAX_COUNT = 2**40
+
+
+def _count(name: str, value, *, allow_zero: bool = False) -> int:
+    """``value`` as an integer count, or a ``ValueError`` naming ``name`` and the rule."""
+    check_positive(name, value, integer=True, allow_zero=allow_zero)
+    if value > MAX_COUNT:
+        raise ValueError(f"{name}={value!r}: must be at most {MAX_COUNT}")
+    return int(value)
+
+
 def prefix_keys(ids, id_block: int | None, block_size: int) -> list:
     """Cache keys of the KV blocks of ``block_size`` tokens that a prompt's prefix-block ids
     (blocks of ``id_block`` tokens, :attr:`~queuetheory.workload.Trace.blocks`) identify: a
@@ -179,24 +192,20 @@ class VLLMV1(Policy):
                  enable_prefix_caching: bool = True, long_prefill_token_threshold: int = 0,
                  max_model_len: int | None = None, reserve_full_sequence: bool = True,
                  async_scheduling: bool = True):
-        self.max_num_seqs = int(check_positive("max_num_seqs", max_num_seqs, integer=True))
-        self.token_budget = int(check_positive("max_num_batched_tokens",
-                                               max_num_batched_tokens, integer=True))
-        self.block_size = int(check_positive("block_size", block_size, integer=True))
+        self.max_num_seqs = _count("max_num_seqs", max_num_seqs)
+        self.token_budget = _count("max_num_batched_tokens", max_num_batched_tokens)
+        self.block_size = _count("block_size", block_size)
         if num_gpu_blocks is not None:
-            check_positive("num_gpu_blocks", num_gpu_blocks, integer=True)
+            num_gpu_blocks = _count("num_gpu_blocks", num_gpu_blocks)
             if num_gpu_blocks < 2:
                 raise ValueError(f"num_gpu_blocks={num_gpu_blocks}: needs at least 2 (one is "
                                  "vLLM's null block)")
         self.num_gpu_blocks = num_gpu_blocks
         self.enable_prefix_caching = bool(enable_prefix_caching)
-        if not (isinstance(long_prefill_token_threshold, int | np.integer)
-                and long_prefill_token_threshold >= 0):
-            raise ValueError(f"long_prefill_token_threshold={long_prefill_token_threshold!r}:"
-                             " must be a non-negative integer (0: no limit)")
-        self.long_prefill_token_threshold = int(long_prefill_token_threshold)
-        self.max_model_len = None if max_model_len is None else int(
-            check_positive("max_model_len", max_model_len, integer=True))
+        self.long_prefill_token_threshold = _count(          # 0: no limit
+            "long_prefill_token_threshold", long_prefill_token_threshold, allow_zero=True)
+        self.max_model_len = None if max_model_len is None else _count("max_model_len",
+                                                                       max_model_len)
         self.reserve_full_sequence = bool(reserve_full_sequence)
         self.async_scheduling = bool(async_scheduling)
 
@@ -328,9 +337,11 @@ class VLLMV1(Policy):
         self._sync(state)
         scheduled, preempted, budget = self._serve_running(state)
         cached: dict[int, int] = {}
-        if not preempted:
+        if not preempted or not scheduled:
+            # a step that preempted admits nothing; where it runs nothing either, its next
+            # step comes at once, and admits (the victims evicted first, in the same batch)
             budget = self._admit_waiting(state, budget, scheduled, cached)
-        if not scheduled and self._launched is not None:
+        if not scheduled and not preempted and self._launched is not None:
             self._launched = None     # nothing in flight: the engine schedules at once
             return self._schedule(state)
         self._launched = state.time if scheduled else None
@@ -519,13 +530,11 @@ class VLLMV1(Policy):
         if flat.get("enable_chunked_prefill") is False:
             raise ValueError("enable_chunked_prefill=False: VLLMV1 models vLLM V1's chunked "
                              "prefill only")
-        return cls(max_num_seqs=int(flat.get("max_num_seqs") or 256),
-                   max_num_batched_tokens=int(flat.get("max_num_batched_tokens") or 2048),
-                   num_gpu_blocks=None if blocks is None else int(blocks),
-                   block_size=int(flat.get("block_size") or 16),
+        return cls(max_num_seqs=flat.get("max_num_seqs") or 256,
+                   max_num_batched_tokens=flat.get("max_num_batched_tokens") or 2048,
+                   num_gpu_blocks=blocks, block_size=flat.get("block_size") or 16,
                    enable_prefix_caching=flat.get("enable_prefix_caching") is not False,
-                   long_prefill_token_threshold=int(
-                       flat.get("long_prefill_token_threshold") or 0),
+                   long_prefill_token_threshold=flat.get("long_prefill_token_threshold") or 0,
                    max_model_len=flat.get("max_model_len"),
                    reserve_full_sequence=flat.get("scheduler_reserve_full_isl") is not False,
                    async_scheduling=bool(flat["async_scheduling"]))

@@ -18,7 +18,10 @@ import numpy as np
 from ..errors import check_positive
 from .core import Lengths, Trace
 
-__all__ = ["Sessions", "SessionPlan"]
+__all__ = ["Sessions", "SessionPlan", "MAX_SESSIONS"]
+
+#: the most sessions one plan draws
+MAX_SESSIONS = 10**6
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,10 @@ class Sessions:
         """``n_sessions`` sessions: their first turns' arrivals, every turn's lengths and
         prefix blocks, and the think times."""
         check_positive("n_sessions", n_sessions, integer=True)
+        if n_sessions > MAX_SESSIONS:
+            raise ValueError(f"n_sessions={n_sessions!r}: at most {MAX_SESSIONS:,} (every turn "
+                             "of every session is held in memory)")
+        n_sessions = int(n_sessions)
         rng = np.random.default_rng(seed)
         starts = np.cumsum(rng.exponential(1 / self.rate, n_sessions))
         turns = Lengths(self.turns, "turns").sample(rng, n_sessions)
