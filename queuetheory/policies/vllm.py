@@ -14,8 +14,9 @@ Modelled on ``vllm/v1/core/sched/scheduler.py`` (``Scheduler.schedule``) and
   request is preempted** (recompute: its blocks are freed, it goes back to the front of the
   waiting queue with its generated tokens, to be prefilled again) until they can, or the
   request itself was the last;
-- the **waiting** requests are admitted in order only in a step that preempted nothing,
-  while the budget lasts and fewer than ``max_num_seqs`` run, each only if its whole
+- the **waiting** requests are admitted in order only in a step that preempted nothing
+  (or that preempted and runs nothing: vLLM's next step then comes at once), while the
+  budget lasts and fewer than ``max_num_seqs`` run, each only if its whole
   current sequence fits in the free blocks (``scheduler_reserve_full_isl``); the first that
   does not stops the admissions;
 - **prefix caching**: a full block is keyed by its prefix (the trace's prefix-block ids for
