@@ -10,6 +10,7 @@ file already holds, so a killed sweep loses only the runs in flight.
 
 from __future__ import annotations
 
+import io
 import itertools
 import math
 import os
@@ -49,9 +50,13 @@ def _canon(v):
 
 
 def _read(path: Path) -> pd.DataFrame | None:
+    """The checkpoint as one snapshot: read whole in one open, since pyarrow opening the
+    path twice could pair the footer of one version with the pages of the next while a
+    running sweep replaces it."""
     if not path.exists():
         return None
-    return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    data = io.BytesIO(path.read_bytes())
+    return pd.read_parquet(data) if path.suffix == ".parquet" else pd.read_csv(data)
 
 
 def _write(frame: pd.DataFrame, path: Path) -> None:
