@@ -53,7 +53,7 @@ from ..errors import InfeasibleBatchError, check_positive
 from ..timing import ceil_div
 from .base import Policy
 
-__all__ = ["VLLMV1", "BlockPool", "prefix_keys"]
+__all__ = ["VLLMV1", "BlockPool", "prefix_keys", "cudagraph_capture_sizes"]
 
 
 #: the largest count a setting takes (sequences, tokens, blocks): past it numpy's integers
@@ -500,26 +500,15 @@ class VLLMV1(Policy):
         :class:`UserWarning`, never dropped silently; a KV cache size the arguments do not
         record is taken as unlimited, with a warning.
         """
-        if isinstance(args, str | Path):
-            args = json.loads(Path(args).read_text())
-        if not isinstance(args, dict):
-            raise ValueError(f"args={args!r}: must be a dict of vLLM engine arguments or the "
-                             "path of a vllm_meta.json")
-        flat = dict(args.get("engine_kwargs", {}))
-        resolved = args.get("resolved_config", {})
-        for section in ("scheduler_config", "cache_config", "model_config"):
-            flat.update({k: v for k, v in resolved.get(section, {}).items()
-                         if flat.get(k) is None})
-        flat.update({k: v for k, v in args.get("kv_cache", {}).items() if flat.get(k) is None})
-        flat.update({k: v for k, v in args.items()
-                     if k not in ("engine_kwargs", "resolved_config", "kv_cache", "hardware")})
+        flat, resolved = _flatten(args)
         if "async_scheduling" not in flat:
             flat["async_scheduling"] = True      # vLLM 0.19's default
         unmodelled = [f"{k}={flat[k]!r}" for k, default in _UNMODELLED.items()
                       if k in flat and flat[k] not in default]
         cudagraph = resolved.get("compilation_config", {}).get("cudagraph_mode")
         if cudagraph or (flat.get("enforce_eager") is False):
-            unmodelled.append("CUDA graphs (the profiles time eager kernels)")
+            unmodelled.append("CUDA graphs' launch savings (the profiles time eager kernels; "
+                              "a batch's padding to a captured size is modelled)")
         if unmodelled:
             warnings.warn("vLLM arguments not modelled by VLLMV1: " + ", ".join(unmodelled),
                           UserWarning, stacklevel=2)
@@ -539,6 +528,67 @@ class VLLMV1(Policy):
                    max_model_len=flat.get("max_model_len"),
                    reserve_full_sequence=flat.get("scheduler_reserve_full_isl") is not False,
                    async_scheduling=bool(flat["async_scheduling"]))
+
+
+def _flatten(args) -> tuple[dict, dict]:
+    """vLLM's engine arguments as one flat dict (``engine_kwargs`` first, then the resolved
+    scheduler, cache and model settings, the KV cache, then top-level keys), and the
+    resolved configuration; ``args`` a ``vllm_meta.json`` (path or dict) or a flat dict."""
+    if isinstance(args, str | Path):
+        args = json.loads(Path(args).read_text())
+    if not isinstance(args, dict):
+        raise ValueError(f"args={args!r}: must be a dict of vLLM engine arguments or the "
+                         "path of a vllm_meta.json")
+    flat = dict(args.get("engine_kwargs", {}))
+    resolved = args.get("resolved_config", {})
+    for section in ("scheduler_config", "cache_config", "model_config"):
+        flat.update({k: v for k, v in resolved.get(section, {}).items()
+                     if flat.get(k) is None})
+    flat.update({k: v for k, v in args.get("kv_cache", {}).items() if flat.get(k) is None})
+    flat.update({k: v for k, v in args.items()
+                 if k not in ("engine_kwargs", "resolved_config", "kv_cache", "hardware")})
+    return flat, resolved
+
+
+def _graphs_off(mode) -> bool:
+    """vLLM's ``cudagraph_mode`` says no graphs: ``NONE`` (0), or a (decode, mixed) pair
+    of them."""
+    if isinstance(mode, list | tuple):
+        return all(_graphs_off(m) for m in mode)
+    return mode == 0 or (isinstance(mode, str) and mode.upper().endswith("NONE"))
+
+
+def cudagraph_capture_sizes(args, *, max_num_seqs: int | None = None,
+                            max_num_batched_tokens: int | None = None) -> tuple[int, ...]:
+    """The batch sizes (tokens) a vLLM engine captures CUDA graphs at, from its arguments
+    (as :meth:`VLLMV1.from_engine_args` takes them); ``()`` where it runs eagerly.
+
+    The list the run resolved (``resolved_config.compilation_config.cudagraph_capture_sizes``)
+    where it is recorded; ``()`` with ``enforce_eager`` or ``cudagraph_mode`` NONE;
+    otherwise vLLM's default (``VllmConfig._set_cudagraph_sizes``, vLLM 0.19): up to
+    ``min(2 · max_num_seqs, 512, max_num_batched_tokens)``, 1, 2, 4, then every 8 below 256,
+    then every 16. ``max_num_seqs`` and ``max_num_batched_tokens`` override the arguments'
+    (a what-if scheduler); a recorded list is then not used where they differ."""
+    flat, resolved = _flatten(args)
+    comp = {**resolved.get("compilation_config", {}),
+            **(flat.get("compilation_config") or {})}
+    if flat.get("enforce_eager") or _graphs_off(comp.get("cudagraph_mode")):
+        return ()
+    seqs = flat.get("max_num_seqs") or 256
+    tokens = flat.get("max_num_batched_tokens") or 2048
+    same = (max_num_seqs in (None, seqs)) and (max_num_batched_tokens in (None, tokens))
+    seqs, tokens = max_num_seqs or seqs, max_num_batched_tokens or tokens
+    recorded = comp.get("cudagraph_capture_sizes")
+    if recorded is not None and same:
+        return tuple(sorted({int(s) for s in recorded if int(s) <= tokens}))
+    top = min(int((same and comp.get("max_cudagraph_capture_size")) or min(2 * seqs, 512)),
+              tokens)
+    sizes = [s for s in (1, 2, 4) if s <= top]
+    if top >= 8:
+        sizes += list(range(8, min(top + 1, 256), 8))
+    if top >= 256:
+        sizes += list(range(256, top + 1, 16))
+    return tuple(sizes)
 
 
 #: engine arguments that change the schedule but are not modelled, with the values that

@@ -433,6 +433,22 @@ def _layers(model, n_layers) -> int:
     return n_layers
 
 
+def _graph_sizes(sizes) -> np.ndarray | None:
+    """CUDA graph sizes as sorted unique positive integers (``None`` or empty: eager)."""
+    if sizes is None:
+        return None
+    if isinstance(sizes, str | bytes) or not hasattr(sizes, "__iter__"):
+        raise ValueError(f"graph_sizes={sizes!r}: must be a sequence of positive integers "
+                         "or None")
+    vals = list(sizes)
+    if not vals:
+        return None
+    if not all(isinstance(v, int | np.integer) and not isinstance(v, bool) and v >= 1
+               for v in vals):
+        raise ValueError(f"graph_sizes={sizes!r}: must be positive integers")
+    return np.unique(np.asarray(vals, dtype=np.int64))
+
+
 def _curves(df, key, ops: dict, source: str) -> dict:
     """``{op: (calls, curve)}`` for every operator of ``ops``; a missing one is named."""
     missing = [op for op in ops if op not in set(df["layer"])]
@@ -452,6 +468,15 @@ class ProfileTime(TimeModel):
     outside : what a lookup above a profiled grid does: ``"warn"`` (default; extrapolate
         linearly and warn once per axis), ``"error"`` (raise :class:`ProfileError`) or
         ``"allow"`` (extrapolate silently)
+    graph_sizes : the token counts the engine captured CUDA graphs at (vLLM's
+        ``cudagraph_capture_sizes``; :func:`~queuetheory.policies.vllm.cudagraph_capture_sizes`
+        reads them from a run's engine arguments), or ``None`` (default): the engine runs
+        eagerly. A batch of at most the largest size is run by the graph of the next size
+        up, its input rows padded: the per-token operators (every layer's dense operators,
+        the embedding and the final norm) are priced at the padded count. Attention, the LM
+        head and the sampler keep the real batch: the padded rows are empty requests, and
+        the logits are taken at the real rows only. The launch time a graph saves is not
+        modelled (the profiles time eager kernels).
 
     The engine hands it each batch's prefill chunks with their cached history and every
     decode's own KV length (:class:`~queuetheory.timing.BatchLoad`); the dense operators
@@ -461,13 +486,15 @@ class ProfileTime(TimeModel):
     counts_only = False
     _SCALE = {"s": 1e-6, "ms": 1e-3, "us": 1.0}
 
-    def __init__(self, profile: OperatorProfile, unit: str = "s", outside: str = "warn"):
+    def __init__(self, profile: OperatorProfile, unit: str = "s", outside: str = "warn",
+                 graph_sizes=None):
         super().__init__(None)
         if not isinstance(profile, OperatorProfile):
             raise ValueError(f"profile={profile!r}: must be an OperatorProfile")
         if unit not in self._SCALE:
             raise ValueError(f"unit={unit!r}: must be one of {tuple(self._SCALE)}")
         self.profile, self.unit = profile, unit
+        self.graph_sizes = _graph_sizes(graph_sizes)
         self._range = _Range(f"ProfileTime({profile.name})", outside)
         layers = [(profile.n_layers * calls, c) for calls, c in profile.layer_ops.values()]
         self._dense = _Curve.total(layers + list(profile.model_ops.values()))
@@ -475,7 +502,18 @@ class ProfileTime(TimeModel):
                           if profile.sequence_ops else None)
 
     def __repr__(self) -> str:
-        return f"ProfileTime({self.profile.name!r}, unit={self.unit!r})"
+        graphs = ("" if self.graph_sizes is None else
+                  f", graph_sizes=<{self.graph_sizes.size} up to {int(self.graph_sizes[-1])}>")
+        return f"ProfileTime({self.profile.name!r}, unit={self.unit!r}{graphs})"
+
+    def padded(self, tokens: int) -> int:
+        """The token count the dense operators run at: ``tokens`` rounded up to the next
+        CUDA graph size, or ``tokens`` itself (eager: no graph sizes, or a batch larger
+        than the largest)."""
+        g = self.graph_sizes
+        if g is None or tokens <= 0 or tokens > g[-1]:
+            return tokens
+        return int(g[np.searchsorted(g, tokens)])
 
     def breakdown(self, load: BatchLoad) -> dict:
         """The iteration's time (µs) by part: ``dense`` (per-token operators, all layers),
@@ -493,7 +531,8 @@ class ProfileTime(TimeModel):
             attn = p.attention(load.chunk, load.chunk_start, kv, rng)
         else:
             attn = p.attention(float(load.chunk.sum()), float(load.chunk_start.sum()), kv, rng)
-        return {"dense": self._dense(tokens), "attention": p.n_layers * attn, "sequence": seq}
+        return {"dense": self._dense(self.padded(tokens)), "attention": p.n_layers * attn,
+                "sequence": seq}
 
     def _raw(self, load: BatchLoad) -> float:
         return sum(self.breakdown(load).values()) * self._SCALE[self.unit]

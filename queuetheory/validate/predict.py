@@ -2,10 +2,12 @@
 
 :func:`replay` builds vLLM's scheduler from the run's engine arguments
 (:meth:`~queuetheory.policies.VLLMV1.from_engine_args`) and the batch time from the GPU's
-operator profile (:class:`~queuetheory.timing.ProfileTime`), runs the run's arrivals and
-lengths through the engine and returns a :class:`Validation`: the prediction per request,
-and, where the folder holds measurements, the errors beside a peer simulator's. Nothing is
-fitted to a measured run: the inputs are the profile, the engine arguments and the workload.
+operator profile (:class:`~queuetheory.timing.ProfileTime`, with the CUDA graph sizes the
+engine arguments give, :func:`~queuetheory.policies.vllm.cudagraph_capture_sizes`), runs
+the run's arrivals and lengths through the engine and returns a :class:`Validation`: the
+prediction per request, and, where the folder holds measurements, the errors beside a peer
+simulator's. Nothing is fitted to a measured run: the inputs are the profile, the engine
+arguments and the workload.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..engine import Result, simulate
-from ..policies.vllm import VLLMV1
+from ..policies.vllm import VLLMV1, cudagraph_capture_sizes
 from ..timing.profile import OperatorProfile, ProfileTime
 from .runs import MeasuredRun, load_run
 
@@ -66,7 +68,9 @@ def replay(run, *, profile=None, outside: str = "warn", policy: VLLMV1 | None = 
             raise ValueError(f"policy={policy!r}: must be a VLLMV1 (vLLM's scheduler)")
         tp = int(run.engine_args.get("engine_kwargs", {}).get("tensor_parallel_size") or 1)
         prof = OperatorProfile.from_llmservingsim(run.profile_root, tp=tp, model=run.model)
-        time_model = ProfileTime(prof, unit="s", outside=outside)
+        graphs = cudagraph_capture_sizes(run.engine_args, max_num_seqs=policy.max_num_seqs,
+                                         max_num_batched_tokens=policy.token_budget)
+        time_model = ProfileTime(prof, unit="s", outside=outside, graph_sizes=graphs)
         trace = run.trace(policy.block_size)
         start = time.process_time()
         result = simulate(trace, policy, time_model)
