@@ -5,8 +5,9 @@
   ``--repeat`` runs after a warm-up; the reference simulation of ``benchmarks/anchor.py``
   (10⁴ requests, Sarathi) is timed in the same run, so that a slow machine shows;
 * on the RTX PRO 6000 run, what each modelled vLLM behaviour is worth: the errors of the
-  prediction with asynchronous scheduling off (``VLLMV1(async_scheduling=False)``) and with
-  TTFT and E2E measured from the client's send time instead of the engine's queue time.
+  prediction with asynchronous scheduling off (``VLLMV1(async_scheduling=False)``), with
+  the engine taken as eager (``enforce_eager``: no batch padded to a CUDA graph size) and
+  with TTFT and E2E measured from the client's send time instead of the engine's queue time.
 
 LLMServingSim itself (C++ ASTRA-Sim under Python) is not run here: its replay of these runs
 takes minutes by its authors' account; its per-request prediction ships with the run.
@@ -17,6 +18,7 @@ Run: ``python -m benchmarks.validate [--repeat 5]``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import time
 import warnings
@@ -67,6 +69,9 @@ def main(argv=None):
     sync = replay(run, policy=qt.policies.VLLMV1.from_engine_args(
         {**run.engine_args, "async_scheduling": False}))
     print(_row("synchronous scheduling", sync.errors()))
+    eager = replay(dataclasses.replace(run, engine_args={**run.engine_args,
+                                                         "enforce_eager": True}))
+    print(_row("eager (no CUDA graph padding)", eager.errors()))
     r = final.result.requests
     sent = final.predicted.assign(
         ttft_ms=1e3 * (r["first_token"].to_numpy() - r["arrival"].to_numpy()),
