@@ -250,8 +250,8 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
         check_positive("n_requests", n_requests, integer=True)
     if start not in STARTS:
         raise ValueError(f"start={start!r}: must be one of {STARTS}")
-    br = bracket or bounds(workload, time_model, token_budget=b, memory=memory,
-                           policy=policy, first_token=first_token)
+    br = bracket or bounds(workload if trace is None else trace, time_model, token_budget=b,
+                           memory=memory, policy=policy, first_token=first_token)
     cols = ["rate", "load", "verdict", "drift", "drift_low", "drift_high", "horizon",
             "relaxation", "rounds", "arrived", "unfinished", "wall_s", "decided_by",
             "loaded_drift"]

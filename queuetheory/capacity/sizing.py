@@ -150,7 +150,7 @@ def size_fleet(target_rate, workload, policy, time_model, *, memory=None,
     b = _budget_of(policy, token_budget)
     seeds = tuple(int(s) for s in np.atleast_1d(seeds))
     lengths = _length_law(workload)
-    br = bounds(lengths, time_model, token_budget=b, memory=memory, policy=policy,
+    br = bounds(workload, time_model, token_budget=b, memory=memory, policy=policy,
                 first_token=first_token)
     if br.empty:
         raise ValueError(f"no engine count can be stable: {br.violated}")
