@@ -230,6 +230,15 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     all that is left, or after ``max_probes``. Heavy-tailed lengths (ShareGPT's prompts
     reach 26k tokens) make the backlog jumpy: near the boundary the verdicts stay
     inconclusive unless the runs are long, and ``note`` says so.
+
+    **Prefix caching**: a trace with prefix ids (:attr:`~queuetheory.workload.Trace.blocks`,
+    e.g. ``qt.data.mooncake_trace("conversation").until(300.0)``) under a policy that caches
+    prefixes (``VLLMV1``) is replayed with each copy's ids its own (:func:`replay`), and the
+    bracket's compute bound is the proven one at the trace's offline ratio
+    (:func:`bounds`, :mod:`~queuetheory.capacity.prefix`): the search may then go past the
+    no-cache bound, never past that one. The capacity with the cache off is the same call
+    with ``enable_prefix_caching=False``; ``MaxRate.bracket.prefix`` says which ratio the
+    bound used.
     """
     t0 = time.perf_counter()
     _refuse_unsupported("max_rate", policy, memory, check_first_token(first_token),

@@ -104,6 +104,12 @@ def size_fleet(target_rate, workload, policy, time_model, *, memory=None,
     ``seeds_meeting`` and ``below`` give the spread across replications at the answer and
     one engine fewer.
 
+    A trace with prefix ids under a policy that caches prefixes (``VLLMV1``) has the proven
+    bound at its offline hit ratio (:mod:`~queuetheory.capacity.prefix`): every distinct
+    block is computed at least once in the fleet, so ``at_least`` holds for any router
+    (``"cache_aware"`` included) and any cache size; each seed's replay gives the trace's
+    copies their own ids.
+
     Parameters
     ----------
     target_rate : total requests per time unit
