@@ -204,3 +204,24 @@ def test_replicas_on_a_trace_start_at_the_proven_count():
     assert off.at_least == math.ceil(rate / off.bracket.upper) > on.at_least
     assert on.count is not None and on.count >= on.at_least
     assert off.count is None or off.count >= off.at_least
+
+
+def test_cli_prints_the_estimate_row_of_a_hit_ratio(tmp_path, capsys):
+    from queuetheory.cli import main
+
+    rc = main(["capacity", "--prompt", "48", "--output", "12", "--time", "unit", "--budget",
+               "64", "--hit-ratio", "0.5", "--latency", "200", "--tol", "0.05", "--requests",
+               "300", "--points", "2", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0
+    row = next(line for line in out.splitlines() if "compute (hit ratio 50.0 %)" in line)
+    assert "[estimate]" in row
+    br = qt.capacity.bounds(qt.Workload([qt.RequestClass(48, 12, 1.0)]), qt.UnitTime(),
+                            token_budget=64, hit_ratio=0.5)
+    assert f"{br.rate('compute (hit ratio 50.0 %)'):10.4g}" in row
+    with pytest.raises((SystemExit, ValueError), match="hit_ratio=1.2"):
+        main(["capacity", "--prompt", "48", "--output", "12", "--time", "unit",
+              "--hit-ratio", "1.2", "--out", str(tmp_path)])
+    with pytest.raises((SystemExit, ValueError), match="--hit-ratio 0.5"):
+        main(["capacity", "--rate", "2", "--prompt", "48", "--output", "12", "--time", "unit",
+              "--hit-ratio", "0.5", "--out", str(tmp_path)])
