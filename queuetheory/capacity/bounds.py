@@ -70,8 +70,11 @@ class Bracket:
     def __repr__(self) -> str:
         if self.empty:
             return f"Bracket(empty: {self.violated})"
-        cache = ("" if self.prefix is None else f"; prefix hit ratio "
-                 f"{ratio_text(self.prefix.hit_ratio)} ({self.prefix.kind})")
+        cache, p = "", self.prefix
+        if p is not None and p.offline is not None:
+            cache += f"; prefix cache: offline hit ratio {ratio_text(float(p.offline))} (proven)"
+        if p is not None and p.kind == "estimate":
+            cache += f"; estimate at hit ratio {ratio_text(p.hit_ratio)}"
         return (f"Bracket([{self.lower:.5g}, {self.upper:.5g}] requests per time unit, "
                 f"{self.binding} binds; {len(self.table)} bounds{cache})")
 
