@@ -21,6 +21,13 @@ papers' closed-form capacities to the simulator:
   ``queuetheory capacity --rate R`` answers it in one command, on a GPU and model by name
   (:func:`~queuetheory.timing.catalog.gpu_engine`).
 
+With a prefix cache (``VLLMV1`` on a trace with prefix ids, e.g. a Mooncake slice) the
+bounds, :func:`max_rate` and :func:`replicas` take the cache into account: the compute bound
+at the trace's offline unbounded-cache hit ratio is proven for any cache size, a ratio given
+as ``hit_ratio=`` is an estimate row (:mod:`.prefix`, :class:`PrefixShare`,
+:func:`offline_token_ratio`); the same call with ``enable_prefix_caching=False`` gives the
+capacity with the cache off.
+
 Every bound states its premises (``Bracket.table["premises"]``) and is returned as proven
 (``lower``/``upper``) only where they hold; every probe of :func:`max_rate` is judged from a
 fluid-sized backlog as well as from empty (:mod:`.loaded`).
@@ -36,7 +43,8 @@ at another rate, a trace replayed), ``bounds`` (the analytic bracket), ``relaxat
 backlog's time scale near capacity), ``search`` (:func:`max_rate`'s bisection and its
 probes), ``loaded`` (probes from a backlog, the backlogged throughput), ``slo`` (the latency
 targets and a steady-state window), ``targets`` (percentile targets per metric),
-``goodput``, ``replicas``, ``counts`` (the smallest count that meets a test), ``fleet``
+``prefix`` (the prefix cache's hit ratio in the bounds), ``goodput``, ``replicas``,
+``counts`` (the smallest count that meets a test), ``fleet``
 (engines with KV caches behind a router), ``sizing`` (:func:`size_fleet`), ``curve``
 (latency and attainment against load, and the figure), ``cli`` and ``sizing_cli``
 (``queuetheory capacity``).
@@ -48,6 +56,7 @@ from .curve import curve_rates, load_curve, plot_capacity
 from .fleet import fleet_trace
 from .goodput import Goodput, goodput
 from .loaded import backlog_size, loaded_verdict, saturated_rate
+from .prefix import PrefixShare, offline_token_ratio
 from .relaxation import arrival_variability, relaxation_time
 from .replicas import Replicas, replicas
 from .rescale import at_rate, replay
@@ -63,4 +72,5 @@ __all__ = ["bounds", "Bracket", "max_rate", "MaxRate", "goodput", "Goodput", "re
            "drain_time", "curve_rates", "load_curve", "plot_capacity", "capacity_main",
            "MIN_LIFETIMES", "RELAXATION_RUNS", "MAX_PROBE_REQUESTS", "size_fleet", "FleetSize",
            "fleet_trace", "percentile_report",
-           "check_percentiles", "saturated_rate", "loaded_verdict", "backlog_size"]
+           "check_percentiles", "saturated_rate", "loaded_verdict", "backlog_size",
+           "PrefixShare", "offline_token_ratio"]

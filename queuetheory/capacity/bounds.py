@@ -19,6 +19,7 @@ from ..timing import (
     TimeModel,
     UnitTime,
 )
+from .prefix import PrefixShare, cached_work, prefix_share, ratio_text
 from .rescale import _length_law
 from .stats import RequestStats, request_stats
 
@@ -42,8 +43,11 @@ class Bracket:
     binding : the name of the upper bound that binds (the smallest)
     start : where a search starts: the proven-stable rate where a theorem gives one, else the
         smallest of the upper, scheduler and estimate rates
-    stats : the workload's :class:`RequestStats`
+    stats : the workload's :class:`RequestStats` (its prompt tokens before any cache)
     violated : why no rate is stable (the bracket is empty), or ``None``
+    prefix : the prefix-cache hit ratio the compute and memory bounds use
+        (:class:`~queuetheory.capacity.prefix.PrefixShare`: ``proven`` or ``estimate``), or
+        ``None`` where no cache applies
     """
 
     table: pd.DataFrame
@@ -54,6 +58,7 @@ class Bracket:
     stats: RequestStats
     first_token: str
     violated: str | None = None
+    prefix: PrefixShare | None = None
 
     @property
     def empty(self) -> bool:
@@ -65,12 +70,17 @@ class Bracket:
     def __repr__(self) -> str:
         if self.empty:
             return f"Bracket(empty: {self.violated})"
+        cache, p = "", self.prefix
+        if p is not None and p.offline is not None:
+            cache += f"; prefix cache: offline hit ratio {ratio_text(float(p.offline))} (proven)"
+        if p is not None and p.kind == "estimate":
+            cache += f"; estimate at hit ratio {ratio_text(p.hit_ratio)}"
         return (f"Bracket([{self.lower:.5g}, {self.upper:.5g}] requests per time unit, "
-                f"{self.binding} binds; {len(self.table)} bounds)")
+                f"{self.binding} binds; {len(self.table)} bounds{cache})")
 
 
 def bounds(workload, time_model, *, token_budget, memory=None, policy=None,
-           first_token: str = "prefill") -> Bracket:
+           first_token: str = "prefill", hit_ratio: float | None = None) -> Bracket:
     """An analytic bracket for the largest stable arrival rate of ``workload``.
 
     A request brings ``w = m_p + m_d`` tokens of compute on average (``m_d`` decode
@@ -115,11 +125,50 @@ def bounds(workload, time_model, *, token_budget, memory=None, policy=None,
     ``d0 + d1 M^π ≤ n_j / λ_j``, scaled to the largest ``λ``; RAD under the tiled GPU model:
     Bari et al.'s ``λ* = 1 / T̄^R`` (Theorems 1–2).
 
+    **prefix caching** (:mod:`~queuetheory.capacity.prefix`): a recorded trace with prefix
+    ids (:attr:`~queuetheory.workload.Trace.blocks`, e.g. a Mooncake slice) run by a policy
+    that caches prefixes (``VLLMV1``; or ``policy=None``, any scheduler) computes at least
+    ``(1 − h_off)·m_p`` prefill tokens per request, ``h_off`` the trace's offline
+    unbounded-cache ratio (eq. P2: every distinct block is computed at least once). The
+    ``compute`` rows then use ``m_p → (1 − h_off)·m_p`` (``w → (1 − h_off)·m_p + m_d``) and
+    stay proven upper bounds for any cache size; the ``memory`` row charges each request only
+    its private KV (eq. P3: shared blocks count once, idle cached blocks are evicted on
+    demand). ``hit_ratio=h`` adds the ``compute (hit ratio h)`` row of kind ``estimate``, the
+    same formula with a realised or assumed ``h``: nothing proves a run reaches or stays
+    below it. The tile model and operator profiles have no proven bound with a cache: their
+    rows become estimates there. A policy with its own KV blocks (``num_gpu_blocks`` of
+    ``VLLMV1``) gives ``memory = (num_gpu_blocks − 1)·block_size`` tokens when ``memory`` is
+    ``None`` (vLLM keeps one block aside).
+
     An empty bracket (``violated``) names the bound broken at every rate: a request whose
     KV peak exceeds ``memory``, or WAIT's ``M^π > memory``. A recorded :class:`Trace`
     stands for its (prompt, output) pairs at its mean rate.
+
+    Parameters
+    ----------
+    workload : a :class:`~queuetheory.Workload` or a recorded
+        :class:`~queuetheory.workload.Trace`
+    time_model : the batch time model
+    token_budget : ``b``, the most tokens one batch serves
+    memory : KV tokens ``M`` (``None``: the policy's KV blocks, else unlimited)
+    policy : the scheduler (its scheduler-specific rows, batch cap and prefix cache)
+    first_token : ``"prefill"`` or ``"decode"``
+    hit_ratio : a prefix-cache hit ratio in ``[0, 1)`` for an estimate row (``None``: the
+        proven offline ratio alone, where the trace has ids)
+
+    Returns
+    -------
+    Bracket
+
+    Raises
+    ------
+    ValueError
+        A time model that is not a queuetheory one, a budget or memory that is not a
+        positive integer, a hit ratio outside ``[0, 1)`` or positive with the policy's cache
+        off.
     """
     first_token = check_first_token(first_token)
+    share = prefix_share(workload, policy, hit_ratio, first_token)
     workload = _length_law(workload)
     if not isinstance(time_model, TimeModel):
         raise ValueError(f"time_model={time_model!r}: must be a queuetheory TimeModel")
@@ -127,14 +176,16 @@ def bounds(workload, time_model, *, token_budget, memory=None, policy=None,
     b = int(token_budget)
     if memory is not None:
         check_positive("memory", memory, integer=True)
+    memory = _memory_of(memory, policy)
     st = request_stats(workload, first_token)
     rows, violated = [], None
-    rows += _compute_bounds(workload, time_model, b, st, first_token)
+    rows += _prefix_compute_bounds(workload, time_model, b, st, first_token, share)
     if memory is not None:
         if st.peak > memory:
             violated = (f"memory: M={memory} is below the KV peak {st.peak} of the longest "
                         "request the workload draws; it can never finish, at any rate")
-        rows += _memory_bounds(time_model, b, int(memory), st)
+        private = None if share is None or share.offline is None else share.private_area
+        rows += _memory_bounds(time_model, b, int(memory), st, private)
     rows += _batch_cap_bounds(workload, time_model, b, memory, policy, st)
     sched, why = _scheduler_bounds(workload, time_model, b, memory, policy, st)
     rows += sched
@@ -152,7 +203,50 @@ def bounds(workload, time_model, *, token_budget, memory=None, policy=None,
     start = lower if lower > 0 else float(table.loc[table["kind"] != "lower", "rate"].min())
     if violated is not None:
         lower = upper = start = 0.0
-    return Bracket(table, lower, upper, binding, start, st, first_token, violated)
+    return Bracket(table, lower, upper, binding, start, st, first_token, violated, share)
+
+
+def _memory_of(memory, policy):
+    """``memory``, or the KV tokens of a policy that keeps its own blocks (``VLLMV1``'s
+    ``num_gpu_blocks``, one of them vLLM's null block)."""
+    blocks = getattr(policy, "num_gpu_blocks", None)
+    if memory is not None or blocks is None:
+        return memory
+    return (int(blocks) - 1) * int(policy.block_size)
+
+
+def _prefix_compute_bounds(workload, tm, b, st, first_token, share):
+    """The compute rows with a prefix cache (:mod:`~queuetheory.capacity.prefix`): the
+    proven ones at ``(1 − h_off)·m_p`` prefill tokens where ``share.offline`` is given, and
+    the ``compute (hit ratio h)`` estimate where ``share`` is one."""
+    if share is None:
+        return _compute_bounds(workload, tm, b, st, first_token)
+    proven = float(share.offline) if share.offline is not None else 0.0
+    rows = _compute_bounds(workload, tm, b, cached_work(st, proven), first_token)
+    if proven > 0:
+        exact = isinstance(tm, PiecewiseLinearTime | UnitTime | AffineTokenTime
+                           | LinearMemoryTime)
+        for r in rows:
+            if "m_p" not in r["formula"]:       # a bound on KV work, not prefill: unchanged
+                continue
+            if exact:
+                r["formula"] += f", m_p → (1 − h_off)·m_p, h_off = {float(proven):.4g}"
+                r["premises"] += ("; prefix cache: every distinct block of the trace is "
+                                  "computed at least once (eq. P1), any cache size")
+            else:
+                r["kind"] = "estimate"
+                r["premises"] = ("the tile model and operator profiles have no proven "
+                                 "bound with a prefix cache; " + r["premises"])
+    if share.kind == "estimate" and not isinstance(tm, TiledGPUTime):
+        h = share.hit_ratio
+        for r in _compute_bounds(workload, tm, b, cached_work(st, h), first_token):
+            if "m_p" in r["formula"]:
+                rows.append(_row(f"compute (hit ratio {ratio_text(h)})", r["rate"],
+                                 "estimate", r["source"] + ", prefix cache at a given ratio",
+                                 r["formula"] + ", m_p → (1 − h)·m_p",
+                                 "heuristic: the fluid rate with a realised or assumed hit "
+                                 "ratio h; no run is bounded by it"))
+    return rows
 
 
 def _row(name, rate, kind, source, formula, premises=""):
@@ -165,6 +259,10 @@ _PREMISES = {
     "compute": "any schedule; batches of at most b tokens; batch time from the time model",
     "compute (token budget)": "any schedule; batches of at most b tokens",
     "memory": "any schedule; KV of every resident request within M after each batch",
+    "memory (prefix cache)": "any schedule; the private KV of every resident request "
+                             "(prompt past its prefix blocks, and its output: eq. P3) "
+                             "within M after each batch; shared blocks counted once, idle "
+                             "cached blocks evicted on demand",
     "memory (full batch)": "heuristic: memory-full decode batches are the rule",
     "batch cap": "any schedule with at most max_reqs requests per batch",
     "M/G/1 (max_reqs=1)": "one request per batch, served alone from first chunk to last "
@@ -244,7 +342,18 @@ def _fixed(workload) -> bool:
 MAX_BATCH_MEMBERS = 10**8
 
 
-def _memory_bounds(tm, b, M, st):
+def _memory_bounds(tm, b, M, st, private=None):
+    """The memory rows; ``private``: the private KV area ``E[a_priv]`` of a prefix-cached
+    trace (eq. P3), which the proven row charges instead of ``E[a]`` (the full-batch
+    estimate keeps ``E[a]``: no sharing)."""
+    if private is not None:
+        tau_min = float(tm.duration(BatchLoad.of_tokens(decodes=1)))
+        rows = [r for r in _memory_bounds(tm, b, M, st) if r["kind"] != "upper"]
+        if private > 0:
+            rows.insert(0, _row("memory", M / (tau_min * private), "upper",
+                                "Little's law on private KV-token-time",
+                                "M / (τ_min E[a_priv])", _PREMISES["memory (prefix cache)"]))
+        return rows
     if isinstance(tm, LinearMemoryTime):
         return [_row("memory", M / ((tm.d0 + tm.d1 * M) * st.kv_area), "upper",
                      "Ao et al. (W < C/(d0 + d1 C))", "M / ((d0 + d1 M) E[a])")]

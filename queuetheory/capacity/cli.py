@@ -76,6 +76,10 @@ def _cli_parser():
     for key in SLO_KEYS:
         p.add_argument(f"--{key}", type=float, help=f"SLO target, in the time model's unit "
                        f"(seconds for affine): {SLO_KEYS[key]}")
+    p.add_argument("--hit-ratio", type=float, dest="hit_ratio",
+                   help="a prefix-cache hit ratio in [0, 1): adds the compute bound at "
+                        "(1 - H) of the prompt tokens as an estimate row (a realised or "
+                        "assumed ratio: not a proven bound)")
     p.add_argument("--attainment", type=float, default=0.9,
                    help="share of requests that must meet every target (default 0.9)")
     p.add_argument("--tol", type=float, default=0.02, help="relative precision (default 0.02)")
@@ -131,7 +135,8 @@ def capacity_main(argv) -> int:
     slo = {k: getattr(a, k) for k in SLO_KEYS if getattr(a, k) is not None} or None
     slo = _check_slo({"ttft": 1.0, "tbt": 0.1} if slo is None else slo)
     per = f"requests/{unit}"
-    br = bounds(wl, tm, token_budget=a.budget, memory=a.memory, policy=policy)
+    br = bounds(wl, tm, token_budget=a.budget, memory=a.memory, policy=policy,
+                hit_ratio=a.hit_ratio)
     st = br.stats
     print(f"lengths: {a.trace or a.lengths}; SLO targets {slo} in {unit}")
     print(f"workload: mean prompt {st.prompt:.1f}, output {st.output:.1f} tokens; "

@@ -86,7 +86,10 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
     engine), ``percentiles`` (targets per metric, ``{"p99_ttft": 2.0, "p99_tpot": 0.1}``),
     a recorded :class:`~queuetheory.workload.Trace` (replayed at ``target_rate``), the
     router ``"least_kv"`` or ``first_token="prefill"`` (the real engines' convention);
-    ``n_requests`` is then per engine.
+    ``n_requests`` is then per engine. A trace with prefix ids and a policy with a prefix
+    cache (``VLLMV1``, any router including ``"cache_aware"``) is sized with the cache on:
+    ``at_least`` comes from the proven bound at the trace's offline hit ratio
+    (:mod:`~queuetheory.capacity.prefix`); with ``enable_prefix_caching=False``, off.
     """
     from ..networks.fleet import FLEET_ROUTERS
     from ..workload import Trace

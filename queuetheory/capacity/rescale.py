@@ -32,7 +32,13 @@ def at_rate(workload: Workload, rate: float) -> Workload:
 def replay(trace: Trace, rate: float, horizon: float) -> Trace:
     """``trace`` at the mean rate ``rate`` (:func:`~queuetheory.workload.traces.with_rate`:
     every gap scaled by one factor, the burstiness kept), replayed end to end — copies one
-    mean gap apart — until ``horizon``: a production trace as long as a probe needs."""
+    mean gap apart — until ``horizon``: a production trace as long as a probe needs.
+
+    A trace with prefix ids (:attr:`~queuetheory.workload.Trace.blocks`) gives each copy its
+    own ids (copy ``c`` shifts the trace's ids, numbered densely ``0 … D − 1``, by ``c·D``):
+    the copies stand for other users, and a prefix cache reuses within a copy what it would
+    in the trace, never a whole earlier copy (eq. P1 of :mod:`~queuetheory.capacity.prefix`
+    then holds per copy)."""
     check_positive("horizon", horizon)
     check_positive("rate", rate)
     if not len(trace):
@@ -48,7 +54,24 @@ def replay(trace: Trace, rate: float, horizon: float) -> Trace:
     copies = max(1, math.ceil(horizon / period))
     tiled = tr.take(np.tile(np.arange(len(tr)), copies))
     arrival = (t[None, :] + period * np.arange(copies)[:, None]).ravel()
-    return dataclasses.replace(tiled, arrival=arrival).until(horizon)
+    fresh = {} if tr.blocks is None else {"blocks": _fresh_ids(tr.blocks, copies)}
+    return dataclasses.replace(tiled, arrival=arrival, **fresh).until(horizon)
+
+
+def _fresh_ids(blocks, copies: int) -> np.ndarray:
+    """``blocks`` repeated ``copies`` times, each copy's ids its own: the ids numbered
+    densely ``0 … D − 1`` in sorted order, copy ``c``'s shifted by ``c·D``."""
+    sizes = np.array([len(b) for b in blocks], dtype=np.int64)
+    flat = (np.concatenate([np.asarray(b, dtype=np.int64) for b in blocks]) if len(blocks)
+            else np.empty(0, np.int64))
+    _, dense = np.unique(flat, return_inverse=True)
+    distinct = int(dense.max()) + 1 if dense.size else 0
+    parts = np.split(dense.astype(np.int64), np.cumsum(sizes)[:-1])
+    out = np.empty(len(blocks) * copies, dtype=object)
+    for c in range(copies):
+        for i, ids in enumerate(parts):
+            out[c * len(blocks) + i] = ids + c * distinct
+    return out
 
 
 def _length_law(workload):

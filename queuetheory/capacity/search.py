@@ -230,6 +230,15 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     all that is left, or after ``max_probes``. Heavy-tailed lengths (ShareGPT's prompts
     reach 26k tokens) make the backlog jumpy: near the boundary the verdicts stay
     inconclusive unless the runs are long, and ``note`` says so.
+
+    **Prefix caching**: a trace with prefix ids (:attr:`~queuetheory.workload.Trace.blocks`,
+    e.g. ``qt.data.mooncake_trace("conversation").until(300.0)``) under a policy that caches
+    prefixes (``VLLMV1``) is replayed with each copy's ids its own (:func:`replay`), and the
+    bracket's compute bound is the proven one at the trace's offline ratio
+    (:func:`bounds`, :mod:`~queuetheory.capacity.prefix`): the search may then go past the
+    no-cache bound, never past that one. The capacity with the cache off is the same call
+    with ``enable_prefix_caching=False``; ``MaxRate.bracket.prefix`` says which ratio the
+    bound used.
     """
     t0 = time.perf_counter()
     _refuse_unsupported("max_rate", policy, memory, check_first_token(first_token),
@@ -250,8 +259,8 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
         check_positive("n_requests", n_requests, integer=True)
     if start not in STARTS:
         raise ValueError(f"start={start!r}: must be one of {STARTS}")
-    br = bracket or bounds(workload, time_model, token_budget=b, memory=memory,
-                           policy=policy, first_token=first_token)
+    br = bracket or bounds(workload if trace is None else trace, time_model, token_budget=b,
+                           memory=memory, policy=policy, first_token=first_token)
     cols = ["rate", "load", "verdict", "drift", "drift_low", "drift_high", "horizon",
             "relaxation", "rounds", "arrived", "unfinished", "wall_s", "decided_by",
             "loaded_drift"]

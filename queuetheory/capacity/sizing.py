@@ -104,6 +104,12 @@ def size_fleet(target_rate, workload, policy, time_model, *, memory=None,
     ``seeds_meeting`` and ``below`` give the spread across replications at the answer and
     one engine fewer.
 
+    A trace with prefix ids under a policy that caches prefixes (``VLLMV1``) has the proven
+    bound at its offline hit ratio (:mod:`~queuetheory.capacity.prefix`): every distinct
+    block is computed at least once in the fleet, so ``at_least`` holds for any router
+    (``"cache_aware"`` included) and any cache size; each seed's replay gives the trace's
+    copies their own ids.
+
     Parameters
     ----------
     target_rate : total requests per time unit
@@ -150,7 +156,7 @@ def size_fleet(target_rate, workload, policy, time_model, *, memory=None,
     b = _budget_of(policy, token_budget)
     seeds = tuple(int(s) for s in np.atleast_1d(seeds))
     lengths = _length_law(workload)
-    br = bounds(lengths, time_model, token_budget=b, memory=memory, policy=policy,
+    br = bounds(workload, time_model, token_budget=b, memory=memory, policy=policy,
                 first_token=first_token)
     if br.empty:
         raise ValueError(f"no engine count can be stable: {br.violated}")

@@ -95,6 +95,10 @@ def sizing_main(argv) -> int:
     t0 = time.process_time()
     argv, pct = _percentiles(list(argv))
     a = _parser().parse_args(argv)
+    if a.hit_ratio is not None:
+        raise ValueError(f"--hit-ratio {a.hit_ratio}: an estimate row of one engine's bounds "
+                         "(queuetheory capacity without --rate); the fleet sizing simulates "
+                         "the engines' caches on a trace with prefix ids instead")
     if a.gpu is not None:
         eng = gpu_engine(a.gpu, a.model, a.tp, utilization=a.gpu_utilization)
         eng.check(a.budget)

@@ -26,22 +26,29 @@ MAX_SESSIONS = 10**6
 
 @dataclass(frozen=True)
 class SessionPlan:
-    """Sampled sessions, one row per turn, in session order (turn order within each):
-    ``trace`` (arrival = the session's start for a first turn; later turns' arrivals are set
-    when the simulation sends them), ``session``, ``turn``, ``think`` (the wait after the
-    previous turn's answer; 0 for first turns) and ``next`` (the row of the session's next
-    turn, −1 after its last)."""
+    """Sessions, one row per turn: sampled (:meth:`Sessions.sample`, in session order, turn
+    order within each) or recorded (:func:`queuetheory.data.bailian_sessions`, in arrival
+    order). ``trace`` (arrival = the session's start for a first turn; a later turn's
+    arrival is set when the simulation sends it: infinite in a sampled plan, the recorded
+    one in a recorded plan), ``session``, ``turn`` (0 for a session's first), ``think`` (the
+    wait after the previous turn's answer; 0 for the rows that start) and ``next`` (the row
+    of the session's next turn, −1 after its last); ``classes``: the labels of the trace's
+    classes, where it has any."""
 
     trace: Trace
     session: np.ndarray
     turn: np.ndarray
     think: np.ndarray
     next: np.ndarray
+    classes: tuple = ()
 
     @property
     def first(self) -> np.ndarray:
-        """Rows of the sessions' first turns."""
-        return np.flatnonzero(self.turn == 0)
+        """Rows that start: no row's next turn (a sampled plan's first turns; in a recorded
+        one also the turns whose parent the file does not hold, and later branches)."""
+        start = np.ones(len(self.next), dtype=bool)
+        start[self.next[self.next >= 0]] = False
+        return np.flatnonzero(start)
 
 
 @dataclass(frozen=True)
