@@ -196,7 +196,9 @@ def class_priority_fill(engine, t, stop, limit, *, class_order, max_reqs=None):
     return t
 
 
-def class_priority_fill_memory(engine, t, stop, limit, *, class_order, max_reqs=None):
+# long: bulk kernel, one pass per iteration in plain ints: helper calls per iteration cost its speed
+def class_priority_fill_memory(  # noqa: C901
+        engine, t, stop, limit, *, class_order, max_reqs=None):
     """The rule with a KV-memory limit ``M`` (vLLM's accounting and recompute preemption,
     :func:`~queuetheory.policies.base.admissible` and :func:`~queuetheory.policies.base.fit_memory`)
     and any ``max_reqs``.

@@ -121,6 +121,7 @@ def _write_back(engine, prefill_end, admitted, head, head_done, rows):
 
 
 
+# long: bulk kernel, one pass per iteration in plain ints: helper calls per iteration cost its speed
 def decode_first_fill_memory(engine, t, stop, limit, *, max_reqs=None):
     """The rule with a KV-memory limit ``M`` (vLLM's accounting and recompute preemption,
     :func:`~queuetheory.policies.base.fit_memory`) and a batch-size limit ``R``

@@ -61,7 +61,8 @@ def largest_gap(times, k, tau):
     return max(map(sub, islice(times, 1, k + 1), times))
 
 
-def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None):
+# long: bulk kernel, one pass per iteration in plain ints: helper calls per iteration cost its speed
+def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None):  # noqa: C901
     """Run the decision ``kind`` from a fresh engine at ``t`` up to the horizon ``stop`` or
     ``limit`` iterations; return the time reached. ``chunk=False``: only whole prompts enter
     a batch, except a first one longer than the room left (Orca without chunking);

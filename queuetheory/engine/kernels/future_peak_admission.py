@@ -163,7 +163,8 @@ class _Profile:
         return self.B + self.OB + (self.C + self.OC) * s
 
 
-def _run(engine, rng, t, stop, limit, kind, est, cap, evicts):
+# long: bulk kernel, one pass per iteration in plain ints: helper calls per iteration cost its speed
+def _run(engine, rng, t, stop, limit, kind, est, cap, evicts):  # noqa: C901
     tab = engine.table
     n = tab.n
     arrival = tab.column("arrival").tolist()

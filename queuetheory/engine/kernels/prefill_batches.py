@@ -45,6 +45,7 @@ def vllm_decode_prefix(engine, t, stop, limit, *, max_reqs=None):
     return run_decode_prefix(engine, t, stop, limit, VLLM, chunk=False, max_reqs=max_reqs)
 
 
+# long: bulk kernel, one pass per iteration in plain ints: helper calls per iteration cost its speed
 def prefill_batches(engine, t, stop, limit, *, max_reqs=None):
     """Vanilla vLLM under FCFS where every request in decode decodes in every decode-only
     batch (see :func:`prefill_batches_kernel`): the residents are the oldest requests, so a

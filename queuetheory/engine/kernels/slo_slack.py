@@ -69,7 +69,9 @@ class _Group:
         self.leaving = {}
 
 
-def slo_slack(engine, t, stop, limit, *, tbt, alpha, beta, delta, spf, paying_first):
+# long: bulk kernel, one pass per iteration in plain ints: helper calls per iteration cost its speed
+def slo_slack(  # noqa: C901
+        engine, t, stop, limit, *, tbt, alpha, beta, delta, spf, paying_first):
     """Run SLAI's decisions from ``t`` on a fresh engine without a KV-memory limit until
     the horizon ``stop``, the iteration cap ``limit`` or the last completion; write the
     records as if it had stepped; return the time reached and the policy's :class:`Books`.
