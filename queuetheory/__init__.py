@@ -54,7 +54,7 @@ __all__ = [
 # The analytic subpackages (sympy, cvxpy, scipy, matplotlib behind them) load on first use,
 # so that ``import queuetheory`` for a simulation stays quick.
 _LAZY = ("bounds", "capacity", "claims", "data", "fluid", "metrics", "networks", "plotting",
-         "validate")
+         "rounds", "validate")
 
 
 def __getattr__(name):

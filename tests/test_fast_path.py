@@ -235,3 +235,38 @@ def test_subclass_that_changes_the_decision_is_not_repeated():
     wl = qt.Workload([qt.RequestClass(prompt=64, output=64, rate=2.0)])
     res, n_slow, n_fast = _same_run(wl, lambda: EveryOther(512), ANCHOR_TIME, n_requests=20)
     assert n_fast == n_slow == res.engine.iteration
+
+
+class _Renamed(Sarathi):
+    """A user's subclass that changes how the policy prints, not what it decides."""
+
+    def __repr__(self):
+        return "MySarathi()"
+
+
+class _Tweaked(Sarathi):
+    """A user's subclass that overrides the decision (here with the same batches)."""
+
+    def _schedule(self, state):
+        return super()._schedule(state)
+
+
+def test_a_subclass_that_keeps_the_decision_keeps_the_fast_path():
+    """Speed follows what a class decides, not the module it is defined in: the renamed
+    Sarathi runs the bulk rule (no call to ``schedule``) with the records of stepping."""
+    wl = qt.Workload([qt.RequestClass(prompt=512, output=256, rate=4.0)])
+    res, n_slow, n_fast = _same_run(wl, lambda: _Renamed(512), ANCHOR_TIME,
+                                    n_requests=150)
+    assert n_slow == res.engine.iteration > 0 and n_fast == 0
+    base = qt.simulate(wl, Sarathi(512), ANCHOR_TIME, n_requests=150)
+    pd.testing.assert_frame_equal(base.requests, res.requests, check_exact=True)
+
+
+def test_a_subclass_that_overrides_the_decision_steps():
+    """A subclass overriding ``_schedule`` is asked at every iteration: no inherited fast
+    path (bulk rule, steady stretch or drain) speaks for it."""
+    wl = qt.Workload([qt.RequestClass(prompt=512, output=256, rate=4.0)])
+    res, n_slow, n_fast = _same_run(wl, lambda: _Tweaked(512), ANCHOR_TIME, n_requests=150)
+    assert n_fast == n_slow == res.engine.iteration > 0
+    assert not qt.policies.decides_as_shipped(_Tweaked(512))
+    assert qt.policies.decides_as_shipped(_Renamed(512))

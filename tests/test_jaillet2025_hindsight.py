@@ -15,7 +15,7 @@ from queuetheory.bounds import (
 )
 from queuetheory.bounds.hindsight_cuts import completion_caps
 from queuetheory.bounds.hindsight_search import order_search, place_in_order
-from queuetheory.policies.kvcache import durations, mcsf_schedule
+from queuetheory.rounds import durations, mcsf_schedule
 
 
 @pytest.mark.parametrize("solver", ["milp", "cpsat", "cpsat-ti", "bnb"])

@@ -6,8 +6,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import queuetheory as qt
-from queuetheory.policies.kvcache import CONVENTIONS, durations, mcsf_schedule
-from queuetheory.policies.memory_check import FuturePeak
+from queuetheory.rounds import CONVENTIONS, FuturePeak, durations, mcsf_schedule
 
 
 def _instance(rng, n=30, horizon=40, max_prompt=6, max_output=15):

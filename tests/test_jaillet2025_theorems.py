@@ -12,7 +12,7 @@ from queuetheory.bounds.adversarial import (
     theorem64_distribution,
     theorem64_ratio,
 )
-from queuetheory.policies.kvcache import mcsf_schedule
+from queuetheory.rounds import mcsf_schedule
 
 
 @pytest.mark.parametrize("convention", ["eq1", "ip"])

@@ -17,7 +17,7 @@ from queuetheory.engine.kernels import bulk_runner
 from queuetheory.engine.kernels.decode_prefix import largest_gap
 from queuetheory.engine.kernels.prefill_batches import (
     prefill_batches,
-    prefill_batches_runner,
+    prefill_batches_kernel,
     vllm_decode_prefix,
 )
 from queuetheory.policies import FasterTransformer, Orca, Sarathi, VLLMVanilla
@@ -187,8 +187,8 @@ def test_vllm_prefill_batches_same_records(first_token, memory, max_reqs, budget
     res, n_slow, n_fast = _same_run(wl, lambda: VLLMVanilla(budget, max_reqs=max_reqs),
                                     ANCHOR_TIME, n_requests=250, memory=memory,
                                     first_token=first_token)
-    runner = prefill_batches_runner(res.engine, res.engine.policy)
-    assert runner is {"residencies": prefill_batches, "oldest": vllm_decode_prefix}[follows]
+    runner = prefill_batches_kernel(res.engine, max_reqs)
+    assert runner.func is {"residencies": prefill_batches, "oldest": vllm_decode_prefix}[follows]
     assert n_fast == 0 and n_slow > 0
     if memory is not None:
         assert res.metrics["restarts"] > 20

@@ -16,8 +16,9 @@ from test_fast_path import ANCHOR_TIME, _same_run
 import queuetheory as qt
 from queuetheory.errors import QueueTheoryError
 from queuetheory.policies import HSF, MCSF, AMax, AMin, ARandom
-from queuetheory.policies.kvcache import CONVENTIONS, FCFS
+from queuetheory.policies.kvcache import FCFS
 from queuetheory.policies.robust_experiments import paper_trace
+from queuetheory.rounds import CONVENTIONS
 from queuetheory.workload import Trace
 
 

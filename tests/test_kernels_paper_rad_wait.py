@@ -166,7 +166,6 @@ def test_random_small_traces_same_records(seed):
 def test_rule_only_where_it_applies():
     tm = ANCHOR_TIME
     plain = SLAI(512)
-    assert plain.rule() == "slo_slack"
     assert bulk_runner(Engine(plain, tm, budget=512), plain) is not None
     for first_token in ("prefill", "decode"):
         engine = Engine(plain, tm, budget=512, first_token=first_token)
@@ -182,7 +181,7 @@ def test_rule_only_where_it_applies():
         def _schedule(self, state):
             return super()._schedule(state)
 
-    assert Tweaked(512).rule() is None
+    assert bulk_runner(Engine(Tweaked(512), tm, budget=512), Tweaked(512)) is None
     wl = qt.Workload([qt.RequestClass(prompt=64, output=64, rate=20.0)])
     res, n_slow, n_fast = _same_run(wl, lambda: SLAI(512), tm, n_requests=60, memory=2_000)
     assert n_fast == n_slow > 0                # with memory it decides every iteration
@@ -300,7 +299,6 @@ def test_cohorts_rule_only_where_it_applies():
     tm = ANCHOR_TIME
     wait, nested = WAIT((2, 2)), NestedWAIT((5, 20), (2, 1), overflow="gate")
     for policy in (wait, nested):
-        assert policy.rule() == "cohorts"
         assert bulk_runner(Engine(policy, tm), policy) is not None
         # a memory limit (the gates), a time model that reads the KV contexts (the papers'
         # eq. 1), a token budget: the engine steps
@@ -313,7 +311,8 @@ def test_cohorts_rule_only_where_it_applies():
         def segment_of(self, state):
             return super().segment_of(state)
 
-    assert Tweaked((5, 20), (2, 1)).rule() is None
+    tweaked = Tweaked((5, 20), (2, 1))
+    assert bulk_runner(Engine(tweaked, tm), tweaked) is None
     # a class without a threshold, an output past the last segment: the policy says so
     trace = qt.Workload.from_arrays(np.zeros(3), np.full(3, 5), np.array([3, 30, 3]),
                                     np.array([0, 2, 1]))

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from queuetheory.policies.memory_check import FuturePeak
+from queuetheory.rounds import FuturePeak
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..policies.kvcache import mcsf_schedule
+from ..rounds import mcsf_schedule
 
 __all__ = ["AdversarialInstance", "shorts_latency", "long_short_latency", "theorem62_instance",
            "theorem62_deterministic_bound",

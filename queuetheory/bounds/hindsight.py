@@ -70,7 +70,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._quiet import silence_highs_banner
-from ..policies.kvcache import durations, mcsf_schedule
+from ..rounds import durations, mcsf_schedule
 from .hindsight_bnb import branch_and_bound
 from .hindsight_chain import chain_multipliers
 from .hindsight_cuts import completion_caps

@@ -72,7 +72,8 @@ def _lagrangian_tables(a, d, grid, lam, mu):
     return suffix_min.tolist(), lam.tolist(), lam_suffix.tolist(), meets.tolist()
 
 
-def branch_and_bound(a, s, d, memory, grid, lam, mu, deadline=None, chain=None):
+# long: one search: bounds, branching and the incumbent share state
+def branch_and_bound(a, s, d, memory, grid, lam, mu, deadline=None, chain=None):  # noqa: C901
     """Search the tree of the module; return ``(TEL, starts, proven)``.
 
     ``grid`` is the restricted time-indexed grid (its upper bound and schedule seed the

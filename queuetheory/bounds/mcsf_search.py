@@ -16,7 +16,7 @@ from itertools import combinations_with_replacement
 
 import numpy as np
 
-from ..policies.kvcache import check_convention, durations, mcsf_schedule
+from ..rounds import check_convention, durations, mcsf_schedule
 from .hindsight import hindsight_brute_force
 
 __all__ = ["Alg1Counterexample", "smallest_alg1_counterexample", "identical_jobs_gap"]

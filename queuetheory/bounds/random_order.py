@@ -5,7 +5,7 @@ vectors (Theorem 8.6 Part 1).
 A_random draws one uniformly random permutation at the start and, each round, admits the
 waiting jobs in that order while the future-peak memory check holds, stopping at the first
 that does not fit; H-SF does the same in order of the true output length. Both schedules are
-computed by :func:`queuetheory.policies.kvcache.mcsf_schedule` (``order="arrival"`` on the
+computed by :func:`queuetheory.rounds.mcsf_schedule` (``order="arrival"`` on the
 permuted jobs, ``order="output"``), in either memory convention of that module: with
 ``"ip"`` a job of prompt ``p`` holds ``p … p+o−1`` over ``o`` rounds (the engine's
 ``first_token="prefill"``; Chen et al.'s rounds, peak ``s + o`` as in their Example 3.2,
@@ -23,7 +23,7 @@ from itertools import combinations_with_replacement, permutations
 
 import numpy as np
 
-from ..policies.kvcache import check_convention, durations, mcsf_schedule
+from ..rounds import check_convention, durations, mcsf_schedule
 
 __all__ = ["random_order_tel", "hsf_tel", "RandomOrderWorstCase", "random_order_worst_case",
            "smallest_two_point_counterexample"]

@@ -159,6 +159,7 @@ def _trace_verdict(trace, rate, policy, time_model, H, cap, level, tolerance, kw
             "wall_s": time.perf_counter() - t0}
 
 
+# long: one search whose probes, bracket and inconclusive band share state from probe to probe
 def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
              tol: float = 0.01, seeds=(0,), first_token: str = "prefill",
              n_requests: int | None = None, max_horizon_factor: float = 4.0,

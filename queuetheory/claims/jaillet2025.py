@@ -20,8 +20,8 @@ from ..bounds.adversarial import (
 from ..bounds.hindsight import hindsight_brute_force, hindsight_optimum
 from ..bounds.mcsf_search import identical_jobs_gap, smallest_alg1_counterexample
 from ..plotting import bars, gantt, lines, series_style
-from ..policies.kvcache import durations, kv_token_limit, mcsf_schedule
-from ..policies.memory_check import FuturePeak
+from ..policies.kvcache import kv_token_limit
+from ..rounds import FuturePeak, durations, mcsf_schedule
 from ..workload.surrogates import lmsys_length_sample
 from .base import Outcome, claim
 

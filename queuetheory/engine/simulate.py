@@ -111,8 +111,8 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
         model: every output token takes a decode iteration); see
         :mod:`~queuetheory.engine.conventions`
     fast_path : run a policy's decision rule in bulk where it has one
-        (:mod:`~queuetheory.engine.kernels`) and repeat steady decode-only batches in closed
-        form (:meth:`Engine.advance`); the records are the same as with
+        (:meth:`~queuetheory.policies.Policy.bulk`) and repeat steady decode-only batches
+        in closed form (:meth:`Engine.advance`); the records are the same as with
         ``fast_path=False``, which decides every iteration
     warmup : the time before which ``metrics`` discards requests and tokens (steady-state
         figures; see :meth:`Result.window`)

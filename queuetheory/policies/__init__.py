@@ -1,11 +1,20 @@
 """Schedulers, one module per family, all on the one :class:`Policy` contract."""
 
-from .base import ORDERS, Policy, fit_memory, ordered, take_decodes, take_prefills
+from .base import (
+    ORDERS,
+    Policy,
+    decides_as_shipped,
+    fit_memory,
+    ordered,
+    take_decodes,
+    take_prefills,
+)
 from .classic import KFCFS, FasterTransformer, Orca, Sarathi, StaticPriority, VLLMVanilla
 from .kvcache import FCFS, MCSF, AlphaProtection
 
 __all__ = [
     "Policy", "ORDERS", "ordered", "take_decodes", "take_prefills", "fit_memory",
+    "decides_as_shipped",
     "Sarathi", "Orca", "VLLMVanilla", "FasterTransformer", "KFCFS", "StaticPriority",
 ]
 from .rad import (  # noqa: E402

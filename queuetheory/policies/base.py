@@ -13,7 +13,7 @@ from ..engine import Batch
 from ..errors import check_positive
 
 __all__ = ["Policy", "ORDERS", "ordered", "take_decodes", "take_prefills", "fit_memory",
-           "admissible"]
+           "admissible", "decides_as_shipped", "NOT_DECISIONS"]
 
 _EMPTY = np.empty(0, dtype=np.int64)
 
@@ -92,10 +92,21 @@ class Policy:
         """
         return False
 
-    def rule(self) -> str | None:
-        """The name of a decision rule in :mod:`queuetheory.engine.kernels` that this
-        policy's every decision follows, so that the engine may run it in bulk without
-        calling ``schedule``; ``None`` (the default) when there is none."""
+    def bulk(self, engine):
+        """A runner ``run(t, stop, limit) -> t`` that makes this policy's decisions in bulk
+        on ``engine``, or ``None`` (the default): the engine asks :meth:`schedule` at every
+        iteration.
+
+        Asked once by ``simulate``, before the first iteration, and only where
+        :func:`~queuetheory.engine.kernels.bulk_ready` holds (a fresh engine, a token-count
+        time model, the policy's own token budget, prompts and outputs of at least one
+        token). The runner calls a kernel of :mod:`queuetheory.engine.kernels` with plain
+        parameters, runs from ``t`` until the horizon ``stop``, the iteration cap ``limit``
+        or a state its kernel does not cover, writes the engine's records as stepping
+        would have, and returns the time reached; the engine steps on from there. A policy
+        that returns a runner promises the records are those of ``fast_path=False``
+        (the tests prove it, record for record).
+        """
         return None
 
     def _params(self) -> dict:
@@ -104,6 +115,32 @@ class Policy:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
         return f"{type(self).__name__}({args})"
+
+
+#: Attributes a subclass may define and still decide as the scheduler it extends: they
+#: build, name or describe a policy but choose no batch (:func:`decides_as_shipped`)
+NOT_DECISIONS = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__",
+                           "__annotations__", "__firstlineno__", "__static_attributes__",
+                           "__init__", "__repr__", "__str__", "_params"})
+
+
+def decides_as_shipped(policy) -> bool:
+    """Does ``policy`` decide every batch as the scheduler of this package it extends?
+
+    True for the package's own classes, and for a subclass defined elsewhere that adds no
+    attribute but those of :data:`NOT_DECISIONS` (a new ``__repr__``, an ``__init__`` that
+    sets the parameters its ancestor reads). A subclass that overrides a decision (its
+    ``_schedule``, a helper the decision calls, a class constant such as an order) is
+    ``False``: the fast paths its ancestor proved (:meth:`Policy.bulk`,
+    :meth:`Policy.steady`, :meth:`Policy.drains`) do not cover it, and the engine asks it at
+    every iteration.
+    """
+    for cls in type(policy).__mro__:
+        if cls.__module__.startswith(__package__ + "."):
+            return True
+        if set(vars(cls)) - NOT_DECISIONS:
+            return False
+    return False
 
 
 def check_order(order: str) -> str:

@@ -19,16 +19,27 @@ restarted (``preemption="restart"``, the papers' model); see
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ..engine import Batch
 from ..engine.conventions import check_preemption
+from ..engine.kernels import (
+    class_priority_kernel,
+    decode_first_fill,
+    decode_first_fill_memory,
+    decode_priority,
+    prefill_batches_kernel,
+    prefill_first_fill,
+)
 from .base import (
     Policy,
     admissible,
     check_budget,
     check_max_reqs,
     check_order,
+    decides_as_shipped,
     fit_memory,
     ordered,
     take_decodes,
@@ -87,11 +98,18 @@ class _TokenBudgetPolicy(Policy):
         so a new request that :func:`admissible` turns away stays turned away."""
         return not self._candidates(state)[0].size
 
-    def _proved(self) -> bool:
-        """The fast-path promises are proved for the classes of this module only: a
-        subclass defined elsewhere (which may change ``_schedule``) is stepped one by one
-        unless it makes the promises itself."""
-        return type(self).__module__ == __name__
+    def bulk(self, engine):
+        """Under FCFS, the policy's bulk rule (:meth:`_kernel`), with ``max_reqs`` and,
+        under recompute preemption, a KV-memory limit; ``None`` for a subclass that decides
+        otherwise (:func:`~.base.decides_as_shipped`)."""
+        if (not decides_as_shipped(self) or self.order != "fcfs"
+                or (engine.memory is not None and engine.preemption != "recompute")):
+            return None
+        return self._kernel(engine)
+
+    def _kernel(self, engine):
+        """The runner of this scheduler's FCFS rule on ``engine``, or ``None``."""
+        return None
 
     def steady(self, state, batch):
         """A decode-only batch repeats while its members only decode: the ordered decode
@@ -100,7 +118,7 @@ class _TokenBudgetPolicy(Policy):
         :func:`fit_memory` keeps them as long as they fit, which the engine checks — when no
         resident request is part-way through its prefill (whose promised KV the engine's
         check does not see)."""
-        return (self._proved() and self._decode_only(batch)
+        return (decides_as_shipped(self) and self._decode_only(batch)
                 and (state.memory is None or not self._promised(state))
                 and self._steady_prefills(state, batch))
 
@@ -114,7 +132,7 @@ class _TokenBudgetPolicy(Policy):
         ``take_decodes`` takes every candidate), as long as :func:`fit_memory` need not
         evict, which the engine checks. Request-level FasterTransformer's cohort holds
         them all: only its members ever enter decode."""
-        return (self._proved() and state.n <= self.token_budget
+        return (decides_as_shipped(self) and state.n <= self.token_budget
                 and (self.max_reqs is None or state.n <= self.max_reqs))
 
     def _steady_prefills(self, state, batch) -> bool:
@@ -136,12 +154,12 @@ class Sarathi(_TokenBudgetPolicy):
         return min(n_decode, self.token_budget,
                    n_decode if self.max_reqs is None else self.max_reqs)
 
-    def rule(self):
-        """FCFS Sarathi is the rule ``decode_first_fill`` (with ``max_reqs`` and, under
-        recompute preemption, a KV-memory limit too)."""
-        if self._proved() and self.order == "fcfs":
-            return "decode_first_fill"
-        return None
+    def _kernel(self, engine):
+        """The rule ``decode_first_fill``; with ``max_reqs`` or a KV-memory limit,
+        :func:`~queuetheory.engine.kernels.decode_first_fill_memory`."""
+        if engine.memory is None and self.max_reqs is None:
+            return partial(decode_first_fill, engine)
+        return partial(decode_first_fill_memory, engine, max_reqs=self.max_reqs)
 
     def _steady_prefills(self, state, batch):
         d = batch.decode.size
@@ -165,10 +183,9 @@ class Orca(_TokenBudgetPolicy):
         d = take_decodes(dec, self.token_budget - int(c.sum()), self._left(self.max_reqs, p.size))
         return self._finish(state, p, c, d)
 
-    def rule(self):
-        """FCFS Orca is the rule ``prefill_first_fill`` (with or without chunking, with
-        ``max_reqs`` and, under recompute preemption, a KV-memory limit)."""
-        return "prefill_first_fill" if self._proved() and self.order == "fcfs" else None
+    def _kernel(self, engine):
+        """The rule ``prefill_first_fill`` (with or without chunking)."""
+        return partial(prefill_first_fill, engine, chunk=self.chunk, max_reqs=self.max_reqs)
 
 
 class VLLMVanilla(_TokenBudgetPolicy):
@@ -183,9 +200,9 @@ class VLLMVanilla(_TokenBudgetPolicy):
     def _decodes_beside_prefills(self, n_decode):
         return 0        # a prefill batch carries no decode
 
-    def rule(self):
-        """FCFS vanilla vLLM is the rule ``prefill_batches``."""
-        return "prefill_batches" if self._proved() and self.order == "fcfs" else None
+    def _kernel(self, engine):
+        """The rule ``prefill_batches``."""
+        return partial(prefill_batches_kernel(engine, self.max_reqs), engine)
 
     def _schedule(self, state):
         pre, dec = self._candidates(state)
@@ -223,10 +240,9 @@ class FasterTransformer(_TokenBudgetPolicy):
     def _reset(self):
         self._cohort = np.empty(0, dtype=np.int64)
 
-    def rule(self):
-        """FCFS FasterTransformer is the rule ``decode_priority`` in both modes (with
-        ``max_reqs`` and, iteration-level under recompute preemption, a KV-memory limit)."""
-        return "decode_priority" if self._proved() and self.order == "fcfs" else None
+    def _kernel(self, engine):
+        """The rule ``decode_priority`` in both modes."""
+        return partial(decode_priority, engine, mode=self.mode, max_reqs=self.max_reqs)
 
     def _schedule(self, state):
         if self.mode == "iteration":
@@ -317,13 +333,12 @@ class StaticPriority(_TokenBudgetPolicy):
         and again."""
         return self._rank[state.cls]
 
-    def rule(self):
-        """Under FCFS, the rule ``class_priority_fill`` (:mod:`queuetheory.engine.kernels`),
-        with ``max_reqs`` and, under recompute preemption, a KV-memory limit too; FCFS
-        Sarathi's when the requests are all of one class."""
-        if self._proved() and self.order == "fcfs":
-            return "class_priority_fill"
-        return None
+    def _kernel(self, engine):
+        """The rule ``class_priority_fill``; FCFS Sarathi's when the requests are all of one
+        class; ``None`` when a class present is missing from ``class_order`` (the engine
+        steps, and :meth:`schedule` refuses it)."""
+        kernel = class_priority_kernel(engine, self.class_order, self.max_reqs)
+        return None if kernel is None else partial(kernel, engine)
 
     def _check_classes(self, cls):
         known = self._known
@@ -342,7 +357,7 @@ class KFCFS(Policy):
 
     **When the windows never bind.** Around FCFS :class:`Sarathi` with token budget ``b``
     (any ``max_reqs``, with or without a KV-memory limit), ``K_p >= b`` and ``K_d >= b``
-    make every decision the inner policy's own on the whole state, so :meth:`rule` is
+    make every decision the inner policy's own on the whole state, so :meth:`bulk` is
     Sarathi's (``decode_first_fill``). Proof, by induction over iterations, in a state the
     inner rule reaches (:mod:`~queuetheory.engine.kernels.decode_first_fill`): at most ``b``
     requests are in decode, and the requests holding KV are the oldest in the system, all in
@@ -385,14 +400,13 @@ class KFCFS(Policy):
         """The inner policy's batch-size limit, which every batch keeps."""
         return getattr(self.inner, "max_reqs", None)
 
-    def rule(self):
-        """The inner policy's rule where the windows never bind (see the class docstring):
-        FCFS Sarathi with ``K_p, K_d >= b``."""
+    def bulk(self, engine):
+        """The inner policy's bulk rule where the windows never bind (see the class
+        docstring): FCFS Sarathi with ``K_p, K_d >= b``."""
         b = self.token_budget
-        inner = self.inner.rule()
-        if (type(self) is KFCFS and inner == "decode_first_fill" and type(self.inner) is Sarathi
+        if (decides_as_shipped(self) and isinstance(self.inner, Sarathi)
                 and self.Kp >= b and self.Kd >= b):
-            return inner
+            return self.inner.bulk(engine)
         return None
 
     def reset(self, seed=0):

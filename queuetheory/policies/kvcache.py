@@ -6,66 +6,55 @@ Model (Jaillet et al., Section 3). One request per prompt of size ``s_i`` and ou
 ``d_i`` consecutive rounds and holds ``s_i + k`` KV tokens in its ``k``-th one
 (``k = 0`` is the prefill round); capacity ``M``; no pausing, no eviction for MC-SF.
 
-Timing conventions — the one place where they are mapped
---------------------------------------------------------
-=========  ===================================  ================  ==========================
-name       paper                                duration ``d_i``  engine
-=========  ===================================  ================  ==========================
-``"ip"``   App. B.1 (hindsight IP), default     ``o_i``           ``first_token="prefill"``
-``"eq1"``  Eq. (1), Section 3 (the token phase)  ``o_i + 1``       ``first_token="decode"``
-=========  ===================================  ================  ==========================
-
-With ``"ip"`` the prefill round emits the first token, memory runs ``s_i … s_i + o_i − 1``
-and the request completes at ``p_i + o_i``; with ``"eq1"`` memory peaks at ``s_i + o_i``
-(Section 3, the token phase) and it completes at ``p_i + o_i + 1``. :data:`CONVENTIONS` maps
-the name to the engine's ``first_token`` and :func:`durations` to ``d_i``; the policies read
-the engine's convention from ``State.emit_first``, so the same policy object serves both.
+Timing conventions
+------------------
+The two conventions (``"ip"``, ``"eq1"``), the durations ``d_i`` and the future-peak check
+live in :mod:`queuetheory.rounds`, below both the schedulers and the bounds; the policies
+read the engine's convention from ``State.emit_first``, so the same policy object serves
+both.
 
 Algorithms
 ----------
 :class:`MCSF` is Algorithm 2 (Section 5.1): every round, the running requests continue and
 the arrived waiting ones are tried in ascending ``o_i`` (ties: arrival, then index), each
-admitted if the future-peak check (eqs. (1)–(2), :class:`~.memory_check.FuturePeak`, own
+admitted if the future-peak check (eqs. (1)–(2), :class:`~queuetheory.rounds.FuturePeak`, own
 completion included) holds. With all arrivals at 0 it is Algorithm 1 (Section 4).
 :class:`FCFS` is the same check in arrival order. :class:`AlphaProtection` is the
 α-protection greedy benchmark of Section 7 and, with ``beta``, its α-protection β-clearing
 variant (Section 7).
 
 Fast path: every decision of :class:`MCSF` and :class:`FCFS` (``on_fail="break"``) follows
-the bulk rule :mod:`~queuetheory.engine.kernels.future_peak_admission`.
+the bulk rule :mod:`~queuetheory.engine.kernels.future_peak_admission` (:meth:`MCSF.bulk`).
 """
 
 from __future__ import annotations
 
+import warnings
 from fractions import Fraction
 
 import numpy as np
 
 from ..engine import Batch
+from ..engine.kernels import future_peak_admission
 from ..errors import check_between, check_positive
-from .base import Policy, round_model
-from .memory_check import FuturePeak
+from ..rounds import FuturePeak, admit, check_max_starts, check_on_fail
+from .base import Policy, decides_as_shipped, round_model
 
-__all__ = ["CONVENTIONS", "durations", "mcsf_schedule", "MCSF", "FCFS", "AlphaProtection",
-           "kv_token_limit"]
+__all__ = ["MCSF", "FCFS", "AlphaProtection", "kv_token_limit"]
 
-CONVENTIONS = {"ip": "prefill", "eq1": "decode"}
-"""Timing convention name → the engine's ``first_token`` (see the module docstring)."""
-
-_ORDERS = ("output", "arrival")
+#: Names that moved to :mod:`queuetheory.rounds` (the round model below both the schedulers
+#: and the bounds); importing them from here warns until the next release
+_MOVED = ("CONVENTIONS", "check_convention", "durations", "mcsf_schedule")
 
 
-def check_convention(convention: str) -> str:
-    if convention not in CONVENTIONS:
-        raise ValueError(f"convention={convention!r}: must be one of {tuple(CONVENTIONS)}")
-    return convention
+def __getattr__(name):
+    if name in _MOVED:
+        from .. import rounds
 
-
-def durations(output, convention: str = "ip") -> np.ndarray:
-    """Rounds ``d_i`` a request occupies: ``o_i`` (``"ip"``) or ``o_i + 1`` (``"eq1"``)."""
-    prefill_emits = CONVENTIONS[check_convention(convention)] == "prefill"
-    return np.asarray(output, dtype=np.int64) + (0 if prefill_emits else 1)
-
+        warnings.warn(f"queuetheory.policies.kvcache.{name} moved to queuetheory.rounds.{name};"
+                      " the old name goes in the next release", DeprecationWarning, stacklevel=2)
+        return getattr(rounds, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 def kv_token_limit(params: float, layers: int, hidden: int, dtype_bytes: int, n_gpus: int,
                    gpu_bytes: float) -> Fraction:
@@ -86,63 +75,6 @@ def kv_token_limit(params: float, layers: int, hidden: int, dtype_bytes: int, n_
     return free / (2 * layers * hidden * dtype_bytes)
 
 
-def _check_on_fail(on_fail: str) -> str:
-    if on_fail not in ("break", "skip"):
-        raise ValueError(f"on_fail={on_fail!r}: must be 'break' or 'skip'")
-    return on_fail
-
-
-def _check_max_starts(max_starts):
-    if max_starts is not None:
-        check_positive("max_starts", max_starts, integer=True)
-    return max_starts
-
-
-def _admit(peak: FuturePeak, m, e, on_fail: str, max_starts) -> np.ndarray:
-    """Admission mask of the candidates (already in priority order) at the current round."""
-    ok = peak.admit(m, e, on_fail)
-    if max_starts is not None:
-        ok[np.flatnonzero(ok)[max_starts:]] = False
-    return ok
-
-
-def mcsf_schedule(arrival, prompt, output, memory, *, convention="ip", on_fail="break",
-                  max_starts=None, order="output") -> np.ndarray:
-    """Start rounds of MC-SF (Algorithm 2; Algorithm 1 when all arrivals are 0) computed
-    round by round without the engine: the reference the :class:`MCSF` policy is tested
-    against, and the fast path of the counterexample searches.
-
-    ``max_starts`` caps admissions per round (the capped comparators of spec §3.2/§3.4);
-    ``order="arrival"`` gives :class:`FCFS`. Arrival rounds must be integers.
-    """
-    a = np.asarray(arrival, dtype=np.int64)
-    s = np.asarray(prompt, dtype=np.int64)
-    d = durations(output, convention)
-    _check_on_fail(on_fail)
-    _check_max_starts(max_starts)
-    if order not in _ORDERS:
-        raise ValueError(f"order={order!r}: must be one of {_ORDERS}")
-    if np.any(s + d - 1 > memory):
-        i = int(np.argmax(s + d - 1))
-        raise ValueError(f"memory={memory}: below the peak {int(s[i] + d[i] - 1)} of request {i}")
-    n = a.size
-    key = np.lexsort((np.arange(n), a, d)) if order == "output" else np.lexsort((np.arange(n), a))
-    start = np.full(n, -1, dtype=np.int64)
-    t = int(a.min()) if n else 0
-    while np.any(start < 0):
-        run = (start >= 0) & (start + d > t)
-        wait = key[(start[key] < 0) & (a[key] <= t)]
-        if wait.size:
-            peak = FuturePeak(memory, t, s[run] + t - start[run], start[run] + d[run] - 1)
-            ok = _admit(peak, s[wait], t + d[wait] - 1, on_fail, max_starts)
-            start[wait[ok]] = t
-        if not run.any() and not wait.size:
-            t = int(a[start < 0].min())
-        else:
-            t += 1
-    return start
-
-
 class _FuturePeakPolicy(Policy):
     """Continue every running request; admit waiting ones in ``_order`` while they pass the
     future-peak check. Subclasses fix the order."""
@@ -152,11 +84,21 @@ class _FuturePeakPolicy(Policy):
     _order = "output"
 
     def __init__(self, on_fail: str = "break", max_starts=None):
-        self.on_fail = _check_on_fail(on_fail)
-        self.max_starts = _check_max_starts(max_starts)
+        self.on_fail = check_on_fail(on_fail)
+        self.max_starts = check_max_starts(max_starts)
 
-    def rule(self) -> str | None:
-        return "future_peak_admission" if self.on_fail == "break" else None
+    def bulk(self, engine):
+        """The rule ``future_peak_admission``
+        (:func:`~queuetheory.engine.kernels.future_peak_admission`) in the policy's order,
+        where admission stops at the first candidate that fails (``on_fail="break"``)."""
+        if self.on_fail != "break" or not decides_as_shipped(self):
+            return None
+        est = engine.table.column("output").tolist()
+
+        def run(t, stop, limit):
+            return future_peak_admission(engine, t, stop, limit, kind=self._order, est=est,
+                                         cap=self.max_starts)[0]
+        return run
 
     def _schedule(self, state) -> Batch:
         run = np.flatnonzero(state.started)
@@ -170,7 +112,7 @@ class _FuturePeakPolicy(Policy):
             # tokens after this round's token and runs remaining_output more rounds
             peak = FuturePeak(state.memory, 0, state.kv[run] + 1, state.remaining_output[run] - 1)
             d = state.output[wait] + (0 if state.emit_first else 1)
-            ok = _admit(peak, state.prompt[wait], d - 1, self.on_fail, self.max_starts)
+            ok = admit(peak, state.prompt[wait], d - 1, self.on_fail, self.max_starts)
         new = wait[ok]
         return Batch(prefill=new, chunk=state.prompt[new], decode=run)
 

@@ -19,9 +19,18 @@ import numpy as np
 import pandas as pd
 
 from ..engine import Batch, Engine, simulate
+from ..engine.kernels import slo_slack
 from ..errors import check_positive
 from ..workload import Trace, Workload
-from .base import Policy, admissible, check_budget, fit_memory, round_model, take_prefills
+from .base import (
+    Policy,
+    admissible,
+    check_budget,
+    decides_as_shipped,
+    fit_memory,
+    round_model,
+    take_prefills,
+)
 
 __all__ = ["RAD", "CycleScheduler", "RequestLevel", "SLAI", "DistServe", "PrefillOnly",
            "DecodeOnly", "simulate_nodes", "slo_metrics", "slo_capacity"]
@@ -277,10 +286,25 @@ class SLAI(Policy):
         """Sarathi-Serve (Alg. 4) with an active cap (I-19): every decode critical, no β."""
         return cls(token_budget, alpha=alpha, beta=None, delta=0.0, order=order, tbt=(0.0,))
 
-    def rule(self) -> str | None:
-        """``"slo_slack"`` (:mod:`~queuetheory.engine.kernels.slo_slack`): without a memory
-        limit every decision follows it; the engine steps where memory is limited."""
-        return "slo_slack" if type(self)._schedule is SLAI._schedule else None
+    def bulk(self, engine):
+        """The rule ``slo_slack`` (:func:`~queuetheory.engine.kernels.slo_slack`): without a
+        memory limit every decision follows it; the engine steps where memory is limited."""
+        if engine.memory is not None or not decides_as_shipped(self):
+            return None
+        delta = self.delta
+        if self.offset == "dynamic":        # no memory limit: KV use is 0
+            delta = self.dynamic[0] if 0.0 < self.dynamic[2] else self.dynamic[1]
+
+        def run(t, stop, limit):
+            t, books = slo_slack(engine, t, stop, limit, tbt=self.tbt.tolist(),
+                                 alpha=self.alpha, beta=self.beta, delta=delta,
+                                 spf=self.order == "spf", paying_first=self.paying_first)
+            self._mean, self._count, self._prev_time = books.mean, books.count, books.prev_time
+            if books.e is not None:
+                self._e = books.e
+            self._prev_rids = books.prev_rids
+            return t
+        return run
 
     def _reset(self):
         self._e = np.full(1024, np.nan)

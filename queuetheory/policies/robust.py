@@ -11,7 +11,7 @@ being produced); :func:`~queuetheory.policies.robust_experiments.paper_trace` ap
 it Example 3.2 (TEL 5 vs 9) and Example 8.2 (TEL 12) come out exactly. Every request prefills
 its whole prompt in its first round.
 
-Memory look-ahead (eq. 3) is :class:`~queuetheory.policies.memory_check.FuturePeak` in round
+Memory look-ahead (eq. 3) is :class:`~queuetheory.rounds.FuturePeak` in round
 units relative to now: a running job with ``a`` tokens and assumed length ``ô`` holds
 ``kv + 1`` after this round and runs ``ô − a − 1`` more rounds; a new one holds ``P`` after
 this round and grows for ``ô − 1`` more (``ô`` under ``first_token="decode"``, where its
@@ -30,9 +30,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import Batch
+from ..engine.kernels import future_peak_admission
 from ..errors import QueueTheoryError
-from .base import Policy, round_model
-from .memory_check import FuturePeak
+from ..rounds import FuturePeak
+from .base import Policy, decides_as_shipped, round_model
 
 __all__ = ["HSF", "AMax", "ARandom", "AMin", "AEll", "AdaptiveRobust"]
 
@@ -105,6 +106,40 @@ class _RoundPolicy(Policy):
                 f"memory={state.memory}")
         return Batch(admit, state.prompt[admit], running, evict)
 
+    def bulk(self, engine):
+        """The rule ``future_peak_admission``
+        (:func:`~queuetheory.engine.kernels.future_peak_admission`) for the schedulers that
+        have a plan for it (:meth:`_bulk_plan`: H-SF, A_random, A_max, A_min) with NumPy's
+        default PCG64 generator, whose draws the kernel reproduces; the policy's books are
+        handed back as if it had decided every round."""
+        plan = self._bulk_plan(engine.table)
+        if (plan is None or not decides_as_shipped(self)
+                or type(self.rng.bit_generator) is not np.random.PCG64):
+            return None
+        kind, est, evicts = plan
+        if est.size and est.min() < 1:
+            return None
+
+        def run(t, stop, limit):
+            t, books = future_peak_admission(engine, t, stop, limit, kind=kind,
+                                             est=est.tolist(), evicts=evicts, rng=self.rng)
+            self._hand_back(books)
+            return t
+        return run
+
+    def _bulk_plan(self, table):
+        """``(kind, estimates, evictions)`` of this scheduler's admission order in
+        :func:`~queuetheory.engine.kernels.future_peak_admission`, or ``None``: no bulk
+        rule (the engine steps)."""
+        return None
+
+    def _hand_back(self, books):
+        """The policy's own state as if it had made every decision of the bulk run."""
+        if books.ranks is not None and len(books.ranks):
+            self._rank = np.array(books.ranks, dtype=float)
+            self._ranked = len(books.ranks)
+        self.rng.bit_generator.advance(books.skip)
+
     # hooks -------------------------------------------------------------------------------
     def _see(self, state):
         """Record per-request state for requests seen for the first time."""
@@ -131,8 +166,8 @@ class HSF(_RoundPolicy):
     def _order(self, state, waiting):
         return np.lexsort((self.rng.random(waiting.size), state.output[waiting]))
 
-    def rule(self) -> str:
-        return "future_peak_admission"
+    def _bulk_plan(self, table):
+        return "fresh", table.column("output"), None
 
 
 class ARandom(_RoundPolicy):
@@ -145,8 +180,8 @@ class ARandom(_RoundPolicy):
     def _order(self, state, waiting):
         return np.argsort(self._ranks(state.rid[waiting]))
 
-    def rule(self) -> str:
-        return "future_peak_admission"
+    def _bulk_plan(self, table):
+        return "rank", table.column("output"), None
 
 
 class AMax(_RoundPolicy):
@@ -171,8 +206,8 @@ class AMax(_RoundPolicy):
             return np.argsort(rank)
         return np.lexsort((rank, state.hi[waiting]))
 
-    def rule(self) -> str:
-        return "future_peak_admission"
+    def _bulk_plan(self, table):
+        return ("hi_rank" if self.order == "sorted" else "rank"), table.column("hi"), None
 
 
 class _LowerBounds(_RoundPolicy):
@@ -231,8 +266,14 @@ class AMin(_LowerBounds):
     def _order(self, state, waiting):
         return np.lexsort((self.rng.random(waiting.size), self._lb[state.rid[waiting]]))
 
-    def rule(self) -> str:
-        return "future_peak_admission"
+    def _bulk_plan(self, table):
+        return "fresh", table.column("lo"), (self.evict_key == "dynamic",
+                                             int(self.bound == "generated+1"))
+
+    def _hand_back(self, books):
+        super()._hand_back(books)
+        if books.seen:                      # õ of every request seen
+            self._lb = np.array(books.est[: books.seen], dtype=np.int64)
 
 
 class AEll(_LowerBounds):

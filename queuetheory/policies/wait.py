@@ -43,10 +43,13 @@ Conventions of the paper mapped onto the engine (written down once, here)
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ..engine import Batch
-from .base import Policy, round_model
+from ..engine.kernels import cohorts
+from .base import Policy, decides_as_shipped, round_model
 
 __all__ = ["WAIT", "NestedWAIT", "FCFSRestart"]
 
@@ -131,10 +134,15 @@ class WAIT(Policy):
                     f"thresholds {self.thresholds}; it could overflow (Ao et al., eq. 9)")
         return None
 
-    def rule(self) -> str | None:
-        """``"cohorts"`` (:mod:`~queuetheory.engine.kernels.cohorts`): without a memory limit
-        every decision follows it; the engine steps where memory is limited."""
-        return "cohorts" if type(self)._schedule is WAIT._schedule else None
+    def bulk(self, engine):
+        """The rule ``cohorts`` (:func:`~queuetheory.engine.kernels.cohorts`, a group per
+        type): without a memory limit every decision follows it; the engine steps where
+        memory is limited or a class has no threshold (which :meth:`schedule` refuses)."""
+        tab = engine.table
+        if (engine.memory is not None or not decides_as_shipped(self)
+                or (tab.n and tab.column("cls").max() >= len(self.thresholds))):
+            return None
+        return partial(cohorts, engine, thresholds=self.thresholds, bounds=None)
 
     def _schedule(self, state):
         cls = state.cls
@@ -217,13 +225,16 @@ class NestedWAIT(Policy):
         entry = ~started | ((seg > 0) & (d == self._b[np.maximum(seg - 1, 0)]))
         return seg, entry
 
-    def rule(self) -> str | None:
-        """``"cohorts"`` (:mod:`~queuetheory.engine.kernels.cohorts`): without a memory limit
-        every decision follows it; the engine steps where memory is limited."""
-        if type(self)._schedule is NestedWAIT._schedule \
-                and type(self).segment_of is NestedWAIT.segment_of:
-            return "cohorts"
-        return None
+    def bulk(self, engine):
+        """The rule ``cohorts`` (:func:`~queuetheory.engine.kernels.cohorts`, a group per
+        segment): without a memory limit every decision follows it; the engine steps where
+        memory is limited or an output passes the last segment (which :meth:`schedule`
+        refuses)."""
+        tab = engine.table
+        if (engine.memory is not None or not decides_as_shipped(self)
+                or (tab.n and tab.column("output").max() > self.segments[-1])):
+            return None
+        return partial(cohorts, engine, thresholds=self.thresholds, bounds=self.segments)
 
     def supports(self, *, memory, first_token) -> str | None:
         if memory is not None and self.overflow == "soft":

@@ -8,13 +8,14 @@
   10 arrivals on average (``w = 10 / mean rate``), so that rescaling time
   (``read_trace(rate=...)``) leaves it unchanged;
 * **rate over time**: arrivals per time unit in consecutive bins (default 60 bins);
-* **length laws**: quantiles of the prompt and output lengths beside ShareGPT's
-  (:func:`queuetheory.data.sharegpt_lengths`, whitespace words, not model tokens: compare
-  shapes, not absolute values).
+* **length laws**: quantiles of the prompt and output lengths, beside a reference's when
+  one is given (e.g. ShareGPT's, ``reference=qt.data.sharegpt_lengths(tokenizer="words")``:
+  whitespace words, not model tokens: compare shapes, not absolute values).
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -81,13 +82,16 @@ class TraceStats:
 
 
 def trace_stats(trace: Trace, *, window: float | None = None, bins: int = 60,
-                time_unit: str = "s", reference: str | None = "sharegpt") -> TraceStats:
+                time_unit: str = "s", reference=None,
+                reference_label: str = "reference") -> TraceStats:
     """Burstiness and length statistics of ``trace`` (see the module docstring).
 
     ``window``: the counting window of the index of dispersion (default ``10 / mean
     rate``); ``bins``: number of bins of the rate over time; ``time_unit``: the unit of the
-    trace's arrival times (a label); ``reference="sharegpt"`` adds ShareGPT's length
-    quantiles beside the trace's (``None``: the trace's only).
+    trace's arrival times (a label); ``reference``: a :class:`Trace` or a pair
+    ``(prompts, outputs)`` whose length quantiles go beside the trace's, under
+    ``reference_label`` (``None``: the trace's only). The name ``"sharegpt"`` is deprecated:
+    pass ``qt.data.sharegpt_lengths(tokenizer="words")``.
     """
     if not isinstance(trace, Trace):
         raise ValueError(f"trace={trace!r}: must be a queuetheory Trace")
@@ -114,13 +118,25 @@ def trace_stats(trace: Trace, *, window: float | None = None, bins: int = 60,
                               "width": width, "arrivals": per_bin, "rate": per_bin / width})
     lengths = length_quantiles(trace.prompt, trace.output)
     lengths.index = pd.MultiIndex.from_product([["trace"], lengths.index])
-    if reference == "sharegpt":
-        from ..data import sharegpt_lengths
+    if isinstance(reference, str) and reference == "sharegpt":
+        warnings.warn('reference="sharegpt" is deprecated and goes in the next release: pass '
+                      'reference=qt.data.sharegpt_lengths(tokenizer="words")',
+                      DeprecationWarning, stacklevel=2)
+        from ..data import sharegpt_lengths  # deprecated path (tests/test_layers.py)
 
-        ref = length_quantiles(*sharegpt_lengths(tokenizer="words"))
-        ref.index = pd.MultiIndex.from_product([["ShareGPT (words)"], ref.index])
+        reference, reference_label = sharegpt_lengths(tokenizer="words"), "ShareGPT (words)"
+    if reference is not None:
+        pair = (reference.prompt, reference.output) if isinstance(reference, Trace) else None
+        if pair is None and not isinstance(reference, str):
+            try:
+                pair = tuple(reference)
+            except TypeError:
+                pair = None
+        if pair is None or len(pair) != 2:
+            raise ValueError(f"reference={reference!r}: must be a Trace, a pair (prompts, "
+                             "outputs) or None")
+        ref = length_quantiles(*pair)
+        ref.index = pd.MultiIndex.from_product([[reference_label], ref.index])
         lengths = pd.concat([lengths, ref])
-    elif reference is not None:
-        raise ValueError(f"reference={reference!r}: must be 'sharegpt' or None")
     return TraceStats(int(t.size), span, float(mean_rate), float(iat.std() / iat.mean()),
                       dispersion, w, over_time, lengths, time_unit)

@@ -1,9 +1,11 @@
-"""Decision rules the engine can run in bulk, without asking the policy at every iteration.
+"""Decision rules run in bulk, without asking the policy at every iteration.
 
-A policy whose every decision follows a rule listed here says so (:meth:`Policy.rule`);
-``simulate`` then runs the rule in a loop of plain integer and float arithmetic, one pass per
+A policy whose every decision follows a rule here hands ``simulate`` a runner that calls
+the rule's kernel with plain parameters (:meth:`~queuetheory.policies.Policy.bulk`); the
+kernel runs the rule in a loop of plain integer and float arithmetic, one pass per
 iteration, and writes the request stamps, batch log and TBT histogram in bulk at the end.
 The records are those of the step-by-step engine to the last bit (``tests/test_kernels.py``).
+Nothing here knows a scheduler's class: the engine names no policy.
 
 ``"decode_first_fill"`` (Sarathi-Serve with FCFS order, Li, Dai, Peng §3): every request whose
 prompt is prefilled decodes one token, and the rest of the token budget ``b`` goes to prompt
@@ -21,7 +23,7 @@ instead of prompts.
 
 ``"prefill_batches"`` (vanilla vLLM with FCFS order, Li, Dai, Peng §3): a prefill-only batch
 whenever a prompt can start, else a decode-only batch of the oldest requests in decode
-(:func:`~.prefill_batches.prefill_batches_runner`).
+(:func:`~.prefill_batches.prefill_batches_kernel`).
 
 ``"future_peak_admission"`` (MC-SF of Jaillet et al., A_max, A_min, H-SF and A_random of Chen,
 Ye, Zhou): every running request decodes, and waiting ones are admitted in the policy's
@@ -49,73 +51,40 @@ the oldest requests in decode, so each emits its tokens in runs of consecutive i
 The rules run with a token-count time model, prompts and outputs of at least one token, under
 either first-token convention, and with recompute preemption where memory is limited (the
 papers' restart for ``future_peak_admission``); elsewhere the engine steps. Each rule lives
-in a module of its own and is listed in :data:`RULES`.
+in a module of its own; :func:`bulk_ready` holds the conditions every rule shares.
 """
 
 from __future__ import annotations
 
-from .class_priority_fill import class_priority_runner
-from .cohorts import cohorts_runner
+from .class_priority_fill import class_priority_kernel
+from .cohorts import cohorts
 from .decode_first_fill import decode_first_fill, decode_first_fill_memory
 from .decode_priority import decode_priority
-from .future_peak_admission import future_peak_admission_runner
-from .prefill_batches import prefill_batches_runner
+from .future_peak_admission import future_peak_admission
+from .prefill_batches import prefill_batches_kernel
 from .prefill_first_fill import prefill_first_fill
-from .slo_slack import slo_slack_runner
+from .slo_slack import slo_slack
 
-__all__ = ["bulk_runner", "RULES"]
-
-
-def _decode_first_fill_runner(engine, policy):
-    if engine.memory is None and getattr(policy, "max_reqs", None) is None:
-        return decode_first_fill
-    return decode_first_fill_memory
+__all__ = ["bulk_ready", "bulk_runner", "decode_first_fill", "decode_first_fill_memory",
+           "prefill_batches_kernel", "future_peak_admission", "slo_slack", "cohorts",
+           "class_priority_kernel", "prefill_first_fill", "decode_priority"]
 
 
-def _recomputing(factory):
-    """``factory`` for a rule that preempts as vLLM does (recompute): ``None`` where the
-    engine has a KV-memory limit and restarts the requests it preempts."""
-    def covered(engine, policy):
-        if engine.memory is not None and engine.preemption != "recompute":
-            return None
-        return factory(engine, policy)
-    return covered
-
-
-#: rule name -> ``factory(engine, policy)`` returning ``run(engine, t, stop, limit) -> t``
-#: for this engine and policy, or ``None`` when the rule does not cover the setting. Called
-#: only once the common conditions of :func:`bulk_runner` hold. The classic schedulers'
-#: rules preempt by recompute; ``future_peak_admission`` by the papers' restart; ``slo_slack``
-#: and ``cohorts`` run without a KV-memory limit only.
-RULES = {
-    "decode_first_fill": _recomputing(_decode_first_fill_runner),
-    "prefill_batches": _recomputing(prefill_batches_runner),
-    "future_peak_admission": future_peak_admission_runner,
-    "slo_slack": slo_slack_runner,
-    "cohorts": cohorts_runner,
-    "class_priority_fill": _recomputing(class_priority_runner),
-    "prefill_first_fill": _recomputing(lambda engine, policy: prefill_first_fill),
-    "decode_priority": _recomputing(lambda engine, policy: decode_priority),
-}
+def bulk_ready(engine) -> bool:
+    """May a bulk rule start on ``engine``? Every rule needs a fresh engine (no iteration
+    run, nothing live), a token-count time model, the policy's own token budget and
+    prompts and outputs of at least one token; the policy's
+    :meth:`~queuetheory.policies.Policy.bulk` decides the rest (memory, preemption, its
+    options)."""
+    tab = engine.table
+    return not (not engine.time_model.counts_only
+                or engine.budget != getattr(engine.policy, "token_budget", None)
+                or engine.iteration or engine.live.size
+                or (tab.n and min(tab.column("prompt").min(), tab.column("output").min()) < 1))
 
 
 def bulk_runner(engine, policy):
-    """A function ``run(t, stop, limit) -> t`` running the policy's rule from a fresh
-    engine at ``t``, or ``None`` when no rule applies. A rule may stop before ``stop`` and
-    ``limit`` in a state it does not cover; the engine then steps on from there.
-
-    Every rule needs a token-count time model, the policy's own token budget, a fresh engine
-    (no iteration run, nothing live) and prompts and outputs of at least one token; its
-    factory in :data:`RULES` decides the rest (memory, preemption, the policy's options)."""
-    rule = getattr(policy, "rule", None)
-    rule = rule() if rule is not None else None
-    tab = engine.table
-    if (rule not in RULES
-            or not engine.time_model.counts_only or engine.budget != policy.token_budget
-            or engine.iteration or engine.live.size
-            or (tab.n and min(tab.column("prompt").min(), tab.column("output").min()) < 1)):
-        return None
-    run = RULES[rule](engine, policy)
-    if run is None:
-        return None
-    return lambda t, stop, limit: run(engine, t, stop, limit)
+    """``policy``'s bulk runner on ``engine`` (:meth:`~queuetheory.policies.Policy.bulk`)
+    where :func:`bulk_ready` holds, else ``None``: what ``simulate`` runs before it steps."""
+    bulk = getattr(policy, "bulk", None)
+    return bulk(engine) if bulk is not None and bulk_ready(engine) else None

@@ -26,48 +26,48 @@ from __future__ import annotations
 from array import array
 from bisect import insort
 from collections import deque
+from functools import partial
 
 import numpy as np
 
 from .common import durations, tail_of, write_log
 from .decode_first_fill import decode_first_fill, decode_first_fill_memory
 
-__all__ = ["class_priority_fill", "class_priority_fill_memory", "class_priority_runner"]
+__all__ = ["class_priority_fill", "class_priority_fill_memory", "class_priority_kernel"]
 
 
-def class_priority_runner(engine, policy):
-    """The rule for ``policy`` (a :class:`StaticPriority` under FCFS) on ``engine``, or
-    ``None``: with the trace's requests all of one listed class it is FCFS Sarathi (with a
-    KV-memory limit and ``max_reqs`` too: its candidates, its admission check and its
-    evictions are Sarathi's when every request in decode decodes); with several classes,
-    :func:`class_priority_fill` or, with a KV-memory limit, :func:`class_priority_fill_memory`;
-    a class missing from ``class_order`` is left to the stepping engine, which refuses it."""
+def class_priority_kernel(engine, class_order, max_reqs=None):
+    """The kernel of a :class:`StaticPriority` under FCFS with ``class_order`` and
+    ``max_reqs`` on ``engine``, as ``run(engine, t, stop, limit)``, or ``None``. With the
+    trace's requests all of one listed class it is FCFS Sarathi (with a KV-memory limit and
+    ``max_reqs`` too: its candidates, its admission check and its evictions are Sarathi's
+    when every request in decode decodes); with several classes, :func:`class_priority_fill`
+    or, with a KV-memory limit, :func:`class_priority_fill_memory`; a class missing from
+    ``class_order`` is left to the stepping engine, which refuses it."""
     present = np.unique(engine.table.column("cls")).tolist()
-    if not set(present) <= set(policy.class_order):
+    if not set(present) <= set(class_order):
         return None
     if len(present) <= 1:
-        if engine.memory is None and policy.max_reqs is None:
+        if engine.memory is None and max_reqs is None:
             return decode_first_fill
-        return decode_first_fill_memory
-    if engine.memory is not None:
-        return class_priority_fill_memory
-    return class_priority_fill
+        return partial(decode_first_fill_memory, max_reqs=max_reqs)
+    kernel = class_priority_fill if engine.memory is None else class_priority_fill_memory
+    return partial(kernel, class_order=class_order, max_reqs=max_reqs)
 
 
-def class_priority_fill(engine, t, stop, limit):
+def class_priority_fill(engine, t, stop, limit, *, class_order, max_reqs=None):
     """The rule without a memory limit, any ``max_reqs`` (see the module docstring)."""
     tab = engine.table
     n = tab.n
-    policy = engine.policy
     arrival = tab.column("arrival").tolist()
     prompt = tab.column("prompt").tolist()
     output = tab.column("output").tolist()
-    rank = {c: i for i, c in enumerate(policy.class_order)}
+    rank = {c: i for i, c in enumerate(class_order)}
     cls = [rank[c] for c in tab.column("cls").tolist()]     # priority rank of each request
     K = len(rank)
     taus, new_tau = durations(engine.time_model)
     b, e = engine.budget, tab.emit_first
-    R = policy.max_reqs or b       # each member takes a token: at most b members anyway
+    R = max_reqs or b       # each member takes a token: at most b members anyway
     waiting = [deque() for _ in range(K)]     # per class, in arrival order
     head_done = [0] * K                       # prompt tokens of each class's head prefilled
     decoders = [[] for _ in range(K)]         # per class, in arrival order
@@ -196,7 +196,9 @@ def class_priority_fill(engine, t, stop, limit):
     return t
 
 
-def class_priority_fill_memory(engine, t, stop, limit):
+# long: bulk kernel, one pass per iteration in plain ints: helper calls per iteration cost its speed
+def class_priority_fill_memory(  # noqa: C901
+        engine, t, stop, limit, *, class_order, max_reqs=None):
     """The rule with a KV-memory limit ``M`` (vLLM's accounting and recompute preemption,
     :func:`~queuetheory.policies.base.admissible` and :func:`~queuetheory.policies.base.fit_memory`)
     and any ``max_reqs``.
@@ -216,16 +218,15 @@ def class_priority_fill_memory(engine, t, stop, limit):
     """
     tab = engine.table
     n = tab.n
-    policy = engine.policy
     arrival = tab.column("arrival").tolist()
     prompt = tab.column("prompt").tolist()
     output = tab.column("output").tolist()
-    rank = {c: i for i, c in enumerate(policy.class_order)}
+    rank = {c: i for i, c in enumerate(class_order)}
     cls = [rank[c] for c in tab.column("cls").tolist()]
     K = len(rank)
     taus, new_tau = durations(engine.time_model)
     b, e, M = engine.budget, tab.emit_first, engine.memory
-    R = policy.max_reqs or b
+    R = max_reqs or b
     length = prompt[:]             # current prefill: prompt plus recomputed output
     filled = [0] * n               # prefilled tokens of the current prefill
     recomputed = [0] * n

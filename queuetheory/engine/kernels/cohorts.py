@@ -39,32 +39,13 @@ is ``"decode"``), and no token budget (neither scheduler has one).
 from __future__ import annotations
 
 from bisect import bisect_right
-from functools import partial
 
 import numpy as np
 
 from .common import durations
 from .memberships import write_back
 
-__all__ = ["cohorts", "cohorts_runner"]
-
-
-def cohorts_runner(engine, policy):
-    """The rule's entry in :data:`~queuetheory.engine.kernels.RULES`: the rule for WAIT (a
-    group per type) or Nested WAIT (a group per segment, ``policy.segments``) without a
-    KV-memory limit; ``None`` with one, or where the policy itself would refuse a request (a
-    class without a threshold, an output past the last segment): the engine steps."""
-    tab = engine.table
-    if engine.memory is not None:
-        return None
-    segments = getattr(policy, "segments", None)
-    if segments is not None:
-        if tab.n and tab.column("output").max() > segments[-1]:
-            return None
-        return partial(cohorts, thresholds=policy.thresholds, bounds=segments)
-    if tab.n and tab.column("cls").max() >= len(policy.thresholds):
-        return None
-    return partial(cohorts, thresholds=policy.thresholds, bounds=None)
+__all__ = ["cohorts"]
 
 
 class _Cohort:
@@ -101,8 +82,12 @@ class _Cohort:
 
 
 def cohorts(engine, t, stop, limit, *, thresholds, bounds):
-    """``bounds``: each segment's last stage (Nested WAIT: groups run as a ready prefix and
-    pass prompts on), or None (WAIT: a group per type, each on its own)."""
+    """Run WAIT or Nested WAIT from a fresh engine without a KV-memory limit at ``t`` up to
+    the horizon ``stop`` or the iteration cap ``limit``; return the time reached.
+    ``thresholds``: each group's threshold; ``bounds``: each segment's last stage (Nested
+    WAIT: groups run as a ready prefix and pass prompts on), or None (WAIT: a group per
+    type, each on its own). Every request must belong to a group: a class below
+    ``len(thresholds)`` (WAIT), an output within the last segment (Nested WAIT)."""
     tab = engine.table
     n = tab.n
     prompt, output = tab.column("prompt"), tab.column("output")

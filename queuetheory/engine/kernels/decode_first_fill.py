@@ -121,9 +121,11 @@ def _write_back(engine, prefill_end, admitted, head, head_done, rows):
 
 
 
-def decode_first_fill_memory(engine, t, stop, limit):
+# long: bulk kernel, one pass per iteration in plain ints: helper calls per iteration cost its speed
+def decode_first_fill_memory(engine, t, stop, limit, *, max_reqs=None):
     """The rule with a KV-memory limit ``M`` (vLLM's accounting and recompute preemption,
-    :func:`~queuetheory.policies.base.fit_memory`) and a batch-size limit ``R``.
+    :func:`~queuetheory.policies.base.fit_memory`) and a batch-size limit ``R``
+    (``max_reqs``; ``None``: none).
 
     Under FCFS the requests holding KV (residents) are the oldest in the system, all in
     decode but the youngest, which may be part-way through its prefill (and holds KV for
@@ -143,7 +145,7 @@ def decode_first_fill_memory(engine, t, stop, limit):
     taus, new_tau = durations(engine.time_model)
     b, e = engine.budget, tab.emit_first
     M = engine.memory if engine.memory is not None else float("inf")
-    R = getattr(engine.policy, "max_reqs", None) or b
+    R = max_reqs or b
     length = prompt[:]             # current prefill: prompt plus recomputed output
     filled = [0] * n               # prefilled tokens of the current prefill
     recomputed = [0] * n

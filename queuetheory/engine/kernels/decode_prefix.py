@@ -61,10 +61,12 @@ def largest_gap(times, k, tau):
     return max(map(sub, islice(times, 1, k + 1), times))
 
 
-def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
+# long: bulk kernel, one pass per iteration in plain ints: helper calls per iteration cost its speed
+def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None):  # noqa: C901
     """Run the decision ``kind`` from a fresh engine at ``t`` up to the horizon ``stop`` or
     ``limit`` iterations; return the time reached. ``chunk=False``: only whole prompts enter
-    a batch, except a first one longer than the room left (Orca without chunking)."""
+    a batch, except a first one longer than the room left (Orca without chunking);
+    ``max_reqs``: the policy's batch-size limit (``None``: none)."""
     tab = engine.table
     n = tab.n
     arrival = tab.column("arrival").tolist()
@@ -75,7 +77,6 @@ def run_decode_prefix(engine, t, stop, limit, kind, chunk=True):
     b, e = engine.budget, tab.emit_first
     inf, nan = float("inf"), float("nan")
     M = engine.memory if engine.memory is not None else inf
-    max_reqs = getattr(engine.policy, "max_reqs", None)
     R = n + 1 if max_reqs is None else max_reqs
     tbt = engine.tbt
     single = tbt.single

@@ -1,6 +1,6 @@
 """The rule ``future_peak_admission``: the paper schedulers that keep every running request
 and admit waiting ones in a priority order while the future-peak check of Jaillet et al.
-(eqs. (1)–(2), :class:`~queuetheory.policies.memory_check.FuturePeak`) holds, stopping at the
+(eqs. (1)–(2), :class:`~queuetheory.rounds.FuturePeak`) holds, stopping at the
 first that fails: MC-SF and its FCFS variant (Jaillet et al., Algorithm 2), and A_max,
 A_min, H-SF and A_random (Chen, Ye, Zhou, Algorithms 1–4), A_min with its evictions.
 
@@ -41,53 +41,56 @@ import heapq
 from array import array
 from bisect import bisect_left, insort
 from itertools import accumulate
+from typing import NamedTuple
 
 import numpy as np
 
 from .common import durations, tail_of, write_log
 
-__all__ = ["future_peak_admission_runner"]
+__all__ = ["future_peak_admission", "Books"]
 
 _SHIFT = 8                       # ids per block of the waiting counts: 256
 
 
-def future_peak_admission_runner(engine, policy):
-    """``run(engine, t, stop, limit)`` for the policy, or ``None`` outside the rule: an
-    MC-SF whose admission goes on past a failure (``on_fail="skip"``), a scheduler of
-    Chen et al. not listed above, a generator other than PCG64, lengths below one token."""
-    from ...policies.kvcache import FCFS, MCSF
-    from ...policies.robust import HSF, AMax, AMin, ARandom
+class Books(NamedTuple):
+    """What the policy would know after making every decision of the run itself: the
+    requests it has seen, their estimates (A_min's ``õ``, raised at evictions), the uniform
+    key ``σ`` of each (kinds ``"rank"``, ``"hi_rank"``) and the uniforms owed to its
+    generator (kind ``"fresh"``: ``advance`` it by ``skip``)."""
 
-    tab = engine.table
-    evicts = None
-    if type(policy) in (MCSF, FCFS):
-        if policy.on_fail != "break":
-            return None
-        kind = "output" if type(policy) is MCSF else "arrival"
-        est, cap = tab.column("output"), policy.max_starts
-    elif type(policy) in (AMax, AMin, HSF, ARandom):
-        if type(policy.rng.bit_generator) is not np.random.PCG64:
-            return None
-        cap = None
-        if isinstance(policy, AMax):
-            est, kind = tab.column("hi"), "hi_rank" if policy.order == "sorted" else "rank"
-        elif isinstance(policy, ARandom):
-            est, kind = tab.column("output"), "rank"
-        else:
-            est, kind = tab.column("output"), "fresh"
-            if isinstance(policy, AMin):
-                est = tab.column("lo")
-                evicts = (policy.evict_key == "dynamic", int(policy.bound == "generated+1"))
-        if tab.n and est.min() < 1:
-            return None
-    else:
-        return None
-    est = est.tolist()
+    seen: int
+    est: list
+    ranks: list
+    skip: int
 
-    def run(engine, t, stop, limit):
-        return _run(engine, policy, t, stop, limit, kind, est, cap, evicts)
 
-    return run
+def future_peak_admission(engine, t, stop, limit, *, kind, est, cap=None, evicts=None,
+                          rng=None):
+    """Run the rule from a fresh engine at ``t`` up to the horizon ``stop``, the iteration
+    cap ``limit`` or a decision it does not cover; return the time reached and the policy's
+    :class:`Books`.
+
+    Parameters
+    ----------
+    engine : Engine
+        A fresh engine with a KV-memory limit and the papers' restart preemption.
+    t, stop, limit : float, float, float
+        Start time, horizon and iteration cap.
+    kind : {"output", "arrival", "rank", "hi_rank", "fresh"}
+        The admission order (see the module docstring): shortest true output first
+        (MC-SF), arrival (its FCFS variant), a uniform key per request (A_random, A_max's
+        ``"random"`` order), ``(hi, σ)`` (A_max) or ``(est, fresh uniform)`` (A_min, H-SF).
+    est : sequence of int
+        Per request, the length the policy assumes (``o``, ``hi`` or ``lo``), at least 1.
+    cap : int, optional
+        At most this many admissions per round (MC-SF's ``max_starts``).
+    evicts : tuple of (bool, int), optional
+        A_min's evictions: whether the key is dynamic, and the ``+1`` of
+        ``bound="generated+1"``; ``None``: the policy never evicts.
+    rng : numpy.random.Generator, optional
+        The policy's PCG64 generator (kinds ``"rank"``, ``"hi_rank"``, ``"fresh"``).
+    """
+    return _run(engine, rng, t, stop, limit, kind, list(est), cap, evicts)
 
 
 class _Profile:
@@ -160,7 +163,8 @@ class _Profile:
         return self.B + self.OB + (self.C + self.OC) * s
 
 
-def _run(engine, policy, t, stop, limit, kind, est, cap, evicts):
+# long: bulk kernel, one pass per iteration in plain ints: helper calls per iteration cost its speed
+def _run(engine, rng, t, stop, limit, kind, est, cap, evicts):  # noqa: C901
     tab = engine.table
     n = tab.n
     arrival = tab.column("arrival").tolist()
@@ -169,8 +173,6 @@ def _run(engine, policy, t, stop, limit, kind, est, cap, evicts):
     taus, new_tau = durations(engine.time_model)
     e = tab.emit_first
     M = engine.memory
-    rng = getattr(policy, "rng", None)
-    est = list(est)              # A_min's õ rises at its evictions
     profile = _Profile(M)
     fits = profile.fits
     began = [-1] * n             # admission round of each running request's residency
@@ -375,8 +377,7 @@ def _run(engine, policy, t, stop, limit, kind, est, cap, evicts):
             residencies.extend((j, began[j], max(0, s - began[j] - 1 + e), 2))
     _write_back(engine, admitted, rows, residencies)
     engine.work, engine.kv_total, engine.peak_memory = work, kv, peak
-    _hand_back(policy, kind, seen, est, ranks, skip)
-    return t
+    return t, Books(seen, est, ranks, skip)
 
 
 def _evictions(running, excess, rng, est, began, prompt, s, e, dynamic):
@@ -450,16 +451,3 @@ def _write_back(engine, admitted, rows, residencies):
         engine.tbt.add(cls[again], stall)
     ids = np.arange(admitted)
     engine.live = ids[np.isnan(tab.finish[:admitted])]
-
-
-def _hand_back(policy, kind, seen, est, ranks, skip):
-    """The policy's own state as if it had made every decision of the run."""
-    from ...policies.robust import AMin
-
-    if kind in ("rank", "hi_rank"):
-        policy._rank = np.array(ranks, dtype=float)
-        policy._ranked = len(ranks)
-    elif kind == "fresh":
-        policy.rng.bit_generator.advance(skip)
-        if isinstance(policy, AMin) and seen:     # õ of every request seen
-            policy._lb = np.array(est[:seen], dtype=np.int64)

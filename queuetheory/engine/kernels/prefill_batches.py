@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from array import array
+from functools import partial
 
 import numpy as np
 
 from .common import durations, tail_of, write_log
 from .decode_prefix import VLLM, run_decode_prefix
 
-__all__ = ["prefill_batches_runner", "most_decoding", "prefill_batches", "vllm_decode_prefix"]
+__all__ = ["prefill_batches_kernel", "most_decoding", "prefill_batches", "vllm_decode_prefix"]
 
 
-def prefill_batches_runner(engine, policy):
-    """The rule ``prefill_batches`` (vanilla vLLM under FCFS, Li, Dai, Peng §3): a
+def prefill_batches_kernel(engine, max_reqs=None):
+    """The kernel of the rule ``prefill_batches`` (vanilla vLLM under FCFS, Li, Dai, Peng §3): a
     prefill-only batch of whole prompts in arrival order (a prompt longer than the budget
     chunked alone) whenever one can start — memory permitting, vLLM's accounting — else a
     decode-only batch of the oldest requests in decode, up to the budget ``b`` and
@@ -23,9 +24,9 @@ def prefill_batches_runner(engine, policy):
     (:func:`most_decoding` at most ``min(b, max_reqs)``), every one decodes in every
     decode-only batch and :func:`prefill_batches` follows residencies; elsewhere
     :func:`vllm_decode_prefix` follows the oldest decoders (:mod:`.decode_prefix`)."""
-    max_reqs = getattr(policy, "max_reqs", None)
     cap = engine.budget if max_reqs is None else min(engine.budget, max_reqs)
-    return prefill_batches if most_decoding(engine) <= cap else vllm_decode_prefix
+    kernel = prefill_batches if most_decoding(engine) <= cap else vllm_decode_prefix
+    return partial(kernel, max_reqs=max_reqs)
 
 
 def most_decoding(engine) -> int:
@@ -38,15 +39,16 @@ def most_decoding(engine) -> int:
     return int(np.searchsorted(np.cumsum(np.sort(prompt)), engine.memory, side="right"))
 
 
-def vllm_decode_prefix(engine, t, stop, limit):
+def vllm_decode_prefix(engine, t, stop, limit, *, max_reqs=None):
     """Vanilla vLLM under FCFS as the decision ``VLLM`` of :func:`.decode_prefix.
     run_decode_prefix` (whole prompts; the decoders that decode are the oldest)."""
-    return run_decode_prefix(engine, t, stop, limit, VLLM, chunk=False)
+    return run_decode_prefix(engine, t, stop, limit, VLLM, chunk=False, max_reqs=max_reqs)
 
 
-def prefill_batches(engine, t, stop, limit):
+# long: bulk kernel, one pass per iteration in plain ints: helper calls per iteration cost its speed
+def prefill_batches(engine, t, stop, limit, *, max_reqs=None):
     """Vanilla vLLM under FCFS where every request in decode decodes in every decode-only
-    batch (see :func:`prefill_batches_runner`): the residents are the oldest requests, so a
+    batch (see :func:`prefill_batches_kernel`): the residents are the oldest requests, so a
     residency emits its tokens (after the first, under ``first_token="prefill"``) in
     consecutive decode-only batches.
     """
@@ -60,7 +62,6 @@ def prefill_batches(engine, t, stop, limit):
     taus, new_tau = durations(engine.time_model)
     b, e = engine.budget, tab.emit_first
     M = engine.memory if engine.memory is not None else float("inf")
-    max_reqs = getattr(engine.policy, "max_reqs", None)
     R = n + 1 if max_reqs is None else max_reqs
     cap = min(b, R)
     length = prompt[:]

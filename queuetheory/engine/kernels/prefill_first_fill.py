@@ -7,7 +7,7 @@ from .decode_prefix import ORCA, run_decode_prefix
 __all__ = ["prefill_first_fill"]
 
 
-def prefill_first_fill(engine, t, stop, limit):
+def prefill_first_fill(engine, t, stop, limit, *, chunk=True, max_reqs=None):
     """Orca under FCFS (Li, Dai, Peng §3): prompt tokens first, in arrival order up to the
     token budget ``b`` (the last one chunked; with ``chunk=False`` only whole prompts, a first
     one longer than the budget chunked alone), then one decode token for each of the oldest
@@ -18,4 +18,4 @@ def prefill_first_fill(engine, t, stop, limit):
     and the youngest residents are preempted (recompute) when the decodes do not fit
     (:func:`~queuetheory.policies.base.admissible`, :func:`~queuetheory.policies.base.
     fit_memory`)."""
-    return run_decode_prefix(engine, t, stop, limit, ORCA, chunk=engine.policy.chunk)
+    return run_decode_prefix(engine, t, stop, limit, ORCA, chunk=chunk, max_reqs=max_reqs)

@@ -34,19 +34,26 @@ import heapq
 from array import array
 from bisect import bisect_left, insort
 from collections import deque
+from typing import NamedTuple
 
 import numpy as np
 
 from .common import durations
 from .memberships import write_back
 
-__all__ = ["slo_slack", "slo_slack_runner"]
+__all__ = ["slo_slack", "Books"]
 
 
-def slo_slack_runner(engine, policy):
-    """The rule's entry in :data:`~queuetheory.engine.kernels.RULES`: the rule without a
-    KV-memory limit; ``None`` with one (the engine steps)."""
-    return slo_slack if engine.memory is None else None
+class Books(NamedTuple):
+    """SLAI's books after the run, as if it had made every decision itself: the running
+    mean batch duration and its count, the previous batch's start, each request's last
+    token time ``e_j`` (NaN once finished) and the members of the last batch."""
+
+    mean: float
+    count: int
+    prev_time: float | None
+    e: np.ndarray | None
+    prev_rids: np.ndarray
 
 
 class _Group:
@@ -62,28 +69,43 @@ class _Group:
         self.leaving = {}
 
 
-def slo_slack(engine, t, stop, limit):
-    """Run SLAI's decisions from ``t`` on a fresh engine until the horizon ``stop``, the
-    iteration cap ``limit`` or the last completion; write the records and the policy's books
-    back as if it had stepped; return the time reached."""
-    policy = engine.policy
+# long: bulk kernel, one pass per iteration in plain ints: helper calls per iteration cost its speed
+def slo_slack(  # noqa: C901
+        engine, t, stop, limit, *, tbt, alpha, beta, delta, spf, paying_first):
+    """Run SLAI's decisions from ``t`` on a fresh engine without a KV-memory limit until
+    the horizon ``stop``, the iteration cap ``limit`` or the last completion; write the
+    records as if it had stepped; return the time reached and the policy's :class:`Books`.
+
+    Parameters
+    ----------
+    engine : Engine
+        A fresh engine without a KV-memory limit.
+    t, stop, limit : float, float, float
+        Start time, horizon and iteration cap.
+    tbt : sequence of float
+        The TBT target per class (the last one for classes beyond).
+    alpha : int
+        At most this many requests hold KV (SLAI's ``α``).
+    beta : int or None
+        At most this many critical decodes per batch (``β``; ``None``: the token budget).
+    delta : float
+        The offset ``δ`` of the last schedulable time, Bari et al. eq. (8).
+    spf, paying_first : bool
+        New prefills shortest prompt first (else FCFS); the paying class first.
+    """
     tab = engine.table
     n = tab.n
     arrival = tab.column("arrival").tolist()
     prompt = tab.column("prompt").tolist()
     output = tab.column("output").tolist()
     cls_of = tab.column("cls").tolist()
-    targets = policy.tbt.tolist()
+    targets = list(tbt)
     target = [targets[min(c, len(targets) - 1)] for c in range(max(cls_of, default=0) + 1)]
     taus, new_tau = durations(engine.time_model)
     b = engine.budget
     e = tab.emit_first
-    beta = b if policy.beta is None else min(policy.beta, b)
-    alpha = policy.alpha
-    delta = policy.delta
-    if policy.offset == "dynamic":        # no memory limit: KV use is 0
-        delta = policy.dynamic[0] if 0.0 < policy.dynamic[2] else policy.dynamic[1]
-    queue = _WaitingQueue(policy, prompt, tab.column("priority").tolist())
+    beta = b if beta is None else min(beta, b)
+    queue = _WaitingQueue(spf, paying_first, prompt, tab.column("priority").tolist())
 
     # memberships, six numbers each: request, group, first and last history index, whether
     # the first entry is silent (the request entered decode there without emitting a token)
@@ -101,7 +123,7 @@ def slo_slack(engine, t, stop, limit):
     rows = [array(code) for code in "ddqqqqqq"]
     start, dur, n_pre, chunks, decs, used_col, in_sys, work_col = rows
     admitted = finished = ndec = carried = 0
-    mean, count, prev_time = policy._mean, policy._count, policy._prev_time
+    mean, count, prev_time = 0.0, 0, None         # a fresh policy's books
     work, kv, peak = engine.work, engine.kv_total, engine.peak_memory
     s = engine.iteration
 
@@ -287,11 +309,10 @@ def slo_slack(engine, t, stop, limit):
     for r in range(admitted):             # memberships still open
         if cur[r] >= 0:
             leave(r, len(groups[mem[cur[r] + 1]].hist) - 1)
-    _write_back(engine, admitted, rows, groups, mem, decoded, prefill_end, finish,
-                (partial, partial_filled, partial_last), pre)
+    e_of, prev_rids = _write_back(engine, admitted, rows, groups, mem, decoded, prefill_end,
+                                  finish, (partial, partial_filled, partial_last), pre)
     engine.work, engine.kv_total, engine.peak_memory = work, kv, peak
-    policy._mean, policy._count, policy._prev_time = mean, count, prev_time
-    return t
+    return t, Books(mean, count, prev_time, e_of, prev_rids)
 
 
 class _WaitingQueue:
@@ -299,9 +320,8 @@ class _WaitingQueue:
     arrival) or FCFS, paying class first with ``paying_first``. A heap of integer keys
     ``(rank · (longest prompt + 1) + prompt) · n + request`` (no tuples to keep alive)."""
 
-    def __init__(self, policy, prompt, priority):
+    def __init__(self, spf, paying, prompt, priority):
         n = len(prompt)
-        spf, paying = policy.order == "spf", policy.paying_first
         self.n, self.heap = max(n, 1), []
         self.fifo = deque() if not (spf or paying) else None
         top, longest = max(priority, default=0), max(prompt, default=0) + 1
@@ -371,21 +391,21 @@ def _split(order, served, dm, new_group, move, gone):
 
 def _write_back(engine, admitted, rows, groups, memberships, decoded, prefill_end, finish,
                 partial, last_pre):
-    """The engine's records and state after the bulk run, as if it had stepped, and the
-    policy's books: its ``e_j`` of the requests left, the members of the last batch."""
+    """The engine's records and state after the bulk run, as if it had stepped; return the
+    policy's books: its ``e_j`` of the requests left (``None`` when none arrived), the
+    members of the last batch."""
     r_part, filled, part_last = partial
     ends, at, hist, rid, lo, hi = write_back(engine, admitted, rows, [g.hist for g in groups],
                                              memberships, decoded, prefill_end, finish)
     tab = engine.table
     if r_part >= 0:
         tab.prefilled[r_part] = filled
-    policy = engine.policy
+    e_of = None
     if admitted:
         e_of = np.full(admitted, np.nan)
         e_of[rid] = at[hi]              # memberships in time order: the last one stays
         if r_part >= 0:
             e_of[r_part] = ends[part_last - (engine.iteration - ends.size)]
         e_of[np.isfinite(tab.finish[:admitted])] = np.nan
-        policy._e = e_of
     emitted_last = rid[(hist[hi] == ends.size - 1) & (hi >= lo)]
-    policy._prev_rids = np.union1d(emitted_last, np.array(last_pre, dtype=np.int64))
+    return e_of, np.union1d(emitted_last, np.array(last_pre, dtype=np.int64))

@@ -1,0 +1,201 @@
+"""The round model of Jaillet et al. and Chen, Ye, Zhou, apart from any scheduler.
+
+One batch per round (``qt.UnitTime()``); a request started in round ``p`` runs ``d_i``
+consecutive rounds and holds ``s_i + k`` KV tokens in its ``k``-th one (``k = 0`` is the
+prefill round); capacity ``M``. Here live what both the schedulers
+(:mod:`queuetheory.policies.kvcache`, :mod:`queuetheory.policies.robust`) and the bounds
+(:mod:`queuetheory.bounds`) use: the timing conventions, the future-peak KV check
+(Jaillet et al., eqs. (1)–(2)) and the MC-SF reference schedule. It imports nothing above
+:mod:`queuetheory.errors`.
+
+Timing conventions — the one place where they are mapped
+--------------------------------------------------------
+=========  ===================================  ================  ==========================
+name       paper                                duration ``d_i``  engine
+=========  ===================================  ================  ==========================
+``"ip"``   App. B.1 (hindsight IP), default     ``o_i``           ``first_token="prefill"``
+``"eq1"``  Eq. (1), Section 3 (the token phase)  ``o_i + 1``       ``first_token="decode"``
+=========  ===================================  ================  ==========================
+
+With ``"ip"`` the prefill round emits the first token, memory runs ``s_i … s_i + o_i − 1``
+and the request completes at ``p_i + o_i``; with ``"eq1"`` memory peaks at ``s_i + o_i``
+(Section 3, the token phase) and it completes at ``p_i + o_i + 1``. :data:`CONVENTIONS` maps
+the name to the engine's ``first_token`` and :func:`durations` to ``d_i``; the policies read
+the engine's convention from ``State.emit_first``, so the same policy object serves both.
+
+The future-peak check
+---------------------
+A job that is in memory at round ``t`` with ``m`` tokens grows by one token per round until
+its last round ``e``, then frees everything. The total of a fixed set of jobs rises linearly
+between completions and drops at them, so checking the completion rounds (checkpoints) is
+enough (Jaillet et al., §4) — the candidate's own completion included (spec §2.1's fix).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import check_positive
+
+__all__ = ["CONVENTIONS", "check_convention", "durations", "FuturePeak", "mcsf_schedule",
+           "check_on_fail", "check_max_starts", "admit"]
+
+CONVENTIONS = {"ip": "prefill", "eq1": "decode"}
+"""Timing convention name → the engine's ``first_token`` (see the module docstring)."""
+
+_ORDERS = ("output", "arrival")
+
+
+def check_convention(convention: str) -> str:
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention={convention!r}: must be one of {tuple(CONVENTIONS)}")
+    return convention
+
+
+def durations(output, convention: str = "ip") -> np.ndarray:
+    """Rounds ``d_i`` a request occupies: ``o_i`` (``"ip"``) or ``o_i + 1`` (``"eq1"``)."""
+    prefill_emits = CONVENTIONS[check_convention(convention)] == "prefill"
+    return np.asarray(output, dtype=np.int64) + (0 if prefill_emits else 1)
+
+
+class FuturePeak:
+    """Memory profile of the running jobs from round ``t`` on, with incremental admission.
+
+    Parameters
+    ----------
+    memory : capacity ``M`` in tokens
+    t : the current round
+    m0 : memory of each running job in round ``t``
+    last : last round of each running job (``≥ t``)
+    """
+
+    def __init__(self, memory, t, m0=(), last=()):
+        self.memory, self.t = memory, t
+        m0 = np.asarray(m0, dtype=np.int64)
+        last = np.asarray(last, dtype=np.int64)
+        if np.any(last < t):
+            raise ValueError("last: every running job must still be running in round t")
+        # load(τ) = Σ_{k: last_k ≥ τ} (m0_k + τ − t);  count(τ) = #{k: last_k ≥ τ}: the jobs
+        # alive at τ are a suffix of the jobs sorted by last round, so suffix sums give both
+        order = np.argsort(last, kind="stable")
+        last, m0 = last[order], m0[order]
+        self.taus, first = np.unique(last, return_index=True)
+        held = np.concatenate([m0[::-1].cumsum()[::-1], [0]])     # Σ m0 over k ≥ i
+        self.count = last.size - first
+        self.load = held[first] + self.count * (self.taus - t)
+
+    def peak(self) -> int:
+        return int(self.load.max()) if self.load.size else 0
+
+    def _load_at(self, tau: int) -> int:
+        k = int(np.searchsorted(self.taus, tau, side="left"))
+        if k == self.taus.size:
+            return 0
+        # the jobs alive at τ are those alive at the next checkpoint
+        return int(self.load[k] - self.count[k] * (self.taus[k] - tau))
+
+    def fits(self, m: int, e: int) -> bool:
+        """Would a job using ``m`` tokens in round ``t`` and lasting until round ``e`` fit?"""
+        if e < self.t:
+            raise ValueError(f"e={e}: a job's last round cannot precede t={self.t}")
+        before = self.taus <= e
+        if np.count_nonzero(self.load[before] + m + self.taus[before] - self.t > self.memory):
+            return False
+        return bool(self._load_at(e) + m + e - self.t <= self.memory)
+
+    def add(self, m: int, e: int) -> None:
+        """Admit a job (without checking); keeps the profile exact."""
+        k = int(np.searchsorted(self.taus, e, side="left"))
+        if k == self.taus.size or self.taus[k] != e:
+            load, count = self._load_at(e), (int(self.count[k]) if k < self.taus.size else 0)
+            self.taus = _insert(self.taus, k, e)
+            self.load = _insert(self.load, k, load)
+            self.count = _insert(self.count, k, count)
+        before = self.taus <= e
+        self.load[before] += m + self.taus[before] - self.t
+        self.count[before] += 1
+
+    def admit(self, m, e, on_fail: str = "break") -> np.ndarray:
+        """Greedy admission of candidates in the given order; returns the admitted mask.
+
+        ``on_fail="break"`` stops at the first candidate that does not fit (the paper's
+        Algorithms 1–2); ``"skip"`` tries the later ones too.
+        """
+        if on_fail not in ("break", "skip"):
+            raise ValueError(f"on_fail={on_fail!r}: must be 'break' or 'skip'")
+        m = np.asarray(m, dtype=np.int64)
+        e = np.asarray(e, dtype=np.int64)
+        ok = np.zeros(m.size, dtype=bool)
+        for i in range(m.size):
+            if self.fits(int(m[i]), int(e[i])):
+                self.add(int(m[i]), int(e[i]))
+                ok[i] = True
+            elif on_fail == "break":
+                break
+        return ok
+
+
+def _insert(a: np.ndarray, k: int, value) -> np.ndarray:
+    """``np.insert(a, k, value)`` for a 1-d array, without its generic machinery."""
+    out = np.empty(a.size + 1, dtype=a.dtype)
+    out[:k] = a[:k]
+    out[k] = value
+    out[k + 1:] = a[k:]
+    return out
+
+
+def check_on_fail(on_fail: str) -> str:
+    if on_fail not in ("break", "skip"):
+        raise ValueError(f"on_fail={on_fail!r}: must be 'break' or 'skip'")
+    return on_fail
+
+
+def check_max_starts(max_starts):
+    if max_starts is not None:
+        check_positive("max_starts", max_starts, integer=True)
+    return max_starts
+
+
+def admit(peak: FuturePeak, m, e, on_fail: str, max_starts) -> np.ndarray:
+    """Admission mask of the candidates (already in priority order) at the current round."""
+    ok = peak.admit(m, e, on_fail)
+    if max_starts is not None:
+        ok[np.flatnonzero(ok)[max_starts:]] = False
+    return ok
+
+
+def mcsf_schedule(arrival, prompt, output, memory, *, convention="ip", on_fail="break",
+                  max_starts=None, order="output") -> np.ndarray:
+    """Start rounds of MC-SF (Algorithm 2; Algorithm 1 when all arrivals are 0) computed
+    round by round without the engine: the reference the :class:`MCSF` policy is tested
+    against, and the fast path of the counterexample searches.
+
+    ``max_starts`` caps admissions per round (the capped comparators of spec §3.2/§3.4);
+    ``order="arrival"`` gives :class:`FCFS`. Arrival rounds must be integers.
+    """
+    a = np.asarray(arrival, dtype=np.int64)
+    s = np.asarray(prompt, dtype=np.int64)
+    d = durations(output, convention)
+    check_on_fail(on_fail)
+    check_max_starts(max_starts)
+    if order not in _ORDERS:
+        raise ValueError(f"order={order!r}: must be one of {_ORDERS}")
+    if np.any(s + d - 1 > memory):
+        i = int(np.argmax(s + d - 1))
+        raise ValueError(f"memory={memory}: below the peak {int(s[i] + d[i] - 1)} of request {i}")
+    n = a.size
+    key = np.lexsort((np.arange(n), a, d)) if order == "output" else np.lexsort((np.arange(n), a))
+    start = np.full(n, -1, dtype=np.int64)
+    t = int(a.min()) if n else 0
+    while np.any(start < 0):
+        run = (start >= 0) & (start + d > t)
+        wait = key[(start[key] < 0) & (a[key] <= t)]
+        if wait.size:
+            peak = FuturePeak(memory, t, s[run] + t - start[run], start[run] + d[run] - 1)
+            ok = admit(peak, s[wait], t + d[wait] - 1, on_fail, max_starts)
+            start[wait[ok]] = t
+        if not run.any() and not wait.size:
+            t = int(a[start < 0].min())
+        else:
+            t += 1
+    return start
