@@ -66,6 +66,8 @@ COVERED = [
     "queuetheory.metrics",
     "queuetheory.stability",
     "queuetheory.sweep",
+    "queuetheory.plotting",
+    "queuetheory.report",
 ]
 
 #: Every module with a public API, covered or not (for the report only).
