@@ -68,6 +68,7 @@ COVERED = [
     "queuetheory.sweep",
     "queuetheory.plotting",
     "queuetheory.report",
+    "queuetheory.compare",
 ]
 
 #: Every module with a public API, covered or not (for the report only).
