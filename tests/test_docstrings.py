@@ -69,6 +69,7 @@ COVERED = [
     "queuetheory.plotting",
     "queuetheory.report",
     "queuetheory.compare",
+    "queuetheory.timing",
 ]
 
 #: Every module with a public API, covered or not (for the report only).
@@ -190,7 +191,8 @@ def _validate(obj) -> list[tuple[str, str]]:
 def _methods(cls):
     """The public methods and properties ``cls`` defines itself: (name, object to validate).
 
-    A property is validated as an attribute (a summary; no Parameters or Returns)."""
+    A property is validated as an attribute (a summary; no Parameters or Returns). An
+    override without a docstring of its own inherits its base's, which is checked there."""
     out = []
     for name, member in vars(cls).items():
         if name.startswith("_"):
@@ -198,8 +200,12 @@ def _methods(cls):
         if isinstance(member, staticmethod | classmethod):
             member = member.__func__
         func = member.fget if isinstance(member, property) else member
-        if inspect.isfunction(func) and func.__module__.startswith("queuetheory"):
-            out.append((name, member))
+        if not (inspect.isfunction(func) and func.__module__.startswith("queuetheory")):
+            continue
+        if func.__doc__ is None and any(getattr(getattr(base, name, None), "__doc__", None)
+                                        for base in cls.__mro__[1:]):
+            continue        # inherits its base's docstring (autodoc shows that one)
+        out.append((name, member))
     return out
 
 
