@@ -70,6 +70,7 @@ COVERED = [
     "queuetheory.report",
     "queuetheory.compare",
     "queuetheory.timing",
+    "queuetheory.fluid",
 ]
 
 #: Every module with a public API, covered or not (for the report only).
