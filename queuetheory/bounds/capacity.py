@@ -115,8 +115,7 @@ class MaxRate:
 
     @property
     def at_budget(self) -> bool:
-        """Whether the best rate is the full-batch rate ``b/t_b`` (up to rounding).
-        """
+        """Whether the best rate is the full-batch rate ``b/t_b`` (up to rounding)."""
         return self.rate <= self.full_rate * (1 + 1e-12)
 
 

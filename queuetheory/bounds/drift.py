@@ -310,8 +310,7 @@ class QuadraticLyapunov:
 
     @property
     def eps_prime(self) -> float:
-        """``ε' = b − λ(m_p+m_d)``: the budget's slack per slot, in tokens.
-        """
+        """The budget's slack per slot, ``ε' = b − λ(m_p+m_d)``, in tokens."""
         return self.b - self.lam * (self.mp + self.md)
 
     @property
@@ -326,7 +325,7 @@ class QuadraticLyapunov:
 
     @property
     def B(self) -> float:
-        """``B = 2b(4Lλb/ε)² + b``: (B.1) must hold on ``{f ≥ B}``."""
+        """The level ``B = 2b(4Lλb/ε)² + b``; (B.1) must hold on ``{f ≥ B}``."""
         return 2 * self.b * (4 * self.L * self.lam * self.b / self.eps) ** 2 + self.b
 
     def per_request(self, p, d) -> np.ndarray:

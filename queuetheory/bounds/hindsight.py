@@ -135,8 +135,7 @@ class HindsightResult:
 
     @property
     def mean_latency(self) -> float:
-        """The mean latency per request, ``total_latency / n``, in rounds.
-        """
+        """The mean latency per request, ``total_latency / n``, in rounds."""
         return self.total_latency / max(len(self.starts), 1)
 
 

@@ -67,8 +67,7 @@ class Alg1Counterexample:
 
     @property
     def durations(self) -> np.ndarray:
-        """The rounds ``d_i`` each request runs under ``convention``.
-        """
+        """The rounds ``d_i`` each request runs under ``convention``."""
         return durations(self.output, self.convention)
 
 

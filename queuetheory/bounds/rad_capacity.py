@@ -546,8 +546,7 @@ class Chunking:
 
     @property
     def lcm_optimal(self) -> bool:
-        """Whether RAD's ``t_lcm`` chunks are optimal for this prompt (``ratio >= 1``).
-        """
+        """Whether RAD's ``t_lcm`` chunks are optimal for this prompt (``ratio >= 1``)."""
         return self.ratio >= 1
 
 

@@ -156,8 +156,7 @@ class WorkConservation:
 
     @property
     def work_conserving(self) -> bool:
-        """Whether no violating state was found.
-        """
+        """Whether no violating state was found."""
         return self.witness is None
 
 
