@@ -47,8 +47,8 @@ def ceil_sum(n, t):
 
     Returns
     -------
-    numpy.ndarray of int
-        ``F(n, t)``, shaped as ``n`` (0-d for a scalar).
+    numpy.int64 or numpy.ndarray of int
+        ``F(n, t)``, shaped as ``n``.
     """
     n = np.asarray(n, dtype=np.int64)
     q = n // t
