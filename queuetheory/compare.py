@@ -63,7 +63,21 @@ METRICS = {
 
 @dataclass(frozen=True)
 class Setting:
-    """What a scheduler factory may read to build its policy for one run."""
+    """What a scheduler factory may read to build its policy for one run.
+
+    Attributes
+    ----------
+    token_budget : int
+        The engine's token budget ``b`` per iteration.
+    memory : int or None
+        The KV-cache capacity ``M``, in tokens (``None``: unlimited).
+    time_model : TimeModel
+        The batch-time model.
+    workload : Workload
+        The run's workload.
+    load : float
+        The offered load, a fraction of the full-batch capacity.
+    """
 
     token_budget: int
     memory: int | None
@@ -74,7 +88,17 @@ class Setting:
 
 @dataclass(frozen=True)
 class Scheduler:
-    """One comparison entry: a name, ``factory(setting) -> Policy``, what it needs to know."""
+    """One comparison entry: a name, ``factory(setting) -> Policy``, what it needs to know.
+
+    Attributes
+    ----------
+    name : str
+        The scheduler's name in the table (unique within a comparison).
+    factory : callable
+        ``factory(setting) -> Policy``, called with a :class:`Setting` per run.
+    needs : str, default "none"
+        What it needs to know (exact lengths, intervals, ...), shown in the table.
+    """
 
     name: str
     factory: object
@@ -82,8 +106,16 @@ class Scheduler:
 
 
 @dataclass(frozen=True)
-class Plain:
-    """Factory ``setting -> cls(**kwargs)`` (picklable, so process pools can run it)."""
+class Plain:  # numpydoc drops a first parameter named cls: numpydoc ignore=PR02
+    """Factory ``setting -> cls(**kwargs)`` (picklable, so process pools can run it).
+
+    Parameters
+    ----------
+    cls : type
+        The policy class.
+    **kwargs
+        Its keyword arguments.
+    """
 
     cls: type
     kwargs: dict = field(default_factory=dict)
@@ -99,8 +131,16 @@ class Plain:
         return ()
 
 
-class Budgeted(Plain):
-    """Factory ``setting -> cls(setting.token_budget, **kwargs)``."""
+class Budgeted(Plain):  # as Plain: numpydoc ignore=PR02
+    """Factory ``setting -> cls(setting.token_budget, **kwargs)``.
+
+    Parameters
+    ----------
+    cls : type
+        The policy class; its first argument is the token budget.
+    **kwargs
+        Its other keyword arguments.
+    """
 
     def _args(self, setting: Setting) -> tuple:
         return (setting.token_budget,)
@@ -119,7 +159,13 @@ class NestedWAITFactory:
     """Nested WAIT (Ao et al., Alg. 2) for a workload of unknown types: the output-length law
     is cut into ``segments`` groups of consecutive lengths (§7.2) and the thresholds follow
     the paper's batch-limit rule with ``B`` = the token budget; the memory gate keeps every
-    batch within ``M``."""
+    batch within ``M``.
+
+    Attributes
+    ----------
+    segments : int, default 4
+        The most segments of the output-length law.
+    """
 
     segments: int = 4
 
@@ -142,7 +188,13 @@ def paper_schedulers() -> list[Scheduler]:
     known types and is left out of a workload of real lengths; Nested WAIT stands for it.
     RAD is left out too: its model has no KV memory, and on this engine it
     overflows ``M`` (the engine raises ``InfeasibleBatchError``), so it only runs with
-    ``memory=None``."""
+    ``memory=None``.
+
+    Returns
+    -------
+    list of Scheduler
+        :data:`CLASSIC`, then Nested WAIT, MC-SF, A_max, A_min and SLAI.
+    """
     from .policies import MCSF, SLAI, AMax, AMin
 
     return CLASSIC + [
@@ -235,7 +287,20 @@ def _pooled_backlog(values) -> str:
 
 @dataclass
 class Comparison:
-    """Per-run records (``runs``), the summary ``table`` and one figure per metric."""
+    """Per-run records (``runs``), the summary ``table`` and one figure per metric.
+
+    Attributes
+    ----------
+    runs : pandas.DataFrame
+        One row per (scheduler, load, seed): the metrics of :data:`METRICS`, ``arrived``,
+        ``completed`` and the backlog's behaviour.
+    needs : dict
+        ``{scheduler: what it needs to know}``.
+    level : float, default 0.95
+        The intervals' confidence level.
+    memory : int or None, default None
+        The KV capacity ``M`` every scheduler ran with (tokens).
+    """
 
     runs: pd.DataFrame
     needs: dict
@@ -294,7 +359,13 @@ class Comparison:
     def summary(self) -> pd.DataFrame:
         """The table as a reader wants it printed: per scheduler and load, the backlog,
         the completion, and every metric as ``mean [lo, hi]`` (the mean alone where there is
-        no interval) under a header with its unit; the needs and notes last."""
+        no interval) under a header with its unit; the needs and notes last.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by scheduler and load; strings, ready to print.
+        """
         table = self.table
         out = table[["backlog", "completion"]].copy()
         out["completion"] = [f"{c:.3f}" for c in table["completion"]]
@@ -321,7 +392,13 @@ class Comparison:
         the values span more than 10×, the legend beside the axes, the KV capacity ``M`` as
         a reference line on the memory figure. A point whose runs were unstable (the
         table's ``backlog`` grows) is crossed out in red: its latency is no steady state; a
-        scheduler whose runs left more than 1 % unfinished is named so in the legend."""
+        scheduler whose runs left more than 1 % unfinished is named so in the legend.
+
+        Returns
+        -------
+        dict
+            ``{metric: matplotlib.figure.Figure}``, one per key of :data:`METRICS`.
+        """
         import matplotlib.pyplot as plt
 
         from .plotting import dots
@@ -368,22 +445,52 @@ def compare(schedulers: Sequence | None = None, *, loads=(0.5, 0.7, 0.9), seeds=
 
     Parameters
     ----------
-    schedulers : entries ``(name, factory, needs)`` or :class:`Scheduler`; default CLASSIC
-    loads : offered loads, fractions of the full-batch capacity (``Workload.from_lengths``)
-    seeds : seeds per point (int k: ``range(k)``); intervals need at least ``MIN_SEEDS``
-    n_requests : requests per run (all drained)
-    lengths : paired (prompt, output) samples; default ShareGPT words with
-        ``prompt + output <= max_total`` (Bari et al. cap requests at 8,192 tokens)
-    time_model, token_budget, memory : the one engine every scheduler runs on
-    predictor : the workload's output-length predictor (``lo``, ``hi``) for schedulers
-        that need intervals; default exact
-    executor, checkpoint, progress : passed to :func:`queuetheory.sweep` (default: one
-        thread; factories of a process pool must be picklable, as :class:`Budgeted` is)
-    trace : a recorded :class:`~queuetheory.workload.Trace` (e.g.
+    schedulers : sequence, optional
+        Entries ``(name, factory, needs)`` or :class:`Scheduler`; default :data:`CLASSIC`.
+    loads : sequence of float, default (0.5, 0.7, 0.9)
+        Offered loads, fractions of the full-batch capacity (``Workload.from_lengths``).
+    seeds : int or sequence of int, default MIN_SEEDS
+        Seeds per point (int k: ``range(k)``); intervals need at least ``MIN_SEEDS``.
+    n_requests : int, default 2000
+        Requests per run (all drained).
+    lengths : tuple of array_like, optional
+        Paired (prompt, output) samples; default ShareGPT words with
+        ``prompt + output <= max_total`` (Bari et al. cap requests at 8,192 tokens).
+    max_total : int, default 4096
+        The cap on ``prompt + output`` of the default lengths.
+    time_model : TimeModel, default ANCHOR_TIME
+        The batch-time model of the one engine every scheduler runs on (seconds).
+    token_budget : int, default 512
+        Its token budget ``b``.
+    memory : int or None, default 65536
+        Its KV-cache capacity ``M`` in tokens (``None``: unlimited).
+    predictor : object, optional
+        The workload's output-length predictor (``lo``, ``hi``) for schedulers that need
+        intervals; default exact.
+    executor : concurrent.futures.Executor, optional
+        Passed to :func:`queuetheory.sweep` (default: one thread; factories of a process
+        pool must be picklable, as :class:`Budgeted` is).
+    checkpoint : str or pathlib.Path, optional
+        Passed to :func:`queuetheory.sweep`: a file to resume from.
+    progress : bool, default False
+        Show a progress bar.
+    trace : Trace, optional
+        A recorded :class:`~queuetheory.workload.Trace` (e.g.
         :func:`queuetheory.data.azure_trace`) replayed instead of Poisson arrivals: its
         lengths replace ``lengths`` and its arrival times are scaled to each load's rate
         (:func:`~queuetheory.workload.with_rate`); its first ``n_requests`` are run, and
-        the seeds then vary only the schedulers' own random choices
+        the seeds then vary only the schedulers' own random choices.
+
+    Returns
+    -------
+    Comparison
+        The per-run records, with the table and the figures.
+
+    Raises
+    ------
+    ValueError
+        If two schedulers share a name, both ``trace`` and ``lengths`` are given, or
+        ``memory`` is smaller than the longest request.
     """
     entries = [_as_scheduler(s) for s in (CLASSIC if schedulers is None else schedulers)]
     names = [s.name for s in entries]
@@ -419,7 +526,23 @@ def _cli_time_model(spec: str) -> TimeModel:
 
 
 def compare_main(argv=None) -> int:
-    """``queuetheory compare``: print the table; ``--out DIR`` also writes CSV and PNGs."""
+    """``queuetheory compare``: print the table; ``--out DIR`` also writes CSV and PNGs.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The command-line arguments; default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit status, 0.
+
+    Raises
+    ------
+    ValueError
+        If ``--seeds``, ``--requests``, ``--budget``, ``--memory`` or ``--workers`` is below 1.
+    """
     ap = OneLineParser(
         prog="queuetheory compare",
         description="Run every scheduler on the same ShareGPT workload (or a trace) across "

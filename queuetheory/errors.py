@@ -13,7 +13,19 @@ class QueueTheoryError(Exception):
 
 
 class InfeasibleBatchError(QueueTheoryError):
-    """A policy returned a batch that breaks a feasibility rule; never silently repaired."""
+    """A policy returned a batch that breaks a feasibility rule; never silently repaired.
+
+    Parameters
+    ----------
+    policy : Policy
+        The policy that built the batch (kept as ``self.policy``).
+    iteration : int
+        The iteration at which it was built (``self.iteration``).
+    rule : str
+        The feasibility rule broken (``self.rule``), e.g. the token budget or KV memory.
+    detail : str
+        What was wrong, for the message.
+    """
 
     def __init__(self, policy, iteration: int, rule: str, detail: str):
         self.policy, self.iteration, self.rule = policy, iteration, rule
@@ -22,7 +34,19 @@ class InfeasibleBatchError(QueueTheoryError):
 
 
 class UnstableError(QueueTheoryError, ValueError):
-    """The offered load is at or above capacity; ``excess`` says by how much."""
+    """The offered load is at or above capacity; ``excess`` says by how much.
+
+    Also a ``ValueError``, so ``except ValueError`` catches it.
+
+    Parameters
+    ----------
+    what : str
+        The quantity compared, for the message (e.g. ``"rho"``).
+    load : float
+        Its value (``self.load``).
+    limit : float, default 1.0
+        The value it must stay below (``self.limit``); ``self.excess`` is ``load - limit``.
+    """
 
     def __init__(self, what: str, load: float, limit: float = 1.0):
         self.load, self.limit, self.excess = load, limit, load - limit
@@ -32,7 +56,19 @@ class UnstableError(QueueTheoryError, ValueError):
 
 class UnsupportedSettingError(QueueTheoryError, ValueError):
     """A policy cannot build feasible batches in the requested setting (KV memory, first-token
-    convention); raised by ``simulate`` before it starts, with the policy's reason."""
+    convention); raised by ``simulate`` before it starts, with the policy's reason.
+
+    Also a ``ValueError``.
+
+    Parameters
+    ----------
+    policy : Policy
+        The policy (``self.policy``).
+    setting : str
+        The setting it cannot run in (``self.setting``), for the message.
+    reason : str
+        The policy's reason (``self.reason``).
+    """
 
     def __init__(self, policy, setting: str, reason: str):
         self.policy, self.setting, self.reason = policy, setting, reason
@@ -54,7 +90,30 @@ __all__ += ["SolverError"]
 
 def check_positive(name: str, value, *, allow_zero: bool = False, integer: bool = False):
     """Raise ``ValueError`` naming ``name`` unless ``value`` is a finite positive number (a
-    string is not a number here, even one that reads as one)."""
+    string is not a number here, even one that reads as one).
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the message.
+    value : object
+        The value to check.
+    allow_zero : bool, default False
+        Accept 0 as well.
+    integer : bool, default False
+        Accept only integral values (an integral float such as ``4.0`` passes).
+
+    Returns
+    -------
+    object
+        ``value`` itself, unchanged.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is a string, not a number, not finite, not positive (negative when
+        ``allow_zero``) or, with ``integer``, not integral.
+    """
     if isinstance(value, str | bytes):
         raise ValueError(f"{name}={value!r}: must be a number, not a string")
     try:
@@ -73,7 +132,25 @@ def check_positive(name: str, value, *, allow_zero: bool = False, integer: bool 
 
 def check_seed(value, name: str = "seed") -> int:
     """A random seed: an integer ``>= 0`` (what ``numpy.random.default_rng`` accepts), or a
-    ``ValueError`` naming ``name``."""
+    ``ValueError`` naming ``name``.
+
+    Parameters
+    ----------
+    value : int
+        The seed (a numpy integer too; not a bool).
+    name : str, default "seed"
+        The argument's name, for the message.
+
+    Returns
+    -------
+    int
+        The seed as a Python ``int``.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is not an integer ``>= 0``.
+    """
     import numpy as np
 
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
@@ -83,7 +160,26 @@ def check_seed(value, name: str = "seed") -> int:
 
 def check_seeds(seeds, name: str = "seeds") -> tuple[int, ...]:
     """A non-empty sequence of distinct seeds (a single integer is one seed), each
-    :func:`check_seed`."""
+    :func:`check_seed`.
+
+    Parameters
+    ----------
+    seeds : int or iterable of int
+        The seeds, or one seed.
+    name : str, default "seeds"
+        The argument's name, for the message.
+
+    Returns
+    -------
+    tuple of int
+        The seeds, in the order given.
+
+    Raises
+    ------
+    ValueError
+        If ``seeds`` is not iterable, is empty, holds a seed that is not an integer ``>= 0``,
+        or holds a seed twice (one run would count as two independent replications).
+    """
     import numpy as np
 
     if isinstance(seeds, int | np.integer) and not isinstance(seeds, bool):
@@ -104,7 +200,29 @@ def check_seeds(seeds, name: str = "seeds") -> tuple[int, ...]:
 def check_between(name: str, value, low: float, high: float, *, low_closed: bool = False,
                   high_closed: bool = False) -> float:
     """``value`` as a float inside the interval from ``low`` to ``high`` (ends open unless
-    closed), or a ``ValueError`` naming ``name``, its value and the interval."""
+    closed), or a ``ValueError`` naming ``name``, its value and the interval.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the message.
+    value : float
+        The value to check (not a bool or a string).
+    low, high : float
+        The interval's ends.
+    low_closed, high_closed : bool, default False
+        Whether the interval includes ``low`` / ``high``.
+
+    Returns
+    -------
+    float
+        ``value`` as a float.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is not a number inside the interval.
+    """
     try:
         v = float(value)
     except (TypeError, ValueError):

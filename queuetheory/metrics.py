@@ -23,7 +23,22 @@ def _rate(amount, span: float) -> float:
 
 def time_average_in_system(result, start: float = 0.0, end: float | None = None) -> float:
     """``L``: the time-average number of requests in the system over ``[start, end]``
-    (default: the whole run; exact); 0 for an empty window."""
+    (default: the whole run; exact); 0 for an empty window.
+
+    Parameters
+    ----------
+    result : Result
+        A run of :func:`~queuetheory.simulate`.
+    start : float, default 0.0
+        The window's start, in the time model's unit.
+    end : float, optional
+        The window's end; default (and at most) the run's end.
+
+    Returns
+    -------
+    float
+        ``L``, in requests.
+    """
     req = result.requests
     T = _span(result) if end is None else min(float(end), _span(result))
     if T <= start:
@@ -100,6 +115,19 @@ def summarize(result, start: float = 0.0) -> dict:
                                                     :func:`~queuetheory.workload.prefix_hit_ratio`
                                                     of an equal cache
     ==========================  ==================  ============================================
+
+    Parameters
+    ----------
+    result : Result
+        A run of :func:`~queuetheory.simulate`.
+    start : float, default 0.0
+        The warm-up: figures over ``[start, end]`` where the table says so (:func:`window`).
+
+    Returns
+    -------
+    dict
+        The figures of the table above by key; with ``start > 0`` also ``warmup``,
+        ``window_arrived`` and ``window_completed``.
     """
     eng = result.engine
     req = result.requests
@@ -156,6 +184,27 @@ def window(result, t0: float, t1: float | None = None) -> dict:
     iterations that ended in it, plus under ``first_token="prefill"`` the first token of
     each prompt finished in it — and ``completion_rate`` the completions in it per unit time;
     ``mean_in_system`` the time-average number in system over it.
+
+    Parameters
+    ----------
+    result : Result
+        A run of :func:`~queuetheory.simulate`.
+    t0 : float
+        The window's start, in the time model's unit.
+    t1 : float, optional
+        Its end; default (and at most) the run's end.
+
+    Returns
+    -------
+    dict
+        ``t0``, ``t1``, ``arrived``, ``completed``, ``unfinished``, ``throughput``,
+        ``completion_rate``, ``mean_latency``, ``p50_latency``, ``p99_latency``, ``mean_ttft``,
+        ``p99_ttft`` and ``mean_in_system``, with the units of :func:`summarize`.
+
+    Raises
+    ------
+    ValueError
+        If not ``0 <= t0 <= t1``.
     """
     T = _span(result)
     t1 = T if t1 is None else min(float(t1), T)
@@ -221,7 +270,20 @@ tail (default: the last half of the run) must lie past the warm-up, which is why
 
 def judge(lows, highs, tolerance: float) -> str:
     """The verdict of :data:`VERDICT_RULE` from the tests' lower and upper bounds (relative
-    drifts, or absolute ones with ``tolerance`` in the same unit)."""
+    drifts, or absolute ones with ``tolerance`` in the same unit).
+
+    Parameters
+    ----------
+    lows, highs : sequence of float
+        The lower and upper bounds of the tests' intervals.
+    tolerance : float
+        The growth below which a path counts as stable, in the bounds' unit.
+
+    Returns
+    -------
+    str
+        ``"stable"``, ``"unstable"`` or ``"inconclusive"``.
+    """
     if max(highs) < tolerance:
         return "stable"
     if max(lows) > 0:
@@ -242,6 +304,31 @@ class GrowthRate:
     tolerance, else ``unstable`` when either lies above 0, else ``inconclusive``).
     ``window``: the ``(start, end)`` of the stretch tested (for a drained run, a tail of the
     arrivals' window).
+
+    Attributes
+    ----------
+    quantity : str
+        The path tested (``unfinished_tokens``, ``in_system``, or a network's name for it).
+    slope : float
+        The batch-means drift, in path units per unit time.
+    ci_low, ci_high : float
+        Its interval at the test's level.
+    offered : float
+        The offered rate the drift is compared with.
+    relative : float
+        ``slope / offered`` (NaN without an offered rate).
+    tolerance : float
+        The tolerance in path units per unit time.
+    verdict : str
+        ``"stable"``, ``"unstable"`` or ``"inconclusive"``.
+    blocks : int
+        The number of blocks the tested window was cut into.
+    trend : float
+        The backlog trend, in path units per unit time.
+    trend_low, trend_high : float
+        Its interval.
+    window : tuple of float
+        The ``(start, end)`` of the stretch tested.
     """
 
     quantity: str
@@ -317,6 +404,29 @@ def drift_interval(t: np.ndarray, y: np.ndarray, start: float, end: float, *, bl
     pieces are nearly independent both for a stable (stationary) path and for an unstable
     one (a random walk with drift), so their mean estimates the drift and their spread, with
     Student's t on ``blocks − 1`` degrees of freedom, its uncertainty.
+
+    Parameters
+    ----------
+    t : numpy.ndarray
+        The times of the step path, sorted.
+    y : numpy.ndarray
+        Its values (``y[i]`` holds from ``t[i]`` to ``t[i+1]``).
+    start, end : float
+        The window tested.
+    blocks : int, default 10
+        The number of equal blocks (at least 3).
+    level : float, default 0.99
+        The interval's confidence level.
+
+    Returns
+    -------
+    tuple of float
+        ``(drift, low, high)``, in path units per unit time.
+
+    Raises
+    ------
+    ValueError
+        If ``blocks < 3``.
     """
     return pooled_drift([block_rates(np.asarray(t, float), np.asarray(y, float), start, end,
                                      blocks)], level)
@@ -367,7 +477,31 @@ def trend_interval(t: np.ndarray, y: np.ndarray, start: float, end: float, *, bl
     """The backlog trend: the least-squares slope of the block averages of the step path
     ``y(t)`` over ``[start, end]`` on time, with a t-interval on ``blocks − 2`` degrees of
     freedom. Averages smooth out the oscillation of a batching engine's backlog, so a path
-    that grows is caught even where the increments of :func:`drift_interval` are noisy."""
+    that grows is caught even where the increments of :func:`drift_interval` are noisy.
+
+    Parameters
+    ----------
+    t : numpy.ndarray
+        The times of the step path, sorted.
+    y : numpy.ndarray
+        Its values (``y[i]`` holds from ``t[i]`` to ``t[i+1]``).
+    start, end : float
+        The window tested.
+    blocks : int, default 10
+        The number of equal blocks (at least 3).
+    level : float, default 0.99
+        The interval's confidence level.
+
+    Returns
+    -------
+    tuple of float
+        ``(slope, low, high)``, in path units per unit time.
+
+    Raises
+    ------
+    ValueError
+        If ``blocks < 3``.
+    """
     return pooled_trend([trend_fit(t, y, start, end, blocks)], blocks, level)
 
 
@@ -384,7 +518,35 @@ def growth_rate(result, quantity: str = "unfinished_tokens", *, tail: float = 0.
     A run without a horizon (a finite trace, or ``n_requests`` drawn) drains its backlog
     after the last arrival, and a drain always shrinks: such a run is judged over its
     arrivals' window ``[0, last arrival]``, not over the drain (``GrowthRate.window`` says
-    which window was judged)."""
+    which window was judged).
+
+    Parameters
+    ----------
+    result : Result
+        A run of :func:`~queuetheory.simulate`.
+    quantity : str, default "unfinished_tokens"
+        ``"unfinished_tokens"`` (offered: prompt and output tokens arrived per unit time) or
+        ``"in_system"`` (offered: the arrival rate).
+    tail : float, default 0.5
+        The share of the run tested (its last part), in ``[1e-6, 1]``.
+    blocks : int, default 10
+        The number of equal blocks of the tail (3 to ``MAX_BLOCKS``).
+    level : float, default 0.99
+        The intervals' confidence level, in ``(0, 1)``.
+    tolerance : float, default 0.03
+        The growth, relative to ``offered``, below which the path counts as stable.
+
+    Returns
+    -------
+    GrowthRate
+        The drift, the trend, their intervals and the verdict.
+
+    Raises
+    ------
+    ValueError
+        If ``quantity`` is neither name, a test argument breaks its rule
+        (:func:`check_test_arguments`), or the run has fewer than ``4 * blocks`` iterations.
+    """
     if quantity not in ("unfinished_tokens", "in_system"):
         raise ValueError(f"quantity={quantity!r}: must be 'unfinished_tokens' or 'in_system'")
     paths = result.paths
@@ -409,7 +571,40 @@ def path_growth_rate(time, values, *, end: float, offered: float, quantity: str 
                      tolerance: float = 0.03) -> GrowthRate:
     """The test of :func:`growth_rate` on a plain step path: ``values[i]`` holds from
     ``time[i]`` (sorted) until the next time, ``end`` closes the run and ``offered`` is the
-    rate the drift is compared with. Networks of engines use it on their total paths."""
+    rate the drift is compared with. Networks of engines use it on their total paths.
+
+    Parameters
+    ----------
+    time : array_like
+        The times of the step path, sorted (1-d).
+    values : array_like
+        Its values, as many as ``time``.
+    end : float
+        The end of the run.
+    offered : float
+        The rate the drift is compared with (path units per unit time).
+    quantity : str, default "path"
+        The name recorded in the result.
+    tail : float, default 0.5
+        The share of the run tested (its last part), in ``[1e-6, 1]``.
+    blocks : int, default 10
+        The number of equal blocks of the tail (3 to ``MAX_BLOCKS``).
+    level : float, default 0.99
+        The intervals' confidence level, in ``(0, 1)``.
+    tolerance : float, default 0.03
+        The growth, relative to ``offered``, below which the path counts as stable.
+
+    Returns
+    -------
+    GrowthRate
+        The drift, the trend, their intervals and the verdict.
+
+    Raises
+    ------
+    ValueError
+        If ``time`` and ``values`` are not 1-d of equal length, the path has fewer than
+        ``4 * blocks`` points, or a test argument breaks its rule (:func:`check_test_arguments`).
+    """
     check_test_arguments(tail=tail, blocks=blocks, level=level, tolerance=tolerance)
     t = np.asarray(time, dtype=float)
     y = np.asarray(values, dtype=float)
@@ -434,7 +629,24 @@ MAX_BLOCKS = 10_000
 def check_test_arguments(*, tail, blocks, level, tolerance) -> None:
     """The growth test's arguments, or a ``ValueError`` naming the one that breaks its rule:
     ``0 < tail <= 1`` (and not so small that a block is empty), ``blocks`` an integer ``>= 3``,
-    ``0 < level < 1``, ``tolerance > 0``, all finite."""
+    ``0 < level < 1``, ``tolerance > 0``, all finite.
+
+    Parameters
+    ----------
+    tail : float
+        The share of the run tested.
+    blocks : int
+        The number of blocks.
+    level : float
+        The confidence level.
+    tolerance : float
+        The relative tolerance.
+
+    Raises
+    ------
+    ValueError
+        If an argument breaks its rule, naming it.
+    """
     for name, value in (("tail", tail), ("level", level), ("tolerance", tolerance)):
         if isinstance(value, bool) or not isinstance(value, int | float | np.number):
             raise ValueError(f"{name}={value!r}: must be a number")

@@ -29,7 +29,20 @@ _LINESTYLES = ("-", "--", "-.", ":")
 
 
 def new_axes(ax=None, figsize=(6.4, 4.0)):
-    """``ax`` itself, or the Axes of a new figure of ``figsize`` inches."""
+    """``ax`` itself, or the Axes of a new figure of ``figsize`` inches.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes, optional
+        Returned as it is when given.
+    figsize : tuple of float, default (6.4, 4.0)
+        The new figure's width and height, in inches.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        ``ax`` or the new Axes (constrained layout).
+    """
     if ax is not None:
         return ax
     import matplotlib.pyplot as plt
@@ -40,13 +53,38 @@ def new_axes(ax=None, figsize=(6.4, 4.0)):
 
 def series_style(i: int) -> dict:
     """Line style, marker and colour of the ``i``-th series: distinguishable even where
-    two series coincide (a marker and a dash pattern of its own)."""
+    two series coincide (a marker and a dash pattern of its own).
+
+    Parameters
+    ----------
+    i : int
+        The series' index (the styles cycle).
+
+    Returns
+    -------
+    dict
+        ``marker``, ``linestyle``, ``color``, ``markersize`` and ``markerfacecolor``, keyword
+        arguments of ``Axes.plot``.
+    """
     return {"marker": _MARKERS[i % len(_MARKERS)], "linestyle": _LINESTYLES[i % len(_LINESTYLES)],
             "color": f"C{i % 10}", "markersize": 4, "markerfacecolor": "none"}
 
 
 def spans_decades(values, ratio: float = 10.0) -> bool:
-    """True when the finite positive ``values`` span more than ``ratio`` (max / min)."""
+    """True when the finite positive ``values`` span more than ``ratio`` (max / min).
+
+    Parameters
+    ----------
+    values : array_like
+        The values (NaN, infinite and non-positive ones are ignored).
+    ratio : float, default 10.0
+        The span that counts as wide.
+
+    Returns
+    -------
+    bool
+        Whether at least two such values span more than ``ratio``.
+    """
     v = np.asarray(values, dtype=float).ravel()
     v = v[np.isfinite(v) & (v > 0)]
     return v.size >= 2 and float(v.max()) > ratio * float(v.min())
@@ -60,6 +98,33 @@ def finish(ax, *, title: str, xlabel: str, ylabel: str, x=None, y=None, logx=Non
     value is positive and they span more than 10×, see :func:`spans_decades`).
     ``legend``: ``None`` draws one when some artist has a label; it sits to the right of
     the data area, never on it.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The Axes to draw on.
+    title : str
+        The title (required).
+    xlabel : str
+        The x-axis label, with its unit (required).
+    ylabel : str
+        The y-axis label, with its unit (required).
+    x, y : array_like, optional
+        The data drawn, from which ``logx``/``logy`` decide.
+    logx, logy : bool, optional
+        Log scales; ``None`` decides from ``x``/``y``.
+    legend : bool, optional
+        Draw the legend; ``None`` draws it when some artist has a label.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        ``ax``.
+
+    Raises
+    ------
+    ValueError
+        If the title or an axis label is empty: every figure needs all three.
     """
     if not title or not xlabel or not ylabel:
         raise ValueError("finish: every figure needs a title and both axis labels")
@@ -84,7 +149,13 @@ def finish(ax, *, title: str, xlabel: str, ylabel: str, x=None, y=None, logx=Non
 def readable_log_ticks(axis) -> None:
     """Ticks at 1, 2 and 5 per decade labelled as plain numbers (``0.5``, ``20``,
     ``5000``; powers of ten beyond 10⁵), minor ticks unlabelled: a reader finds a value
-    between the decades."""
+    between the decades.
+
+    Parameters
+    ----------
+    axis : matplotlib.axis.Axis
+        ``ax.xaxis`` or ``ax.yaxis``, on a log scale.
+    """
     from matplotlib import ticker
 
     def label(v, _pos):
@@ -109,7 +180,41 @@ def dots(ax, groups, series: dict, *, flagged: dict | None = None, flag_label: s
     groups. ``series``: ``{name: (mid, lo, hi)}``, one value per group (``lo``/``hi`` NaN:
     no interval). ``flagged``: ``{name: booleans per group}`` of points that are no steady
     state (an unstable run): each is also crossed out in red under one legend entry
-    ``flag_label``. ``references``: labelled horizontal lines ``{label: value}``."""
+    ``flag_label``. ``references``: labelled horizontal lines ``{label: value}``.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The Axes to draw on.
+    groups : iterable
+        The categories, in order along the x axis.
+    series : dict
+        ``{name: (mid, lo, hi)}``, arrays of one value per group.
+    flagged : dict, optional
+        ``{name: booleans per group}``: the points to cross out.
+    flag_label : str, default ""
+        The legend entry of the crossed-out points.
+    title : str
+        The title (required).
+    xlabel : str
+        The x-axis label, with its unit (required).
+    ylabel : str
+        The y-axis label, with its unit (required).
+    references : dict, optional
+        ``{label: value}``: horizontal reference lines.
+    logy : bool, optional
+        A log y axis; ``None`` decides from the values.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        ``ax``, finished (:func:`finish`).
+
+    Raises
+    ------
+    ValueError
+        If the title or an axis label is empty (:func:`finish`).
+    """
     groups = list(groups)
     pos = np.arange(len(groups), dtype=float)
     width = 0.8 / max(len(series), 1)
@@ -146,7 +251,26 @@ def dots(ax, groups, series: dict, *, flagged: dict | None = None, flag_label: s
 def band(ax, x, mid, lo, hi, *, label=None, style: dict | None = None,
          nonnegative: bool = True):
     """A line at ``mid`` with its interval ``[lo, hi]`` as a band of the same colour; for a
-    ``nonnegative`` metric the band is clipped at zero (a physical bound is never crossed)."""
+    ``nonnegative`` metric the band is clipped at zero (a physical bound is never crossed).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The Axes to draw on.
+    x, mid, lo, hi : array_like
+        The abscissae, the line and the band's lower and upper edges.
+    label : str, optional
+        The line's legend label.
+    style : dict, optional
+        Keyword arguments of ``Axes.plot`` (e.g. :func:`series_style`).
+    nonnegative : bool, default True
+        Clip the band at zero.
+
+    Returns
+    -------
+    matplotlib.lines.Line2D
+        The line drawn.
+    """
     x, mid, lo, hi = (np.asarray(a, dtype=float) for a in (x, mid, lo, hi))
     if nonnegative:
         lo = np.maximum(lo, 0.0)
@@ -159,7 +283,33 @@ def band(ax, x, mid, lo, hi, *, label=None, style: dict | None = None,
 def reference(ax, value: float, label: str, *, axis: str = "y", color: str = "0.25",
               linestyle: str = "--"):
     """A labelled reference line at ``value`` (a bound, a capacity, a threshold): horizontal
-    for ``axis="y"``, vertical for ``axis="x"``."""
+    for ``axis="y"``, vertical for ``axis="x"``.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The Axes to draw on.
+    value : float
+        Where the line is drawn.
+    label : str
+        Its legend label.
+    axis : {"y", "x"}, default "y"
+        ``"y"``: a horizontal line at ``y = value``; ``"x"``: a vertical one.
+    color : str, default "0.25"
+        Its colour.
+    linestyle : str, default "--"
+        Its dash pattern.
+
+    Returns
+    -------
+    matplotlib.lines.Line2D
+        The line drawn.
+
+    Raises
+    ------
+    ValueError
+        If ``axis`` is neither ``"x"`` nor ``"y"``.
+    """
     if axis not in ("x", "y"):
         raise ValueError(f"axis={axis!r}: must be 'x' or 'y'")
     draw = ax.axhline if axis == "y" else ax.axvline
@@ -167,7 +317,26 @@ def reference(ax, value: float, label: str, *, axis: str = "y", color: str = "0.
 
 
 def reference_curve(ax, x, y, label: str, *, color: str = "0.25", linestyle: str = "--"):
-    """A labelled reference curve: a bound that depends on the parameter on the x axis."""
+    """A labelled reference curve: a bound that depends on the parameter on the x axis.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The Axes to draw on.
+    x, y : array_like
+        The curve.
+    label : str
+        Its legend label.
+    color : str, default "0.25"
+        Its colour.
+    linestyle : str, default "--"
+        Its dash pattern.
+
+    Returns
+    -------
+    matplotlib.lines.Line2D
+        The line drawn.
+    """
     (line,) = ax.plot(np.asarray(x, dtype=float), np.asarray(y, dtype=float), color=color,
                       linestyle=linestyle, lw=1.0, label=label)
     return line
@@ -176,7 +345,35 @@ def reference_curve(ax, x, y, label: str, *, color: str = "0.25", linestyle: str
 def gantt(ax, starts, durations, *, labels=None, colors=None, title: str,
           xlabel: str = "round", ylabel: str = "request"):
     """A schedule as a Gantt chart: request ``i`` runs ``[starts[i], starts[i] +
-    durations[i])``, one row per request (labelled ``labels[i]``, default its index)."""
+    durations[i])``, one row per request (labelled ``labels[i]``, default its index).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The Axes to draw on.
+    starts, durations : array_like
+        Each request's start and duration (same shape), in ``xlabel``'s unit.
+    labels : sequence of str, optional
+        The rows' labels; default the indices.
+    colors : sequence, optional
+        The bars' colours; default the colour cycle.
+    title : str
+        The title (required).
+    xlabel : str, default "round"
+        The x-axis label.
+    ylabel : str, default "request"
+        The y-axis label.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        ``ax``, finished (:func:`finish`).
+
+    Raises
+    ------
+    ValueError
+        If ``starts`` and ``durations`` differ in shape, or the title is empty.
+    """
     starts = np.asarray(starts, dtype=float)
     durations = np.asarray(durations, dtype=float)
     if starts.shape != durations.shape:
@@ -199,7 +396,39 @@ def bars(ax, values: dict, *, title: str, ylabel: str, xlabel: str = "", groups=
          logy: bool | None = None):
     """Bars of ``values``: ``{label: number}``, or ``{series: {group: number}}`` drawn as
     grouped bars (``groups`` fixes their order); ``reference_value`` adds a labelled
-    reference line (a bound, the paper's figure)."""
+    reference line (a bound, the paper's figure).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The Axes to draw on.
+    values : dict
+        ``{label: number}`` or ``{series: {group: number}}``.
+    title : str
+        The title (required).
+    ylabel : str
+        The y-axis label, with its unit (required).
+    xlabel : str, default ""
+        The x-axis label.
+    groups : sequence, optional
+        The groups' order (nested ``values``); default the first series' order.
+    reference_value : float, optional
+        A reference line's value.
+    reference_label : str, default ""
+        Its legend label.
+    logy : bool, optional
+        A log y axis; ``None`` decides from the values.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        ``ax``, finished (:func:`finish`).
+
+    Raises
+    ------
+    ValueError
+        If the title or an axis label is empty (:func:`finish`).
+    """
     first = next(iter(values.values()), None)
     nested = isinstance(first, dict)
     series = values if nested else {"": values}
@@ -226,7 +455,39 @@ def lines(ax, x, series: dict, *, title: str, xlabel: str, ylabel: str,
           markers: bool = True):
     """One line per ``{label: y}`` of ``series`` against ``x`` (or ``{label: (x, y)}``), in
     :func:`series_style`; ``references`` adds labelled horizontal reference lines
-    ``{label: value}`` (bounds, the paper's figures)."""
+    ``{label: value}`` (bounds, the paper's figures).
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        The Axes to draw on.
+    x : array_like
+        The common abscissae (unused by series given as ``(x, y)``).
+    series : dict
+        ``{label: y}`` or ``{label: (x, y)}``.
+    title : str
+        The title (required).
+    xlabel : str
+        The x-axis label, with its unit (required).
+    ylabel : str
+        The y-axis label, with its unit (required).
+    references : dict, optional
+        ``{label: value}``: horizontal reference lines.
+    logx, logy : bool, optional
+        Log scales; ``None`` decides from the data.
+    markers : bool, default True
+        Mark the points.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        ``ax``, finished (:func:`finish`).
+
+    Raises
+    ------
+    ValueError
+        If the title or an axis label is empty (:func:`finish`).
+    """
     xs, ys = [], []
     for i, (name, y) in enumerate(series.items()):
         xi, yi = y if isinstance(y, tuple) else (x, y)
@@ -252,6 +513,28 @@ def plot_paths(results: dict, ax=None, quantity: str = "unfinished_tokens", *,
     ``predicted_slope`` adds the line ``slope · t`` (Theorem 1(b) of Li, Dai, Peng:
     λ(m_p+m_d) − b/t_b) as a reference. Each value of ``results`` is a
     :class:`~queuetheory.Result` or its ``paths`` DataFrame.
+
+    Parameters
+    ----------
+    results : dict
+        ``{name: Result or paths DataFrame}``.
+    ax : matplotlib.axes.Axes, optional
+        The Axes to draw on; default a new figure.
+    quantity : str, default "unfinished_tokens"
+        A column of ``Result.paths`` (``unfinished_tokens``, ``in_system``, ...).
+    predicted_slope : float, optional
+        The slope of the reference line, in ``quantity`` per unit of the run's time.
+    time_scale : float, default 1.0
+        Divides the times on the x axis (e.g. 1000 for ms to s).
+    time_label : str, default "time"
+        The x-axis label.
+    title : str, optional
+        The title; default "<quantity> over time".
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The Axes drawn on.
     """
     ax = new_axes(ax)
     end = 0.0

@@ -30,14 +30,33 @@ FULL_RUNS = Path(__file__).parent / "claims" / "full_runs.json"
 
 
 def full_runs() -> dict:
-    """The record of full-mode checks run to completion: verdict and seconds per claim."""
+    """The record of full-mode checks run to completion: verdict and seconds per claim.
+
+    Returns
+    -------
+    dict
+        ``{claim id: {"verdict": str, "seconds": float}}``; empty when no record exists.
+    """
     return json.loads(FULL_RUNS.read_text()) if FULL_RUNS.exists() else {}
 
 
 def record_full_runs(out: Path, path: Path = FULL_RUNS) -> dict:
     """Merge the full-mode outcomes cached in the report folder ``out`` (verdict and
     seconds per claim; crashed checks are left out) into the record at ``path``, and return
-    the record. A maintainer runs this after a full ``queuetheory reproduce``."""
+    the record. A maintainer runs this after a full ``queuetheory reproduce``.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The report folder of a full run (its ``cache/full/``).
+    path : pathlib.Path, default FULL_RUNS
+        The record to merge into (written in the ledger's order).
+
+    Returns
+    -------
+    dict
+        The merged record, ``{claim id: {"verdict": str, "seconds": float}}``.
+    """
     record = json.loads(Path(path).read_text()) if Path(path).exists() else {}
     for row in load_rows(Path(out), quick=False).values():
         if row.outcome is not None:
@@ -50,23 +69,49 @@ def record_full_runs(out: Path, path: Path = FULL_RUNS) -> dict:
 
 @dataclass
 class LedgerRow:
+    """One claim checked: the row of the report.
+
+    Attributes
+    ----------
+    claim : Claim
+        The ledger's claim.
+    outcome : Outcome or None
+        What its check returned (``None`` when the check crashed).
+    error : str, default ""
+        The traceback of a crashed check, or of a figure that could not be drawn.
+    quick : bool, default True
+        Whether the quick check ran (else the full one).
+    figure_file : str, default ""
+        The figure's file name inside the report's ``figures/`` folder ('' when none).
+    """
+
     claim: ledger.Claim
     outcome: Outcome | None
     error: str = ""
     quick: bool = True
     figure_file: str = ""
-    """The figure's file name inside the report's ``figures/`` folder ('' when none)."""
 
     @property
     def verdict(self) -> str:
+        """The check's verdict, or ``"error"`` when it crashed."""
         return self.outcome.verdict if self.outcome else "error"
 
     @property
     def as_expected(self) -> bool:
+        """Whether the verdict is the one the ledger records for this mode."""
         return self.outcome is not None and self.outcome.verdict == self.claim.expected_for(
             self.quick)
 
     def as_dict(self) -> dict:
+        """The row as JSON-ready data (what the report's cache stores).
+
+        Returns
+        -------
+        dict
+            ``id``, ``paper``, ``statement``, ``convention``, ``scope``, ``mode``,
+            ``expected``, ``verdict``, ``figure``, ``note``, ``seconds``, ``data``, ``error``
+            and ``figure_file``.
+        """
         o = self.outcome
         return {
             "id": self.claim.id, "paper": self.claim.paper, "statement": self.claim.statement,
@@ -145,6 +190,26 @@ def run_ledger(quick: bool = True, only: str | None = None, on_row=None, *,
     ``out/figures/`` as soon as it is computed; with ``resume`` as well, claims already in
     that cache are read back instead of re-run (an interrupted full run picks up where it
     stopped).
+
+    Parameters
+    ----------
+    quick : bool, default True
+        Run the quick checks (else the full ones).
+    only : str, optional
+        A paper's key: check its claims only.
+    on_row : callable, optional
+        Called with each :class:`LedgerRow` as soon as it is done (progress).
+    out : pathlib.Path, optional
+        The report folder to cache rows and figures in.
+    resume : bool, default False
+        Read back the rows already cached in ``out`` instead of re-running them.
+    ids : list of str, optional
+        Check only these claims.
+
+    Returns
+    -------
+    list of LedgerRow
+        One row per claim checked, in the ledger's order.
     """
     rows = []
     claims = ledger.all(only)
@@ -173,7 +238,20 @@ def run_ledger(quick: bool = True, only: str | None = None, on_row=None, *,
 
 
 def load_rows(out: Path, quick: bool) -> dict[str, LedgerRow]:
-    """The rows of one mode cached in the report folder ``out``, by claim id."""
+    """The rows of one mode cached in the report folder ``out``, by claim id.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The report folder.
+    quick : bool
+        The mode: the quick rows, else the full ones.
+
+    Returns
+    -------
+    dict of str to LedgerRow
+        The cached rows by claim id (claims not cached are left out).
+    """
     found = {}
     for c in ledger.all():
         path = _cache_path(Path(out), c.id, quick)
@@ -183,6 +261,19 @@ def load_rows(out: Path, quick: bool) -> dict[str, LedgerRow]:
 
 
 def format_table(rows: list[LedgerRow]) -> str:
+    """The rows as a plain-text table: claim, verdict (with the expected one where they
+    differ), seconds and the check's figure.
+
+    Parameters
+    ----------
+    rows : list of LedgerRow
+        The rows, in the order shown.
+
+    Returns
+    -------
+    str
+        The table, a header line and one line per row.
+    """
     head = f"{'claim':<42} {'verdict':<17} {'seconds':>8}  figure"
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -330,7 +421,23 @@ def _html(head, papers) -> str:
 
 def write_report(rows: list[LedgerRow], out: Path, quick: bool) -> Path:
     """Write ``out/report.md``, ``out/report.html`` and ``out/figures/<claim>.png`` (figures
-    not drawn yet are drawn now); return the markdown report's path."""
+    not drawn yet are drawn now); return the markdown report's path.
+
+    Parameters
+    ----------
+    rows : list of LedgerRow
+        The rows of this run.
+    out : pathlib.Path
+        The report folder (created if missing); rows of the other mode cached there are shown
+        beside these.
+    quick : bool
+        The mode of ``rows``.
+
+    Returns
+    -------
+    pathlib.Path
+        The path of ``report.md``.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     for r in rows:

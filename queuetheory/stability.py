@@ -53,23 +53,46 @@ class StabilityVerdict:
 
     Attributes
     ----------
-    verdict : ``"stable"``, ``"unstable"`` or ``"inconclusive"`` (:data:`VERDICT_RULE`)
-    drift, drift_interval : the pooled batch-means drift of the backlog, relative to the
-        offered token rate, and its interval at ``level``
-    trend, trend_interval : the pooled backlog trend (slope of the block averages), relative
-    offered : tokens offered per unit time (arrived over all seeds / simulated time)
-    horizon : the simulated time of each run of the last round
-    runs : one row per seed of the last round: ``seed``, ``horizon``, ``iterations``,
+    verdict : str
+        ``"stable"``, ``"unstable"`` or ``"inconclusive"``
+        (:data:`~queuetheory.metrics.VERDICT_RULE`).
+    drift : float
+        The pooled batch-means drift of the backlog, relative to the offered token rate.
+    drift_interval : tuple of float
+        Its interval at ``level``.
+    trend : float
+        The pooled backlog trend (slope of the block averages), relative to the offered
+        token rate.
+    trend_interval : tuple of float
+        Its interval at ``level``.
+    offered : float
+        Tokens offered per unit time (arrived over all seeds / simulated time).
+    tolerance : float
+        The growth, relative to the offered rate, below which the system counts as stable.
+    level : float
+        The intervals' confidence level.
+    horizon : float
+        The simulated time of each run of the last round.
+    max_horizon : float
+        The longest horizon the doublings could reach.
+    runs : pandas.DataFrame
+        One row per seed of the last round: ``seed``, ``horizon``, ``iterations``,
         ``wall_s``, ``arrived``, ``completed``, ``backlog_end`` (tokens),
-        ``in_system_end``, the seed's own ``drift``/``trend`` intervals and ``verdict``
-    backlog : the backlog paths of the last round: ``seed``, ``time``, ``backlog``
-        (unfinished tokens), ``in_system`` (requests) at the end of every iteration, or of
-        evenly spaced ones (the last included) where a run has more than
-        ``BACKLOG_POINTS`` (for plots; the tests use every iteration)
-    rounds : how many horizons were tried (1 + doublings); ``wall_s``: seconds in all
-    needed_horizon : for ``inconclusive``, the horizon at which the interval would be
-        narrow enough to decide if its width shrinks as ``1/sqrt(T)`` (``None`` otherwise)
-    tail : the share of each run that was tested (its last part); :meth:`plot` shades it
+        ``in_system_end``, the seed's own ``drift``/``trend`` intervals and ``verdict``.
+    backlog : pandas.DataFrame
+        The backlog paths of the last round: ``seed``, ``time``, ``backlog`` (unfinished
+        tokens), ``in_system`` (requests) at the end of every iteration, or of evenly spaced
+        ones (the last included) where a run has more than ``BACKLOG_POINTS`` (for plots;
+        the tests use every iteration).
+    rounds : int
+        How many horizons were tried (1 + doublings).
+    wall_s : float
+        Seconds in all.
+    needed_horizon : float or None
+        For ``inconclusive``, the horizon at which the interval would be narrow enough to
+        decide if its width shrinks as ``1/sqrt(T)`` (``None`` otherwise).
+    tail : float
+        The share of each run that was tested (its last part); :meth:`plot` shades it.
     """
 
     verdict: str
@@ -94,7 +117,22 @@ class StabilityVerdict:
         axes: a growing backlog is a straight line), the tested tail shaded, the pooled
         drift drawn from the tail's start as a line of slope ``drift × offered`` with its
         interval as a band, and the verdict, the drift and ``rho`` (the load, where known)
-        in the title. Returns the Axes."""
+        in the title.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            The Axes to draw on; default a new figure.
+        rho : float, optional
+            The load, shown in the title where given.
+        time_label : str, default "time"
+            The x-axis label (the time unit of the time model).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The Axes drawn on.
+        """
         from .plotting import finish, new_axes, series_style
 
         ax = new_axes(ax, figsize=(7.2, 4.0))
@@ -148,14 +186,40 @@ class StabilityVerdict:
 def default_horizon(workload: Workload, time_model: TimeModel) -> float:
     """A first horizon long enough for a verdict away from ``ρ = 1``: the longer of
     ``START_ARRIVALS`` expected arrivals and ``START_LIFETIMES`` lifetimes of a lone mean
-    request (its prompt in one chunk, then its output one decode at a time)."""
+    request (its prompt in one chunk, then its output one decode at a time).
+
+    Parameters
+    ----------
+    workload : Workload
+        The workload (its total arrival rate and mean lengths).
+    time_model : TimeModel
+        The batch-time model.
+
+    Returns
+    -------
+    float
+        The horizon, in the time model's unit.
+    """
     return max(START_ARRIVALS / workload.total_rate,
                START_LIFETIMES * lone_lifetime(workload, time_model))
 
 
 def lone_lifetime(workload: Workload, time_model: TimeModel) -> float:
     """How long a lone mean request takes: its prompt in one chunk, then its output one
-    decode at a time."""
+    decode at a time.
+
+    Parameters
+    ----------
+    workload : Workload
+        The workload (its mean prompt and output lengths, in tokens).
+    time_model : TimeModel
+        The batch-time model.
+
+    Returns
+    -------
+    float
+        The lifetime, in the time model's unit.
+    """
     prompt, output = workload.mean_prompt, workload.mean_output
     return float(time_model.duration(BatchLoad.of_tokens(prefill=max(1, math.ceil(prompt))))
                  + output * time_model.duration(
@@ -179,6 +243,49 @@ def stability(workload, policy, time_model, *, horizon=None, n_requests=None,
     ``first_token``, …). A workload without arrivals is ``stable`` at once (nothing can
     grow), with zero drift. The verdict (:data:`~queuetheory.metrics.VERDICT_RULE`), with
     the drifts relative to the offered token rate:
+
+    Parameters
+    ----------
+    workload : Workload
+        A workload that draws arrivals (not a finite trace, which always drains).
+    policy : Policy
+        The scheduler.
+    time_model : TimeModel
+        The batch-time model.
+    horizon : float, optional
+        The first round's simulated time; default :func:`default_horizon`.
+    n_requests : int, optional
+        Instead of ``horizon``: the expected arrival time of this many requests.
+    max_horizon : float, optional
+        The longest horizon the doublings may reach; default ``BUDGET_FACTOR`` times the
+        first.
+    seeds : iterable of int, default (0,)
+        The seeds, one run each (distinct).
+    level : float, default 0.99
+        The intervals' confidence level, in ``(0, 1)``.
+    tolerance : float, default 0.03
+        The growth, relative to the offered rate, below which the system counts as stable.
+    tail : float, default 0.5
+        The share of each run tested (its last part), in ``[1e-6, 1]``.
+    blocks : int, default 10
+        The batch-means blocks of the tail (at least 3).
+    **simulate_kwargs
+        Passed to :func:`~queuetheory.simulate` (not ``seed``).
+
+    Returns
+    -------
+    StabilityVerdict
+        The verdict and its evidence.
+
+    Raises
+    ------
+    ValueError
+        If ``workload`` draws no arrivals (a trace), ``time_model`` is not a
+        :class:`~queuetheory.timing.TimeModel`, ``seed`` is passed, both ``horizon`` and
+        ``n_requests`` are given, the horizon is not finite and positive or shorter than
+        one lone request's lifetime, ``max_horizon`` is below the horizon or would draw more
+        than ``MAX_REQUESTS`` requests per run, or a test argument breaks its rule
+        (:func:`~queuetheory.metrics.check_test_arguments`).
     """
     if not isinstance(workload, Workload) or workload._trace is not None:
         raise ValueError(f"workload={workload!r}: stability needs a Workload that draws "
@@ -311,5 +418,7 @@ def _no_arrivals(seeds, level, tolerance) -> StabilityVerdict:
                             0.0, 0.0, runs, backlog, 0, 0.0, None)
 
 
-stability.__doc__ += "\n" + "\n".join(
+# the verdict's rule, once, before the Parameters section
+stability.__doc__ = stability.__doc__.replace("\n    Parameters\n", "\n" + "\n".join(
     "    " + line if line else "" for line in VERDICT_RULE.splitlines())
+    + "\n\n    Parameters\n", 1)

@@ -24,7 +24,25 @@ __all__ = ["sweep", "grid_points"]
 
 
 def grid_points(grid) -> list[dict]:
-    """A dict of lists (the Cartesian product, in order) or a list of dicts, as points."""
+    """A dict of lists (the Cartesian product, in order) or a list of dicts, as points.
+
+    Parameters
+    ----------
+    grid : dict of lists or list of dicts
+        ``{"rate": [1, 2], "budget": [256]}`` (every combination, the last name varying
+        fastest) or the points themselves.
+
+    Returns
+    -------
+    list of dict
+        One dict of parameter values per point.
+
+    Raises
+    ------
+    ValueError
+        If a value of the dict is a string or not iterable, or an item of the list is not a
+        dict.
+    """
     if isinstance(grid, Mapping):
         names = list(grid)
         for name in names:
@@ -79,16 +97,32 @@ def sweep(fn: Callable, grid, *, seeds=(0,), executor: Executor | None = None,
 
     Parameters
     ----------
-    fn : a function of the grid's parameters and ``seed`` returning a dict of results (or one
-        value, stored as ``value``); picklable for a process pool (defined at module level)
-    grid : dict of lists (Cartesian product) or list of dicts
-    seeds : the seeds (an int ``k`` means ``range(k)``)
-    executor : any ``concurrent.futures.Executor``; default a process pool on every core
-    checkpoint : path ending in ``.parquet`` or ``.csv``; finished runs are written as they
-        finish and skipped when the sweep is run again
-    progress : show a tqdm bar
+    fn : callable
+        A function of the grid's parameters and ``seed`` returning a dict of results (or one
+        value, stored as ``value``); picklable for a process pool (defined at module level).
+    grid : dict of lists or list of dicts
+        The points (a dict of lists is its Cartesian product; see :func:`grid_points`).
+    seeds : iterable of int or int, default (0,)
+        The seeds (an int ``k`` means ``range(k)``).
+    executor : concurrent.futures.Executor, optional
+        Any executor; default a process pool on every core.
+    checkpoint : str or pathlib.Path, optional
+        A path ending in ``.parquet`` or ``.csv``; finished runs are written as they finish
+        and skipped when the sweep is run again.
+    progress : bool, default True
+        Show a tqdm bar.
 
-    Returns the rows in grid order, then seed order: parameters, ``seed``, results.
+    Returns
+    -------
+    pandas.DataFrame
+        The rows in grid order, then seed order: parameters, ``seed``, results.
+
+    Raises
+    ------
+    ValueError
+        If ``fn`` is not callable, ``seeds`` is empty, the grid names a parameter ``seed``,
+        a grid is malformed (see :func:`grid_points`), or ``checkpoint`` ends in neither
+        ``.parquet`` nor ``.csv``.
     """
     if not callable(fn):
         raise ValueError(f"fn={fn!r}: must be callable")

@@ -97,7 +97,29 @@ def shorts_latency(M: int, eps, offset) -> np.ndarray:
 
 
 def long_short_latency(M: int, eps, tau: int, long_start) -> np.ndarray:
-    """Exact total latency of the instance for each start round of the long request."""
+    """Exact total latency of the instance for each start round of the long request.
+
+    Parameters
+    ----------
+    M : int
+        ``M``: the KV memory, in tokens, an integer in ``[1, MAX_MEMORY]``.
+    eps : float or fractions.Fraction
+        ``ε`` in ``(0, 1/2)``, with ``εM`` and ``1/ε`` integers.
+    tau : int
+        ``τ``: the shorts' arrival round.
+    long_start : int or array_like of int
+        ``p``: the long request's start round(s).
+
+    Returns
+    -------
+    numpy.ndarray of int
+        The total latency (TEL), in rounds, for each ``p``.
+
+    Raises
+    ------
+    ValueError
+        If ``M`` or ``eps`` is out of range, or ``εM`` or ``1/ε`` is not an integer.
+    """
     _, d, _ = _sizes(M, eps)
     p = np.atleast_1d(np.asarray(long_start, dtype=np.int64))
     return p + d + shorts_latency(M, eps, tau - p)
@@ -130,7 +152,27 @@ def theorem62_deterministic_bound(M: int, eps) -> tuple[float, int]:
     """``min_{t'} TEL/OPT`` over every deterministic non-preemptive algorithm: one that
     starts the long request at ``t'`` meets shorts at ``t' + (1 − 2ε)M`` and then plays
     optimally. Returns the bound and the best ``t'`` (later than ``εM`` never helps: OPT
-    is then constant while the algorithm's latency grows by one per round)."""
+    is then constant while the algorithm's latency grows by one per round).
+
+    Parameters
+    ----------
+    M : int
+        ``M``: the KV memory, in tokens, an integer in ``[1, MAX_MEMORY]``.
+    eps : float or fractions.Fraction
+        ``ε`` in ``(0, 1/2)``, with ``εM`` and ``1/ε`` integers.
+
+    Returns
+    -------
+    ratio : float
+        ``min_{t'} TEL/OPT``: no deterministic algorithm does better on this family.
+    t_prime : int
+        The best start ``t'`` of the long request.
+
+    Raises
+    ------
+    ValueError
+        If ``M`` or ``eps`` is out of range, or ``εM`` or ``1/ε`` is not an integer.
+    """
     s, d, _ = _sizes(M, eps)
     tau0 = M - 2 * s
     opt = _optimum_table(M, eps, tau0 + s)[tau0:]
@@ -143,7 +185,26 @@ def theorem62_deterministic_bound(M: int, eps) -> tuple[float, int]:
 
 def theorem62_instance(M: int, eps) -> AdversarialInstance:
     """Theorem 6.2's instance against MC-SF (which starts the long request at 0): shorts at
-    ``τ = (1 − 2ε)M``; returns MC-SF's latency (simulated) and the exact optimum."""
+    ``τ = (1 − 2ε)M``; returns MC-SF's latency (simulated) and the exact optimum.
+
+    Parameters
+    ----------
+    M : int
+        ``M``: the KV memory, in tokens, an integer in ``[1, MAX_MEMORY]``.
+    eps : float or fractions.Fraction
+        ``ε`` in ``(0, 1/2)``, with ``εM`` and ``1/ε`` integers.
+
+    Returns
+    -------
+    AdversarialInstance
+        The instance's arrays, MC-SF's and the optimum's total latency, and the optimum's
+        long start; ``ratio`` and ``limit`` compare them.
+
+    Raises
+    ------
+    ValueError
+        If ``M`` or ``eps`` is out of range, or ``εM`` or ``1/ε`` is not an integer.
+    """
     s, d, K = _sizes(M, eps)
     tau = M - 2 * s
     arrival = np.r_[0, np.full(K, tau)]
@@ -192,6 +253,28 @@ def theorem64_ratio(M: int, eps, c: int, corrected: bool = False) -> Theorem64Re
     shorts arrive first, and from their arrival on play optimally (a start no earlier than
     their arrival). By Yao's principle ``best`` bounds every randomized algorithm's ratio
     (in the ratio-of-expectations form of Eq. (8)).
+
+    Parameters
+    ----------
+    M : int
+        ``M``: the KV memory, in tokens, an integer in ``[1, MAX_MEMORY]``.
+    eps : float or fractions.Fraction
+        ``ε`` in ``(0, 1/2)``, with ``εM`` and ``1/ε`` integers.
+    c : int
+        ``c >= 1``: the shorts arrive at a round ``kM`` with ``k`` up to about ``c`` (Eq. (8)).
+    corrected : bool, default False
+        Use the corrected distribution (spec §3.9) instead of the printed one.
+
+    Returns
+    -------
+    Theorem64Result
+        Each threshold's ratio, MC-SF's (``immediate``) and the best.
+
+    Raises
+    ------
+    ValueError
+        If ``M`` or ``eps`` is out of range, ``εM`` or ``1/ε`` is not an integer, or ``c`` is
+        not an integer ``>= 1``.
     """
     _, d, K = _sizes(M, eps)
     rounds, probs = theorem64_distribution(M, eps, c, corrected)

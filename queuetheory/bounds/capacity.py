@@ -56,6 +56,27 @@ def token_capacity(time_model, b, *, mix: float | None = None) -> float:
     ``m_p / (m_p + m_d)`` of the tokens: the rate is then that of full batches of this mix,
     ``b / full_batch_time(mix·b, (1 − mix)·b, b)``. For the other models ``mix`` changes
     nothing (their ``t_b`` depends on the token load alone).
+
+    Parameters
+    ----------
+    time_model : TimeModel
+        The batch time ``t_{b'}`` (e.g. eq. 2.3's :class:`~queuetheory.timing.PiecewiseLinearTime`),
+        in the model's time unit.
+    b : int
+        ``b``: the token budget per batch, a positive integer.
+    mix : float, optional
+        The prefill share ``m_p / (m_p + m_d)`` in ``[0, 1]``, for a mix-dependent model.
+
+    Returns
+    -------
+    float
+        ``b / t_b``, in tokens per time unit.
+
+    Raises
+    ------
+    ValueError
+        If ``time_model`` is not a TimeModel, ``b`` is not a positive integer, ``mix`` is
+        outside ``[0, 1]``, or the model needs ``mix`` and none is given.
     """
     _check_model(time_model)
     b = _budget(b)
@@ -73,7 +94,19 @@ def token_capacity(time_model, b, *, mix: float | None = None) -> float:
 @dataclass(frozen=True)
 class MaxRate:
     """``max_{1≤b'≤b} b'/t_{b'}`` and where it is attained; ``at_budget`` iff it is at ``b' = b``
-    (Theorem 1(b)'s premise that ``b/t_b`` is the maximal processing rate)."""
+    (Theorem 1(b)'s premise that ``b/t_b`` is the maximal processing rate).
+
+    Attributes
+    ----------
+    b : int
+        ``b``: the token budget.
+    full_rate : float
+        ``b / t_b``, in tokens per time unit.
+    rate : float
+        ``max_{1≤b'≤b} b'/t_{b'}``, in tokens per time unit.
+    argmax : int
+        The load ``b'`` where the best rate is attained.
+    """
 
     b: int
     full_rate: float
@@ -82,6 +115,7 @@ class MaxRate:
 
     @property
     def at_budget(self) -> bool:
+        """Whether the best rate is the full-batch rate ``b/t_b`` (up to rounding)."""
         return self.rate <= self.full_rate * (1 + 1e-12)
 
 
@@ -121,6 +155,32 @@ def max_rate(time_model, b, *, warn: bool = True) -> MaxRate:
     Closed form for unslotted :class:`~queuetheory.timing.PiecewiseLinearTime` and
     :class:`~queuetheory.timing.UnitTime`; other models are evaluated at every load, up to
     ``b = MAX_LOADS``.
+
+    Parameters
+    ----------
+    time_model : TimeModel
+        The batch time ``t_{b'}``, in the model's time unit.
+    b : int
+        ``b``: the token budget per batch, a positive integer (at most ``MAX_LOADS`` without a
+        closed form).
+    warn : bool, default True
+        Warn when the best rate is not at ``b' = b``.
+
+    Returns
+    -------
+    MaxRate
+        The full-batch rate, the best rate and where it is attained.
+
+    Raises
+    ------
+    ValueError
+        If ``time_model`` is not a TimeModel, ``b`` is not a positive integer, or ``b`` exceeds
+        ``MAX_LOADS`` for a model without a closed form.
+
+    Warns
+    -----
+    UserWarning
+        If ``warn`` and the best rate is at a load below ``b``.
     """
     _check_model(time_model)
     b = _budget(b)
@@ -164,6 +224,26 @@ def max_stable_rate(workload, time_model, b) -> float:
 
     ``workload`` is a :class:`~queuetheory.workload.Workload` (its class mix is kept) or the
     pair of mean sizes ``(m_p, m_d)``. Stability needs a rate strictly below the value returned.
+
+    Parameters
+    ----------
+    workload : Workload or tuple of (float, float)
+        The workload, or its mean sizes ``(m_p, m_d)`` in tokens (each ``>= 1``).
+    time_model : TimeModel
+        The batch time ``t_{b'}``, in the model's time unit.
+    b : int
+        ``b``: the token budget per batch, a positive integer.
+
+    Returns
+    -------
+    float
+        ``(b/t_b) / (m_p + m_d)``, in requests per time unit.
+
+    Raises
+    ------
+    ValueError
+        If ``workload`` is neither a Workload nor a pair of means ``>= 1``, ``time_model`` is
+        not a TimeModel, or ``b`` is not a positive integer.
     """
     mp, md = _means(workload)
     return token_capacity(time_model, b) / (mp + md)
@@ -177,6 +257,30 @@ def min_token_budget(lam, mp, md, time_model) -> float:
     :class:`~queuetheory.timing.UnitTime` (``b_min = Λ``). Raises :class:`UnstableError` when no
     budget is stable (``aΛ ≥ 1``, or ``Λ ≥ b0/c`` when ``c < a·b0``). For other models use
     :func:`smallest_stable_budget`.
+
+    Parameters
+    ----------
+    lam : float
+        ``λ``: the arrival rate, in requests per time unit, ``> 0``.
+    mp : float
+        ``m_p``: the mean prompt size, in tokens, ``>= 1``.
+    md : float
+        ``m_d``: the mean decode size, in tokens, ``>= 1``.
+    time_model : PiecewiseLinearTime or UnitTime
+        The batch time (eq. 2.3), without slot rounding.
+
+    Returns
+    -------
+    float
+        ``b_min``, in tokens (not rounded to an integer).
+
+    Raises
+    ------
+    ValueError
+        If ``lam``, ``mp`` or ``md`` is out of range, or ``time_model`` is not an unslotted
+        PiecewiseLinearTime or UnitTime.
+    UnstableError
+        If no budget is stable.
     """
     check_positive("lam", lam)
     load = float(lam) * (_mean_length("mp", mp) + _mean_length("md", md))
@@ -197,7 +301,34 @@ def min_token_budget(lam, mp, md, time_model) -> float:
 
 
 def smallest_stable_budget(lam, mp, md, time_model, *, b_max: int = 1 << 16) -> int:
-    """The smallest integer ``b ≤ b_max`` with ``λ(m_p+m_d) < b/t_b``, by search (any model)."""
+    """The smallest integer ``b ≤ b_max`` with ``λ(m_p+m_d) < b/t_b``, by search (any model).
+
+    Parameters
+    ----------
+    lam : float
+        ``λ``: the arrival rate, in requests per time unit, ``> 0``.
+    mp : float
+        ``m_p``: the mean prompt size, in tokens, ``>= 1``.
+    md : float
+        ``m_d``: the mean decode size, in tokens, ``>= 1``.
+    time_model : TimeModel
+        The batch time ``t_{b'}``, in the model's time unit.
+    b_max : int, default 65536
+        The largest budget searched, at most ``MAX_LOADS``.
+
+    Returns
+    -------
+    int
+        The smallest stable budget ``b``, in tokens.
+
+    Raises
+    ------
+    ValueError
+        If ``lam``, ``mp``, ``md`` or ``b_max`` is out of range, or ``time_model`` is not a
+        TimeModel.
+    UnstableError
+        If no budget up to ``b_max`` is stable.
+    """
     check_positive("lam", lam)
     load = float(lam) * (_mean_length("mp", mp) + _mean_length("md", md))
     _check_model(time_model)
@@ -216,6 +347,27 @@ def capacity_table(time_model, budgets, *, per: float = 1.0) -> pd.DataFrame:
     """``t_b``, ``b/t_b`` and the best rate ``max_{b'≤b} b'/t_{b'}`` for each budget.
 
     Rates are multiplied by ``per`` (``per=1000`` turns tokens/ms into tokens/s).
+
+    Parameters
+    ----------
+    time_model : TimeModel
+        The batch time ``t_{b'}``, in the model's time unit.
+    budgets : iterable of int
+        The budgets ``b``, positive integers.
+    per : float, default 1.0
+        The factor applied to the rates (a change of time unit).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``b``: ``t_b``, ``capacity`` (``b/t_b``), ``max_rate``, ``max_rate_at`` and
+        ``at_budget``.
+
+    Raises
+    ------
+    ValueError
+        If ``time_model`` is not a TimeModel, or a budget is not a positive integer or exceeds
+        ``MAX_LOADS`` for a model without a closed form.
     """
     rows = []
     for b in budgets:
@@ -230,6 +382,17 @@ def llama3_70b_table(budgets=(64, 128, 256, 512, 768, 1024, 2048)) -> pd.DataFra
     """Capacity against budget for the paper's Llama-3-70B fit, in tokens per second.
 
     The limit as ``b → ∞`` is ``1/a`` = 3333.3 tokens/s (row ``inf``) because ``c > a·b0``.
+
+    Parameters
+    ----------
+    budgets : iterable of int, default (64, 128, 256, 512, 768, 1024, 2048)
+        The budgets ``b``, in tokens.
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`capacity_table` with ``per=1000`` (rates in tokens per second, ``t_b`` in
+        ms), plus the row ``inf``.
     """
     table = capacity_table(LLAMA3_70B, budgets, per=1000.0)
     limit = pd.DataFrame([{"t_b": math.inf, "capacity": 1000.0 / LLAMA3_70B.a,

@@ -51,7 +51,32 @@ def _check(u, ell, s):
 
 def amin_matrices(u, ell=1, s=0, *, exact=False):
     """The pencil ``(A, B)`` of Lemma 4.6 on lengths ``ℓ..u``; Cor. 4.8's ``A_u, B_u`` at
-    ``s=0, ℓ=1``. ``exact=True`` returns numpy object arrays of :class:`fractions.Fraction`."""
+    ``s=0, ℓ=1``. ``exact=True`` returns numpy object arrays of :class:`fractions.Fraction`.
+
+    Parameters
+    ----------
+    u : int
+        ``u``: the longest output length, in tokens, ``>= ell``.
+    ell : int, default 1
+        ``ℓ``: the shortest output length, in tokens, ``>= 1``.
+    s : float, default 0
+        ``s``: the prompt size, in tokens, ``>= 0``.
+    exact : bool, default False
+        Exact rationals (object arrays of :class:`fractions.Fraction`) instead of floats.
+
+    Returns
+    -------
+    A : numpy.ndarray
+        ``A = (P + Pᵀ)/2``, ``(u−ℓ+1) × (u−ℓ+1)``.
+    B : numpy.ndarray
+        ``B_ij = m(s+m)``, ``m = min(i, j)``.
+
+    Raises
+    ------
+    ValueError
+        If ``u``, ``ell`` or ``s`` is not finite, ``ell`` is not an integer ``>= 1``, ``u`` is
+        not an integer ``>= ell``, or ``s < 0``.
+    """
     u, ell = _check(u, ell, s)
     if exact:
         s = Fraction(s)
@@ -117,7 +142,27 @@ def amin_matvec(x, ell=1, s=0):
 
 
 def rayleigh(x, ell=1, s=0) -> float:
-    """``xᵀAx / xᵀBx`` for a histogram ``x`` on ``ℓ..ℓ+len(x)−1`` (Lemma 4.6, matrix form)."""
+    """``xᵀAx / xᵀBx`` for a histogram ``x`` on ``ℓ..ℓ+len(x)−1`` (Lemma 4.6, matrix form).
+
+    Parameters
+    ----------
+    x : array_like of float
+        The histogram of output lengths: ``x[i]`` jobs (or their share) of length ``ℓ+i``.
+    ell : int, default 1
+        ``ℓ``: the shortest output length, in tokens.
+    s : float, default 0
+        ``s``: the prompt size, in tokens.
+
+    Returns
+    -------
+    float
+        The asymptotic ratio ``E TEL(A_min)/TEL(H-SF)`` for this histogram.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` is not a non-zero 1-d array.
+    """
     x = np.asarray(x, dtype=float)
     if x.ndim != 1 or x.size == 0 or not np.any(x):
         raise ValueError("x: must be a non-zero 1-d histogram")
@@ -126,7 +171,22 @@ def rayleigh(x, ell=1, s=0) -> float:
 
 
 def lemma46_ratio(x, ell=1, s=0) -> float:
-    """Lemma 4.6 as printed: the triple sum, evaluated term by term."""
+    """Lemma 4.6 as printed: the triple sum, evaluated term by term.
+
+    Parameters
+    ----------
+    x : array_like of float
+        The histogram of output lengths: ``x[i]`` jobs (or their share) of length ``ℓ+i``.
+    ell : int, default 1
+        ``ℓ``: the shortest output length, in tokens.
+    s : float, default 0
+        ``s``: the prompt size, in tokens.
+
+    Returns
+    -------
+    float
+        The same ratio as :func:`rayleigh`, from the printed sum (a cross-check).
+    """
     x = np.asarray(x, dtype=float)
     ks = np.arange(ell, ell + x.size, dtype=float)
     num = den = 0.0
@@ -144,7 +204,21 @@ def lemma46_ratio(x, ell=1, s=0) -> float:
 class AminRatio:
     """Worst case of A_min over histograms on ``ℓ..u``: ``value = ρ(C_u)``, the top generalized
     eigenvector as a histogram (sum 1), and whether it is one-signed (then ``value`` is
-    attained by a genuine histogram, Cor. 4.8's max over ``x ≥ 0``)."""
+    attained by a genuine histogram, Cor. 4.8's max over ``x ≥ 0``).
+
+    Attributes
+    ----------
+    value : float
+        ``ρ(C_u)``: the top generalized eigenvalue of ``(A, B)``.
+    histogram : numpy.ndarray
+        The top eigenvector, signed and scaled to sum 1.
+    one_signed : bool
+        Whether that eigenvector is ``>= 0`` (up to rounding), i.e. a genuine histogram.
+    lengths : numpy.ndarray
+        The output lengths ``ℓ..u`` the histogram is indexed by.
+    method : str
+        ``"dense"`` or ``"lanczos"``: the method that ran.
+    """
 
     value: float
     histogram: np.ndarray
@@ -170,6 +244,35 @@ def amin_ratio(u, ell=1, s=0, *, method="auto", tol=1e-12, progress=False,
     ``(ncv + 20) · 8`` bytes per length, ``ncv = 12`` Lanczos vectors) exceeds ``max_bytes``
     (default 1 GiB, u ≈ 4·10⁶) are refused with the estimate: u = 10⁷ needs 2.4 GiB and
     minutes, so it runs only when asked for with a larger ``max_bytes``.
+
+    Parameters
+    ----------
+    u : int
+        ``u``: the longest output length, in tokens, ``>= ell``.
+    ell : int, default 1
+        ``ℓ``: the shortest output length, in tokens, ``>= 1``.
+    s : float, default 0
+        ``s``: the prompt size, in tokens, ``>= 0``.
+    method : {"auto", "dense", "lanczos"}, default "auto"
+        ``"auto"`` is dense up to 100 lengths, else Lanczos; fewer than 3 lengths always run
+        dense.
+    tol : float, default 1e-12
+        The Lanczos relative accuracy, in ``[0, 1)``.
+    progress : bool, default False
+        Show a tqdm bar of Lanczos matrix-vector products.
+    max_bytes : int, default 2**30
+        The most working memory to use, in bytes.
+
+    Returns
+    -------
+    AminRatio
+        ``ρ(C_u)``, the worst histogram and whether it is one-signed.
+
+    Raises
+    ------
+    ValueError
+        If ``u``, ``ell`` or ``s`` is malformed (as in :func:`amin_matrices`), ``method`` or
+        ``tol`` is not one of the allowed values, or the size needs more than ``max_bytes``.
     """
     u, ell = _check(u, ell, s)
     n = u - ell + 1
@@ -253,7 +356,29 @@ def simplex_max(A, B, *, starts=8, seed=0) -> float:
 def b_inverse(u, ell=1, s=0, *, exact=False):
     """The tridiagonal ``B⁻¹``: ``(B⁻¹)_ii = 1/d_i + 1/d_{i+1}`` (last ``1/d_u``),
     ``(B⁻¹)_{i,i+1} = −1/d_{i+1}``, ``d_k = g_k − g_{k−1}``, ``g_k = k(s+k)``. Returns a sparse
-    matrix, or an object array of Fractions with ``exact=True``."""
+    matrix, or an object array of Fractions with ``exact=True``.
+
+    Parameters
+    ----------
+    u : int
+        ``u``: the longest output length, in tokens, ``>= ell``.
+    ell : int, default 1
+        ``ℓ``: the shortest output length, in tokens, ``>= 1``.
+    s : float, default 0
+        ``s``: the prompt size, in tokens, ``>= 0``.
+    exact : bool, default False
+        Exact rationals (a dense object array) instead of a sparse float matrix.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix or numpy.ndarray
+        ``B⁻¹``, ``(u−ℓ+1) × (u−ℓ+1)``.
+
+    Raises
+    ------
+    ValueError
+        If ``u``, ``ell`` or ``s`` is malformed (as in :func:`amin_matrices`).
+    """
     u, ell = _check(u, ell, s)
     if exact:
         s = Fraction(s)
@@ -293,7 +418,24 @@ class TraceIdentity:
 
 def trace_identity(u) -> TraceIdentity:
     """Exact ``tr(B_u⁻¹A_u)`` (s=0, ℓ=1) from the full matrices, its split into the diagonal
-    part ``T_1`` and the off-diagonal part ``2T_2``, and the paper's closed forms of both."""
+    part ``T_1`` and the off-diagonal part ``2T_2``, and the paper's closed forms of both.
+
+    Parameters
+    ----------
+    u : int
+        ``u``: the longest output length, in tokens, ``>= 1`` (exact arithmetic: small ``u``).
+
+    Returns
+    -------
+    TraceIdentity
+        The trace, ``T_1``, ``2T_2``, ``H_u`` and the closed forms; ``holds`` says whether they
+        agree.
+
+    Raises
+    ------
+    ValueError
+        If ``u`` is not an integer ``>= 1``.
+    """
     u, _ = _check(u, 1, 0)
     A, B = amin_matrices(u, exact=True)
     Binv = b_inverse(u, exact=True)
@@ -325,7 +467,28 @@ class LogFit:
 
 
 def fit_log_curve(us, values=None, *, p0=(0.2555, 0.2793, 1.1587)) -> LogFit:
-    """Least-squares fit of Figure 1's curve; ``values`` defaults to ``amin_ratio(u).value``."""
+    """Least-squares fit of Figure 1's curve; ``values`` defaults to ``amin_ratio(u).value``.
+
+    Parameters
+    ----------
+    us : array_like of float
+        The upper bounds ``u``, at least four, each ``>= 1``.
+    values : array_like of float, optional
+        ``ρ(C_u)`` at each ``u``; computed with :func:`amin_ratio` when omitted.
+    p0 : tuple of float, default (0.2555, 0.2793, 1.1587)
+        The starting ``(a, b, c)`` of the least-squares fit.
+
+    Returns
+    -------
+    LogFit
+        ``a``, ``b``, ``c``, ``r2`` and the largest absolute residual; calling it evaluates the
+        curve.
+
+    Raises
+    ------
+    ValueError
+        If ``us`` is not 1-d with at least four values ``>= 1``.
+    """
     us = np.asarray(us, dtype=float)
     if us.ndim != 1 or us.size < 4 or np.any(us < 1):
         raise ValueError("us: need at least 4 upper bounds u >= 1")

@@ -50,6 +50,27 @@ def length_pmf(law, name: str = "length") -> tuple[np.ndarray, np.ndarray]:
     ``law``: an int (point mass), a dict ``{value: probability}``, an array of samples, or a
     frozen ``scipy.stats`` distribution (rounded to integers and clipped to ``≥ 1`` as the
     workload does). Raises ``ValueError`` naming ``name`` when the support is unbounded.
+
+    Parameters
+    ----------
+    law : int, dict, array_like or scipy.stats frozen distribution
+        The token-length law, as above.
+    name : str, default "length"
+        The argument's name, for error messages.
+
+    Returns
+    -------
+    values : numpy.ndarray of int
+        The support, sorted, each value ``>= 1``.
+    probabilities : numpy.ndarray of float
+        ``P(length = value)``, positive, summing to 1.
+
+    Raises
+    ------
+    ValueError
+        If ``law`` is a bool or of no accepted kind, a length or sample is below 1, a dict's
+        probabilities do not sum to 1, or a distribution's support is unbounded or larger than
+        2²⁰ values.
     """
     if isinstance(law, bool):
         raise ValueError(f"{name}={law!r}: not a length law")
@@ -117,6 +138,24 @@ def appendix_b_constant(output, *, printed: bool = False) -> float:
     and every step of the proof goes through (spec §3.3). ``printed=True`` gives the
     paper's implicit ``L = E[d²]`` (App. B), which relies on the false ``E[(d+1)²] ≤ 2E[d²]``.
     ``output``: a length law, or a Workload / RequestClass (its rate-weighted mixture).
+
+    Parameters
+    ----------
+    output : int, dict, array_like, scipy.stats frozen distribution, Workload or RequestClass
+        The decode-length law ``d`` (finite support), as :func:`length_pmf` takes it, or a
+        workload whose classes' output laws are mixed by rate.
+    printed : bool, default False
+        The paper's ``L = E[d²]`` instead of the corrected constant.
+
+    Returns
+    -------
+    float
+        ``L``, in tokens².
+
+    Raises
+    ------
+    ValueError
+        If a length law is malformed or has unbounded support (see :func:`length_pmf`).
     """
     v, p = _output_mixture(output)
     second = float(np.dot(p, v.astype(float) ** 2))
@@ -139,25 +178,91 @@ def _output_mixture(law):
 # ---- Lyapunov functions -------------------------------------------------------------------------
 @dataclass(frozen=True)
 class LinearLyapunov:
-    """``f(x) = Σ_i (p'_i + d'_i) + R·b/t_b`` (Li, Dai, Peng); ``t_b`` in slots."""
+    """``f(x) = Σ_i (p'_i + d'_i) + R·b/t_b`` (Li, Dai, Peng); ``t_b`` in slots.
+
+    Attributes
+    ----------
+    b : int
+        ``b``: the token budget per batch.
+    t_b : float
+        ``t_b``: the time of a full batch of ``b`` tokens, in slots.
+    """
 
     b: int
     t_b: float
 
     def per_request(self, p, d) -> np.ndarray:
+        """``h(p'_i, d'_i) = p'_i + d'_i``: each request's term of ``f``.
+
+        Parameters
+        ----------
+        p : array_like of int
+            ``p'_i``: the prompt tokens each request still has to prefill (0 once prefilled).
+        d : array_like of int
+            ``d'_i``: the output tokens each request still has to decode.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``p'_i + d'_i`` per request, in tokens.
+        """
         return np.asarray(p, dtype=float) + np.asarray(d, dtype=float)
 
     def __call__(self, p, d, R: float = 0) -> float:
         return float(self.per_request(p, d).sum()) + R * self.b / self.t_b
 
     def service_change(self, p, d, chunk, decode) -> np.ndarray:
+        """``h(post) − h(pre)`` per request: minus the tokens the batch serves.
+
+        Parameters
+        ----------
+        p : array_like of int
+            ``p'_i``: the prompt tokens each request still has to prefill (unused: the change is
+            linear).
+        d : array_like of int
+            ``d'_i``: the output tokens each request still has to decode (unused).
+        chunk : numpy.ndarray of int
+            The prompt tokens the batch prefills for each request.
+        decode : numpy.ndarray of int
+            1 where the batch decodes the request, else 0.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``−(chunk + decode)`` per request.
+        """
         return -(chunk + decode).astype(float)
 
     def arrival_value(self, prompt_values, output_values) -> np.ndarray:
+        """``h`` of arriving requests, from their prompt and output lengths.
+
+        Parameters
+        ----------
+        prompt_values : array_like of int
+            The arrivals' prompt lengths ``p``.
+        output_values : array_like of int
+            The arrivals' output lengths ``d``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``p + d`` per arrival.
+        """
         return self.per_request(prompt_values, output_values)
 
     def residual_time_value(self, t_slots: float) -> float:
-        """``R(n+1)·b/t_b`` after a batch of ``t_slots`` slots."""
+        """``R(n+1)·b/t_b`` after a batch of ``t_slots`` slots.
+
+        Parameters
+        ----------
+        t_slots : float
+            ``t_{b'}``: the batch's time, in slots.
+
+        Returns
+        -------
+        float
+            ``(t_{b'} − 1)·b/t_b``.
+        """
         return (t_slots - 1) * self.b / self.t_b
 
 
@@ -167,6 +272,26 @@ class QuadraticLyapunov:
 
     ``lam`` arrivals per slot, ``mp``, ``md`` mean sizes, budget ``b``, constant ``L``.
     Raises :class:`UnstableError` unless ``ε' = b − λ(m_p+m_d) > 0``.
+
+    Attributes
+    ----------
+    lam : float
+        ``λ``: arrivals per slot, ``> 0``.
+    mp : float
+        ``m_p``: the mean prompt length, in tokens.
+    md : float
+        ``m_d``: the mean output length, in tokens.
+    b : int
+        ``b``: the token budget per batch, an integer ``>= 1``.
+    L : float
+        ``L``: App. B's constant (:func:`appendix_b_constant`), ``> 0``.
+
+    Raises
+    ------
+    UnstableError
+        If ``ε' = b − λ(m_p+m_d) <= 0``.
+    ValueError
+        If ``lam`` or ``L`` is not positive, or ``b`` is not a positive integer.
     """
 
     lam: float
@@ -185,6 +310,7 @@ class QuadraticLyapunov:
 
     @property
     def eps_prime(self) -> float:
+        """The budget's slack per slot, ``ε' = b − λ(m_p+m_d)``, in tokens."""
         return self.b - self.lam * (self.mp + self.md)
 
     @property
@@ -199,10 +325,25 @@ class QuadraticLyapunov:
 
     @property
     def B(self) -> float:
-        """``B = 2b(4Lλb/ε)² + b``: (B.1) must hold on ``{f ≥ B}``."""
+        """The level ``B = 2b(4Lλb/ε)² + b``; (B.1) must hold on ``{f ≥ B}``."""
         return 2 * self.b * (4 * self.L * self.lam * self.b / self.eps) ** 2 + self.b
 
     def per_request(self, p, d) -> np.ndarray:
+        """``h(p'_i, d'_i) = p'_i + d'_i + ε·(1(p'_i>0) + d'_i)²/(4Lλ)``: each request's
+        term of ``f``.
+
+        Parameters
+        ----------
+        p : array_like of int
+            ``p'_i``: the prompt tokens each request still has to prefill (0 once prefilled).
+        d : array_like of int
+            ``d'_i``: the output tokens each request still has to decode.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``h`` per request.
+        """
         p = np.asarray(p, dtype=np.int64)
         d = np.asarray(d, dtype=np.int64)
         g = (p > 0) + d
@@ -214,7 +355,24 @@ class QuadraticLyapunov:
         return float(self.per_request(p, d).sum())
 
     def service_change(self, p, d, chunk, decode) -> np.ndarray:
-        """``h(post) − h(pre)`` per request: minus the terms of Δ(X), computed exactly."""
+        """``h(post) − h(pre)`` per request: minus the terms of Δ(X), computed exactly.
+
+        Parameters
+        ----------
+        p : numpy.ndarray of int
+            ``p'_i``: the prompt tokens each request still has to prefill (0 once prefilled).
+        d : numpy.ndarray of int
+            ``d'_i``: the output tokens each request still has to decode.
+        chunk : numpy.ndarray of int
+            The prompt tokens the batch prefills for each request.
+        decode : numpy.ndarray of int
+            1 where the batch decodes the request, else 0.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``h(post) − h(pre)`` per request.
+        """
         g = (p > 0).astype(np.int64) + d
         served = np.where(p > 0, chunk == p, decode == 1).astype(np.int64)
         g_next = g - served
@@ -222,9 +380,40 @@ class QuadraticLyapunov:
             (g_next - g) * (g_next + g)).astype(float)
 
     def arrival_value(self, prompt_values, output_values) -> np.ndarray:
+        """``h`` of arriving requests, from their prompt and output lengths.
+
+        Parameters
+        ----------
+        prompt_values : array_like of int
+            The arrivals' prompt lengths ``p``.
+        output_values : array_like of int
+            The arrivals' output lengths ``d``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``h(p, d)`` per arrival.
+        """
         return self.per_request(prompt_values, output_values)
 
     def residual_time_value(self, t_slots: float) -> float:
+        """The residual time's term: 0, as App. B's batches take one slot.
+
+        Parameters
+        ----------
+        t_slots : float
+            The batch's time, in slots; must be 1.
+
+        Returns
+        -------
+        float
+            0.0.
+
+        Raises
+        ------
+        ValueError
+            If ``t_slots != 1``.
+        """
         if t_slots != 1:
             raise ValueError(f"batch time {t_slots}: App. B's drift assumes unit-time batches")
         return 0.0
@@ -237,6 +426,21 @@ class Drift:
 
     ``service`` is the deterministic change due to the batch, ``arrivals`` the expected
     contribution of the slot's arrivals, ``load`` the batch's token load.
+
+    Attributes
+    ----------
+    value : float
+        The drift ``E[f(X(n+1)) − f(X(n)) | X(n) = x]`` (an estimate with ``method="mc"``).
+    stderr : float
+        Its standard error; 0 when exact.
+    exact : bool
+        Whether the arrivals' term was computed exactly.
+    service : float
+        The batch's deterministic change, the residual time's term included.
+    arrivals : float
+        The expected change due to the slot's arrivals, ``E[a]·E[h(v_p, v_d)]``.
+    load : int
+        ``b'``: the batch's token load.
     """
 
     value: float
@@ -299,6 +503,42 @@ def one_step_drift(policy, state, lyapunov, workload, *, time_model=None, method
     (default unit time). ``method``: ``"exact"`` enumerates the length laws (they must have
     finite support), ``"mc"`` samples ``n_samples`` slots of arrivals, ``"auto"`` is exact
     when it can be.
+
+    Parameters
+    ----------
+    policy : Policy
+        The scheduling policy (a :mod:`queuetheory.policies` object); its ``token_budget``, if
+        it has one, must equal the Lyapunov function's ``b``.
+    state : tuple of (array_like of int, array_like of int)
+        ``(p', d')``: per request, the prompt tokens left to prefill (0 once prefilled) and the
+        output tokens left to decode.
+    lyapunov : LinearLyapunov or QuadraticLyapunov
+        The function ``f``.
+    workload : Workload or RequestClass
+        The arrivals: rate per slot and length laws.
+    time_model : TimeModel, optional
+        The batch time ``t_{b'}``, in slots; default :class:`~queuetheory.timing.UnitTime`.
+    method : {"auto", "exact", "mc"}, default "auto"
+        Exact enumeration of the length laws, Monte Carlo, or exact when it can be.
+    n_samples : int, default 20000
+        The number of slots sampled with ``method="mc"``.
+    seed : int, default 0
+        The random seed of ``method="mc"``.
+
+    Returns
+    -------
+    Drift
+        The drift, its standard error, and its service and arrival parts.
+
+    Raises
+    ------
+    ValueError
+        If ``method`` is unknown, the policy's budget differs from ``b``, ``time_model`` is not
+        a TimeModel, ``n_samples`` is not a positive integer, a length law has unbounded
+        support with ``method="exact"``, Monte Carlo arrivals are not i.i.d. per slot, or a
+        :class:`QuadraticLyapunov` meets a batch longer than one slot.
+    InfeasibleBatchError
+        If the policy's batch breaks rules 2.5a–d.
     """
     if method not in ("exact", "mc", "auto"):
         raise ValueError(f"method={method!r}: must be 'exact', 'mc' or 'auto'")
@@ -338,6 +578,29 @@ class DriftCertificate:
 
     ``certified`` iff every checked state has drift ``≤ −ε/2`` (up to rounding);
     ``worst_state`` is ``(p', d')`` of the state with the largest drift.
+
+    Attributes
+    ----------
+    policy : str
+        The policy's ``repr``.
+    worst_drift : float
+        The largest drift found, per slot.
+    threshold : float
+        ``−ε/2``: (B.1)'s bound.
+    certified : bool
+        Whether ``worst_drift <= threshold`` (up to rounding).
+    worst_state : tuple of (tuple of int, tuple of int)
+        ``(p', d')`` of the worst state.
+    worst_family : str
+        The family of the worst state (see :func:`certificate_states`), or ``"given"``.
+    states_checked : int
+        The number of states checked.
+    epsilon : float
+        ``ε = min(ε', Lλ)``.
+    L : float
+        The constant ``L`` used.
+    B : float
+        ``B = 2b(4Lλb/ε)² + b``: the level beyond which states are checked.
     """
 
     policy: str
@@ -377,6 +640,28 @@ def certificate_states(lyap, *, n_random: int = 200, max_prompt: int | None = No
     ``giant-prefill`` (one request whose prompt exceeds the budget: ``Δ = b`` exactly);
     ``boundary`` (``avail(x) ∈ {b−1, b, b+1}``). In each, one request's ``d'`` is raised
     until ``f ≥ B``.
+
+    Parameters
+    ----------
+    lyap : QuadraticLyapunov
+        App. B's function, which sets ``b`` and ``B``.
+    n_random : int, default 200
+        The number of ``random`` and of ``few`` states.
+    max_prompt : int, optional
+        The largest sampled prompt, in tokens; default ``2b``.
+    max_decode : int, optional
+        The largest sampled ``d'``, in tokens; default ``4·max(1, round(m_d))``.
+    seed : int, default 0
+        The random seed.
+
+    Yields
+    ------
+    family : str
+        The family's name.
+    p : numpy.ndarray of int
+        ``p'_i`` per request.
+    d : numpy.ndarray of int
+        ``d'_i`` per request, one of them raised so that ``f(x) >= B``.
     """
     b = lyap.b
     max_prompt = int(max_prompt or 2 * b)
@@ -424,6 +709,40 @@ def drift_certificate(policy, workload, b, states=None, *, L: float | None = Non
     (``printed_constant=True``: the paper's ``E[d²]``). ``states``: an iterable of ``(p', d')``
     pairs to check instead of :func:`certificate_states` (each lifted to ``f ≥ B`` by raising
     its last request's ``d'``).
+
+    Parameters
+    ----------
+    policy : Policy
+        The scheduling policy (a :mod:`queuetheory.policies` object) with token budget ``b``.
+    workload : Workload or RequestClass
+        Unit-time arrivals with finite-support length laws.
+    b : int
+        ``b``: the token budget per batch, a positive integer.
+    states : iterable of tuple, optional
+        ``(p', d')`` pairs to check instead of :func:`certificate_states`.
+    L : float, optional
+        App. B's constant; default :func:`appendix_b_constant` of the workload.
+    printed_constant : bool, default False
+        Default ``L`` to the paper's ``E[d²]`` instead of the corrected constant.
+    n_random : int, default 200
+        Passed to :func:`certificate_states`.
+    seed : int, default 0
+        Passed to :func:`certificate_states`.
+
+    Returns
+    -------
+    DriftCertificate
+        The worst drift, the threshold ``−ε/2``, whether it is certified, and the worst state.
+
+    Raises
+    ------
+    ValueError
+        If ``b`` is not a positive integer, a length law is malformed or unbounded, or ``L`` is
+        not positive.
+    UnstableError
+        If ``ε' = b − λ(m_p+m_d) <= 0``.
+    InfeasibleBatchError
+        If the policy's batch breaks rules 2.5a–d.
     """
     b = int(check_positive("b", b, integer=True))
     lam = _arrival_rate(workload)

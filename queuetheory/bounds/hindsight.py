@@ -97,6 +97,29 @@ class HindsightResult:
     ``total_latency`` is proven optimal (by the solver, or by meeting ``⌈LP⌉``); ``gap``:
     ``(total_latency − best bound) / total_latency`` (0 when proven; the bound is the better
     of the solver's and ``⌈LP⌉``); ``solver`` names the formulation or cvxpy solver that ran.
+
+    Attributes
+    ----------
+    total_latency : float
+        TEL: the schedule's total latency, in rounds.
+    starts : numpy.ndarray
+        Each request's start round (fractional means for the LP relaxation).
+    status : str
+        ``"optimal"``, ``"time_limit"`` or the LP solver's status.
+    seconds : float
+        The wall time taken, in seconds.
+    completions : numpy.ndarray
+        Each request's completion round, ``starts + d``.
+    horizon : int
+        The number of rounds the program spans.
+    upper : float
+        The TEL of the upper-bound schedule (nan for the brute force).
+    solver : str
+        The formulation or cvxpy solver that ran (``"dynamic-program"`` for the brute force).
+    proven : bool, default False
+        Whether ``total_latency`` is proven optimal.
+    gap : float, default nan
+        ``(total_latency − best bound) / total_latency``.
     """
 
     total_latency: float
@@ -112,6 +135,7 @@ class HindsightResult:
 
     @property
     def mean_latency(self) -> float:
+        """The mean latency per request, ``total_latency / n``, in rounds."""
         return self.total_latency / max(len(self.starts), 1)
 
 
@@ -175,7 +199,24 @@ def _inputs(arrival, prompt, output, memory, convention):
 
 
 def schedule_memory(starts, prompt, d, horizon=None) -> np.ndarray:
-    """KV tokens held in each round ``0 … horizon−1`` by the non-preemptive schedule."""
+    """KV tokens held in each round ``0 … horizon−1`` by the non-preemptive schedule.
+
+    Parameters
+    ----------
+    starts : array_like of int
+        ``k_i``: each request's start round.
+    prompt : array_like of int
+        ``s_i``: each request's prompt length, in tokens.
+    d : array_like of int
+        ``d_i``: the rounds each request runs.
+    horizon : int, optional
+        The number of rounds; default the last completion.
+
+    Returns
+    -------
+    numpy.ndarray of int
+        ``Σ_i (s_i + t − k_i)`` over the requests running in round ``t``, per round.
+    """
     starts, s, d = (np.asarray(v, dtype=np.int64) for v in (starts, prompt, d))
     horizon = int((starts + d).max()) if horizon is None else horizon
     t = np.arange(horizon)[:, None]
@@ -554,16 +595,25 @@ def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solve
 
     Parameters
     ----------
-    arrival, prompt, output : per-request integer arrival rounds and lengths
-    memory : KV capacity ``M`` (an integer)
-    convention : ``"ip"`` (``d_i = o_i``, the IP's own) or ``"eq1"`` (``d_i = o_i + 1``)
-    solver : ``"bnb"`` (branch and bound over rounds with dominance and a Lagrangian
+    arrival : array_like of int
+        ``a_i``: each request's arrival round, ``>= 0``.
+    prompt : array_like of int
+        ``s_i``: each request's prompt length, in tokens, ``>= 0``.
+    output : array_like of int
+        ``o_i``: each request's output length, in tokens, ``>= 1``.
+    memory : int
+        The KV capacity ``M``, in tokens (an integer in ``[1, 2**53]``).
+    convention : {"ip", "eq1"}, default "ip"
+        ``"ip"`` (``d_i = o_i``, the IP's own) or ``"eq1"`` (``d_i = o_i + 1``).
+    solver : str, optional
+        ``"bnb"`` (branch and bound over rounds with dominance and a Lagrangian
         bound that keeps a chain of pairwise conflicting requests in order), ``"milp"``
         (time-indexed MILP, HiGHS through cvxpy), ``"cpsat"`` (OR-Tools CP-SAT, cumulative
         profile), ``"cpsat-ti"`` (CP-SAT on the time-indexed
         Booleans after LP reduced-cost fixing) or a cvxpy MILP solver name; default
-        :data:`DEFAULT_SOLVER`, chosen by ``benchmarks/jaillet2025_hindsight.py``
-    time_limit : seconds, preparation included (the local search takes at most
+        :data:`DEFAULT_SOLVER`, chosen by ``benchmarks/jaillet2025_hindsight.py``.
+    time_limit : float, optional
+        Seconds, preparation included (the local search takes at most
         :data:`SEARCH_SHARE` of it, the cuts :data:`CAPS_SHARE` more, and for ``"bnb"`` the
         chain bound's subgradient steps :data:`CHAIN_SHARE` more); on a time-out
         ``proven`` is False, the schedule is the better of the solver's best and the
@@ -573,9 +623,27 @@ def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solve
         fraction of a second, or by seconds in a process starved of CPU
         (``benchmarks/README.md``). CP-SAT and the branch and bound keep to their limit.
         The LP relaxation of the fixing step runs unlimited (HiGHS: about a second at
-        n = 40)
-    workers : CP-SAT's ``num_workers`` (the MILP uses HiGHS's default; the branch and bound
-        one thread)
+        n = 40). None: no limit.
+    workers : int, default 1
+        CP-SAT's ``num_workers`` (the MILP uses HiGHS's default; the branch and bound
+        one thread).
+
+    Returns
+    -------
+    HindsightResult
+        The schedule's total latency (TEL, in rounds), start rounds, whether it is proven
+        optimal and the gap to the best bound.
+
+    Raises
+    ------
+    ValueError
+        If a length or arrival is not an integer in range, the arrays differ in length,
+        ``memory`` is malformed or below a request's peak ``s_i + d_i − 1``, the instance
+        exceeds ``MAX_GRID_CELLS``, ``convention``, ``solver``, ``time_limit`` or
+        ``workers`` is invalid.
+    RuntimeError
+        If ``solver="milp"`` (or None for a cvxpy formulation) and no MILP solver is
+        installed for cvxpy.
     """
     return _solve(arrival, prompt, output, memory, convention,
                   DEFAULT_SOLVER if solver is None else solver, False, time_limit, workers)
@@ -584,7 +652,38 @@ def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solve
 def hindsight_lower_bound(arrival, prompt, output, memory, *, convention="ip", solver=None,
                           time_limit=None) -> HindsightResult:
     """The LP relaxation of :func:`hindsight_optimum`'s time-indexed program, with its
-    completion-count cuts: ``total_latency`` ≤ the optimum."""
+    completion-count cuts: ``total_latency`` ≤ the optimum.
+
+    Parameters
+    ----------
+    arrival : array_like of int
+        ``a_i``: each request's arrival round, ``>= 0``.
+    prompt : array_like of int
+        ``s_i``: each request's prompt length, in tokens, ``>= 0``.
+    output : array_like of int
+        ``o_i``: each request's output length, in tokens, ``>= 1``.
+    memory : int
+        The KV capacity ``M``, in tokens.
+    convention : {"ip", "eq1"}, default "ip"
+        As in :func:`hindsight_optimum`.
+    solver : str, optional
+        A cvxpy LP solver name; default the first of HiGHS, Clarabel and SciPy installed.
+    time_limit : float, optional
+        Seconds for the preparation and the LP; None: no limit.
+
+    Returns
+    -------
+    HindsightResult
+        The LP bound as ``total_latency`` (in rounds) and the fractional mean start rounds.
+
+    Raises
+    ------
+    ValueError
+        If the instance is malformed (as in :func:`hindsight_optimum`), or ``solver`` is one of
+        the exact formulations or not an installed cvxpy solver.
+    RuntimeError
+        If no LP solver is installed for cvxpy, or the LP solver returns no solution.
+    """
     if solver in _OWN_SOLVERS:
         raise ValueError(f"solver={solver!r}: the LP relaxation needs an LP solver (a cvxpy name)")
     return _solve(arrival, prompt, output, memory, convention, solver, True, time_limit)
@@ -600,6 +699,34 @@ def hindsight_brute_force(arrival, prompt, output, memory, *, convention="ip",
     requests. Idling with nothing running after the last arrival is never optimal (shifting
     the rest of the schedule earlier is feasible and cheaper), which keeps the state space
     finite.
+
+    Parameters
+    ----------
+    arrival : array_like of int
+        ``a_i``: each request's arrival round, ``>= 0``.
+    prompt : array_like of int
+        ``s_i``: each request's prompt length, in tokens, ``>= 0``.
+    output : array_like of int
+        ``o_i``: each request's output length, in tokens, ``>= 1``.
+    memory : int
+        The KV capacity ``M``, in tokens.
+    convention : {"ip", "eq1"}, default "ip"
+        As in :func:`hindsight_optimum`.
+    max_requests : int, default 7
+        The most requests accepted.
+
+    Returns
+    -------
+    HindsightResult
+        The optimal TEL (in rounds) and start rounds, ``solver="dynamic-program"``.
+
+    Raises
+    ------
+    ValueError
+        If the instance is malformed (as in :func:`hindsight_optimum`) or has more than
+        ``max_requests`` requests.
+    RuntimeError
+        If no feasible schedule is found (a bug: every valid instance has one).
     """
     a, s, o, d, memory = _inputs(arrival, prompt, output, memory, convention)
     n = a.size

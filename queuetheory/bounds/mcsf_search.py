@@ -29,6 +29,29 @@ class Alg1Counterexample:
     ``searched[n]`` counts the instances with ``n`` requests that were compared with the
     optimum; when ``found`` the instance (``memory``, ``prompt``, ``output``) and both
     schedules (start rounds and total latencies) are given.
+
+    Attributes
+    ----------
+    found : bool
+        Whether a counterexample was found.
+    convention : str
+        ``"eq1"`` or ``"ip"``.
+    searched : dict of int to int
+        The number of instances compared, by number of requests.
+    memory : int
+        ``M``: the instance's KV memory, in tokens (0 if none was found).
+    prompt : int
+        ``s``: the common prompt length, in tokens (0 if none was found).
+    output : numpy.ndarray or None
+        The output lengths ``o_i``, in tokens.
+    alg_starts : numpy.ndarray or None
+        Algorithm 1's start rounds.
+    alg_latency : int
+        Algorithm 1's total latency, in rounds.
+    opt_starts : numpy.ndarray or None
+        The optimal start rounds.
+    opt_latency : int
+        The optimal total latency, in rounds.
     """
 
     found: bool
@@ -44,6 +67,7 @@ class Alg1Counterexample:
 
     @property
     def durations(self) -> np.ndarray:
+        """The rounds ``d_i`` each request runs under ``convention``."""
         return durations(self.output, self.convention)
 
 
@@ -54,7 +78,32 @@ def smallest_alg1_counterexample(max_n: int = 4, prompts=(1, 2, 3), max_memory: 
     ``M``, then the prompt ``s``, then the output multiset, where Algorithm 1's total
     latency exceeds the exact optimum. Instances whose largest request cannot fit
     (``s + d − 1 > M``) are skipped, and so are those where Algorithm 1 starts every request
-    at round 0 (nothing can beat that)."""
+    at round 0 (nothing can beat that).
+
+    Parameters
+    ----------
+    max_n : int, default 4
+        The most requests per instance.
+    prompts : iterable of int, default (1, 2, 3)
+        The prompt lengths ``s`` tried, in tokens.
+    max_memory : int, default 14
+        The largest memory ``M`` tried, in tokens.
+    max_output : int, default 7
+        The largest output length ``o`` tried, in tokens.
+    convention : {"eq1", "ip"}, default "eq1"
+        The timing convention of :mod:`queuetheory.policies.kvcache`.
+
+    Returns
+    -------
+    Alg1Counterexample
+        The first counterexample, or ``found=False`` with the counts searched.
+
+    Raises
+    ------
+    ValueError
+        If ``convention`` is unknown, or ``max_n``, ``max_memory`` or ``max_output`` is
+        below 1.
+    """
     check_convention(convention)
     for name, v, lo in (("max_n", max_n, 1), ("max_memory", max_memory, 1),
                         ("max_output", max_output, 1)):
@@ -86,7 +135,35 @@ def smallest_alg1_counterexample(max_n: int = 4, prompts=(1, 2, 3), max_memory: 
 def identical_jobs_gap(n: int, output: int = 10, prompt: int = 1, memory: int = 100,
                        cap: int = 2, *, convention: str = "ip") -> tuple[float, float]:
     """Average latency of Algorithm 1 and of the capped (``cap`` starts per round) variant on
-    ``n`` identical jobs: the waves-versus-staggering mechanism behind Theorem 4.2's failure."""
+    ``n`` identical jobs: the waves-versus-staggering mechanism behind Theorem 4.2's failure.
+
+    Parameters
+    ----------
+    n : int
+        The number of identical jobs, all arriving at round 0.
+    output : int, default 10
+        ``o``: each job's output length, in tokens.
+    prompt : int, default 1
+        ``s``: each job's prompt length, in tokens.
+    memory : int, default 100
+        ``M``: the KV memory, in tokens.
+    cap : int, default 2
+        The most starts per round of the capped variant.
+    convention : {"ip", "eq1"}, default "ip"
+        The timing convention of :mod:`queuetheory.policies.kvcache`.
+
+    Returns
+    -------
+    alg : float
+        Algorithm 1's mean latency, in rounds.
+    capped : float
+        The capped variant's mean latency, in rounds.
+
+    Raises
+    ------
+    ValueError
+        If ``convention`` is unknown, ``cap`` is invalid, or ``memory`` is below a job's peak.
+    """
     a, s, o = np.zeros(n, np.int64), np.full(n, prompt), np.full(n, output)
     d = durations(o, convention)
     alg = mcsf_schedule(a, s, o, memory, convention=convention)

@@ -18,7 +18,38 @@ def prop4_overflow_probability(classes, d0: float, d1: float, capacity: int = 9,
     (one prompt per stage when ``ΔT* = 1``), let ``(X_1, X_2)`` prompts arrive in the next
     iteration and the equilibrium one prompt per type per iteration after it; FCFS admits
     all. The pairs whose memory stays ``≤ C`` for ``horizon`` iterations are safe; the
-    answer is ``1 − Σ_safe P(X_1)P(X_2)`` with ``X_j ~ Poisson(λ_j)``, exact in sympy."""
+    answer is ``1 − Σ_safe P(X_1)P(X_2)`` with ``X_j ~ Poisson(λ_j)``, exact in sympy.
+
+    Parameters
+    ----------
+    classes : Workload, RequestClass or sequence of RequestClass
+        Fixed-length types: prompt ``l_j``, output ``l'_j``, rate ``λ_j`` (per iteration).
+    d0 : float
+        ``d0``: the fixed time per iteration (Ao et al., eq. 1), ``> 0``.
+    d1 : float
+        ``d1``: the time per KV token of the batch, ``>= 0``.
+    capacity : int, default 9
+        ``C``: the KV cache, in tokens (the default is the ``M* = 9`` of Prop. 4's instance).
+    horizon : int, default 4
+        The number of iterations watched.
+    reach : int, default 6
+        Each ``X_j`` is enumerated on ``0 … reach−1``; larger counts count as overflowing.
+
+    Returns
+    -------
+    probability : sympy.Expr
+        The overflow probability, exact.
+    safe : list of tuple of int
+        The arrival counts ``(X_1, X_2, …)`` that do not overflow.
+
+    Raises
+    ------
+    UnstableError
+        If ``d1·W >= 1`` (no fluid equilibrium).
+    ValueError
+        If ``d0 <= 0``, ``d1 < 0``, or ``classes`` is empty or holds a class without fixed
+        lengths.
+    """
     l, lo, lam = class_arrays(classes)
     per_stage = np.rint(equilibrium(classes, d0, d1).per_stage).astype(int)
     safe = []

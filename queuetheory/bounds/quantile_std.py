@@ -25,7 +25,19 @@ __all__ = ["QuantileStd", "min_std_given_quantiles"]
 @dataclass(frozen=True)
 class QuantileStd:
     """The smallest std, the centre ``μ`` (the minimiser's mean) and its distribution
-    (``support``, ``pmf``; only the atoms with positive mass)."""
+    (``support``, ``pmf``; only the atoms with positive mass).
+
+    Attributes
+    ----------
+    std : float
+        The smallest standard deviation, in the support's unit (tokens).
+    mean : float
+        ``μ``: the minimising distribution's mean.
+    support : numpy.ndarray
+        The atoms with positive mass.
+    pmf : numpy.ndarray
+        Their probabilities.
+    """
 
     std: float
     mean: float
@@ -52,7 +64,31 @@ def min_std_given_quantiles(quantiles: dict, support_max: int, *,
                             support_min: int = 1) -> QuantileStd:
     """Smallest std of a distribution on the integers ``support_min … support_max`` whose
     ``q``-quantile is ``v`` for every ``{q: v}`` in ``quantiles`` (``v`` is a
-    ``q``-quantile when ``P(X ≤ v) ≥ q`` and ``P(X ≥ v) ≥ 1 − q``)."""
+    ``q``-quantile when ``P(X ≤ v) ≥ q`` and ``P(X ≥ v) ≥ 1 − q``).
+
+    Parameters
+    ----------
+    quantiles : dict of float to int
+        ``{q: v}``: each ``q`` in ``(0, 1)``, each ``v`` in the support (e.g.
+        ``{0.5: median, 0.9: p90}``).
+    support_max : int
+        The largest value of the support, in tokens.
+    support_min : int, default 1
+        The smallest value of the support, in tokens.
+
+    Returns
+    -------
+    QuantileStd
+        The smallest std, its centre and its distribution.
+
+    Raises
+    ------
+    ValueError
+        If ``quantiles`` is empty, or a ``q`` is outside ``(0, 1)`` or a ``v`` outside
+        ``[support_min, support_max]``.
+    RuntimeError
+        If the LP solver does not report an optimum.
+    """
     import cvxpy as cp
 
     if not quantiles:

@@ -36,7 +36,20 @@ VARIANTS = ("paper", "rad", "lb")
 
 
 def ceil_sum(n, t):
-    """``F(n, t) = Σ_{i=1}^{n} ceil(i/t) = t q(q+1)/2 + (q+1)(n − q t)``, ``q = floor(n/t)``."""
+    """``F(n, t) = Σ_{i=1}^{n} ceil(i/t) = t q(q+1)/2 + (q+1)(n − q t)``, ``q = floor(n/t)``.
+
+    Parameters
+    ----------
+    n : int or array_like of int
+        ``n >= 0``: the number of terms.
+    t : int
+        ``t >= 1``: the divisor (a tile size).
+
+    Returns
+    -------
+    numpy.int64 or numpy.ndarray of int
+        ``F(n, t)``, shaped as ``n``.
+    """
     n = np.asarray(n, dtype=np.int64)
     q = n // t
     return t * q * (q + 1) // 2 + (q + 1) * (n - q * t)
@@ -84,6 +97,30 @@ def request_time(prompt, decode, tm: TiledGPUTime, *, variant: str = "paper",
     ``d L^P (L^P + 1)`` instead of ``d L^P (L^P + t_lcm)``), a lower bound on any schedule.
     With ``parts=True`` returns a dict of the linear, non-linear, decode-attention and
     prefill-attention terms (and ``overhead`` for ``c0 > 0``: one per batch in RAD).
+
+    Parameters
+    ----------
+    prompt : int or array_like of int
+        ``L^P``: prompt tokens per request, ``>= 1``.
+    decode : int or array_like of int
+        ``L^D``: decode iterations per request, ``>= 1``; broadcast against ``prompt``.
+    tm : TiledGPUTime
+        The tile model at the optimal tile ``t*``.
+    variant : {"paper", "rad", "lb"}, default "paper"
+        Which time, as above.
+    parts : bool, default False
+        Return the terms separately.
+
+    Returns
+    -------
+    numpy.ndarray or dict of str to numpy.ndarray
+        ``T*^R(j)`` per request, in seconds; with ``parts=True`` its terms by name.
+
+    Raises
+    ------
+    ValueError
+        If ``variant`` is unknown, a length is below 1, or (``"paper"``) a prompt is not a
+        multiple of ``t*_lcm``.
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant={variant!r}: must be one of {VARIANTS}")
@@ -118,7 +155,29 @@ def request_time(prompt, decode, tm: TiledGPUTime, *, variant: str = "paper",
 
 def request_time_sym(tm: TiledGPUTime, *, variant: str = "paper"):
     """Eq. 12 as a sympy expression in the positive integers ``L_P, L_D`` (returns
-    ``(expr, L_P, L_D)``); the decode-attention sum uses ``floor`` through ``F(n, t)``."""
+    ``(expr, L_P, L_D)``); the decode-attention sum uses ``floor`` through ``F(n, t)``.
+
+    Parameters
+    ----------
+    tm : TiledGPUTime
+        The tile model at the optimal tile ``t*``.
+    variant : {"paper", "lb"}, default "paper"
+        Eq. 12, or the ceiling-free lower bound.
+
+    Returns
+    -------
+    expr : sympy.Expr
+        ``T*^R`` in seconds, as a function of ``L_P`` and ``L_D``.
+    L_P : sympy.Symbol
+        The prompt length's symbol.
+    L_D : sympy.Symbol
+        The decode length's symbol.
+
+    Raises
+    ------
+    ValueError
+        If ``variant`` is not ``"paper"`` or ``"lb"``.
+    """
     if variant not in ("paper", "lb"):
         raise ValueError(f"variant={variant!r}: the symbolic form is 'paper' or 'lb'")
     LP, LD = sp.symbols("L_P L_D", positive=True, integer=True)
@@ -151,7 +210,35 @@ class RadCapacity:
     """``λ* = r / T̄^R`` and its parts (seconds and requests per second).
 
     ``lambda_lb = r / T̄^R_LB`` is the valid converse: no schedule of the Eq. 7 model exceeds
-    it (I-1). ``stderr`` is the Monte Carlo standard error of ``T̄^R`` (0 for an exact pmf)."""
+    it (I-1). ``stderr`` is the Monte Carlo standard error of ``T̄^R`` (0 for an exact pmf).
+
+    Attributes
+    ----------
+    r : int
+        ``r``: the number of nodes.
+    lambda_star : float
+        ``λ* = r / T̄^R``, in requests per second.
+    T_R : float
+        ``T̄^R``: the mean per-request time of the chosen variant, in seconds.
+    T_R_LB : float
+        ``T̄^R_LB``: the mean ceiling-free lower bound, in seconds.
+    lambda_lb : float
+        ``r / T̄^R_LB``, in requests per second.
+    T_P : float
+        ``T̄^P``: RAD's mean prefill time, in seconds.
+    T_D : float
+        ``T̄^D = T̄^R − T̄^P``, in seconds.
+    parts : dict of str to float
+        The mean of each term of :func:`request_time`, in seconds.
+    stderr : float
+        The standard error of ``T̄^R``, in seconds (0 for an exact pmf, nan for one sample).
+    lambda_stderr : float
+        The standard error of ``λ*`` (delta method), in requests per second.
+    method : str
+        ``"monte-carlo"`` or ``"exact"``.
+    variant : str
+        ``"paper"`` or ``"rad"``.
+    """
 
     r: int
     lambda_star: float
@@ -167,7 +254,18 @@ class RadCapacity:
     variant: str
 
     def rho(self, lam: float) -> float:
-        """Load ``λ T̄^R / r``."""
+        """Load ``λ T̄^R / r``.
+
+        Parameters
+        ----------
+        lam : float
+            ``λ``: the arrival rate, in requests per second.
+
+        Returns
+        -------
+        float
+            ``ρ = λ T̄^R / r``.
+        """
         return lam * self.T_R / self.r
 
 
@@ -178,6 +276,33 @@ def rad_capacity(prompt, decode, time_model: TiledGPUTime, *, r: int = 1, weight
     ``prompt``, ``decode``: paired samples (Monte Carlo, with standard error) or, with
     ``weights``, the support of an exact joint pmf. ``variant``: ``"paper"`` or ``"rad"``
     (see :func:`request_time`).
+
+    Parameters
+    ----------
+    prompt : array_like of int
+        ``L^P`` samples (or support points), ``>= 1``.
+    decode : array_like of int
+        ``L^D`` samples (or support points), ``>= 1``, paired with ``prompt``.
+    time_model : TiledGPUTime
+        The tile model at the optimal tile ``t*``.
+    r : int, default 1
+        ``r``: the number of nodes.
+    weights : array_like of float, optional
+        The pmf over the pairs (non-negative, summing to 1); None treats the pairs as samples.
+    variant : {"paper", "rad"}, default "paper"
+        The per-request time of :func:`request_time`.
+
+    Returns
+    -------
+    RadCapacity
+        ``λ*``, ``T̄^R`` and its parts, the lower bound's capacity and the standard errors.
+
+    Raises
+    ------
+    ValueError
+        If ``r`` is not a positive integer, ``variant`` is ``"lb"`` or unknown, there are no
+        lengths or one is below 1, ``weights`` is malformed, or (``"paper"``) a prompt is not a
+        multiple of ``t*_lcm``.
     """
     check_positive("r", r, integer=True)
     if variant == "lb":
@@ -217,7 +342,21 @@ def _rad_prefill_total(tm, p):
 @dataclass(frozen=True)
 class DistServeSplit:
     """Best static split (§3.7): ``r_prefill`` prefill nodes, ``λ_DS = min(r_p/T̄^P,
-    (r − r_p)/T̄^D)``, its share of ``r/T̄^R`` and the fractional optimum ``r T̄^P / T̄^R``."""
+    (r − r_p)/T̄^D)``, its share of ``r/T̄^R`` and the fractional optimum ``r T̄^P / T̄^R``.
+
+    Attributes
+    ----------
+    r : int
+        ``r``: the number of nodes.
+    r_prefill : int
+        ``r_p``: the best number of prefill nodes.
+    capacity : float
+        ``λ_DS``, in requests per second.
+    share : float
+        ``λ_DS / (r/T̄^R)``, with ``T̄^R = T̄^P + T̄^D``.
+    fractional_r_prefill : float
+        ``r T̄^P / T̄^R``: the optimum over real ``r_p``.
+    """
 
     r: int
     r_prefill: int
@@ -227,7 +366,27 @@ class DistServeSplit:
 
 
 def distserve_split(T_P: float, T_D: float, r: int) -> DistServeSplit:
-    """``max_{1≤r_p≤r−1} min(r_p/T̄^P, (r−r_p)/T̄^D)`` by enumeration (exact)."""
+    """``max_{1≤r_p≤r−1} min(r_p/T̄^P, (r−r_p)/T̄^D)`` by enumeration (exact).
+
+    Parameters
+    ----------
+    T_P : float
+        ``T̄^P``: the mean prefill time, in seconds.
+    T_D : float
+        ``T̄^D``: the mean decode time, in seconds.
+    r : int
+        ``r >= 2``: the number of nodes.
+
+    Returns
+    -------
+    DistServeSplit
+        The best split and its capacity.
+
+    Raises
+    ------
+    ValueError
+        If ``T_P`` or ``T_D`` is not positive, or ``r`` is not an integer ``>= 2``.
+    """
     check_positive("T_P", T_P)
     check_positive("T_D", T_D)
     check_positive("r", r, integer=True)
@@ -244,7 +403,27 @@ def t_max(tm: TiledGPUTime, l_max: int, *, safe: bool = False) -> float:
     """Eq. 13: ``l (max_t 1/μ_Lin(t) + 1/μ_nLin) + N Σ_{i=1}^{l} T^{D,SA}(i)`` for
     ``l = l^{P,max} + l^{D,max}``. ``safe=True`` (I-7) also covers prompt tokens prefilled
     one at a time by Eq. 6 (the larger of the two attention costs per position, for every
-    tile) and the per-batch overhead ``c0``."""
+    tile) and the per-batch overhead ``c0``.
+
+    Parameters
+    ----------
+    tm : TiledGPUTime
+        The tile model (its model and GPU; the linear term takes the worst valid tile).
+    l_max : int
+        ``l = l^{P,max} + l^{D,max}``: the longest request, in tokens.
+    safe : bool, default False
+        Also cover token-by-token prefill and ``c0`` (I-7).
+
+    Returns
+    -------
+    float
+        ``T^max``, in seconds.
+
+    Raises
+    ------
+    ValueError
+        If ``l_max`` is not a positive integer.
+    """
     check_positive("l_max", l_max, integer=True)
     l_max = int(l_max)
     gpu, model = tm.gpu, tm.model
@@ -261,19 +440,75 @@ def t_max(tm: TiledGPUTime, l_max: int, *, safe: bool = False) -> float:
 
 
 def rad_n_min(eps: float, T_R: float, T_max: float, t_col: int) -> float:
-    """Theorem 2: RAD is stable with ``n > (t*_col − 1) T^max / (ε T̄^R)``."""
+    """Theorem 2: RAD is stable with ``n > (t*_col − 1) T^max / (ε T̄^R)``.
+
+    Parameters
+    ----------
+    eps : float
+        ``ε`` in ``(0, 1)``: the load's slack, ``ρ = 1 − ε``.
+    T_R : float
+        ``T̄^R``, in seconds.
+    T_max : float
+        ``T^max`` (Eq. 13), in seconds.
+    t_col : int
+        ``t*_col``: the tile's column size.
+
+    Returns
+    -------
+    float
+        The bound on ``n`` (RAD's requests per cycle) that Theorem 2 requires.
+
+    Raises
+    ------
+    ValueError
+        If ``eps`` is not in ``(0, 1)``.
+    """
     if not 0 < eps < 1:
         raise ValueError(f"eps={eps}: must lie in (0, 1)")
     return (t_col - 1) * T_max / (eps * T_R)
 
 
 def cycle_time_bound(n: int, T_R: float, T_max: float, t_col: int) -> float:
-    """Eq. 25: ``E[T^cycle] ≤ n T̄^R + (t*_col − 1) T^max`` for a backlogged cycle."""
+    """Eq. 25: ``E[T^cycle] ≤ n T̄^R + (t*_col − 1) T^max`` for a backlogged cycle.
+
+    Parameters
+    ----------
+    n : int
+        ``n``: requests per cycle.
+    T_R : float
+        ``T̄^R``, in seconds.
+    T_max : float
+        ``T^max``, in seconds.
+    t_col : int
+        ``t*_col``: the tile's column size.
+
+    Returns
+    -------
+    float
+        The bound on ``E[T^cycle]``, in seconds.
+    """
     return n * T_R + (t_col - 1) * T_max
 
 
 def lemma4_bound(n: int, lam: float, r: int, T_max: float) -> float:
-    """Lemma 4: mean cycle length ``≤ r/λ + n T^max``."""
+    """Lemma 4: mean cycle length ``≤ r/λ + n T^max``.
+
+    Parameters
+    ----------
+    n : int
+        ``n``: requests per cycle.
+    lam : float
+        ``λ``: the arrival rate, in requests per second.
+    r : int
+        ``r``: the number of nodes.
+    T_max : float
+        ``T^max``, in seconds.
+
+    Returns
+    -------
+    float
+        The bound on the mean cycle length, in seconds.
+    """
     return r / lam + n * T_max
 
 
@@ -281,7 +516,25 @@ def lemma4_bound(n: int, lam: float, r: int, T_max: float) -> float:
 @dataclass(frozen=True)
 class Chunking:
     """Optimal chunking of one prompt: its cost, the chunk sizes, RAD's ``t_lcm`` chunking
-    cost and their ratio (exact ``Fraction`` for ``objective="attention"``)."""
+    cost and their ratio (exact ``Fraction`` for ``objective="attention"``).
+
+    Attributes
+    ----------
+    prompt : int
+        ``L^P``: the prompt, in tokens.
+    objective : str
+        ``"attention"`` or ``"time"``.
+    cost : int or float
+        The optimum: the Eq. 6 bracket (an integer) or the time in seconds.
+    chunks : tuple of int
+        The optimal chunk sizes, in order.
+    lcm_cost : int or float
+        The cost of RAD's ``t_lcm`` chunks.
+    ratio : fractions.Fraction or float
+        ``cost / lcm_cost`` (below 1: ``t_lcm`` chunks are not optimal).
+    tiles : tuple of tuple of int
+        The tile of each optimal chunk.
+    """
 
     prompt: int
     objective: str
@@ -293,6 +546,7 @@ class Chunking:
 
     @property
     def lcm_optimal(self) -> bool:
+        """Whether RAD's ``t_lcm`` chunks are optimal for this prompt (``ratio >= 1``)."""
         return self.ratio >= 1
 
 
@@ -331,6 +585,30 @@ def optimal_chunking(prompt: int, tm: TiledGPUTime, *, objective: str = "attenti
     The programme's work grows as ``prompt²`` (about 47 s at 64k tokens on one core): a
     prompt over ``MAX_DP_PROMPT`` is refused with the time it would take, and
     ``progress=True`` shows a tqdm bar over the prefixes.
+
+    Parameters
+    ----------
+    prompt : int
+        ``L^P``: the prompt, in tokens, at most ``MAX_DP_PROMPT``.
+    tm : TiledGPUTime
+        The tile model at the optimal tile ``t*``.
+    objective : {"attention", "time"}, default "attention"
+        What the chunking minimises, as above.
+    tiles : sequence of tuple of int, optional
+        The tiles a chunk may pick (``objective="time"`` only); None: ``tm``'s tile.
+    progress : bool, default False
+        Show a tqdm bar over the prefixes.
+
+    Returns
+    -------
+    Chunking
+        The optimal chunks, their cost, and the ratio to RAD's.
+
+    Raises
+    ------
+    ValueError
+        If ``prompt`` is not a positive integer or exceeds ``MAX_DP_PROMPT``, ``objective`` is
+        unknown, or ``tiles`` is given with ``objective="attention"``.
     """
     check_positive("prompt", prompt, integer=True)
     if prompt > MAX_DP_PROMPT:
@@ -381,7 +659,29 @@ def lcm_chunking_counterexample(tm: TiledGPUTime, k_max: int = 6, *,
                                 objective: str = "attention", tiles=None):
     """The smallest prompt ``L^P = k t_lcm`` (``k ≤ k_max``, Assumption 3) whose optimal
     chunking beats RAD's ``t_lcm`` chunks, or ``None`` when ``t_lcm`` chunks are optimal for
-    every such prompt."""
+    every such prompt.
+
+    Parameters
+    ----------
+    tm : TiledGPUTime
+        The tile model at the optimal tile ``t*``.
+    k_max : int, default 6
+        The largest multiple ``k`` of ``t_lcm`` tried.
+    objective : {"attention", "time"}, default "attention"
+        As in :func:`optimal_chunking`.
+    tiles : sequence of tuple of int, optional
+        As in :func:`optimal_chunking`.
+
+    Returns
+    -------
+    Chunking or None
+        The first prompt's optimal chunking that beats ``t_lcm`` chunks.
+
+    Raises
+    ------
+    ValueError
+        If ``objective`` or ``tiles`` is refused by :func:`optimal_chunking`.
+    """
     for k in range(1, k_max + 1):
         res = optimal_chunking(k * tm.t_lcm, tm, objective=objective, tiles=tiles)
         if res.ratio < 1 and (objective == "attention" or res.ratio < 1 - 1e-12):
@@ -398,6 +698,27 @@ def uniform_chunk_bracket(prompt: int, chunk: int, tm: TiledGPUTime, *,
     a chunk ``(i, c)`` then costs ``2 d c (i + c − 1)/(t_row t_col t_red)``, which summed
     over the chunks is smallest for one-token chunks (``d L (L + 1)/(t_row t_col t_red)``),
     not for ``t*_lcm`` ones (``d L (L + t_lcm)/(…)``).
+
+    Parameters
+    ----------
+    prompt : int
+        ``L^P``: the prompt, in tokens.
+    chunk : int
+        The chunk size, in tokens.
+    tm : TiledGPUTime
+        The tile model whose tile ``(t_row, t_col, t_red)`` is used.
+    ceilings : bool, default True
+        Keep Eq. 6's ceilings (False: step (a)'s ceiling-free cost).
+
+    Returns
+    -------
+    fractions.Fraction
+        The summed bracket (an integer with ``ceilings=True``).
+
+    Raises
+    ------
+    ValueError
+        If ``prompt`` or ``chunk`` is not a positive integer.
     """
     check_positive("prompt", prompt, integer=True)
     check_positive("chunk", chunk, integer=True)

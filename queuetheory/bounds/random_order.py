@@ -50,7 +50,30 @@ def _tel(starts, o) -> int:
 
 
 def hsf_tel(output, prompt: int, memory: int, convention: str = "ip") -> int:
-    """Total latency of H-SF (shortest true output first, future-peak check)."""
+    """Total latency of H-SF (shortest true output first, future-peak check).
+
+    Parameters
+    ----------
+    output : array_like of int
+        ``o_i``: the jobs' output lengths, ``>= 1``, at most 8 jobs.
+    prompt : int
+        ``p``: the common prompt length, in tokens.
+    memory : int
+        ``M``: the KV memory, in tokens, at least the longest job's peak.
+    convention : {"ip", "eq1"}, default "ip"
+        The memory convention, as above.
+
+    Returns
+    -------
+    int
+        H-SF's total latency (TEL), in rounds.
+
+    Raises
+    ------
+    ValueError
+        If ``convention`` is unknown, ``output`` is empty, holds a length below 1 or more than
+        8 jobs, or ``memory`` is below the longest job's peak.
+    """
     o = _check(output, prompt, memory, convention)
     z = np.zeros(o.size, np.int64)
     return _tel(mcsf_schedule(z, np.full(o.size, prompt), o, memory, convention=convention), o)
@@ -58,7 +81,30 @@ def hsf_tel(output, prompt: int, memory: int, convention: str = "ip") -> int:
 
 def random_order_tel(output, prompt: int, memory: int, convention: str = "ip") -> Fraction:
     """``E[TEL]`` of A_random over a uniformly random order, exactly (every distinct order of
-    the multiset ``output`` enumerated, weighted by its multiplicity)."""
+    the multiset ``output`` enumerated, weighted by its multiplicity).
+
+    Parameters
+    ----------
+    output : array_like of int
+        ``o_i``: the jobs' output lengths, ``>= 1``, at most 8 jobs.
+    prompt : int
+        ``p``: the common prompt length, in tokens.
+    memory : int
+        ``M``: the KV memory, in tokens, at least the longest job's peak.
+    convention : {"ip", "eq1"}, default "ip"
+        The memory convention, as above.
+
+    Returns
+    -------
+    fractions.Fraction
+        ``E[TEL]`` of A_random, in rounds.
+
+    Raises
+    ------
+    ValueError
+        If ``convention`` is unknown, ``output`` is empty, holds a length below 1 or more than
+        8 jobs, or ``memory`` is below the longest job's peak.
+    """
     o = _check(output, prompt, memory, convention)
     z, p = np.zeros(o.size, np.int64), np.full(o.size, prompt)
     total, count = 0, 0
@@ -72,7 +118,31 @@ def random_order_tel(output, prompt: int, memory: int, convention: str = "ip") -
 
 @dataclass(frozen=True)
 class RandomOrderWorstCase:
-    """Worst ``E TEL(A_random)/TEL(H-SF)`` over ``[ℓ, u]^n`` and over ``{ℓ, u}^n``."""
+    """Worst ``E TEL(A_random)/TEL(H-SF)`` over ``[ℓ, u]^n`` and over ``{ℓ, u}^n``.
+
+    Attributes
+    ----------
+    n : int
+        The number of jobs.
+    lo : int
+        ``ℓ``: the shortest output length, in tokens.
+    hi : int
+        ``u``: the longest output length, in tokens.
+    prompt : int
+        ``p``: the common prompt length, in tokens.
+    memory : int
+        ``M``: the KV memory, in tokens.
+    convention : str
+        ``"ip"`` or ``"eq1"``.
+    interval : fractions.Fraction
+        The worst ratio over ``[ℓ, u]^n``.
+    interval_output : tuple of int
+        The output multiset attaining it.
+    two_point : fractions.Fraction
+        The worst ratio over ``{ℓ, u}^n``.
+    two_point_output : tuple of int
+        The output multiset attaining it.
+    """
 
     n: int
     lo: int
@@ -87,13 +157,42 @@ class RandomOrderWorstCase:
 
     @property
     def two_point_is_worst(self) -> bool:
+        """Whether the two-point worst case is the worst over the whole interval (Theorem 8.6
+        Part 1)."""
         return self.two_point >= self.interval
 
 
 def random_order_worst_case(n: int, lo: int, hi: int, prompt: int, memory: int,
                             convention: str = "ip") -> RandomOrderWorstCase:
     """The exact worst case of A_random's ratio over every output multiset in ``[lo, hi]^n``
-    (the ratio depends only on the multiset), and over those in ``{lo, hi}^n``."""
+    (the ratio depends only on the multiset), and over those in ``{lo, hi}^n``.
+
+    Parameters
+    ----------
+    n : int
+        The number of jobs, at most 8.
+    lo : int
+        ``ℓ >= 1``: the shortest output length, in tokens.
+    hi : int
+        ``u >= ℓ``: the longest output length, in tokens.
+    prompt : int
+        ``p``: the common prompt length, in tokens.
+    memory : int
+        ``M``: the KV memory, in tokens, at least the longest job's peak.
+    convention : {"ip", "eq1"}, default "ip"
+        The memory convention (see the module's docstring).
+
+    Returns
+    -------
+    RandomOrderWorstCase
+        Both worst cases and the multisets attaining them.
+
+    Raises
+    ------
+    ValueError
+        If ``1 <= lo <= hi`` fails, ``n`` exceeds 8, ``convention`` is unknown, or ``memory``
+        is below the longest job's peak.
+    """
     if not 1 <= lo <= hi:
         raise ValueError(f"lo={lo}, hi={hi}: need 1 <= lo <= hi")
     best, best_two = (Fraction(-1), ()), (Fraction(-1), ())
@@ -112,7 +211,31 @@ def smallest_two_point_counterexample(max_n: int = 5, max_hi: int = 5, prompts=(
                                       convention: str = "ip") -> RandomOrderWorstCase | None:
     """The first instance, in order of ``n``, then ``u`` (``ℓ = 1``), then the prompt, then
     ``M`` (from the longest job's peak to ``max_memory_factor`` times it), where A_random's
-    worst case over ``[1, u]^n`` exceeds its worst case over ``{1, u}^n``; None if none."""
+    worst case over ``[1, u]^n`` exceeds its worst case over ``{1, u}^n``; None if none.
+
+    Parameters
+    ----------
+    max_n : int, default 5
+        The most jobs tried.
+    max_hi : int, default 5
+        The largest ``u`` tried, in tokens.
+    prompts : iterable of int, default (1, 2)
+        The prompt lengths tried, in tokens.
+    max_memory_factor : int, default 3
+        ``M`` runs up to this multiple of the longest job's peak.
+    convention : {"ip", "eq1"}, default "ip"
+        The memory convention (see the module's docstring).
+
+    Returns
+    -------
+    RandomOrderWorstCase or None
+        The first counterexample, or None.
+
+    Raises
+    ------
+    ValueError
+        If ``convention`` is unknown or ``max_n`` exceeds 8.
+    """
     for n in range(1, max_n + 1):
         for hi in range(2, max_hi + 1):
             for s in prompts:

@@ -29,6 +29,25 @@ def dtmc_state(prefill_left, decode_left, *, time: float = 0.0) -> State:
     ``d'_i ≥ 1`` decode tokens left, in arrival (FCFS) order (Li, Dai, Peng, state 2.4 with R = 0).
 
     A request with ``p'_i = 0`` is in decode: its prompt (one token) is already prefilled.
+
+    Parameters
+    ----------
+    prefill_left : array_like of int
+        ``p'_i >= 0``: the prefill tokens each request has left.
+    decode_left : array_like of int
+        ``d'_i >= 1``: the decode tokens each request has left, one per ``prefill_left``.
+    time : float, default 0.0
+        The state's clock.
+
+    Returns
+    -------
+    State
+        The engine state, requests in the given order.
+
+    Raises
+    ------
+    ValueError
+        If the two arrays differ in length, a ``p'_i`` is negative or a ``d'_i`` is below 1.
     """
     p = np.asarray(prefill_left, dtype=np.int64).reshape(-1)
     d = np.asarray(decode_left, dtype=np.int64).reshape(-1)
@@ -48,7 +67,18 @@ def dtmc_state(prefill_left, decode_left, *, time: float = 0.0) -> State:
 
 
 def available_tokens(state) -> int:
-    """``avail(x) = Σ_i p'_i + #{i : p'_i = 0}``: the largest load rules (2.5a–d) allow."""
+    """``avail(x) = Σ_i p'_i + #{i : p'_i = 0}``: the largest load rules (2.5a–d) allow.
+
+    Parameters
+    ----------
+    state : State
+        The engine state (e.g. from :func:`dtmc_state`).
+
+    Returns
+    -------
+    int
+        ``avail(x)``, in tokens.
+    """
     rem = state.remaining_prefill
     return int(rem.sum() + np.count_nonzero(rem == 0))
 
@@ -60,6 +90,29 @@ def is_work_conserving(state, batch, b: int, strict: bool = True) -> bool:
     ``strict=True`` checks ``b' = min(b, avail(x))`` (App. B). The batch must be
     feasible (rules 2.5a–d and the budget); an infeasible one raises
     :class:`~queuetheory.errors.InfeasibleBatchError`.
+
+    Parameters
+    ----------
+    state : State
+        The engine state the batch is scheduled in.
+    batch : Batch
+        The policy's batch.
+    b : int
+        ``b``: the token budget, a positive integer.
+    strict : bool, default True
+        Check ``b' = min(b, avail(x))`` (App. B) rather than the paper's (2.6).
+
+    Returns
+    -------
+    bool
+        Whether the batch is work-conserving.
+
+    Raises
+    ------
+    ValueError
+        If ``b`` is not a positive integer.
+    InfeasibleBatchError
+        If the batch breaks rules 2.5a–d or the budget.
     """
     check_positive("b", b, integer=True)
     check_batch(state, batch, policy="is_work_conserving", iteration=0, budget=int(b),
@@ -77,6 +130,21 @@ class WorkConservation:
 
     ``witness`` is ``(p', d')`` of the smallest violating state found (after shrinking) or
     ``None``; ``load`` and ``avail`` are its batch's token load and ``avail(x)``.
+
+    Attributes
+    ----------
+    policy : str
+        The policy's ``repr``.
+    strict : bool
+        Whether the strict definition was checked.
+    states_tried : int
+        The number of random states tried.
+    witness : tuple of (tuple of int, tuple of int) or None
+        ``(p', d')`` of the shrunk violating state, or None if none was found.
+    load : int or None
+        The witness's batch token load ``b'``.
+    avail : int or None
+        The witness's ``avail(x)``.
     """
 
     policy: str
@@ -88,6 +156,7 @@ class WorkConservation:
 
     @property
     def work_conserving(self) -> bool:
+        """Whether no violating state was found."""
         return self.witness is None
 
 
@@ -136,6 +205,37 @@ def work_conservation_witness(policy, b: int, *, strict: bool = True, n_states: 
     States hold up to ``max_requests`` (default ``2b``) requests, each in prefill with
     probability 1/2 (``p'`` uniform on ``1..max_prompt``, default ``b``) and ``d'`` uniform
     on ``1..max_decode``. The first violating state is shrunk greedily to a small witness.
+
+    Parameters
+    ----------
+    policy : Policy
+        The scheduling policy (a :mod:`queuetheory.policies` object).
+    b : int
+        ``b``: the token budget, a positive integer.
+    strict : bool, default True
+        Check the strict definition (App. B) rather than the paper's (2.6).
+    n_states : int, default 400
+        The number of random states tried.
+    max_requests : int, optional
+        The most requests per state; default ``2b``.
+    max_prompt : int, optional
+        The largest ``p'``, in tokens; default ``b``.
+    max_decode : int, default 8
+        The largest ``d'``, in tokens.
+    seed : int, default 0
+        The random seed.
+
+    Returns
+    -------
+    WorkConservation
+        The number of states tried and the shrunk witness, if any.
+
+    Raises
+    ------
+    ValueError
+        If ``b`` or ``n_states`` is not a positive integer.
+    InfeasibleBatchError
+        If the policy schedules an infeasible batch.
     """
     check_positive("b", b, integer=True)
     check_positive("n_states", n_states, integer=True)

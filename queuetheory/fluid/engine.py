@@ -40,12 +40,45 @@ def engine_workload(Zp, Zd, mp, md):
 
     A request in prefill still owes ``m_p + m_d`` tokens, one in decode ``m_d``. Numbers,
     numpy arrays or sympy expressions.
+
+    Parameters
+    ----------
+    Zp : float, numpy.ndarray or sympy.Expr
+        ``Z_p``: requests in prefill.
+    Zd : float, numpy.ndarray or sympy.Expr
+        ``Z_d``: requests in decode.
+    mp : float or sympy.Expr
+        ``m_p``: mean prompt tokens.
+    md : float or sympy.Expr
+        ``m_d``: mean output tokens.
+
+    Returns
+    -------
+    float, numpy.ndarray or sympy.Expr
+        ``f``, in tokens.
     """
     return (mp + md) * Zp + md * Zd
 
 
 def printed_c19_workload(Zp, Zd, mp, md):
-    """``m_p·Z_p + (m_p + m_d)·Z_d``: (C.19) as printed (kept to show it fails)."""
+    """``m_p·Z_p + (m_p + m_d)·Z_d``: (C.19) as printed (kept to show it fails).
+
+    Parameters
+    ----------
+    Zp : float, numpy.ndarray or sympy.Expr
+        ``Z_p``: requests in prefill.
+    Zd : float, numpy.ndarray or sympy.Expr
+        ``Z_d``: requests in decode.
+    mp : float or sympy.Expr
+        ``m_p``: mean prompt tokens.
+    md : float or sympy.Expr
+        ``m_d``: mean output tokens.
+
+    Returns
+    -------
+    float, numpy.ndarray or sympy.Expr
+        The printed form, in tokens.
+    """
     return mp * Zp + (mp + md) * Zd
 
 
@@ -55,6 +88,16 @@ def workload_identity_residual(form=engine_workload) -> sp.Expr:
     Zero for :func:`engine_workload`; a nonzero expression in ``λ, m_p, m_d, Ḃ_p, Ḃ_d`` for
     :func:`printed_c19_workload`. The symbols are ``t, lam, m_p, m_d`` and the functions
     ``B_p(t), B_d(t)``.
+
+    Parameters
+    ----------
+    form : callable, default engine_workload
+        ``form(Zp, Zd, mp, md)``, a candidate workload function.
+
+    Returns
+    -------
+    sympy.Expr
+        The residual, simplified (``0`` when the identity holds).
     """
     t, lam, mp, md, zp0, zd0 = sp.symbols("t lam m_p m_d Z_p0 Z_d0", positive=True)
     Bp, Bd = sp.Function("B_p")(t), sp.Function("B_d")(t)
@@ -74,7 +117,31 @@ def _mu(b, t_b) -> float:
 
 def drain_rate(lam, mp, md, b, t_b) -> float:
     """``δ = b/t_b − λ(m_p + m_d)``: how fast the workload of a work-conserving fluid path falls;
-    negative above capacity."""
+    negative above capacity.
+
+    Parameters
+    ----------
+    lam : float
+        ``λ``: the arrival rate (requests per time unit), ``>= 0``.
+    mp : float
+        ``m_p``: mean prompt tokens, ``> 0``.
+    md : float
+        ``m_d``: mean output tokens, ``> 0``.
+    b : float
+        The token budget ``b``.
+    t_b : float
+        ``t_b``: the time of a full batch of ``b`` tokens.
+
+    Returns
+    -------
+    float
+        ``δ``, in tokens per time unit.
+
+    Raises
+    ------
+    ValueError
+        If a rate or size is negative, or ``b``, ``t_b``, ``m_p``, ``m_d`` not positive.
+    """
     check_positive("lam", lam, allow_zero=True)
     check_positive("mp", mp)
     check_positive("md", md)
@@ -85,6 +152,33 @@ def drain_time(f0, lam, mp, md, b, t_b) -> float:
     """``f(0)/δ``: when a work-conserving fluid path empties (Prop. 2(a), Dai–Harrison Lemma 8.5).
 
     Raises :class:`UnstableError` when ``λ(m_p+m_d) ≥ b/t_b`` (it never empties).
+
+    Parameters
+    ----------
+    f0 : float
+        ``f(0)``: the initial workload in tokens, ``>= 0``.
+    lam : float
+        ``λ``: the arrival rate (requests per time unit), ``>= 0``.
+    mp : float
+        ``m_p``: mean prompt tokens, ``> 0``.
+    md : float
+        ``m_d``: mean output tokens, ``> 0``.
+    b : float
+        The token budget ``b``.
+    t_b : float
+        ``t_b``: the time of a full batch of ``b`` tokens.
+
+    Returns
+    -------
+    float
+        The time at which the path empties.
+
+    Raises
+    ------
+    UnstableError
+        If ``δ <= 0`` (a ``ValueError``).
+    ValueError
+        If a rate or size is negative, or ``b``, ``t_b``, ``m_p``, ``m_d`` not positive.
     """
     check_positive("f0", f0, allow_zero=True)
     delta = drain_rate(lam, mp, md, b, t_b)
@@ -99,6 +193,23 @@ class FluidPath:
 
     ``breaks`` are the times where the path changes slope; ``empty_at`` when it empties
     (``inf`` if never).
+
+    Attributes
+    ----------
+    policy : str
+        ``"sarathi"`` or ``"orca"``.
+    t : numpy.ndarray
+        The sample times.
+    zp : numpy.ndarray
+        ``Z_p(t)``: requests in prefill.
+    zd : numpy.ndarray
+        ``Z_d(t)``: requests in decode.
+    f : numpy.ndarray
+        The workload ``f(t)`` (:func:`engine_workload`), in tokens.
+    breaks : tuple of float
+        The times where the path changes slope.
+    empty_at : float
+        When it empties (``inf`` if never).
     """
 
     policy: str
@@ -114,7 +225,26 @@ def fluid_phases(policy, zp0, zd0, lam, mp, md, mu):
     """Piecewise-linear phases ``(duration, ż_p, ż_d)`` of the fluid paths, ``μ = b/t_b``.
 
     Plain arithmetic, so exact with ``fractions.Fraction`` inputs; the last phase may last
-    ``math.inf`` (a path that never empties)."""
+    ``math.inf`` (a path that never empties).
+
+    Parameters
+    ----------
+    policy : str
+        ``"sarathi"`` (decode priority) or ``"orca"`` (prefill priority).
+    zp0, zd0 : float or fractions.Fraction
+        ``Z_p(0)``, ``Z_d(0)``.
+    lam : float or fractions.Fraction
+        ``λ``, the arrival rate.
+    mp, md : float or fractions.Fraction
+        ``m_p``, ``m_d``: mean prompt and output tokens.
+    mu : float or fractions.Fraction
+        ``μ = b/t_b``: tokens served per time unit.
+
+    Returns
+    -------
+    list of tuple
+        ``(duration, ż_p, ż_d)`` per phase, in order.
+    """
     phases = []
     if policy == "sarathi":          # decode priority: decoders take the whole budget
         if zd0 > 0:
@@ -143,6 +273,35 @@ def fluid_path(policy, zp0, zd0, lam, mp, md, b, t_b, t) -> FluidPath:
     ``Ż_d = −μ/m_d``); then ``Z_d ≡ 0`` and ``Ż_p = λ − μ/(m_p+m_d)``. Orca (prefill
     priority): while ``Z_p > 0`` all of ``μ`` prefills (``Ż_p = λ − μ/m_p``, ``Ż_d = μ/m_p``);
     then ``Ż_d = λ − (μ − λm_p)/m_d``. Both have ``ḟ = −δ`` until empty.
+
+    Parameters
+    ----------
+    policy : str
+        ``"sarathi"`` or ``"orca"``.
+    zp0, zd0 : float
+        ``Z_p(0)``, ``Z_d(0)``, ``>= 0``.
+    lam : float
+        ``λ``: the arrival rate (requests per time unit), ``>= 0``.
+    mp : float
+        ``m_p``: mean prompt tokens, ``> 0``.
+    md : float
+        ``m_d``: mean output tokens, ``> 0``.
+    b : float
+        The token budget ``b``.
+    t_b : float
+        ``t_b``: the time of a full batch of ``b`` tokens.
+    t : array_like
+        The times at which to sample the path.
+
+    Returns
+    -------
+    FluidPath
+        The path at ``t``, its breakpoints and when it empties.
+
+    Raises
+    ------
+    ValueError
+        If ``policy`` is neither, or an initial state, rate or size is out of range.
     """
     if policy not in FLUID_POLICIES:
         raise ValueError(f"policy={policy!r}: must be one of {FLUID_POLICIES}")
@@ -171,6 +330,19 @@ class ScaledRun:
     """Fluid-scaled queue of a simulation from ``N`` initial requests: ``Ẑ(t) = Z(Nt)/N``.
 
     ``f`` is :func:`engine_workload` of ``(Ẑ_p, Ẑ_d)`` with the workload's mean sizes.
+
+    Attributes
+    ----------
+    N : int
+        The scale: requests waiting at time 0.
+    t : numpy.ndarray
+        The scaled times.
+    zp, zd : numpy.ndarray
+        ``Ẑ_p(t)``, ``Ẑ_d(t)``.
+    f : numpy.ndarray
+        ``f̂(t)``.
+    result : Result
+        The simulation.
     """
 
     N: int
@@ -192,7 +364,33 @@ def _one_class(workload) -> tuple[RequestClass, Workload]:
 def scaled_run(policy, workload, time_model, N: int, t, *, seed: int = 0) -> ScaledRun:
     """Simulate ``policy`` from ``N`` requests waiting at time 0 (sizes i.i.d. from the
     workload's class) plus the workload's arrivals, and return the queue
-    in fluid scale on the scaled times ``t``."""
+    in fluid scale on the scaled times ``t``.
+
+    Parameters
+    ----------
+    policy : Policy
+        The scheduler simulated.
+    workload : Workload or RequestClass
+        One request class: its arrivals and sizes.
+    time_model : TimeModel
+        The batch-time model.
+    N : int
+        The scale, ``> 0``.
+    t : array_like
+        The scaled times (the run lasts ``N · max(t)``).
+    seed : int, default 0
+        The seed.
+
+    Returns
+    -------
+    ScaledRun
+        The fluid-scaled queue and the run.
+
+    Raises
+    ------
+    ValueError
+        If ``N`` is not a positive integer or the workload has not exactly one class.
+    """
     from ..engine import simulate
 
     check_positive("N", N, integer=True)
@@ -230,6 +428,35 @@ def fluid_convergence(policy, fluid_policy, workload, time_model, b, *,
     1), ``drain_ratio``: ``f̂(0)/δ̂`` over ``f(0)/δ``, where ``δ̂`` is the least-squares slope of
     ``−f̂`` on ``[0.1, 0.7]·f(0)/δ`` (a prelimit queue never empties for good: it settles at
     ``O(1)`` requests, ``O(1/N)`` in fluid scale).
+
+    Parameters
+    ----------
+    policy : Policy
+        The scheduler simulated.
+    fluid_policy : str
+        Its fluid model, ``"sarathi"`` or ``"orca"``.
+    workload : Workload or RequestClass
+        One request class.
+    time_model : TimeModel
+        The batch-time model (with :meth:`~queuetheory.timing.TimeModel.token_time`).
+    b : int
+        The token budget; ``t_b = time_model.token_time(b)``.
+    scales : sequence of int, default (10, 100, 1000)
+        The ``N`` compared.
+    points : int, default 200
+        The sample times.
+    seed : int, default 0
+        The seed.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``N``: ``sup_f``, ``sup_z``, ``drain_ratio``.
+
+    Raises
+    ------
+    UnstableError
+        If the fluid path never empties (``δ <= 0``).
     """
     cls, _ = _one_class(workload)
     mp, md, lam = cls.mean_prompt, cls.mean_output, cls.rate

@@ -51,23 +51,46 @@ def class_arrays(classes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def memory_work(prompt, output):
     """``a_j = Σ_{k=0}^{l'_j} (l_j + k) = (l'_j+1)(l_j + l'_j/2)``: KV-token·iterations of one
-    prompt over its life."""
+    prompt over its life.
+
+    Parameters
+    ----------
+    prompt : int or array_like
+        ``l_j``: prompt tokens.
+    output : int or array_like
+        ``l'_j``: output tokens.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``a_j``, in KV tokens × iterations.
+    """
     prompt, output = np.asarray(prompt), np.asarray(output)
     return (output + 1) * (prompt + output / 2)
 
 
 @dataclass(frozen=True)
 class Equilibrium:
-    """The fluid equilibrium of eqs. (5)–(8).
+    """The fluid equilibrium of eqs. (5)–(8) of Ao et al.
 
-    iteration_time : ΔT* (time per batch)
-    memory : M* (KV tokens in a batch)
-    active : n_j* (type-j prompts in a batch)
-    per_stage : x_j* = n_j*/(l'_j+1) (type-j prompts in each stage)
-    throughput : Σ λ_j (l'_j+1), tokens per time counting the prefill iteration (eq. 8)
-    decode_throughput : Σ λ_j l'_j, decode tokens only
-    load : d1·W, which must be < 1
-    work_rate : W = Σ λ_j a_j
+    Attributes
+    ----------
+    iteration_time : float
+        ``ΔT*``: time per batch (eq. 7).
+    memory : float
+        ``M*``: KV tokens in a batch (eq. 6).
+    active : numpy.ndarray
+        ``n_j*``: type-``j`` prompts in a batch (eq. 5).
+    per_stage : numpy.ndarray
+        ``x_j* = n_j*/(l'_j+1)``: type-``j`` prompts in each stage.
+    throughput : float
+        ``Σ λ_j (l'_j+1)``: tokens per time counting the prefill iteration (eq. 8).
+    decode_throughput : float
+        ``Σ λ_j l'_j``: decode tokens only.
+    load : float
+        ``d1·W``, which must be ``< 1``.
+    work_rate : float
+        ``W = Σ λ_j a_j``: memory-work per unit time.
     """
 
     iteration_time: float
@@ -80,7 +103,18 @@ class Equilibrium:
     work_rate: float
 
     def stable_under(self, capacity: float) -> bool:
-        """Fluid stability under KV capacity ``C``: ``C > M*``."""
+        """Fluid stability under KV capacity ``C``: ``C > M*``.
+
+        Parameters
+        ----------
+        capacity : float
+            ``C``: the KV capacity in tokens.
+
+        Returns
+        -------
+        bool
+            Whether ``C > M*``.
+        """
         return float(capacity) > self.memory
 
 
@@ -89,6 +123,28 @@ def equilibrium(classes, d0: float, d1: float) -> Equilibrium:
 
     Raises :class:`~queuetheory.errors.UnstableError` when ``d1·W ≥ 1`` (no finite
     equilibrium: the memory-work arrives faster than ``1/d1``, Prop. 1 with ``d1``).
+
+    Parameters
+    ----------
+    classes : Workload, RequestClass or sequence of RequestClass
+        Fixed-length types: prompt ``l_j``, output ``l'_j``, rate ``λ_j``.
+    d0 : float
+        ``d0``: the fixed time per iteration (eq. 1), ``> 0``.
+    d1 : float
+        ``d1``: the time per KV token of the batch, ``>= 0``.
+
+    Returns
+    -------
+    Equilibrium
+        ``ΔT*``, ``M*``, ``n_j*``, ``x_j*``, the throughputs and the load.
+
+    Raises
+    ------
+    UnstableError
+        If ``d1·W >= 1``.
+    ValueError
+        If ``d0 <= 0``, ``d1 < 0``, or ``classes`` is empty or holds a class without fixed
+        lengths.
     """
     check_positive("d0", d0)
     check_positive("d1", d1, allow_zero=True)
@@ -119,6 +175,16 @@ def equilibrium_symbolic(m: int) -> dict:
     ``throughput``, ``decode_throughput`` and ``load``. The expressions are derived, not
     typed: ``M*`` is solved from the balance ``(d0 + d1 M) λ_j = n_j/(l'_j+1)`` and the
     memory identity (5), so a test can check them against the closed forms (6)–(7).
+
+    Parameters
+    ----------
+    m : int
+        The number of types, ``> 0``.
+
+    Returns
+    -------
+    dict
+        The symbols and the expressions listed above.
     """
     check_positive("m", m, integer=True)
     m = int(m)

@@ -39,10 +39,14 @@ _TOL = 1e-9
 class Segments:
     """Segment structure: common prompt ``l``, boundaries ``b`` and per-segment entry rates.
 
-    prompt : l
-    bounds : b_1 < … < b_L (the last stage of each segment)
-    rates : λ'_i, the rate of prompts whose output ends in segment i
-    reach : Λ_i = Σ_{k≥i} λ'_k, the rate of prompts that enter segment i
+    Attributes
+    ----------
+    prompt : int
+        ``l``: the common prompt length.
+    bounds : numpy.ndarray
+        ``b_1 < … < b_L``: the last stage of each segment.
+    rates : numpy.ndarray
+        ``λ'_i``: the rate of prompts whose output ends in segment ``i``.
     """
 
     prompt: int
@@ -51,6 +55,7 @@ class Segments:
 
     @property
     def reach(self) -> np.ndarray:
+        """``Λ_i = Σ_{k≥i} λ'_k``: the rate of prompts that enter segment ``i``."""
         return np.cumsum(self.rates[::-1])[::-1]
 
     @property
@@ -81,7 +86,28 @@ class Segments:
 
 
 def segments(prompt: int, lengths, rates) -> Segments:
-    """One segment per output length ``l'_1 < … < l'_m`` (Algorithm 2)."""
+    """One segment per output length ``l'_1 < … < l'_m`` (Algorithm 2).
+
+    Parameters
+    ----------
+    prompt : int
+        ``l``: the common prompt length, ``> 0``.
+    lengths : array_like of int
+        ``l'_1 < … < l'_m``: output lengths, strictly increasing.
+    rates : array_like of float
+        ``λ_j``: one rate ``>= 0`` per length (the longest's ``> 0``).
+
+    Returns
+    -------
+    Segments
+        One segment per length.
+
+    Raises
+    ------
+    ValueError
+        If ``prompt`` is not a positive integer, the lengths are not increasing positive
+        integers, or the rates are malformed.
+    """
     check_positive("prompt", prompt, integer=True)
     b = np.asarray(lengths)
     lam = np.asarray(rates, dtype=float)
@@ -101,6 +127,29 @@ def segment_design(prompt: int, lengths, rates, L: int) -> Segments:
 
     Groups are ``np.array_split`` of the sorted types (``ΔL = m/L`` types each when it
     divides); a segment ends at its cluster's longest length and carries the cluster's rate.
+
+    Parameters
+    ----------
+    prompt : int
+        ``l``: the common prompt length, ``> 0``.
+    lengths : array_like of int
+        ``l'_1 < … < l'_m``: output lengths, strictly increasing.
+    rates : array_like of float
+        ``λ_j``: one rate ``>= 0`` per length (the longest's ``> 0``).
+    L : int
+        The number of segments, at most ``m``.
+
+    Returns
+    -------
+    Segments
+        ``L`` segments.
+
+    Raises
+    ------
+    ValueError
+        If ``prompt`` is not a positive integer, the lengths are not increasing positive
+        integers, or the rates are malformed.
+        Or if ``L`` is not a positive integer ``<= m``.
     """
     base = segments(prompt, lengths, rates)
     check_positive("L", L, integer=True)
@@ -121,6 +170,25 @@ def nested_memory(n, seg: Segments, *, form: str = "exact") -> float:
     ``Σ_i n_i (l + iΔ_i/2) Δ_i`` for ``L`` segments of ``Δ_i`` stages; for equal segments
     the mean stage of segment ``i`` is ``(i − 1/2)Δ + 1/2``, not ``iΔ/2``, and stage 0 is
     dropped, so it underestimates by ``n_1 l + Σ_i n_i Δ((i−1)Δ + 1)/2``.
+
+    Parameters
+    ----------
+    n : array_like of float
+        ``n_i``: thresholds ``> 0``, one per segment.
+    seg : Segments
+        The segments (:func:`segments`, :func:`segment_design`).
+    form : {"exact", "paper", "segment_design"}, default "exact"
+        The formula.
+
+    Returns
+    -------
+    float
+        The memory, in KV tokens.
+
+    Raises
+    ------
+    ValueError
+        If the thresholds are malformed or ``form`` is unknown.
     """
     n = check_thresholds(n, len(seg), integer=False)
     width = np.diff(seg.bounds, prepend=0)
@@ -139,11 +207,25 @@ def nested_memory(n, seg: Segments, *, form: str = "exact") -> float:
 class NestedCondition(ConditionStatus):
     """Condition (10) (or (14) for merged segments).
 
-    iteration_time : ΔT(n) = d0 + d1 M^π (exact full-batch memory)
-    arrivals : Λ_1 ΔT(n), expected arrivals per full iteration (must be < n_1)
-    p : continuation probabilities p_i;  ratio : n_{i+1}/n_i (must exceed p_i)
-    status : per constraint (first: arrivals; then one per ratio) strict/critical/violated
-    descending : n_1 > n_2 > … (Lemma 8 needs it for a finite θ)
+    ``holds`` and ``strict`` say whether every constraint is met, and strictly.
+
+    Attributes
+    ----------
+    thresholds : numpy.ndarray
+        ``n_i``: prompts per stage of segment ``i``.
+    iteration_time : float
+        ``ΔT(n) = d0 + d1 M^π`` (exact full-batch memory).
+    memory : float
+        ``M^π``, the exact full-batch memory.
+    arrivals : float
+        ``Λ_1 ΔT(n)``: expected arrivals per full iteration (must be ``< n_1``).
+    p : numpy.ndarray
+        Continuation probabilities ``p_i``.
+    ratio : numpy.ndarray
+        ``n_{i+1}/n_i`` (must exceed ``p_i``).
+    status : tuple of str
+        Per constraint (first: arrivals; then one per ratio) ``"strict"``, ``"critical"``
+        or ``"violated"``.
     """
 
     thresholds: np.ndarray
@@ -156,6 +238,7 @@ class NestedCondition(ConditionStatus):
 
     @property
     def descending(self) -> bool:
+        """``n_1 > n_2 > …`` (Lemma 8 needs it for a finite θ)."""
         return bool(np.all(np.diff(self.thresholds) < 0))
 
 
@@ -167,7 +250,32 @@ def _status(slack, scale) -> str:
 def nested_condition(n, seg: Segments, d0: float, d1: float, *, require: str | None = None
                      ) -> NestedCondition:
     """Evaluate (10): ``ΔT(n) < n_1/Λ_1`` and ``n_{i+1}/n_i > p_i``. ``require="strict"``
-    raises a ``ValueError`` naming the failing constraints."""
+    raises a ``ValueError`` naming the failing constraints.
+
+    Parameters
+    ----------
+    n : array_like of float
+        ``n_i``: thresholds ``> 0``, one per segment.
+    seg : Segments
+        The segments (:func:`segments`, :func:`segment_design`).
+    d0 : float
+        ``d0``: the fixed time per iteration (Ao et al., eq. 1).
+    d1 : float
+        ``d1``: the time per KV token of the batch.
+    require : {None, "strict"}, optional
+        Raise unless (10) holds strictly.
+
+    Returns
+    -------
+    NestedCondition
+        The constraints' values and status.
+
+    Raises
+    ------
+    ValueError
+        If ``require`` is unknown, ``d0``/``d1`` negative, the thresholds malformed, or (with
+        ``require``) a constraint fails.
+    """
     if require not in (None, "strict"):
         raise ValueError(f"require={require!r}: must be None or 'strict'")
     check_positive("d0", d0, allow_zero=True)
@@ -198,6 +306,25 @@ def theta(n_prev: float, n: float, p: float) -> float:
     ``n_prev`` is the previous segment's threshold, ``n`` this segment's and ``p`` the
     continuation probability. Needs ``n > n_prev p`` (negative drift); returns ``inf`` when
     ``n ≥ n_prev`` (an entry queue can then never exceed ``n``: no tail term).
+
+    Parameters
+    ----------
+    n_prev : float
+        ``n_{j−1}``: the previous segment's threshold, ``> 0``.
+    n : float
+        ``n_j``: this segment's threshold, ``> 0``.
+    p : float
+        ``p``: the continuation probability, in ``(0, 1)``.
+
+    Returns
+    -------
+    float
+        ``θ > 0``, or ``inf`` when ``n >= n_prev``.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range or ``n <= n_prev·p``.
     """
     check_positive("n_prev", n_prev)
     check_positive("n", n)
@@ -218,7 +345,24 @@ def theta(n_prev: float, n: float, p: float) -> float:
 
 def theta_bound(n_prev: float, n: float, p: float, *, printed: bool = False) -> float:
     """Lower bound (18) ``θ ≥ 8(n − n_prev p)/n_prev`` (proved); ``printed=True``
-    gives the theorem text's ``8(n − n_prev p)/n``."""
+    gives the theorem text's ``8(n − n_prev p)/n``.
+
+    Parameters
+    ----------
+    n_prev : float
+        ``n_{j−1}``.
+    n : float
+        ``n_j``.
+    p : float
+        The continuation probability.
+    printed : bool, default False
+        The theorem text's denominator ``n`` instead of the proved ``n_prev``.
+
+    Returns
+    -------
+    float
+        The lower bound on ``θ``.
+    """
     D = n - n_prev * p
     return 8 * D / (n if printed else n_prev)
 
@@ -227,9 +371,18 @@ def theta_bound(n_prev: float, n: float, p: float, *, printed: bool = False) -> 
 class MemoryBound:
     """Theorem 2/4 memory requirement (12)/(15) in its three parts (Figs. 16–18).
 
-    batch : M^π (full-batch memory, exact or printed form)
-    queue : Σ_{j≥2} n_j (l + b_{j−1})           ("queue length bound")
-    tail : Σ_{j≥2} θ_j^{-1} (l + b_{j−1}) ln(·)  ("high-probability queue length bound")
+    Attributes
+    ----------
+    batch : float
+        ``M^π``: full-batch memory, exact or printed form (KV tokens).
+    queue : float
+        ``Σ_{j≥2} n_j (l + b_{j−1})`` ("queue length bound").
+    tail : float
+        ``Σ_{j≥2} θ_j^{-1} (l + b_{j−1}) ln(·)`` ("high-probability queue length bound").
+    thetas : numpy.ndarray
+        ``θ_j`` of (16), ``j ≥ 2``.
+    log_term : float
+        The ``ln(·)`` used.
     """
 
     batch: float
@@ -240,6 +393,7 @@ class MemoryBound:
 
     @property
     def total(self) -> float:
+        """``batch + queue + tail``: the memory of (12)/(15)."""
         return self.batch + self.queue + self.tail
 
 
@@ -251,6 +405,36 @@ def nested_memory_bound(n, seg: Segments, *, delta: float, horizon: float | None
     log="proof": ``ln((L−1)S/δ)`` (the union bound proved); "theorem": ``ln(L S/δ)``
     (ζ = 1); "figure": ``ln((L−1)(T+1)/δ)``. ``S`` is ``iterations`` or, when
     only ``horizon`` and ``d0`` are given, its upper bound ``T/d0``.
+
+    Parameters
+    ----------
+    n : array_like of float
+        ``n_i``: thresholds ``> 0``, one per segment.
+    seg : Segments
+        The segments (:func:`segments`, :func:`segment_design`).
+    delta : float
+        ``δ`` in ``(0, 1)``: the allowed overflow probability.
+    horizon : float, optional
+        ``T``.
+    iterations : float, optional
+        ``S``: the iterations the union bound covers.
+    d0 : float, optional
+        ``d0``, for ``S <= T/d0`` when ``iterations`` is not given.
+    log : {"proof", "theorem", "figure"}, default "proof"
+        The log term.
+    form : {"exact", "paper", "segment_design"}, default "exact"
+        The batch memory's formula (:func:`nested_memory`).
+
+    Returns
+    -------
+    MemoryBound
+        The three terms, the ``θ_j`` and the log term.
+
+    Raises
+    ------
+    ValueError
+        If ``delta`` is out of ``(0, 1)``, ``log`` is unknown, the log term lacks ``horizon``
+        (or ``iterations``/``d0``), or a ``θ_j`` does not exist (:func:`theta`).
     """
     n = check_thresholds(n, len(seg), integer=False)
     if not 0 < delta < 1:
@@ -288,6 +472,37 @@ def nested_thresholds(seg: Segments, d0: float, d1: float, *, rule: str = "lp",
     (10) whose drift margin is ``margin`` times the Binomial variance ``n_i p_i (1 − p_i)``,
     so θ stays of order ``2·margin`` and the thresholds descend), a MILP solved with HiGHS
     (``integer=False``: its LP relaxation, real thresholds as in Figs. 16–18).
+
+    Parameters
+    ----------
+    seg : Segments
+        The segments (:func:`segments`, :func:`segment_design`).
+    d0 : float
+        ``d0``: the fixed time per iteration (Ao et al., eq. 1).
+    d1 : float
+        ``d1``: the time per KV token of the batch.
+    rule : {"lp", "tail_sum"}, default "lp"
+        The rule.
+    margin : float, default 0.05
+        In ``[0, 1)``: the slack asked of (10).
+    batch_limit : int, optional
+        ``B``, for the authors' ``tail_sum`` rule.
+    integer : bool, default True
+        Integer thresholds (``lp`` only).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``n_i`` per segment.
+
+    Raises
+    ------
+    UnstableError
+        If ``d1·Σ_i Λ_i m_i >= 1 − margin``.
+    ValueError
+        If ``rule`` is unknown or ``d0``, ``d1``, ``margin`` or ``batch_limit`` is out of range.
+    SolverError
+        If HiGHS finds no optimum.
     """
     if rule not in ("tail_sum", "lp"):
         raise ValueError(f"rule={rule!r}: must be 'tail_sum' or 'lp'")
@@ -331,6 +546,34 @@ def memory_decomposition(prompt: int, lengths, rates, Ls, d0: float, d1: float, 
     ``d1·Σ Λ_i m_i ≥ 1 − margin``: coarse segments reserve stages for prompts that have
     already finished) gets ``inf``. Returns arrays ``L``, ``batch``, ``queue``, ``tail``,
     ``total``.
+
+    Parameters
+    ----------
+    prompt : int
+        ``l``: the common prompt length, ``> 0``.
+    lengths : array_like of int
+        ``l'_1 < … < l'_m``: output lengths, strictly increasing.
+    rates : array_like of float
+        ``λ_j``: one rate ``>= 0`` per length (the longest's ``> 0``).
+    Ls : iterable of int
+        The numbers of segments ``L``.
+    d0 : float
+        ``d0``: the fixed time per iteration (Ao et al., eq. 1).
+    d1 : float
+        ``d1``: the time per KV token of the batch.
+    delta : float
+        ``δ``: the allowed overflow probability.
+    horizon : float
+        ``T``.
+    margin : float, default 0.05
+        The slack asked of (14).
+    form : {"exact", "paper", "segment_design"}, default "exact"
+        The batch memory's formula.
+
+    Returns
+    -------
+    dict
+        ``{"L", "batch", "queue", "tail", "total"}``, arrays in the order of ``Ls``.
     """
     out = {k: [] for k in ("L", "batch", "queue", "tail", "total")}
     for L in Ls:
@@ -353,8 +596,18 @@ def memory_decomposition(prompt: int, lengths, rates, Ls, d0: float, d1: float, 
 class TimeVaryingCondition:
     """Condition (13) on a grid: the worst window arrivals and continuation probabilities.
 
-    arrivals : sup_t Σ_j λ_j[t, t + ΔT(n)] (must be < n_1)
-    p_star : sup over windows of p_i[t, t+Δt] (must be < n_{i+1}/n_i)
+    Attributes
+    ----------
+    thresholds : numpy.ndarray
+        ``n_i``.
+    iteration_time : float
+        ``ΔT(n)``.
+    arrivals : float
+        ``sup_t Σ_j λ_j[t, t + ΔT(n)]`` (must be ``< n_1``).
+    p_star : numpy.ndarray
+        The sup over windows of ``p_i[t, t+Δt]`` (must be ``< n_{i+1}/n_i``).
+    ratio : numpy.ndarray
+        ``n_{i+1}/n_i``.
     """
 
     thresholds: np.ndarray
@@ -365,6 +618,7 @@ class TimeVaryingCondition:
 
     @property
     def holds(self) -> bool:
+        """Whether (13) holds on the grid."""
         return bool(self.arrivals < self.thresholds[0] and np.all(self.p_star < self.ratio))
 
 
@@ -374,6 +628,35 @@ def time_varying_condition(n, seg: Segments, rate_fn, d0: float, d1: float, hori
 
     Cumulative rates ``λ_j[0, t]`` are integrated by the trapezoid rule on ``grid`` points;
     window lengths ``Δt`` run over ``windows`` values in ``(0, ΔT(n)]``.
+
+    Parameters
+    ----------
+    n : array_like of float
+        ``n_i``: thresholds ``> 0``, one per segment.
+    seg : Segments
+        The segments (:func:`segments`, :func:`segment_design`).
+    rate_fn : callable
+        ``rate_fn(t)``: the ``L`` cluster rates at time ``t``.
+    d0 : float
+        ``d0``: the fixed time per iteration (Ao et al., eq. 1).
+    d1 : float
+        ``d1``: the time per KV token of the batch.
+    horizon : float
+        The end of the window checked.
+    grid : int, default 4001
+        Points of the integration grid.
+    windows : int, default 16
+        Window lengths tried.
+
+    Returns
+    -------
+    TimeVaryingCondition
+        The worst arrivals and continuation probabilities.
+
+    Raises
+    ------
+    ValueError
+        If the thresholds are malformed or ``rate_fn`` returns the wrong number of rates.
     """
     n = check_thresholds(n, len(seg), integer=False)
     dT = d0 + d1 * nested_memory(n, seg)

@@ -23,6 +23,28 @@ def wait_queue_chain(classes, thresholds, d0: float, d1: float, horizons, *, pat
     horizon (rows) for every path (columns), or with ``per_type`` the queues ``Q_j``
     (horizons × paths × types). Used for the T-scaling of Theorem 1, which needs thousands
     of paths; the engine runs the same policy in the other checks.
+
+    Parameters
+    ----------
+    classes : Workload, RequestClass or sequence of RequestClass
+        Fixed-length types: prompt ``l_j``, output ``l'_j``, rate ``λ_j``.
+    thresholds : array_like of int
+        WAIT's ``n_j``.
+    d0, d1 : float
+        The batch time ``d0 + d1·M`` (Ao et al., eq. 1).
+    horizons : array_like of float
+        The times ``T`` to read, increasing.
+    paths : int
+        The number of sample paths.
+    seed : int, default 0
+        The seed.
+    per_type : bool, default False
+        Return the queues per type instead of the queued tokens.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(horizons, paths)`` queued tokens, or ``(horizons, paths, types)`` queues.
     """
     l, lo, lam = class_arrays(classes)
     n = np.asarray(thresholds, dtype=np.int64)

@@ -66,7 +66,25 @@ def check_thresholds(n, m: int | None = None, name: str = "thresholds", *,
 
 def wait_memory(n, classes) -> float:
     """``M^π = Σ_j n_j (l'_j+1)(l_j + l'_j/2)``: WAIT's largest batch memory (eq. 9) and,
-    paused cohorts included, its largest total KV memory."""
+    paused cohorts included, its largest total KV memory.
+
+    Parameters
+    ----------
+    n : array_like of int
+        ``n_j``: thresholds, integers ``>= 1``, one per type.
+    classes : Workload, RequestClass or sequence of RequestClass
+        Fixed-length types: prompt ``l_j``, output ``l'_j``, rate ``λ_j``.
+
+    Returns
+    -------
+    float
+        ``M^π``, in KV tokens.
+
+    Raises
+    ------
+    ValueError
+        If the thresholds are not one integer ``>= 1`` per type.
+    """
     l, lo, _ = class_arrays(classes)
     n = check_thresholds(n, l.size)
     return float(np.dot(n, memory_work(l, lo)))
@@ -89,12 +107,22 @@ class ConditionStatus:
 
 @dataclass(frozen=True)
 class WaitCondition(ConditionStatus):
-    """Condition (9) for given thresholds.
+    """Condition (9) of Ao et al. for given thresholds.
 
-    iteration_time : ΔT(n) = d0 + d1 M^π
-    memory : M^π
-    slack : n_j/λ_j − ΔT(n) per type (≥ 0 required)
-    status : per type, "strict", "critical" (equality) or "violated"
+    ``holds`` and ``strict`` say whether every type meets it, and strictly.
+
+    Attributes
+    ----------
+    thresholds : numpy.ndarray
+        ``n_j``: prompts per stage.
+    iteration_time : float
+        ``ΔT(n) = d0 + d1 M^π``.
+    memory : float
+        ``M^π``.
+    slack : numpy.ndarray
+        ``n_j/λ_j − ΔT(n)`` per type (``>= 0`` required).
+    status : tuple of str
+        Per type, ``"strict"``, ``"critical"`` (equality) or ``"violated"``.
     """
 
     thresholds: np.ndarray
@@ -105,13 +133,39 @@ class WaitCondition(ConditionStatus):
 
     @property
     def critical(self) -> bool:
+        """Whether (9) holds with equality for some type (Theorem 1's critical case)."""
         return self.holds and not self.strict
 
 
 def wait_condition(n, classes, d0: float, d1: float, *, require: str | None = None
                    ) -> WaitCondition:
     """Evaluate (9) for thresholds ``n``. ``require="holds"`` or ``"strict"`` raises a
-    ``ValueError`` naming the failing types instead of returning a violated condition."""
+    ``ValueError`` naming the failing types instead of returning a violated condition.
+
+    Parameters
+    ----------
+    n : array_like of int
+        ``n_j``: thresholds, integers ``>= 1``, one per type.
+    classes : Workload, RequestClass or sequence of RequestClass
+        Fixed-length types: prompt ``l_j``, output ``l'_j``, rate ``λ_j``.
+    d0 : float
+        ``d0``: the fixed time per iteration (Ao et al., eq. 1).
+    d1 : float
+        ``d1``: the time per KV token of the batch.
+    require : {None, "holds", "strict"}, optional
+        Raise unless (9) holds (strictly).
+
+    Returns
+    -------
+    WaitCondition
+        ``ΔT(n)``, ``M^π``, the slacks and the status per type.
+
+    Raises
+    ------
+    ValueError
+        If ``require`` is not one of those, ``d0`` or ``d1`` is negative, the thresholds are
+        malformed, or (with ``require``) the condition fails, naming the failing types.
+    """
     check_positive("d0", d0, allow_zero=True)
     check_positive("d1", d1, allow_zero=True)
     if require not in (None, "holds", "strict"):
@@ -140,7 +194,31 @@ def wait_condition(n, classes, d0: float, d1: float, *, require: str | None = No
 def threshold_problem(classes, d0: float, d1: float, *, margin: float = 0.0,
                       integer: bool = True) -> tuple[cp.Problem, cp.Variable]:
     """The threshold design of condition (9) as a cvxpy problem (data, not yet solved):
-    ``min a·n`` s.t. ``d0 + d1 a·n ≤ (1 − margin) n_j/λ_j``, ``n ≥ 1`` (integer if asked)."""
+    ``min a·n`` s.t. ``d0 + d1 a·n ≤ (1 − margin) n_j/λ_j``, ``n ≥ 1`` (integer if asked).
+
+    Parameters
+    ----------
+    classes : Workload, RequestClass or sequence of RequestClass
+        Fixed-length types: prompt ``l_j``, output ``l'_j``, rate ``λ_j``.
+    d0 : float
+        ``d0``: the fixed time per iteration (Ao et al., eq. 1).
+    d1 : float
+        ``d1``: the time per KV token of the batch.
+    margin : float, default 0.0
+        ``ε`` in ``[0, 1)``: the slack asked of (9).
+    integer : bool, default True
+        Integer thresholds (a MILP), else the relaxation.
+
+    Returns
+    -------
+    tuple of (cvxpy.Problem, cvxpy.Variable)
+        The problem and its variable ``n``.
+
+    Raises
+    ------
+    ValueError
+        If ``margin`` is not in ``[0, 1)``.
+    """
     if not 0 <= margin < 1:
         raise ValueError(f"margin={margin}: must satisfy 0 <= margin < 1")
     import cvxpy as cp  # 0.5 s to import: only when a program is built
@@ -164,6 +242,37 @@ def wait_thresholds(classes, d0: float, d1: float, *, margin: float = 0.0, rule:
     With ``batch_limit=B``: ``rule="fluid"`` gives ``max(1, ⌊Bλ_j/Σλ_k(l'_k+1)⌋)`` and
     ``rule="paper"`` the §6 rule ``max(1, ⌊Bρ_j/(l'_j+1)⌋)``, ``ρ_j = λ_j/Σλ``.
     Raises :class:`UnstableError` when ``d1·W ≥ 1 − margin`` (no thresholds exist).
+
+    Parameters
+    ----------
+    classes : Workload, RequestClass or sequence of RequestClass
+        Fixed-length types: prompt ``l_j``, output ``l'_j``, rate ``λ_j``.
+    d0 : float
+        ``d0``: the fixed time per iteration (Ao et al., eq. 1).
+    d1 : float
+        ``d1``: the time per KV token of the batch.
+    margin : float, default 0.0
+        ``ε`` in ``[0, 1)``: the slack asked of (9) (MILP only).
+    rule : {"fluid", "paper"}, default "fluid"
+        The rule (``"paper"`` needs ``batch_limit``).
+    batch_limit : int, optional
+        ``B``: prompts in a batch, for the proportional rules.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``n_j``, integers ``>= 1``.
+
+    Raises
+    ------
+    UnstableError
+        If ``d1·W >= 1 − margin``.
+    ValueError
+        If ``rule`` is unknown, ``"paper"`` lacks ``batch_limit``, ``margin`` is out of range,
+        ``d0``/``d1``/``batch_limit`` are out of range, or the thresholds would exceed
+        ``MAX_THRESHOLD``.
+    SolverError
+        If HiGHS finds no optimum.
     """
     if rule not in ("fluid", "paper"):
         raise ValueError(f"rule={rule!r}: must be 'fluid' or 'paper'")

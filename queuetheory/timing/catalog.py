@@ -48,13 +48,22 @@ class GPUEngine:
 
     Attributes
     ----------
-    gpu, model, tp : the setting
-    time_model : its batch time (seconds)
-    kv_tokens : the KV cache in tokens (:func:`kv_cache_tokens`)
-    source : where the batch time comes from
-    valid_for : what the fit is valid for: ``model``, ``gpu``, ``tp`` and ``tokens``, the
-        tokens per batch measured (``None``: the operator profile's own grids, which
-        :class:`~queuetheory.timing.ProfileTime` checks itself)
+    gpu : str
+        The GPU.
+    model : str
+        The model.
+    tp : int
+        The tensor parallel degree.
+    time_model : TimeModel
+        Its batch time (seconds).
+    kv_tokens : int
+        The KV cache in tokens (:func:`kv_cache_tokens`).
+    source : str
+        Where the batch time comes from.
+    valid_for : dict
+        What the fit is valid for: ``model``, ``gpu``, ``tp`` and ``tokens``, the tokens
+        per batch measured (``None``: the operator profile's own grids, which
+        :class:`~queuetheory.timing.ProfileTime` checks itself).
     """
 
     gpu: str
@@ -71,7 +80,13 @@ class GPUEngine:
 
         Parameters
         ----------
-        token_budget : the engine's per-batch token budget
+        token_budget : int
+            The engine's per-batch token budget.
+
+        Warns
+        -----
+        FitRangeWarning
+            If ``token_budget`` exceeds the tokens per batch measured.
         """
         top = self.valid_for["tokens"]
         if top is not None and token_budget > top:
@@ -91,20 +106,26 @@ def kv_cache_tokens(gpu: str, model: str, tp: int = 1, *, utilization: float = 0
 
     Parameters
     ----------
-    gpu : a key of :data:`GPU_MEMORY_GIB`
-    model : a key of :data:`MODEL_SHAPES`
-    tp : tensor parallel degree (GPUs per engine)
-    utilization : the share of GPU memory vLLM may use, in (0, 1]
-    dtype_bytes : bytes per weight and per KV element (2 for bf16/fp16)
+    gpu : str
+        A key of :data:`GPU_MEMORY_GIB`.
+    model : str
+        A key of :data:`MODEL_SHAPES`.
+    tp : int, default 1
+        Tensor parallel degree (GPUs per engine).
+    utilization : float, default 0.9
+        The share of GPU memory vLLM may use, in (0, 1].
+    dtype_bytes : int, default 2
+        Bytes per weight and per KV element (2 for bf16/fp16).
 
     Returns
     -------
-    int : KV tokens
+    int
+        KV tokens.
 
     Raises
     ------
-    ValueError : an unknown GPU or model, a bad ``tp``/``utilization``, or weights that do
-        not fit
+    ValueError
+        An unknown GPU or model, a bad ``tp``/``utilization``, or weights that do not fit.
     """
     gpu, model = _known(gpu, model)
     if not (isinstance(tp, int) and tp >= 1):
@@ -127,18 +148,25 @@ def gpu_engine(gpu: str, model: str, tp: int = 1, *, utilization: float = 0.9) -
 
     Parameters
     ----------
-    gpu : ``"a100"``, ``"h100"``, ``"rtxpro6000"`` or ``"rtx4090"``
-    model : ``"llama-2-7b"``, ``"llama-3-8b"`` or ``"llama-3.1-8b"``
-    tp : tensor parallel degree (the Vidur fits: 1, 2, 4 or 8; the operator profiles: 1)
-    utilization : vLLM's ``gpu_memory_utilization`` for the KV cache
+    gpu : str
+        ``"a100"``, ``"h100"``, ``"rtxpro6000"`` or ``"rtx4090"``.
+    model : str
+        ``"llama-2-7b"``, ``"llama-3-8b"`` or ``"llama-3.1-8b"``.
+    tp : int, default 1
+        Tensor parallel degree (the Vidur fits: 1, 2, 4 or 8; the operator profiles: 1).
+    utilization : float, default 0.9
+        vLLM's ``gpu_memory_utilization`` for the KV cache.
 
     Returns
     -------
     GPUEngine
+        Its batch time, KV cache and what the fit is valid for.
 
     Raises
     ------
-    ValueError : a setting with no shipped profile, naming the ones there are
+    ValueError
+        A setting with no shipped profile, naming the ones there are; an unknown GPU or
+        model; a ``tp`` the profile does not cover.
     """
     gpu, model = _known(gpu, model)
     if (gpu, model) not in SHIPPED_ENGINES:

@@ -71,6 +71,29 @@ class FitReport:
     ``params``/``intervals``/``stderr`` are in the duration's unit (per token where the
     parameter is a per-token cost); ``heldout_error`` is the cross-validated RMS relative
     error (0.05 = 5 %); ``comparison`` (for ``model="best"``) has every family's.
+
+    Attributes
+    ----------
+    family : str
+        The family fitted (``"affine"``, ``"piecewise"``, ``"linear_memory"``, ``"tiled"``).
+    model : TimeModel
+        The fitted model, in the measurements' time unit.
+    params : dict
+        ``{parameter: estimate}``.
+    stderr : dict
+        ``{parameter: standard error}``.
+    intervals : dict
+        ``{parameter: (lo, hi)}``, the 95 % intervals.
+    heldout_error : float
+        The cross-validated RMS relative error.
+    folds : int
+        The folds of the cross-validation.
+    residuals : pandas.DataFrame
+        The measurements with the fit's predictions and relative residuals.
+    comparison : pandas.DataFrame or None, default None
+        Every family's held-out error (``model="best"``).
+    notes : list of str
+        What the fit assumed or left out.
     """
 
     family: str
@@ -85,13 +108,32 @@ class FitReport:
     notes: list = field(default_factory=list)
 
     def table(self) -> pd.DataFrame:
-        """One row per parameter: estimate, standard error, 95 % interval."""
+        """One row per parameter: estimate, standard error, 95 % interval.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by parameter: ``estimate``, ``stderr``, ``lo95``, ``hi95``.
+        """
         return pd.DataFrame({"estimate": self.params, "stderr": self.stderr,
                              "lo95": {k: v[0] for k, v in self.intervals.items()},
                              "hi95": {k: v[1] for k, v in self.intervals.items()}})
 
     def plot_residuals(self, ax=None, *, unit: str = "s"):
-        """Relative residuals ``(fit − measured) / measured`` against the token load."""
+        """Relative residuals ``(fit − measured) / measured`` against the token load.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            The Axes to draw on; default a new figure.
+        unit : str, default "s"
+            The measurements' time unit, for the labels.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The Axes drawn on.
+        """
         from ..plotting import finish, new_axes, reference, series_style
 
         ax = new_axes(ax)
@@ -353,17 +395,41 @@ def fit(measurements, model: str = "best", *, relative: bool = True, folds: int 
 
     Parameters
     ----------
-    measurements : DataFrame with ``prefill_tokens``, ``decode_tokens``, ``kv_tokens`` and
-        ``duration`` (any time unit; the fitted model is in the same unit)
-    model : ``"affine"``, ``"piecewise"``, ``"linear_memory"``, ``"tiled"`` or ``"best"``
-        (the family with the smallest held-out error; ``tiled`` competes only with ``dims``)
-    relative : least squares on relative residuals (default) or absolute ones
-    folds, seed : the k-fold cross-validation of the held-out error
-    dims : the model's shape, needed to turn a tiled fit into a :class:`TiledGPUTime`
-    gpu_spec : ``"a100"``, ``"h100"`` or ``{"sms": ..., "bandwidth": ...}`` (tiled only;
-        default ``"a100"``)
-    intervals : ``"jacobian"`` (default) or ``"bootstrap"`` (``resamples`` refits of the
-        chosen family on resampled rows, seeded by ``seed``); see the module docstring
+    measurements : pandas.DataFrame
+        Columns ``prefill_tokens``, ``decode_tokens``, ``kv_tokens`` and ``duration`` (any
+        time unit; the fitted model is in the same unit).
+    model : str, default "best"
+        ``"affine"``, ``"piecewise"``, ``"linear_memory"``, ``"tiled"`` or ``"best"`` (the
+        family with the smallest held-out error; ``tiled`` competes only with ``dims``).
+    relative : bool, default True
+        Least squares on relative residuals, else on absolute ones.
+    folds : int, default 5
+        The k of the k-fold cross-validation of the held-out error (at least 2).
+    seed : int, default 0
+        The seed of the folds and of the bootstrap.
+    dims : ModelDims, optional
+        The model's shape, needed to turn a tiled fit into a :class:`TiledGPUTime`.
+    gpu_spec : str or dict, optional
+        ``"a100"``, ``"h100"`` or ``{"sms": ..., "bandwidth": ...}`` (tiled only; default
+        ``"a100"``).
+    intervals : str, default "jacobian"
+        ``"jacobian"`` or ``"bootstrap"`` (``resamples`` refits of the chosen family on
+        resampled rows, seeded by ``seed``); see the module docstring.
+    resamples : int, default 200
+        The bootstrap's refits (at least 20).
+
+    Returns
+    -------
+    FitReport
+        The fitted model, its parameters with intervals and its held-out error.
+
+    Raises
+    ------
+    ValueError
+        If ``measurements`` is not a DataFrame with the columns above, holds a negative or
+        non-finite count or a non-positive duration, has fewer than ``2 * folds`` rows, or
+        an option is not one of those listed (``model="tiled"`` without ``dims``
+        included); a tiled fit with no staircase.
     """
     if model not in (*FAMILIES, "best"):
         raise ValueError(f"model={model!r}: must be one of {(*FAMILIES, 'best')}")

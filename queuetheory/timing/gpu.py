@@ -36,7 +36,20 @@ class AssumptionError(QueueTheoryError, ValueError):
 
 
 def ceil_div(a, b):
-    """``ceil(a / b)`` for non-negative integers (scalars or numpy arrays), exactly."""
+    """``ceil(a / b)`` for non-negative integers (scalars or numpy arrays), exactly.
+
+    Parameters
+    ----------
+    a : int or numpy.ndarray
+        The dividend(s), ``>= 0``.
+    b : int
+        The divisor, ``> 0``.
+
+    Returns
+    -------
+    int or numpy.ndarray
+        ``ceil(a / b)``, elementwise for an array.
+    """
     return -(-np.asarray(a) // b) if isinstance(a, np.ndarray) else -(-int(a) // int(b))
 
 
@@ -47,6 +60,28 @@ class ModelDims:
     N layers, input width ``d_x``, Q/K/V width ``d``, FFN width ``d_ff``, vocabulary
     ``d_out``; ``d_kv`` is the K/V width read by decode attention (default ``d``);
     ``n_ffn_mats`` = 2 (paper) or 3 (SwiGLU, an extension).
+
+    Attributes
+    ----------
+    N : int
+        Layers.
+    d_x : int
+        Input (hidden) width.
+    d : int
+        Q/K/V width of the single-head abstraction.
+    d_ff : int
+        FFN width.
+    d_out : int
+        Vocabulary size.
+    d_kv : int, optional
+        The K/V width read by decode attention (default ``d``).
+    n_ffn_mats : int, default 2
+        FFN matrices: 2 (paper) or 3 (SwiGLU).
+
+    Raises
+    ------
+    ValueError
+        If a width is not a positive integer or ``n_ffn_mats`` is neither 2 nor 3.
     """
 
     N: int
@@ -67,6 +102,7 @@ class ModelDims:
 
     @property
     def kv_width(self) -> int:
+        """The K/V width decode attention reads: ``d_kv``, or ``d`` when unset."""
         return self.d if self.d_kv is None else self.d_kv
 
     @property
@@ -80,7 +116,13 @@ class ModelDims:
 
     @classmethod
     def mistral_like(cls) -> ModelDims:
-        """Mistral-7B-like sizes in the paper's abstraction (illustrative)."""
+        """Mistral-7B-like sizes in the paper's abstraction (illustrative).
+
+        Returns
+        -------
+        ModelDims
+            ``N=32, d_x=4096, d=4096, d_ff=14336, d_out=32000, d_kv=1024``.
+        """
         return cls(N=32, d_x=4096, d=4096, d_ff=14336, d_out=32000, d_kv=1024)
 
 
@@ -89,7 +131,27 @@ class GPUModel:
     """GPU of Eq. 2–3: ``s`` SMs, per-SM GeMM tile-pair speeds ``mu_gemm[(t_row, t_col,
     t_red)]``, whole-GPU GeMV tile-pair speeds ``mu_gemv[(t_row, t_col)]``, seconds per token
     of all non-linear ops ``inv_mu_nlin``, and an optional per-batch overhead ``c0`` (an
-    extension; 0 in the paper)."""
+    extension; 0 in the paper).
+
+    Attributes
+    ----------
+    s : int
+        Streaming multiprocessors.
+    mu_gemm : dict
+        ``{(t_row, t_col, t_red): tile-pairs per second per SM}`` (Eq. 2).
+    mu_gemv : dict
+        ``{(t_row, t_col): tile-pairs per second of the whole GPU}`` (Eq. 3).
+    inv_mu_nlin : float, default 0.0
+        Seconds per token of all non-linear ops ``1/μ_nLin``.
+    c0 : float, default 0.0
+        Per-batch overhead in seconds (an extension; 0 in the paper).
+
+    Raises
+    ------
+    ValueError
+        If ``s`` is not a positive integer, a speed or time is negative or not finite, a tile
+        key is malformed, or a table is empty.
+    """
 
     s: int
     mu_gemm: dict = field(hash=False)
@@ -119,7 +181,35 @@ class GPUModel:
                         c0: float = 0.0) -> GPUModel:
         """Speeds from a useful-FLOP efficiency per tile: ``2 s μ(t) t_row t_col t_red =
         efficiency(t) · peak_flops``; the GeMV tile is memory bound (fp16 tile read at
-        ``gemv_bandwidth``). Defaults: the illustrative set of spec §9 (NOT from the paper)."""
+        ``gemv_bandwidth``). Defaults: the illustrative set of spec §9 (NOT from the paper).
+
+        Parameters
+        ----------
+        s : int, default 142
+            Streaming multiprocessors.
+        peak_flops : float, default 150e12
+            Peak FLOP/s of the GPU.
+        efficiency : dict, optional
+            ``{(t_row, t_col, t_red): useful fraction of peak}``; default ``{(128, 256, 32): 1.0}``.
+        gemv_tile : tuple of int, default (64, 64)
+            The GeMV tile ``(t_row, t_col)``.
+        gemv_bandwidth : float, default 960e9
+            Bytes per second at which a GeMV reads its fp16 tiles.
+        inv_mu_nlin : float, default 2e-6
+            Seconds per token of the non-linear ops.
+        c0 : float, default 0.0
+            Per-batch overhead in seconds.
+
+        Returns
+        -------
+        GPUModel
+            The GPU.
+
+        Raises
+        ------
+        ValueError
+            If a count, rate or efficiency is not positive, or a tile is malformed.
+        """
         efficiency = {(128, 256, 32): 1.0} if efficiency is None else dict(efficiency)
         check_positive("s", s, integer=True)
         check_positive("peak_flops", peak_flops)
@@ -136,7 +226,18 @@ class GPUModel:
 
     # ---- tile choices (Assumption 1) ----------------------------------------------------
     def flop_rate(self, t) -> float:
-        """Useful tile-pair volume per second per SM, ``μ(t) t_row t_col t_red``."""
+        """Useful tile-pair volume per second per SM, ``μ(t) t_row t_col t_red``.
+
+        Parameters
+        ----------
+        t : tuple of int
+            The GeMM tile ``(t_row, t_col, t_red)``, a key of ``mu_gemm``.
+
+        Returns
+        -------
+        float
+            ``μ(t) t_row t_col t_red``.
+        """
         return self.mu_gemm[t] * t[0] * t[1] * t[2]
 
     @property
@@ -154,7 +255,18 @@ class GPUModel:
 
     def check_assumption1(self, t=None) -> None:
         """Assumption 1 in its implementable form: ``t`` (default ``t*``) has the
-        largest useful rate ``μ(t) t_row t_col t_red`` of all configurations."""
+        largest useful rate ``μ(t) t_row t_col t_red`` of all configurations.
+
+        Parameters
+        ----------
+        t : tuple of int, optional
+            The tile; default ``t*``.
+
+        Raises
+        ------
+        AssumptionError
+            If ``t`` is not in ``mu_gemm`` or another tile has a larger useful rate.
+        """
         t = self.t_star if t is None else tuple(t)
         if t not in self.mu_gemm:
             raise AssumptionError(f"tile={t}: not in mu_gemm")
@@ -165,19 +277,62 @@ class GPUModel:
                                   f"of t={t}")
 
     def t_gemm(self, d_row, d_col, d_red, t) -> float:
-        """Eq. 2."""
+        """Eq. 2.
+
+        Parameters
+        ----------
+        d_row, d_col, d_red : int
+            The GeMM's output rows, output columns and reduction dimension.
+        t : tuple of int
+            The GeMM tile ``(t_row, t_col, t_red)``, a key of ``mu_gemm``.
+
+        Returns
+        -------
+        float
+            Its time in seconds.
+        """
         tr, tc, tk = t
         return (ceil_div(d_row, tr) * ceil_div(d_col, tc) * ceil_div(d_red, tk)
                 / (self.s * self.mu_gemm[t]))
 
     def t_gemv(self, d_row, d_col, t=None) -> float:
-        """Eq. 3 with the whole-GPU GeMV speed ."""
+        """Eq. 3 with the whole-GPU GeMV speed .
+
+        Parameters
+        ----------
+        d_row, d_col : int or numpy.ndarray
+            The GeMV's matrix dimensions.
+        t : tuple of int, optional
+            The GeMV tile ``(t_row, t_col)``; default :attr:`gemv_tile`.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            Its time in seconds.
+        """
         t = self.gemv_tile if t is None else t
         return ceil_div(d_row, t[0]) * ceil_div(d_col, t[1]) / self.mu_gemv[t]
 
     def check_assumption2(self, d_row: int, d_red: int, max_cols: int = 512, t=None) -> None:
         """Assumption 2: ``d_col`` GeMVs take longer than one GeMM, ``2 ≤ d_col ≤
-        max_cols``."""
+        max_cols``.
+
+        Parameters
+        ----------
+        d_row : int
+            The weight's rows.
+        d_red : int
+            Its reduction dimension.
+        max_cols : int, default 512
+            The largest ``d_col`` checked.
+        t : tuple of int, optional
+            The GeMM tile; default ``t*``.
+
+        Raises
+        ------
+        AssumptionError
+            If some ``d_col`` GeMVs take no longer than one GeMM.
+        """
         t = self.t_star if t is None else tuple(t)
         for d_col in range(2, max_cols + 1):
             gemv, gemm = d_col * self.t_gemv(d_row, d_red), self.t_gemm(d_row, d_col, d_red, t)
@@ -191,6 +346,27 @@ class TiledGPUTime(TimeModel):
     + Σ_chunks Eq.6``, with ``τ`` the batch's token count and one tile ``t`` (default ``t*``)
     for all linear ops. Model dimensions must be multiples of the tile sizes; the
     constructor checks Assumptions 1 and 2 and raises :class:`AssumptionError`.
+
+    Parameters
+    ----------
+    model : ModelDims
+        The transformer's dimensions.
+    gpu : GPUModel
+        The GPU.
+    tile : tuple of int, optional
+        The GeMM tile of every linear op; default ``t*``.
+    check : bool, default True
+        Check Assumptions 1 and 2.
+    slot : float, optional
+        Round durations up to whole slots (see :class:`TimeModel`).
+
+    Raises
+    ------
+    ValueError
+        If the tile is not among the GPU's, or a model dimension is not a multiple of the
+        tile sizes.
+    AssumptionError
+        If ``check`` and Assumption 1 or 2 fails.
     """
 
     unit = "second"
@@ -217,7 +393,18 @@ class TiledGPUTime(TimeModel):
 
     @classmethod
     def illustrative(cls, **gpu_kw) -> TiledGPUTime:
-        """Spec §9's parameter set — a toolkit assumption, NOT from the paper."""
+        """Spec §9's parameter set — a toolkit assumption, NOT from the paper.
+
+        Parameters
+        ----------
+        **gpu_kw
+            Passed to :meth:`GPUModel.from_efficiency`.
+
+        Returns
+        -------
+        TiledGPUTime
+            The Mistral-like model on the illustrative GPU.
+        """
         return cls(ModelDims.mistral_like(), GPUModel.from_efficiency(**gpu_kw))
 
     @classmethod
@@ -225,7 +412,22 @@ class TiledGPUTime(TimeModel):
         """Parameters fitted to real GPU timings: the Vidur profiles of ``model`` on ``gpu``
         (linear and non-linear layers; the fit and what it leaves out are in
         :func:`queuetheory.timing.vidur.fit_tiled`, which also returns the intervals).
-        Fitted once per process; the model is shared, do not modify it."""
+        Fitted once per process; the model is shared, do not modify it.
+
+        Parameters
+        ----------
+        gpu : str, default "a100"
+            ``"a100"`` or ``"h100"``.
+        model : str, default "llama-2-7b"
+            A model with a shipped Vidur profile.
+        tp : int, default 1
+            Tensor-parallel degree.
+
+        Returns
+        -------
+        TiledGPUTime
+            The fitted model, in seconds.
+        """
         from .vidur import fitted_model
 
         return fitted_model(gpu, model, tp)
@@ -233,6 +435,7 @@ class TiledGPUTime(TimeModel):
     # ---- the pieces of Eq. 7 --------------------------------------------------------------
     @property
     def t_lcm(self) -> int:
+        """``lcm(t_row, t_col, t_red)`` of the tile (Bari et al., Assumption I-1)."""
         return lcm(*self.tile)
 
     @property
@@ -247,11 +450,33 @@ class TiledGPUTime(TimeModel):
         return self.model.N / (self.gpu.s * self.gpu.mu_gemm[self.tile])
 
     def linear_time(self, tokens):
-        """Eq. 4, the staircase ``ceil(τ/t_col)/μ_Lin(t)``."""
+        """Eq. 4, the staircase ``ceil(τ/t_col)/μ_Lin(t)``.
+
+        Parameters
+        ----------
+        tokens : int or numpy.ndarray
+            The batch's token count ``τ``.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            Seconds.
+        """
         return ceil_div(tokens, self.tile[1]) * self.inv_mu_lin
 
     def decode_attention(self, i):
-        """Eq. 5, one layer, at token position ``i`` (vectorised)."""
+        """Eq. 5, one layer, at token position ``i`` (vectorised).
+
+        Parameters
+        ----------
+        i : int or array_like
+            Token position(s) ``i`` (a KV cache of ``k`` tokens computes ``i = k + 1``).
+
+        Returns
+        -------
+        numpy.ndarray
+            Seconds per layer, one per position.
+        """
         vr, vc = self.gpu.gemv_tile
         w = self.model.kv_width
         i = np.asarray(i, dtype=np.int64)
@@ -259,7 +484,20 @@ class TiledGPUTime(TimeModel):
             (vr, vc)]
 
     def prefill_bracket(self, i, c):
-        """The integer bracket of Eq. 6 (tile-pairs per layer) for chunk ``PI(R, i, c)``."""
+        """The integer bracket of Eq. 6 (tile-pairs per layer) for chunk ``PI(R, i, c)``.
+
+        Parameters
+        ----------
+        i : int or array_like
+            The chunk's first position(s).
+        c : int or array_like
+            The chunk's length(s).
+
+        Returns
+        -------
+        numpy.ndarray
+            Tile-pairs per layer.
+        """
         tr, tc, tk = self.tile
         d = self.model.d
         S = np.asarray(i, dtype=np.int64) + np.asarray(c, dtype=np.int64) - 1
@@ -267,11 +505,36 @@ class TiledGPUTime(TimeModel):
         return ceil_div(S, tr) * cc * (d // tk) + (d // tr) * cc * ceil_div(S, tk)
 
     def prefill_attention(self, i, c):
-        """Eq. 6: all-layer attention time of ``PI(R, i, c)``."""
+        """Eq. 6: all-layer attention time of ``PI(R, i, c)``.
+
+        Parameters
+        ----------
+        i : int or array_like
+            The chunk's first position(s).
+        c : int or array_like
+            The chunk's length(s).
+
+        Returns
+        -------
+        numpy.ndarray
+            Seconds over all layers.
+        """
         return self.attn_unit * self.prefill_bracket(i, c)
 
     def components(self, load: BatchLoad) -> dict:
-        """The four terms of Eq. 7 (plus the overhead ``c0``) for one batch."""
+        """The four terms of Eq. 7 (plus the overhead ``c0``) for one batch.
+
+        Parameters
+        ----------
+        load : BatchLoad
+            The batch.
+
+        Returns
+        -------
+        dict
+            Seconds of ``linear``, ``nonlinear``, ``decode_attention``, ``prefill_attention`` and
+            ``overhead``.
+        """
         tau = load.token_load
         pos = np.asarray(load.decode_context, dtype=np.int64) + 1
         starts = np.asarray(load.chunk_start, dtype=np.int64) + 1
@@ -287,7 +550,20 @@ class TiledGPUTime(TimeModel):
         return sum(self.components(load).values())
 
     def batch_time(self, decode_positions=(), chunks=()) -> float:
-        """Eq. 7 from the paper's arguments: decode positions ``i_j`` and chunks ``(i_j, c_j)``."""
+        """Eq. 7 from the paper's arguments: decode positions ``i_j`` and chunks ``(i_j, c_j)``.
+
+        Parameters
+        ----------
+        decode_positions : array_like of int, default ()
+            The decode members' positions ``i_j``.
+        chunks : array_like of (int, int), default ()
+            The prefill chunks ``(i_j, c_j)``: first position and length.
+
+        Returns
+        -------
+        float
+            ``T_B`` in seconds.
+        """
         pos = np.asarray(decode_positions, dtype=np.int64)
         ch = np.asarray(chunks, dtype=np.int64).reshape(-1, 2)
         return self.duration(BatchLoad(ch[:, 1], ch[:, 0] - 1, pos - 1))

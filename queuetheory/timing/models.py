@@ -23,9 +23,14 @@ __all__ = ["BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", 
 class BatchLoad:
     """What a time model may look at in a batch.
 
-    chunk : prefill tokens given to each prefill member in this batch
-    chunk_start : tokens of that prompt already prefilled before the chunk
-    decode_context : KV tokens of each decode member before its new token
+    Attributes
+    ----------
+    chunk : numpy.ndarray
+        Prefill tokens given to each prefill member in this batch.
+    chunk_start : numpy.ndarray
+        Tokens of that prompt already prefilled before the chunk.
+    decode_context : numpy.ndarray
+        KV tokens of each decode member before its new token.
     """
 
     chunk: np.ndarray
@@ -44,13 +49,40 @@ class BatchLoad:
 
     @classmethod
     def of_tokens(cls, prefill: int = 0, decodes: int = 0, context: int = 0) -> BatchLoad:
-        """A synthetic load: one prefill chunk of ``prefill`` tokens and ``decodes`` decodes."""
+        """A synthetic load: one prefill chunk of ``prefill`` tokens and ``decodes`` decodes.
+
+        Parameters
+        ----------
+        prefill : int, default 0
+            The chunk's tokens (no prefill member when 0).
+        decodes : int, default 0
+            The number of decode members.
+        context : int, default 0
+            The KV tokens of each decode member before its new token.
+
+        Returns
+        -------
+        BatchLoad
+            The load.
+        """
         ch = np.array([prefill] if prefill else [], dtype=np.int64)
         return cls(ch, np.zeros_like(ch), np.full(decodes, context, dtype=np.int64))
 
 
 class TimeModel:
-    """Base class: ``duration(load)`` in the model's time unit, rounded up to ``slot``."""
+    """Base class: ``duration(load)`` in the model's time unit, rounded up to ``slot``.
+
+    Parameters
+    ----------
+    slot : float, optional
+        Round every duration up to whole slots of this length (at least one): the slotted
+        models of Li, Dai, Peng.
+
+    Raises
+    ------
+    ValueError
+        If ``slot`` is not a finite number > 0.
+    """
 
     unit = "time unit"
     #: True when a duration depends on the batch's prefill and decode token counts only;
@@ -75,21 +107,97 @@ class TimeModel:
         return max(1, math.ceil(slots - 1e-12)) * self.slot
 
     def duration(self, load: BatchLoad) -> float:
+        """The duration of one batch, rounded up to whole slots where ``slot`` is set.
+
+        Parameters
+        ----------
+        load : BatchLoad
+            The batch.
+
+        Returns
+        -------
+        float
+            Its duration, in the model's time unit (``unit``).
+
+        Raises
+        ------
+        ValueError
+            If the duration is not a finite number of slots.
+        """
         return self._round(self._raw(load))
 
     def count_duration(self, prefill_tokens: int, decodes: int) -> float:
-        """``duration`` of a batch with these token counts (``counts_only`` models)."""
+        """``duration`` of a batch with these token counts (``counts_only`` models).
+
+        Parameters
+        ----------
+        prefill_tokens : int
+            The batch's prefill tokens ``Σ δ^p``.
+        decodes : int
+            Its decode members ``Σ δ^d``.
+
+        Returns
+        -------
+        float
+            The duration, in the model's time unit.
+
+        Raises
+        ------
+        TypeError
+            If the model depends on more than the token counts (``counts_only`` is False).
+        """
         raise TypeError(f"time_model={self!r}: count_duration needs a model of the token "
                         "counts alone; this one depends on more")
 
     def token_time(self, b: int) -> float:
-        """Duration of a batch whose token load is ``b`` (models that depend on ``b'`` only)."""
+        """Duration of a batch whose token load is ``b`` (models that depend on ``b'`` only).
+
+        Parameters
+        ----------
+        b : int
+            The token load ``b'`` (Li, Dai, Peng, eq. 2.5d), ``>= 0``.
+
+        Returns
+        -------
+        float
+            The duration ``t_{b'}``, in the model's time unit.
+
+        Raises
+        ------
+        TypeError
+            If the model depends on more than the token load.
+        ValueError
+            If ``b`` is negative (models that define it).
+        """
         raise TypeError(f"time_model={self!r}: token_time(b) needs a model of the token load "
                         "b alone; this one depends on more")
 
     def full_batch_time(self, prefill_tokens: float, decode_tokens: float, budget: int) -> float:
         """Time to serve these tokens in full batches of ``budget`` tokens: the saturated
-        engine's rate, whose inverse gives the capacity ``b / t_b`` of Li, Dai, Peng (eq. 2.7)."""
+        engine's rate, whose inverse gives the capacity ``b / t_b`` of Li, Dai, Peng (eq. 2.7).
+
+        Parameters
+        ----------
+        prefill_tokens : float
+            Prefill tokens to serve, ``>= 0``.
+        decode_tokens : float
+            Decode tokens to serve, ``>= 0``.
+        budget : int
+            The token budget ``b`` of a full batch.
+
+        Returns
+        -------
+        float
+            The time, in the model's time unit.
+
+        Raises
+        ------
+        ValueError
+            If ``budget`` is not a positive integer or a token count is negative.
+        TypeError
+            If the model has no :meth:`token_time` (or, for :class:`AffineTokenTime`, has a
+            ``slot``).
+        """
         check_positive("budget", budget, integer=True)
         check_positive("prefill_tokens", prefill_tokens, allow_zero=True)
         check_positive("decode_tokens", decode_tokens, allow_zero=True)
@@ -100,7 +208,20 @@ class TimeModel:
         members and ``kv_tokens[j]`` KV tokens of its members after it (BatchLoad's
         ``kv_tokens``): the engine's fast path. Must equal ``duration`` of each batch exactly
         (same floating-point operations). ``None`` (the default) means no closed form: the
-        engine steps one batch at a time."""
+        engine steps one batch at a time.
+
+        Parameters
+        ----------
+        decodes : numpy.ndarray
+            Decode members of each batch.
+        kv_tokens : numpy.ndarray
+            KV tokens of each batch's members after it.
+
+        Returns
+        -------
+        numpy.ndarray or None
+            One duration per batch, or ``None`` without a closed form.
+        """
         return None
 
     def _round_many(self, t: np.ndarray) -> np.ndarray:
@@ -140,6 +261,21 @@ class LinearMemoryTime(TimeModel):
 
     ``d0`` is the fixed overhead per iteration and ``d1`` the time per KV token of the batch
     members after the iteration (time units per token).
+
+    Parameters
+    ----------
+    d0 : float
+        The fixed overhead per iteration ``d0``, ``>= 0``.
+    d1 : float
+        The time per KV token ``d1``, ``>= 0``.
+    slot : float, optional
+        Round every duration up to whole slots of this length (at least one): the slotted
+        models of Li, Dai, Peng.
+
+    Raises
+    ------
+    ValueError
+        If a parameter is negative, not finite, or (``c``, ``slot``) not positive.
     """
 
     def __init__(self, d0: float, d1: float, slot: float | None = None):
@@ -159,6 +295,23 @@ class PiecewiseLinearTime(_TokenCountTime):
 
     ``c`` is in time units, ``a`` in time units per token, ``b0`` in tokens. The paper's
     Llama-3-70B fit: ``c = 45.5`` ms, ``a = 0.30`` ms/token, ``b0 = 64``.
+
+    Parameters
+    ----------
+    c : float
+        The batch time ``c`` at or below ``b0`` tokens, ``> 0``.
+    a : float
+        The time per token above ``b0``, ``>= 0``.
+    b0 : float, default 0
+        The token load ``b0`` up to which a batch costs ``c``.
+    slot : float, optional
+        Round every duration up to whole slots of this length (at least one): the slotted
+        models of Li, Dai, Peng.
+
+    Raises
+    ------
+    ValueError
+        If a parameter is negative, not finite, or (``c``, ``slot``) not positive.
     """
 
     def __init__(self, c: float, a: float, b0: float = 0, slot: float | None = None):
@@ -183,7 +336,19 @@ class PiecewiseLinearTime(_TokenCountTime):
 
 class UnitTime(_TokenCountTime):
     """Every batch, full or partial, takes one round: the round models of Jaillet et al. and
-    Chen et al., and of Li, Dai, Peng App. B and §4.4."""
+    Chen et al., and of Li, Dai, Peng App. B and §4.4.
+
+    Parameters
+    ----------
+    slot : float, optional
+        Round every duration up to whole slots of this length (at least one): the slotted
+        models of Li, Dai, Peng.
+
+    Raises
+    ------
+    ValueError
+        If ``slot`` is not a finite number > 0.
+    """
 
     unit = "round"
 
@@ -205,6 +370,23 @@ class AffineTokenTime(_TokenCountTime):
     of the batch (issue 9's anchor: ``c = 16.1`` ms, ``per_prefill = 57.8`` µs,
     ``per_decode = 39.5`` µs). It depends on the counts only, so a stretch of identical
     decode-only iterations has the closed-form duration ``k · (c + per_decode · d)``.
+
+    Parameters
+    ----------
+    c : float
+        The fixed cost per iteration, ``> 0``.
+    per_prefill : float
+        The cost per prefill token, ``>= 0``.
+    per_decode : float
+        The cost per decode token, ``>= 0``.
+    slot : float, optional
+        Round every duration up to whole slots of this length (at least one): the slotted
+        models of Li, Dai, Peng.
+
+    Raises
+    ------
+    ValueError
+        If a parameter is negative, not finite, or (``c``, ``slot``) not positive.
     """
 
     def __init__(self, c: float, per_prefill: float, per_decode: float,

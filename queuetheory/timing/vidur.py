@@ -54,22 +54,33 @@ def vidur_profile(gpu: str = "a100", model: str = "llama-2-7b", tp: int = 1, *,
 
     Parameters
     ----------
-    gpu : ``"a100"`` or ``"h100"`` (Llama-3-8B: A100 only)
-    model : ``"llama-2-7b"`` or ``"llama-3-8b"``
-    tp : tensor parallel degree, 1, 2, 4 or 8 (times per GPU, communication not included)
-    ops : ``"linear"`` (the four linear operators), ``"nonlinear"`` (the profiled
-        non-linear ops) or ``"all"`` (both); attention kernels are never included (not
-        profiled)
-    unit : ``"s"`` (default) or ``"ms"``
+    gpu : str, default "a100"
+        ``"a100"`` or ``"h100"`` (Llama-3-8B: A100 only).
+    model : str, default "llama-2-7b"
+        ``"llama-2-7b"`` or ``"llama-3-8b"``.
+    tp : int, default 1
+        Tensor parallel degree, 1, 2, 4 or 8 (times per GPU, communication not included).
+    ops : str, default "linear"
+        ``"linear"`` (the four linear operators), ``"nonlinear"`` (the profiled non-linear
+        ops) or ``"all"`` (both); attention kernels are never included (not profiled).
+    unit : str, default "s"
+        ``"s"`` or ``"ms"``.
 
     Returns
     -------
-    DataFrame with ``num_tokens``, ``duration`` (all layers, median), ``duration_std``
-    (the operators' standard deviations over repeated runs, combined as independent, all
-    layers), and the measurement columns :func:`queuetheory.timing.fit` reads:
-    ``prefill_tokens = kv_tokens = num_tokens`` and ``decode_tokens = 0`` (a linear layer
-    costs the same for a prefill and a decode token; read the token count as one batch of
-    fresh prompt tokens).
+    pandas.DataFrame
+        ``num_tokens``, ``duration`` (all layers, median), ``duration_std`` (the operators'
+        standard deviations over repeated runs, combined as independent, all layers), and
+        the measurement columns :func:`queuetheory.timing.fit` reads: ``prefill_tokens =
+        kv_tokens = num_tokens`` and ``decode_tokens = 0`` (a linear layer costs the same
+        for a prefill and a decode token; read the token count as one batch of fresh prompt
+        tokens).
+
+    Raises
+    ------
+    ValueError
+        If ``model``, ``gpu`` (for that model), ``tp``, ``ops`` or ``unit`` is not one of
+        those listed.
     """
     if model not in VIDUR_MODELS:
         raise ValueError(f"model={model!r}: must be one of {tuple(VIDUR_MODELS)}")
