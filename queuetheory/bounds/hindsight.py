@@ -1,7 +1,7 @@
 """The hindsight-optimal schedule of Jaillet et al.'s KV-cache model (App. B.1).
 
 Every request ``i`` (arrival ``a_i``, prompt ``s_i``, ``d_i`` rounds, see
-:func:`queuetheory.policies.kvcache.durations` for the two timing conventions) starts once,
+:func:`queuetheory.rounds.durations` for the two timing conventions) starts once,
 in a round ``k ≥ a_i``, and runs without pausing; in round ``t`` it holds ``s_i + t − k``
 tokens. With ``x_{i,k} = 1`` iff ``i`` starts in round ``k`` the integer program is
 
