@@ -13,8 +13,8 @@ from queuetheory.bounds import (
     hindsight_optimum,
     schedule_memory,
 )
-from queuetheory.bounds.hindsight_cuts import completion_caps
-from queuetheory.bounds.hindsight_search import order_search, place_in_order
+from queuetheory.bounds.hindsight.cuts import completion_caps
+from queuetheory.bounds.hindsight.search import order_search, place_in_order
 from queuetheory.rounds import durations, mcsf_schedule
 
 
@@ -202,9 +202,10 @@ def _one_at_a_time(a, d):
 def test_branch_and_bound_from_a_poor_schedule_finds_the_dynamic_programs_optimum(duals):
     # the search must do the work: it starts from a schedule far worse than the optimum,
     # without multipliers, with the LP's and reduced-cost fixing, or with the chain bound's
-    from queuetheory.bounds.hindsight import _grid, _reduced_cost_fixing, _restrict
-    from queuetheory.bounds.hindsight_bnb import branch_and_bound
-    from queuetheory.bounds.hindsight_chain import chain_multipliers
+    from queuetheory.bounds.hindsight.bnb import branch_and_bound
+    from queuetheory.bounds.hindsight.chain import chain_multipliers
+    from queuetheory.bounds.hindsight.milp import _reduced_cost_fixing
+    from queuetheory.bounds.hindsight.model import _grid, _restrict
 
     rng = np.random.default_rng(11)
     improved = chains = 0
@@ -238,8 +239,8 @@ def test_branch_and_bound_from_a_poor_schedule_finds_the_dynamic_programs_optimu
 
 
 def test_branch_and_bound_stops_at_its_deadline_with_a_feasible_schedule():
-    from queuetheory.bounds.hindsight import _grid
-    from queuetheory.bounds.hindsight_bnb import branch_and_bound
+    from queuetheory.bounds.hindsight.bnb import branch_and_bound
+    from queuetheory.bounds.hindsight.model import _grid
 
     rng = np.random.default_rng(0)
     n = 24

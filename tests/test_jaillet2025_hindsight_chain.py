@@ -7,13 +7,14 @@ import time
 import numpy as np
 
 from queuetheory.bounds import hindsight_brute_force, schedule_memory
-from queuetheory.bounds.hindsight import _grid, _reduced_cost_fixing, _restrict
-from queuetheory.bounds.hindsight_chain import (
+from queuetheory.bounds.hindsight.chain import (
     _cheapest_chain,
     chain_multipliers,
     chain_tables,
     conflict_chain,
 )
+from queuetheory.bounds.hindsight.milp import _reduced_cost_fixing
+from queuetheory.bounds.hindsight.model import _grid, _restrict
 
 
 def _fits(starts, s, d, M):

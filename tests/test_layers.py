@@ -44,7 +44,6 @@ KNOWN_CYCLES = [
     {"queuetheory.timing.fitting", "queuetheory.timing.gpu", "queuetheory.timing.vidur"},
     {"queuetheory.workload.core", "queuetheory.workload.traces"},
     {"queuetheory.capacity.cli", "queuetheory.capacity.sizing_cli"},
-    {"queuetheory.bounds.hindsight", "queuetheory.bounds.hindsight_bnb"},
 ]
 
 

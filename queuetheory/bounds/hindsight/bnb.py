@@ -23,13 +23,13 @@ Three tests prune a node:
    earlier than the ``m``-th smallest ``e_j + d_j`` nor than the round by which the free
    memory ``M − P`` has held the ``m`` smallest areas ``Σ_g (s_j + g)``.
 3. **Lagrangian bound.** For multipliers ``λ_τ ≥ 0`` of the memory rows and ``μ_r ≥ 0``
-   of the completion-count cuts (:mod:`queuetheory.bounds.hindsight_cuts`), the remaining
+   of the completion-count cuts (:mod:`queuetheory.bounds.hindsight.cuts`), the remaining
    cost is at least ``Σ_{j∈U} min_{k ≥ e_j} c̃_{j,k} − Σ_{τ ≥ t} λ_τ (M − P(τ)) −
    Σ_r μ_r (m_r − done_r)``, where ``c̃_{j,k}`` is the cost of starting ``j`` in round ``k``
    plus ``λ`` times the tokens it holds plus the ``μ_r`` of the cuts it completes by and
    ``done_r`` counts the started requests that complete by cut ``r``'s round. The root LP's
    duals make this the LP bound at the root. For the members of a chain (requests no two
-   of which can start in the same round, :mod:`queuetheory.bounds.hindsight_chain`) the
+   of which can start in the same round, :mod:`queuetheory.bounds.hindsight.chain`) the
    sum of their ``min_k c̃`` is replaced by the larger cheapest chain of the members left,
    the first at its ``e_x`` or later, the next ones separated as in any schedule; the
    multipliers are then the chain bound's.
@@ -47,7 +47,8 @@ from operator import le
 
 import numpy as np
 
-from .hindsight_chain import lagrangian_costs
+from .chain import lagrangian_costs
+from .model import _same_shape
 
 __all__ = ["branch_and_bound"]
 
@@ -59,7 +60,7 @@ emptied when it reaches as many entries."""
 
 def _lagrangian_tables(a, d, grid, lam, mu):
     """Suffix minima over start rounds of the Lagrangian costs ``c̃_{j,k}``
-    (:func:`~queuetheory.bounds.hindsight_chain.lagrangian_costs`), the suffix sums of
+    (:func:`~queuetheory.bounds.hindsight.chain.lagrangian_costs`), the suffix sums of
     ``λ``, and ``W(c) = Σ_{r: τ_r ≥ c} μ_r`` (the cuts a completion in round ``c`` meets)."""
     horizon = grid.horizon
     table = lagrangian_costs(a, d, grid, lam, mu)
@@ -78,11 +79,10 @@ def branch_and_bound(a, s, d, memory, grid, lam, mu, deadline=None, chain=None):
 
     ``grid`` is the restricted time-indexed grid (its upper bound and schedule seed the
     search), ``lam``/``mu`` multipliers of its memory rows and cuts (the LP's duals, or
-    a :class:`~queuetheory.bounds.hindsight_chain.Chain`'s); ``chain`` its
+    a :class:`~queuetheory.bounds.hindsight.chain.Chain`'s); ``chain`` its
     ``(members, later)`` table at those multipliers, or None; ``deadline`` a
     ``time.perf_counter`` value. ``proven`` is False when the deadline stopped the search
     (the schedule is then the best found, no worse than ``grid.upper``)."""
-    from .hindsight import _same_shape  # hindsight imports this module: import on use
 
     n, M = a.size, int(memory)
     a_, s_, d_ = a.tolist(), s.tolist(), d.tolist()

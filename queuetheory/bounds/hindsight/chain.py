@@ -8,7 +8,7 @@ conflicting requests (chosen greedily by decreasing peak ``s_i + d_i − 1``).
 them by start: for consecutive members ``x`` then ``y``, ``k_y − k_x ≥ δ_{xy}``, the least
 offset at which ``y``'s ramp fits beside ``x``'s alone (other requests only add memory).
 Relax the memory rows of the time-indexed program with multipliers ``λ ≥ 0`` and the
-completion-count cuts (:mod:`queuetheory.bounds.hindsight_cuts`) with ``μ ≥ 0``, but keep
+completion-count cuts (:mod:`queuetheory.bounds.hindsight.cuts`) with ``μ ≥ 0``, but keep
 these separations. For every ``λ, μ`` the optimum is then at least
 
     L(λ, μ) = Σ_{j ∉ C} min_k c̃_{j,k} + min_{chains} Σ_{x ∈ C} c̃_{x,k_x} − M Σ_τ λ_τ − Σ_r μ_r m_r,
@@ -24,7 +24,7 @@ is kept.
 Start rounds are those of the restricted grid (:func:`queuetheory.bounds.hindsight._grid`
 after reduced-cost fixing), which holds every schedule no worse than the upper bound, so
 ``L`` bounds the optimum. The branch and bound
-(:func:`~queuetheory.bounds.hindsight_bnb.branch_and_bound`) reads the same tables at its
+(:func:`~queuetheory.bounds.hindsight.bnb.branch_and_bound`) reads the same tables at its
 nodes.
 """
 
