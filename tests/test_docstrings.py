@@ -74,6 +74,7 @@ COVERED = [
     "queuetheory.bounds",
     "queuetheory.rounds",
     "queuetheory.data",
+    "queuetheory.validate",
 ]
 
 #: Every module with a public API, covered or not (for the report only).
