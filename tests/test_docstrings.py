@@ -76,6 +76,7 @@ COVERED = [
     "queuetheory.data",
     "queuetheory.validate",
     "queuetheory.timing.profile",
+    "queuetheory.workload",
 ]
 
 #: Every module with a public API, covered or not (for the report only).
