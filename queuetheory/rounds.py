@@ -10,12 +10,12 @@ prefill round); capacity ``M``. Here live what both the schedulers
 
 Timing conventions — the one place where they are mapped
 --------------------------------------------------------
-=========  ===================================  ================  ==========================
-name       paper                                duration ``d_i``  engine
-=========  ===================================  ================  ==========================
-``"ip"``   App. B.1 (hindsight IP), default     ``o_i``           ``first_token="prefill"``
+=========  ====================================  ================  ==========================
+name       paper                                 duration ``d_i``  engine
+=========  ====================================  ================  ==========================
+``"ip"``   App. B.1 (hindsight IP), default      ``o_i``           ``first_token="prefill"``
 ``"eq1"``  Eq. (1), Section 3 (the token phase)  ``o_i + 1``       ``first_token="decode"``
-=========  ===================================  ================  ==========================
+=========  ====================================  ================  ==========================
 
 With ``"ip"`` the prefill round emits the first token, memory runs ``s_i … s_i + o_i − 1``
 and the request completes at ``p_i + o_i``; with ``"eq1"`` memory peaks at ``s_i + o_i``
