@@ -10,12 +10,12 @@ prefill round); capacity ``M``. Here live what both the schedulers
 
 Timing conventions — the one place where they are mapped
 --------------------------------------------------------
-=========  ===================================  ================  ==========================
-name       paper                                duration ``d_i``  engine
-=========  ===================================  ================  ==========================
-``"ip"``   App. B.1 (hindsight IP), default     ``o_i``           ``first_token="prefill"``
+=========  ====================================  ================  ==========================
+name       paper                                 duration ``d_i``  engine
+=========  ====================================  ================  ==========================
+``"ip"``   App. B.1 (hindsight IP), default      ``o_i``           ``first_token="prefill"``
 ``"eq1"``  Eq. (1), Section 3 (the token phase)  ``o_i + 1``       ``first_token="decode"``
-=========  ===================================  ================  ==========================
+=========  ====================================  ================  ==========================
 
 With ``"ip"`` the prefill round emits the first token, memory runs ``s_i … s_i + o_i − 1``
 and the request completes at ``p_i + o_i``; with ``"eq1"`` memory peaks at ``s_i + o_i``
@@ -47,13 +47,49 @@ _ORDERS = ("output", "arrival")
 
 
 def check_convention(convention: str) -> str:
+    """The timing convention's name, checked against :data:`CONVENTIONS`.
+
+    Parameters
+    ----------
+    convention : str
+        ``"ip"`` (App. B.1 of Jaillet et al., the hindsight IP) or ``"eq1"`` (their Eq. (1));
+        see the module docstring.
+
+    Returns
+    -------
+    str
+        ``convention`` itself, unchanged.
+
+    Raises
+    ------
+    ValueError
+        If ``convention`` is not a key of :data:`CONVENTIONS`.
+    """
     if convention not in CONVENTIONS:
         raise ValueError(f"convention={convention!r}: must be one of {tuple(CONVENTIONS)}")
     return convention
 
 
 def durations(output, convention: str = "ip") -> np.ndarray:
-    """Rounds ``d_i`` a request occupies: ``o_i`` (``"ip"``) or ``o_i + 1`` (``"eq1"``)."""
+    """Rounds ``d_i`` a request occupies: ``o_i`` (``"ip"``) or ``o_i + 1`` (``"eq1"``).
+
+    Parameters
+    ----------
+    output : array_like of int
+        Output lengths ``o_i`` in tokens (the first token included), one per request.
+    convention : {"ip", "eq1"}, default "ip"
+        The timing convention (see the module docstring).
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        ``d_i``, the number of consecutive rounds each request runs, prefill round included.
+
+    Raises
+    ------
+    ValueError
+        If ``convention`` is not one of :data:`CONVENTIONS`.
+    """
     prefill_emits = CONVENTIONS[check_convention(convention)] == "prefill"
     return np.asarray(output, dtype=np.int64) + (0 if prefill_emits else 1)
 
@@ -63,10 +99,19 @@ class FuturePeak:
 
     Parameters
     ----------
-    memory : capacity ``M`` in tokens
-    t : the current round
-    m0 : memory of each running job in round ``t``
-    last : last round of each running job (``≥ t``)
+    memory : int
+        The KV capacity ``M`` in tokens (Jaillet et al.).
+    t : int
+        The current round.
+    m0 : array_like of int, default ()
+        Memory of each running job in round ``t``, in tokens (``s_i + t − p_i``).
+    last : array_like of int, default ()
+        Last round of each running job (``≥ t``), aligned with ``m0``.
+
+    Raises
+    ------
+    ValueError
+        If a running job's last round precedes ``t``.
     """
 
     def __init__(self, memory, t, m0=(), last=()):
@@ -85,6 +130,13 @@ class FuturePeak:
         self.load = held[first] + self.count * (self.taus - t)
 
     def peak(self) -> int:
+        """The running jobs' highest total memory from round ``t`` on.
+
+        Returns
+        -------
+        int
+            The peak in tokens over the checkpoints (0 with no running job).
+        """
         return int(self.load.max()) if self.load.size else 0
 
     def _load_at(self, tau: int) -> int:
@@ -95,7 +147,30 @@ class FuturePeak:
         return int(self.load[k] - self.count[k] * (self.taus[k] - tau))
 
     def fits(self, m: int, e: int) -> bool:
-        """Would a job using ``m`` tokens in round ``t`` and lasting until round ``e`` fit?"""
+        """Would a job using ``m`` tokens in round ``t`` and lasting until round ``e`` fit?
+
+        The job's memory grows by one token per round, so it holds ``m + τ − t`` tokens in
+        round ``τ``; it fits when the total stays ``≤ M`` at every checkpoint up to ``e``
+        (Jaillet et al., eqs. (1)–(2)), its own completion round ``e`` included.
+
+        Parameters
+        ----------
+        m : int
+            The job's memory in round ``t``, in tokens (its prompt ``s_i`` for a job started
+            now).
+        e : int
+            The job's last round (``≥ t``).
+
+        Returns
+        -------
+        bool
+            Whether admitting the job keeps every future round within ``M``.
+
+        Raises
+        ------
+        ValueError
+            If ``e < t``.
+        """
         if e < self.t:
             raise ValueError(f"e={e}: a job's last round cannot precede t={self.t}")
         before = self.taus <= e
@@ -104,7 +179,15 @@ class FuturePeak:
         return bool(self._load_at(e) + m + e - self.t <= self.memory)
 
     def add(self, m: int, e: int) -> None:
-        """Admit a job (without checking); keeps the profile exact."""
+        """Admit a job (without checking); keeps the profile exact.
+
+        Parameters
+        ----------
+        m : int
+            The job's memory in round ``t``, in tokens.
+        e : int
+            The job's last round (``≥ t``).
+        """
         k = int(np.searchsorted(self.taus, e, side="left"))
         if k == self.taus.size or self.taus[k] != e:
             load, count = self._load_at(e), (int(self.count[k]) if k < self.taus.size else 0)
@@ -120,6 +203,25 @@ class FuturePeak:
 
         ``on_fail="break"`` stops at the first candidate that does not fit (the paper's
         Algorithms 1–2); ``"skip"`` tries the later ones too.
+
+        Parameters
+        ----------
+        m : array_like of int
+            Each candidate's memory in round ``t``, in tokens, in priority order.
+        e : array_like of int
+            Each candidate's last round (``≥ t``), aligned with ``m``.
+        on_fail : {"break", "skip"}, default "break"
+            What to do at a candidate that does not fit.
+
+        Returns
+        -------
+        numpy.ndarray of bool
+            The admitted mask, aligned with ``m``; the admitted jobs are added to the profile.
+
+        Raises
+        ------
+        ValueError
+            If ``on_fail`` is not ``"break"`` or ``"skip"``, or a candidate's ``e < t``.
         """
         if on_fail not in ("break", "skip"):
             raise ValueError(f"on_fail={on_fail!r}: must be 'break' or 'skip'")
@@ -145,19 +247,81 @@ def _insert(a: np.ndarray, k: int, value) -> np.ndarray:
 
 
 def check_on_fail(on_fail: str) -> str:
+    """The admission rule at a candidate that does not fit, checked.
+
+    Parameters
+    ----------
+    on_fail : str
+        ``"break"`` (stop at the first candidate that does not fit, Jaillet et al.'s
+        Algorithms 1–2) or ``"skip"`` (try the later ones too).
+
+    Returns
+    -------
+    str
+        ``on_fail`` itself, unchanged.
+
+    Raises
+    ------
+    ValueError
+        If ``on_fail`` is not ``"break"`` or ``"skip"``.
+    """
     if on_fail not in ("break", "skip"):
         raise ValueError(f"on_fail={on_fail!r}: must be 'break' or 'skip'")
     return on_fail
 
 
 def check_max_starts(max_starts):
+    """The cap on admissions per round, checked.
+
+    Parameters
+    ----------
+    max_starts : int or None
+        The most requests started in one round, or ``None`` for no cap.
+
+    Returns
+    -------
+    int or None
+        ``max_starts`` itself, unchanged.
+
+    Raises
+    ------
+    ValueError
+        If ``max_starts`` is not ``None`` and not a positive integer.
+    """
     if max_starts is not None:
         check_positive("max_starts", max_starts, integer=True)
     return max_starts
 
 
 def admit(peak: FuturePeak, m, e, on_fail: str, max_starts) -> np.ndarray:
-    """Admission mask of the candidates (already in priority order) at the current round."""
+    """Admission mask of the candidates (already in priority order) at the current round.
+
+    Parameters
+    ----------
+    peak : FuturePeak
+        The running jobs' memory profile at the current round; the admitted candidates are
+        added to it.
+    m : array_like of int
+        Each candidate's memory in the current round, in tokens, in priority order.
+    e : array_like of int
+        Each candidate's last round, aligned with ``m``.
+    on_fail : {"break", "skip"}
+        What to do at a candidate that does not fit (see :meth:`FuturePeak.admit`).
+    max_starts : int or None
+        The most candidates admitted in this round (the first ones admitted are kept), or
+        ``None`` for no cap.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        The admitted mask, aligned with ``m``.
+
+    Raises
+    ------
+    ValueError
+        If ``on_fail`` is not ``"break"`` or ``"skip"``, or a candidate's last round precedes
+        the current round.
+    """
     ok = peak.admit(m, e, on_fail)
     if max_starts is not None:
         ok[np.flatnonzero(ok)[max_starts:]] = False
@@ -172,6 +336,37 @@ def mcsf_schedule(arrival, prompt, output, memory, *, convention="ip", on_fail="
 
     ``max_starts`` caps admissions per round (the capped comparators of spec §3.2/§3.4);
     ``order="arrival"`` gives :class:`FCFS`. Arrival rounds must be integers.
+
+    Parameters
+    ----------
+    arrival : array_like of int
+        Arrival rounds ``a_i`` (all 0 for Algorithm 1).
+    prompt : array_like of int
+        Prompt lengths ``s_i`` in tokens.
+    output : array_like of int
+        Output lengths ``o_i`` in tokens; the rounds ``d_i`` follow from ``convention``.
+    memory : int
+        The KV capacity ``M`` in tokens.
+    convention : {"ip", "eq1"}, default "ip"
+        The timing convention (see the module docstring).
+    on_fail : {"break", "skip"}, default "break"
+        What to do at a waiting request that does not fit (see :meth:`FuturePeak.admit`).
+    max_starts : int, optional
+        The most requests started in one round; ``None`` for no cap.
+    order : {"output", "arrival"}, default "output"
+        The priority among waiting requests: shortest ``d_i`` first (MC-SF), ties by
+        arrival then index; or by arrival then index (FCFS).
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        The start round ``p_i`` of each request; it completes at ``p_i + d_i``.
+
+    Raises
+    ------
+    ValueError
+        If ``convention``, ``on_fail``, ``max_starts`` or ``order`` is invalid, or a single
+        request's peak ``s_i + d_i − 1`` exceeds ``memory`` (it could never start).
     """
     a = np.asarray(arrival, dtype=np.int64)
     s = np.asarray(prompt, dtype=np.int64)

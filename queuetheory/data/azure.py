@@ -32,6 +32,33 @@ def azure_trace(name: str = "conv", **options):
     ``ContextTokens``, output = ``GeneratedTokens`` (counting the first token, the real
     engines' convention); the first request arrives at 0. Data: CC-BY 4.0, Patel et al.,
     "Splitwise", ISCA 2024.
+
+    Parameters
+    ----------
+    name : {"conv", "code"}, default "conv"
+        Which shipped trace (a key of :data:`AZURE_TRACES`): the conversation service's
+        19,366 requests or the coding service's 8,819, one hour each.
+    **options
+        Keyword arguments of :func:`~queuetheory.workload.traces.read_trace` (not
+        ``format``, which is ``"azure"``).
+
+    Returns
+    -------
+    Trace
+        The requests in arrival order, arrivals in ``time_unit`` from the first request,
+        one class.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not a shipped trace, or an option is invalid (see
+        :func:`~queuetheory.workload.traces.read_trace`).
+
+    Warns
+    -----
+    UserWarning
+        When requests with 0 prompt or output tokens are dropped or clipped (``read_trace``'s
+        ``zero_tokens``).
     """
     from ..workload.traces import read_trace
 
@@ -44,7 +71,30 @@ def azure_trace(name: str = "conv", **options):
 def open_trace(source, *, format=None, **options):
     """A trace from a file (:func:`~queuetheory.workload.traces.read_trace`), or a shipped
     Azure trace named ``"conv"`` or ``"code"`` where no file of that name exists: what the
-    command line's ``--trace`` accepts."""
+    command line's ``--trace`` accepts.
+
+    Parameters
+    ----------
+    source : str, path-like or pandas.DataFrame
+        A trace file or DataFrame (see :func:`~queuetheory.workload.traces.read_trace`), or
+        ``"conv"`` / ``"code"`` for a shipped Azure trace (:func:`azure_trace`).
+    format : str, optional
+        The trace layout (``read_trace``'s ``format``); for a shipped trace only ``None`` or
+        ``"azure"``.
+    **options
+        Keyword arguments of :func:`~queuetheory.workload.traces.read_trace`.
+
+    Returns
+    -------
+    Trace
+        The requests in arrival order, the first one arriving at 0.
+
+    Raises
+    ------
+    ValueError
+        If ``format`` is given and not ``"azure"`` for a shipped trace, or ``read_trace``
+        rejects the file or an option.
+    """
     from pathlib import Path
 
     from ..workload.traces import read_trace

@@ -135,11 +135,14 @@ def bailian_sessions(source, *, time_unit: str = "s", zero_tokens: str = "drop")
 
     Parameters
     ----------
-    source : path of the trace (``.jsonl``, or ``.jsonl.gz``), in the upstream format
-    time_unit : ``"s"`` (default) or ``"ms"``: the unit of the arrivals and think times
-    zero_tokens : ``"drop"`` (default; a dropped turn's children start sessions) or
-        ``"clip"`` (to 1 token) the requests with 0 input or output tokens, which the
-        engine cannot run; either way a warning gives the count
+    source : str or path-like
+        Path of the trace (``.jsonl``, or ``.jsonl.gz``), in the upstream format.
+    time_unit : {"s", "ms"}, default "s"
+        The unit of the arrivals and think times.
+    zero_tokens : {"drop", "clip"}, default "drop"
+        ``"drop"`` (a dropped turn's children start sessions) or ``"clip"`` (to 1 token) the
+        requests with 0 input or output tokens, which the engine cannot run; either way a
+        warning gives the count.
 
     Returns
     -------
@@ -156,7 +159,13 @@ def bailian_sessions(source, *, time_unit: str = "s", zero_tokens: str = "drop")
         type or range, named with its line and field; more ``hash_ids`` than the input's
         blocks; a ``chat_id`` seen twice; a turn that arrives before its parent or whose
         ``turn`` is not its parent's plus one; an unknown ``time_unit`` or
-        ``zero_tokens``; a file with no request left.
+        ``zero_tokens``; a ``source`` that is not the path of a file; a file with no request
+        left.
+
+    Warns
+    -----
+    UserWarning
+        When requests with 0 input or output tokens are dropped or clipped.
     """
     from ..workload import Trace
     from ..workload.sessions import SessionPlan

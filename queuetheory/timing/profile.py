@@ -303,6 +303,30 @@ class OperatorProfile:
     Build one with :meth:`from_llmservingsim` or :meth:`from_vidur`; :class:`ProfileTime`
     composes iterations from it. ``valid`` says what the profile is for (model, GPU,
     tensor parallel degree, the token and sequence ranges profiled).
+
+    Attributes
+    ----------
+    name : str
+        ``<hardware>/<model>/tp<N>`` (``… (Vidur)`` for a Vidur profile).
+    n_layers : int
+        ``L``, the model's decoder layers.
+    layer_ops : dict
+        ``{operator: (calls per layer, curve)}`` for the per-token operators of one layer
+        (time in µs against the batch's token count).
+    model_ops : dict
+        ``{operator: (calls, curve)}`` for the per-token operators run once per iteration
+        (embedding, final norm).
+    sequence_ops : dict
+        ``{operator: (calls, curve)}`` for the LM head and the sampler (µs against the
+        batch's number of sequences); empty for a Vidur profile.
+    attention : object
+        One layer's attention time (µs) from the batch's prefill chunk, its cached history
+        and the decodes' KV lengths.
+    valid : dict
+        What the profile is for: ``model``, ``gpu``, ``tp``, the ``tokens`` and
+        ``sequences`` ranges profiled (``(min, max)``) and the largest ``kv`` length.
+    missing : tuple of str, default ()
+        The operators the profile lacks, left out of the iteration time.
     """
 
     name: str
@@ -321,17 +345,30 @@ class OperatorProfile:
 
         Parameters
         ----------
-        root : the bundle's folder (``<hardware>/<model>/<variant>``, with ``meta.yaml``
-            and ``tp<N>/``)
-        tp : tensor parallel degree of the ``tp<N>`` folder to read
-        n_layers : decoder layers of the model (default: :data:`MODEL_LAYERS` by the
-            bundle's model name)
-        model : the model's name when ``meta.yaml`` does not give it
+        root : str or path-like
+            The bundle's folder (``<hardware>/<model>/<variant>``, with ``meta.yaml`` and
+            ``tp<N>/``).
+        tp : int, default 1
+            Tensor parallel degree of the ``tp<N>`` folder to read.
+        n_layers : int, optional
+            Decoder layers ``L`` of the model (default: :data:`MODEL_LAYERS` by the bundle's
+            model name).
+        model : str, optional
+            The model's name when ``meta.yaml`` does not give it (it overrides
+            ``meta.yaml``'s where given).
+
+        Returns
+        -------
+        OperatorProfile
+            The bundle's dense, per-sequence and attention times (µs), with the fitted skew
+            factor ``α`` where ``meta.yaml`` enables it.
 
         Raises
         ------
         ProfileError
             A missing file, column or layer, or a model whose layer count is unknown.
+        ValueError
+            If ``n_layers`` is given and not a positive integer.
         """
         import yaml
 
@@ -379,10 +416,39 @@ class OperatorProfile:
         ``missing`` and in a :class:`ProfileRangeWarning`). Without ``attention`` the profile
         is refused: attention is most of a long-context decode.
 
+        Parameters
+        ----------
+        mlp : str, path-like or pandas.DataFrame
+            Vidur's ``mlp.csv`` (medians in ms by ``num_tokens``), or the table itself.
+        attention : str, path-like or pandas.DataFrame
+            Vidur's ``attention.csv`` for the same GPU and model, or the table itself;
+            required (``None`` raises).
+        model : str
+            The model's name, for its layer count and the profile's name.
+        tp : int, default 1
+            The tensor parallel degree whose rows are read.
+        n_layers : int, optional
+            Decoder layers ``L`` (default: :data:`MODEL_LAYERS` by ``model``).
+        gpu : str, optional
+            The GPU's name, recorded in ``valid`` and the profile's name.
+
+        Returns
+        -------
+        OperatorProfile
+            The per-token operators and attention in µs; no sequence operators.
+
         Raises
         ------
         ProfileError
-            A missing file, column, operator or tensor parallel degree.
+            A missing file, column, operator or tensor parallel degree, no ``attention``, or
+            a model whose layer count is unknown.
+        ValueError
+            If ``n_layers`` is given and not a positive integer.
+
+        Warns
+        -----
+        ProfileRangeWarning
+            Always: the LM head, sampler and final norm are left out.
         """
         n_layers = _layers(model, n_layers)
         if attention is None:
@@ -461,14 +527,22 @@ def _curves(df, key, ops: dict, source: str) -> dict:
 class ProfileTime(TimeModel):
     """One iteration's duration composed from an :class:`OperatorProfile` (module docstring).
 
+    The engine hands it each batch's prefill chunks with their cached history and every
+    decode's own KV length (:class:`~queuetheory.timing.BatchLoad`); the dense operators
+    see the batch's token count, the LM head and sampler its number of sequences.
+
     Parameters
     ----------
-    profile : the GPU's operator profile
-    unit : ``"s"`` (default), ``"ms"`` or ``"us"``: the unit of the durations
-    outside : what a lookup above a profiled grid does: ``"warn"`` (default; extrapolate
-        linearly and warn once per axis), ``"error"`` (raise :class:`ProfileError`) or
-        ``"allow"`` (extrapolate silently)
-    graph_sizes : the token counts the engine captured CUDA graphs at (vLLM's
+    profile : OperatorProfile
+        The GPU's operator profile.
+    unit : {"s", "ms", "us"}, default "s"
+        The unit of the durations.
+    outside : {"warn", "error", "allow"}, default "warn"
+        What a lookup above a profiled grid does: ``"warn"`` (extrapolate linearly and warn
+        :class:`ProfileRangeWarning` once per axis), ``"error"`` (raise
+        :class:`ProfileError`) or ``"allow"`` (extrapolate silently).
+    graph_sizes : sequence of int, optional
+        The token counts the engine captured CUDA graphs at (vLLM's
         ``cudagraph_capture_sizes``; :func:`~queuetheory.policies.vllm.cudagraph_capture_sizes`
         reads them from a run's engine arguments), or ``None`` (default): the engine runs
         eagerly. A batch of at most the largest size is run by the graph of the next size
@@ -478,9 +552,11 @@ class ProfileTime(TimeModel):
         the logits are taken at the real rows only. The launch time a graph saves is not
         modelled (the profiles time eager kernels).
 
-    The engine hands it each batch's prefill chunks with their cached history and every
-    decode's own KV length (:class:`~queuetheory.timing.BatchLoad`); the dense operators
-    see the batch's token count, the LM head and sampler its number of sequences.
+    Raises
+    ------
+    ValueError
+        If ``profile`` is not an :class:`OperatorProfile`, ``unit`` or ``outside`` is not
+        one of its values, or ``graph_sizes`` is not a sequence of positive integers.
     """
 
     counts_only = False
@@ -509,7 +585,18 @@ class ProfileTime(TimeModel):
     def padded(self, tokens: int) -> int:
         """The token count the dense operators run at: ``tokens`` rounded up to the next
         CUDA graph size, or ``tokens`` itself (eager: no graph sizes, or a batch larger
-        than the largest)."""
+        than the largest).
+
+        Parameters
+        ----------
+        tokens : int
+            The batch's token count (prefill chunks plus one per decode).
+
+        Returns
+        -------
+        int
+            The padded token count.
+        """
         g = self.graph_sizes
         if g is None or tokens <= 0 or tokens > g[-1]:
             return tokens
@@ -517,7 +604,31 @@ class ProfileTime(TimeModel):
 
     def breakdown(self, load: BatchLoad) -> dict:
         """The iteration's time (µs) by part: ``dense`` (per-token operators, all layers),
-        ``attention`` (all layers), ``sequence`` (LM head and sampler)."""
+        ``attention`` (all layers), ``sequence`` (LM head and sampler).
+
+        Parameters
+        ----------
+        load : BatchLoad
+            The batch: its prefill chunks with their cached history (``chunk``,
+            ``chunk_start``) and each decode's KV length (``decode_context``).
+
+        Returns
+        -------
+        dict
+            ``{"dense": float, "attention": float, "sequence": float}`` in µs, whatever
+            ``unit`` is; their sum times the unit's scale is the iteration's duration.
+
+        Raises
+        ------
+        ProfileError
+            With ``outside="error"``, when the batch lies above a profiled grid.
+
+        Warns
+        -----
+        ProfileRangeWarning
+            With ``outside="warn"``, once per axis, when the batch lies above a profiled
+            grid (the time is extrapolated linearly).
+        """
         p, rng = self.profile, self._range
         tokens = int(load.chunk.sum()) + int(load.decode_context.size)
         seqs = int(load.chunk.size + load.decode_context.size)

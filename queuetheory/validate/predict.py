@@ -42,20 +42,40 @@ def replay(run, *, profile=None, outside: str = "warn", policy: VLLMV1 | None = 
 
     Parameters
     ----------
-    run : the run folder (:func:`~queuetheory.validate.load_run`), ``"rtxpro6000"`` or
-        ``"rtx4090"`` (shipped), or a loaded :class:`MeasuredRun`
-    profile : the GPU profile's folder, where the run folder does not lead to it
-    outside : a profile lookup above its grid: ``"warn"``, ``"error"`` or ``"allow"``
-        (:class:`~queuetheory.timing.ProfileTime`)
-    policy : a :class:`~queuetheory.policies.VLLMV1` to run instead of the one the run's
-        engine arguments give (a what-if: another ``max_num_seqs``, KV cache, or the
-        scheduling synchronous)
+    run : str, path-like or MeasuredRun
+        The run folder (:func:`~queuetheory.validate.load_run`), ``"rtxpro6000"`` or
+        ``"rtx4090"`` (shipped), or a loaded :class:`MeasuredRun`.
+    profile : str or path-like, optional
+        The GPU profile's folder, where the run folder does not lead to it.
+    outside : {"warn", "error", "allow"}, default "warn"
+        What a profile lookup above its grid does (:class:`~queuetheory.timing.ProfileTime`).
+    policy : VLLMV1, optional
+        A :class:`~queuetheory.policies.VLLMV1` to run instead of the one the run's engine
+        arguments give (a what-if: another ``max_num_seqs``, KV cache, or the scheduling
+        synchronous).
 
     Returns
     -------
     Validation
         The prediction, its run, the engine's records and the notes (engine arguments not
         modelled, profile extrapolations) raised while building and running it.
+
+    Raises
+    ------
+    RunFolderError
+        If ``run`` is a folder that :func:`~queuetheory.validate.load_run` cannot read.
+    ValueError
+        If ``policy`` is not a ``VLLMV1``, ``outside`` is not one of its values, or a
+        request does not fit the model's context.
+    ProfileError
+        If the GPU profile cannot be read, or, with ``outside="error"``, a batch leaves its
+        grid.
+
+    Warns
+    -----
+    UserWarning
+        Each note once, re-emitted after the run: engine arguments not modelled, and
+        :class:`~queuetheory.timing.ProfileRangeWarning` for the profile's extrapolations.
     """
     if not isinstance(run, MeasuredRun):
         run = load_run(run, profile=profile)
@@ -109,6 +129,27 @@ def error_table(measured: pd.DataFrame, predicted: pd.DataFrame,
     requests. Requests missing from a prediction, or a metric undefined for them (TPOT of a
     one-token output), are left out of that metric, and the row's ``requests`` says how many
     were compared.
+
+    Parameters
+    ----------
+    measured : pandas.DataFrame
+        The measurement per request: ``req_idx`` and the :data:`METRICS` columns (ms).
+    predicted : pandas.DataFrame
+        The prediction to score, same columns.
+    peer : pandas.DataFrame, optional
+        A second prediction (a peer simulator's), same columns, scored on the same requests.
+    name : str, default "queuetheory"
+        The prediction's name in the column headers.
+    peer_name : str, default "LLMServingSim"
+        The peer's name in the column headers.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Six rows per metric (TTFT, TPOT, E2E): columns ``metric``, ``statistic``,
+        ``requests``, ``measured_ms`` and, for the prediction and the peer,
+        ``<name>_ms`` and ``<name>_error_pct``. The two per-request rows have no ``_ms``
+        values (NaN).
     """
     cols = ["req_idx", *METRICS]
     both = measured[cols].merge(predicted[cols], on="req_idx", suffixes=("", "_pred"))
@@ -151,6 +192,24 @@ class Validation:
     ``e2e_ms``; ``result`` the engine's records; ``policy`` the vLLM scheduler it ran (its
     ``queue_log``, ``peak_blocks``); ``cpu_seconds`` the replay's CPU time;
     ``notes`` what was not modelled or extrapolated.
+
+    Attributes
+    ----------
+    run : MeasuredRun
+        The run replayed.
+    predicted : pandas.DataFrame
+        The prediction per request (ms), as vLLM measures it: TTFT and E2E from when the
+        engine queued the request.
+    result : Result
+        The engine's records of the replay (seconds).
+    policy : VLLMV1
+        The vLLM scheduler that ran, with its ``queue_log`` and ``peak_blocks``.
+    time_model : ProfileTime
+        The batch time composed from the GPU's operator profile.
+    cpu_seconds : float
+        The simulation's CPU time in seconds.
+    notes : list of str
+        The warnings raised while building and running the replay, each once.
     """
 
     run: MeasuredRun
@@ -163,11 +222,23 @@ class Validation:
 
     @property
     def has_measurements(self) -> bool:
+        """Whether the run folder holds measurements to score the prediction against."""
         return self.run.measured is not None
 
     def errors(self) -> pd.DataFrame:
         """:func:`error_table` of the prediction (and the peer's, where the folder has it);
-        raises ``ValueError`` for a run without measurements."""
+        raises ``ValueError`` for a run without measurements.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The errors per metric and statistic (see :func:`error_table`).
+
+        Raises
+        ------
+        ValueError
+            If the run holds no measurements.
+        """
         if not self.has_measurements:
             raise ValueError(f"run {self.run.name!r} holds no measurements: this replay is a "
                              "prediction, with nothing to score it against here")
@@ -175,7 +246,15 @@ class Validation:
 
     def queue(self) -> pd.DataFrame:
         """Running and waiting requests at 1 s ticks: predicted (vLLM's queues after the last
-        step started by the tick) and, where measured, the run's series."""
+        step started by the tick) and, where measured, the run's series.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``t`` (s), ``predicted_running``, ``predicted_waiting`` and, where the
+            run has the series, ``measured_running``, ``measured_waiting`` (outer-joined on
+            ``t``).
+        """
         log = self.policy.queue_log
         end = float(self.result.requests["finish"].max())
         ticks = np.arange(1.0, np.ceil(end) + 1.0)
@@ -191,7 +270,17 @@ class Validation:
 
     def summary(self) -> dict:
         """The prediction's mean, p50, p90, p95 and p99 of each metric (ms), as the run's
-        ``measured_summary.json`` gives them, and what the replay did."""
+        ``measured_summary.json`` gives them, and what the replay did.
+
+        Returns
+        -------
+        dict
+            ``run``, ``model``, ``hardware``, ``requests``, ``prediction_only``, ``policy``,
+            ``time_model``, ``cpu_seconds``, ``unfinished``, ``preemptions``,
+            ``prefix_cached_tokens``, ``peak_kv_blocks``, ``makespan_s`` (s), ``notes``, and
+            per metric of :data:`METRICS` a dict of ``mean``, ``median``, ``p90``, ``p95``,
+            ``p99`` (ms); JSON-serialisable.
+        """
         out = {"run": self.run.name, "model": self.run.model, "hardware": self.run.hardware,
                "requests": len(self.predicted), "prediction_only": not self.has_measurements,
                "policy": repr(self.policy), "time_model": repr(self.time_model),
@@ -210,7 +299,23 @@ class Validation:
 
     def plot_requests(self, axes=None):
         """Predicted against measured per request, one panel per metric, log axes, with the
-        diagonal (and the peer's prediction where the folder has it)."""
+        diagonal (and the peer's prediction where the folder has it).
+
+        Parameters
+        ----------
+        axes : sequence of matplotlib.axes.Axes, optional
+            Three axes, for TTFT, TPOT and E2E; ``None`` makes a new 1 × 3 figure.
+
+        Returns
+        -------
+        sequence of matplotlib.axes.Axes
+            The three axes drawn on.
+
+        Raises
+        ------
+        ValueError
+            If the run holds no measurements.
+        """
         import matplotlib.pyplot as plt
 
         from ..plotting import finish, series_style
@@ -239,7 +344,18 @@ class Validation:
 
     def plot_queue(self, ax=None):
         """Running and waiting requests over time: predicted, and measured where the folder
-        has the series."""
+        has the series.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            The axes to draw on; ``None`` makes a new figure.
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn on.
+        """
         from ..plotting import finish, new_axes, series_style
 
         ax = new_axes(ax, figsize=(7.5, 4.0))
@@ -259,7 +375,20 @@ class Validation:
     def write(self, out) -> dict:
         """Write ``predicted_per_request.csv`` (``req_idx,ttft_ms,tpot_ms,e2e_ms``),
         ``predicted_summary.json``, ``queue.csv`` and ``queue.png``, and, where the run has
-        measurements, ``errors.csv``, ``errors.md`` and ``requests.png``; returns the paths."""
+        measurements, ``errors.csv``, ``errors.md`` and ``requests.png``; returns the paths.
+
+        Parameters
+        ----------
+        out : str or path-like
+            The output folder, created with its parents where missing.
+
+        Returns
+        -------
+        dict
+            ``pathlib.Path`` of each file written, by key: ``predicted``, ``summary``,
+            ``queue``, ``queue_figure`` and, with measurements, ``errors``, ``errors_md``,
+            ``requests_figure``.
+        """
         import matplotlib.pyplot as plt
 
         out = Path(out)
@@ -287,7 +416,19 @@ class Validation:
 
 
 def format_errors(table: pd.DataFrame) -> str:
-    """The error table as Markdown: one row per metric and statistic, errors in %."""
+    """The error table as Markdown: one row per metric and statistic, errors in %.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        An :func:`error_table`.
+
+    Returns
+    -------
+    str
+        A Markdown table: metric, statistic, measured (ms), then each prediction's value
+        (ms) and error (signed for the statistics, absolute for the per-request rows).
+    """
     who = [c[: -len("_error_pct")] for c in table.columns if c.endswith("_error_pct")]
     head = "| metric | statistic | measured (ms) | " + " | ".join(
         f"{w} (ms) | {w} error" for w in who) + " |"

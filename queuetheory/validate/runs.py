@@ -64,7 +64,34 @@ def _find(folder: Path, name: str, parents: bool = False) -> Path | None:
 @dataclass(frozen=True)
 class MeasuredRun:
     """One measured serving run (module docstring). ``measured``, ``peer`` and
-    ``timeseries`` are ``None`` where the folder holds no measurement (a prediction)."""
+    ``timeseries`` are ``None`` where the folder holds no measurement (a prediction).
+
+    Attributes
+    ----------
+    name : str
+        The run folder's name.
+    folder : pathlib.Path
+        The run folder.
+    engine_args : dict
+        ``vllm_meta.json`` as read: vLLM's ``engine_kwargs``, ``kv_cache`` and
+        ``resolved_config``.
+    model : str
+        The model's name (e.g. ``"meta-llama/Llama-3.1-8B"``).
+    hardware : str or None
+        The GPU's name, from ``llmservingsim_cluster_config.json`` or the engine arguments'
+        device name; ``None`` where neither gives it.
+    profile_root : pathlib.Path
+        The GPU operator profile's folder (with ``meta.yaml``).
+    workload : pandas.DataFrame
+        The requests in arrival order: ``req_idx``, ``arrival_time_ns``, ``input_toks``,
+        ``output_toks`` and the prefix columns where present.
+    measured : pandas.DataFrame or None
+        Measured ``req_idx``, ``ttft_ms``, ``tpot_ms``, ``e2e_ms`` per request.
+    peer : pandas.DataFrame or None
+        The peer simulator's (LLMServingSim's) prediction, same columns.
+    timeseries : pandas.DataFrame or None
+        vLLM's ``running`` and ``waiting`` requests at 1 s ticks ``t``.
+    """
 
     name: str
     folder: Path
@@ -79,6 +106,8 @@ class MeasuredRun:
 
     @property
     def max_model_len(self) -> int | None:
+        """The model's context in tokens, ``max_model_len`` as the engine arguments set it, or
+        the model's own (:data:`MODEL_CONTEXT`); ``None`` where neither is known."""
         args = self.engine_args
         value = args.get("engine_kwargs", {}).get("max_model_len") or args.get(
             "max_model_len") or args.get("resolved_config", {}).get("model_config", {}).get(
@@ -87,7 +116,27 @@ class MeasuredRun:
 
     def trace(self, block_size: int = 16) -> Trace:
         """The workload as a :class:`~queuetheory.workload.Trace` (seconds), in arrival
-        order, each request with its prompt's prefix blocks of ``block_size`` tokens."""
+        order, each request with its prompt's prefix blocks of ``block_size`` tokens.
+
+        Parameters
+        ----------
+        block_size : int, default 16
+            Tokens per KV block (vLLM's ``block_size``).
+
+        Returns
+        -------
+        Trace
+            Arrivals in seconds (``arrival_time_ns / 1e9``), the prompt and output lengths,
+            one class, and ``blocks``: the ``prefix_block_ids`` where the workload has them,
+            one common shared prefix where it has only
+            ``block_aligned_shared_prefix_toks``, else none.
+
+        Warns
+        -----
+        UserWarning
+            When the blocks are built from ``block_aligned_shared_prefix_toks`` alone (an
+            approximation).
+        """
         wl = self.workload
         n = len(wl)
         prompt = wl["input_toks"].to_numpy(np.int64)
@@ -124,16 +173,26 @@ def load_run(run, *, profile=None) -> MeasuredRun:
 
     Parameters
     ----------
-    run : the folder, or a shipped run's name
-    profile : the GPU profile's folder, where the run folder does not lead to it
+    run : str or path-like
+        The folder, or a shipped run's name.
+    profile : str or path-like, optional
+        The GPU profile's folder, where the run folder does not lead to it.
+
+    Returns
+    -------
+    MeasuredRun
+        The run, its workload in arrival order (a ``req_idx`` column added where the file
+        has none).
 
     Raises
     ------
     RunFolderError
-        No such folder, no ``vllm_meta.json``, no workload or a workload without its
-        columns, no profile; each names what is missing and where it was looked for.
+        No such folder, no ``vllm_meta.json`` or no model in it, no workload or a workload
+        without its columns, a measurement file without its columns, no profile; each names
+        what is missing and where it was looked for.
     ValueError
-        A request longer than the model's context (``max_model_len``), named.
+        A request with 0 prompt or output tokens, or longer than the model's context
+        (``max_model_len``), named.
     """
     if isinstance(run, str) and run in SHIPPED_RUNS:
         folder = _shipped_root() / run

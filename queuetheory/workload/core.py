@@ -115,7 +115,25 @@ def _dist_name(dist) -> str:
 
 @dataclass(frozen=True, eq=False)
 class Lengths:
-    """A token-length law: fixed, a frozen scipy.stats distribution, or empirical samples."""
+    """A token-length law: fixed, a frozen scipy.stats distribution, or empirical samples.
+
+    Parameters
+    ----------
+    spec : int, frozen scipy.stats distribution or array_like of numbers
+        A fixed length in ``[1, MAX_LENGTH]``; a distribution (draws rounded to the nearest
+        integer and clipped to at least 1 token); or a non-empty 1-d array of empirical
+        samples in ``[1, MAX_LENGTH]`` (rounded, drawn with replacement).
+    name : str, default "length"
+        The law's name in error messages.
+
+    Raises
+    ------
+    ValueError
+        If ``spec`` is a bool, a fixed length outside ``[1, MAX_LENGTH]``, a distribution
+        whose quantiles are not finite, exceed ``MAX_LENGTH`` or have a median below 0.5, or
+        samples that are empty, not 1-d, not numbers, not finite or outside
+        ``[1, MAX_LENGTH]``.
+    """
 
     spec: object
     name: str = "length"
@@ -145,9 +163,24 @@ class Lengths:
 
     @property
     def fixed(self) -> bool:
+        """Whether the length is a fixed integer."""
         return isinstance(self.spec, int | np.integer)
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` lengths drawn from the law.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The random generator to draw with.
+        n : int
+            How many lengths.
+
+        Returns
+        -------
+        numpy.ndarray of int64
+            ``n`` lengths in tokens, each ≥ 1.
+        """
         spec = self.spec
         if self.fixed:
             return np.full(n, int(spec), dtype=np.int64)
@@ -166,15 +199,28 @@ class Lengths:
         return np.maximum(1, np.rint(spec.ppf(_QUANTILE_GRID))).astype(np.int64)
 
     def moment(self, k: int = 1) -> float:
-        """E[X^k] of the rounded, clipped length (quantile-grid quadrature for distributions)."""
+        """E[X^k] of the rounded, clipped length (quantile-grid quadrature for distributions).
+
+        Parameters
+        ----------
+        k : int, default 1
+            The moment's order.
+
+        Returns
+        -------
+        float
+            ``E[X^k]`` in tokens^k.
+        """
         return float(np.mean(self._support_grid().astype(float) ** k))
 
     @property
     def mean(self) -> float:
+        """``E[X]``, the mean length in tokens."""
         return self.moment(1)
 
     @property
     def max(self) -> int:
+        """The largest length in tokens (the top of the quantile grid for a distribution)."""
         return int(self._support_grid().max())
 
 
@@ -187,11 +233,18 @@ class RequestClass:
     prompt, output : int, frozen ``scipy.stats`` distribution, or array of samples
         Prefill tokens (Ao et al.: ``l_j``) and decode tokens (Ao et al.: ``l'_j``).
     rate : float
-        Arrival rate ``λ_j`` per time unit (per slot for slotted arrivals).
+        Arrival rate ``λ_j`` per time unit (per slot for slotted arrivals), ≥ 0.
     name : str, optional
-    priority : int
+        The class's label in tables and plots.
+    priority : int, default 0
         Larger is more important (paying users of Bari et al., static priorities of Li, Dai,
         Peng §4).
+
+    Raises
+    ------
+    ValueError
+        If ``rate`` is negative or not a number, ``priority`` is not an integer, or a length
+        law is invalid (see :class:`Lengths`).
     """
 
     prompt: object
@@ -210,39 +263,104 @@ class RequestClass:
 
     @classmethod
     def from_samples(cls, prompt_samples, output_samples, rate, **kwargs) -> RequestClass:
-        """A class whose lengths are drawn jointly from paired empirical samples."""
+        """A class whose lengths are drawn jointly from paired empirical samples.
+
+        Parameters
+        ----------
+        prompt_samples : array_like of int
+            Prompt lengths in tokens, one per recorded request.
+        output_samples : array_like of int
+            Output lengths in tokens, paired with ``prompt_samples`` (same length).
+        rate : float
+            Arrival rate ``λ_j`` per time unit.
+        **kwargs
+            ``name`` and ``priority``, as for :class:`RequestClass`.
+
+        Returns
+        -------
+        RequestClass
+            A class that draws a recorded (prompt, output) pair at a time, keeping their
+            correlation.
+
+        Raises
+        ------
+        ValueError
+            As :class:`RequestClass`: a negative rate, a non-integer priority, or samples
+            that are not valid lengths.
+        """
         return _PairedClass(prompt_samples, output_samples, rate, **kwargs)
 
     @property
     def fixed(self) -> bool:
+        """Whether both the prompt and the output lengths are fixed."""
         return self._prompt.fixed and self._output.fixed
 
     @property
     def mean_prompt(self) -> float:
+        """Mean prompt length in tokens (Li, Dai, Peng's ``m_p`` for this class)."""
         return self._prompt.mean
 
     @property
     def mean_output(self) -> float:
+        """Mean output length in tokens (Li, Dai, Peng's ``m_d`` for this class)."""
         return self._output.mean
 
     def output_moment(self, k: int) -> float:
+        """``E[o^k]`` of the rounded output length.
+
+        Parameters
+        ----------
+        k : int
+            The moment's order.
+
+        Returns
+        -------
+        float
+            The ``k``-th moment in tokens^k.
+        """
         return self._output.moment(k)
 
     def output_pmf(self) -> tuple[np.ndarray, np.ndarray]:
         """The rounded output-length law as ``(values, probabilities)`` (quantile grid for
-        continuous distributions, exact for fixed lengths and samples)."""
+        continuous distributions, exact for fixed lengths and samples).
+
+        Returns
+        -------
+        values : numpy.ndarray of int64
+            The distinct output lengths in tokens, increasing.
+        probabilities : numpy.ndarray of float
+            Their probabilities, summing to 1.
+        """
         values, counts = np.unique(self._output._support_grid(), return_counts=True)
         return values, counts / counts.sum()
 
     @property
     def max_prompt(self) -> int:
+        """The longest prompt in tokens."""
         return self._prompt.max
 
     @property
     def max_output(self) -> int:
+        """The longest output in tokens."""
         return self._output.max
 
     def sample_lengths(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """``n`` (prompt, output) length pairs drawn from the class's laws.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The random generator to draw with.
+        n : int
+            How many requests.
+
+        Returns
+        -------
+        prompt : numpy.ndarray of int64
+            Prompt lengths in tokens.
+        output : numpy.ndarray of int64
+            Output lengths in tokens.
+        """
         return self._prompt.sample(rng, n), self._output.sample(rng, n)
 
 
@@ -272,6 +390,33 @@ class Trace:
     ``block_size`` tokens, equal ids meaning equal prompt tokens up to the end of that block
     (a prefix hash chain, as vLLM's prefix cache and the Mooncake traces key blocks); a
     numpy object array of int arrays. ``None``: the requests share no known prefix.
+
+    Attributes
+    ----------
+    arrival : numpy.ndarray of float
+        Arrival times in the time model's unit, non-decreasing.
+    prompt : numpy.ndarray of int64
+        Prompt (prefill) lengths in tokens.
+    output : numpy.ndarray of int64
+        Output (decode) lengths in tokens, the first token included.
+    cls : numpy.ndarray of int64
+        Class index of each request.
+    lo : numpy.ndarray of int64
+        Lower end of each request's predicted output interval (Chen, Ye, Zhou's ``ℓ``).
+    hi : numpy.ndarray of int64
+        Upper end of the interval (their ``u``); ``lo ≤ output ≤ hi``.
+    priority : numpy.ndarray of int64
+        Priority of each request, larger more important.
+    blocks : numpy.ndarray of object, optional
+        Per request, the ids of its prompt's full prefix blocks (see above).
+    block_size : int, optional
+        Tokens per prefix block; required with ``blocks``.
+
+    Raises
+    ------
+    ValueError
+        With ``blocks``: if ``block_size`` is not a positive integer, ``blocks`` has not one
+        entry per request, or a request has more full blocks than its prompt holds.
     """
 
     arrival: np.ndarray
@@ -304,15 +449,50 @@ class Trace:
         return int(self.arrival.size)
 
     def take(self, index) -> Trace:
-        """The requests at ``index`` (a slice, an index array or a boolean mask)."""
+        """The requests at ``index`` (a slice, an index array or a boolean mask).
+
+        Parameters
+        ----------
+        index : slice, array_like of int or array_like of bool
+            The rows to keep (numpy indexing; keep them in arrival order).
+
+        Returns
+        -------
+        Trace
+            The selected requests, with their prefix blocks.
+        """
         rows = [getattr(self, f)[index] for f in _TRACE_ROWS]
         blocks = None if self.blocks is None else self.blocks[index]
         return Trace(*rows, blocks=blocks, block_size=self.block_size)
 
     def head(self, n: int) -> Trace:
+        """The first ``n`` requests.
+
+        Parameters
+        ----------
+        n : int
+            How many requests to keep.
+
+        Returns
+        -------
+        Trace
+            The first ``n`` requests in arrival order (all of them if fewer).
+        """
         return self.take(slice(0, n))
 
     def until(self, horizon: float) -> Trace:
+        """The requests arriving by ``horizon``.
+
+        Parameters
+        ----------
+        horizon : float
+            The last arrival time kept (inclusive), in the trace's time unit.
+
+        Returns
+        -------
+        Trace
+            The requests with ``arrival ≤ horizon``.
+        """
         return self.head(int(np.searchsorted(self.arrival, horizon, side="right")))
 
 
@@ -325,6 +505,20 @@ class TimeVarying:
 
     ``multiplier(t)`` scales every class rate at time ``t`` (a scalar, or an array with one
     entry per class); ``peak`` bounds it from above and is checked on every candidate.
+
+    Parameters
+    ----------
+    multiplier : callable
+        ``multiplier(t)`` for an array of times ``t``: the factor on each class rate, in
+        ``[0, peak]`` (one value per time, or one row per class).
+    peak : float
+        An upper bound of ``multiplier``, > 0: candidates arrive at rate ``λ_j · peak`` and
+        are thinned.
+
+    Raises
+    ------
+    ValueError
+        If ``peak`` is not a positive number.
     """
 
     multiplier: Callable[[np.ndarray], np.ndarray]
@@ -343,7 +537,18 @@ class ExactPredictor:
 
 @dataclass(frozen=True)
 class RelativeInterval:
-    """``[floor((1-α)·o), ceil((1+α)·o)]``, clipped to at least 1 (Chen et al. §6)."""
+    """``[floor((1-α)·o), ceil((1+α)·o)]``, clipped to at least 1 (Chen et al. §6).
+
+    Parameters
+    ----------
+    alpha : float
+        The relative half-width ``α`` in ``[0, 1)``.
+
+    Raises
+    ------
+    ValueError
+        If ``alpha`` is not in ``[0, 1)``.
+    """
 
     alpha: float
 
@@ -358,7 +563,20 @@ class RelativeInterval:
 
 @dataclass(frozen=True)
 class ClassInterval:
-    """Every request of class ``j`` gets the interval ``bounds[j] = (lo, hi)``."""
+    """Every request of class ``j`` gets the interval ``bounds[j] = (lo, hi)``.
+
+    Parameters
+    ----------
+    bounds : sequence of (int, int)
+        One ``(lo, hi)`` pair per class, in tokens, ``1 ≤ lo ≤ hi ≤ MAX_LENGTH``; each
+        request's output must lie in its class's interval.
+
+    Raises
+    ------
+    ValueError
+        If ``bounds`` is not a non-empty sequence of such integer pairs (and, when called,
+        if an output falls outside its class's interval).
+    """
 
     bounds: tuple[tuple[int, int], ...]
 
@@ -392,13 +610,24 @@ class Workload:
     Parameters
     ----------
     classes : sequence of RequestClass
+        The request classes, indexed ``j`` in order.
     arrivals : {"poisson", "deterministic", "bernoulli", "poisson-slot"} or TimeVarying
         ``poisson``: independent Poisson processes; ``deterministic``: class ``j`` arrives
         at ``1/λ_j, 2/λ_j, …``; ``bernoulli``: at most one class-``j`` arrival per slot with
         probability ``λ_j``; ``poisson-slot``: ``Poisson(λ_j)`` arrivals at the start of each
         slot (Li, Dai, Peng's ``a_n``); ``TimeVarying``: Poisson with rate ``λ_j·multiplier(t)``.
-    predictor : callable ``(rng, output, cls) -> (lo, hi)``, default exact
-    slot : float, the slot length for slotted arrivals
+    predictor : callable, optional
+        ``(rng, output, cls) -> (lo, hi)``, each request's predicted output interval;
+        default exact (:class:`ExactPredictor`), or :class:`RelativeInterval`,
+        :class:`ClassInterval`.
+    slot : float, default 1.0
+        The slot length for slotted arrivals, in time units.
+
+    Raises
+    ------
+    ValueError
+        If ``classes`` is empty or holds something else than ``RequestClass``, ``arrivals``
+        is unknown, ``slot`` is not positive, or a Bernoulli class has ``λ_j · slot > 1``.
     """
 
     def __init__(self, classes, arrivals="poisson", predictor=None, slot: float = 1.0):
@@ -419,10 +648,12 @@ class Workload:
     # ---- summary quantities -------------------------------------------------------------
     @property
     def rates(self) -> np.ndarray:
+        """The class rates ``λ_j`` per time unit, as an array."""
         return np.array([c.rate for c in self.classes], dtype=float)
 
     @property
     def total_rate(self) -> float:
+        """``λ = Σ_j λ_j``, requests per time unit."""
         return float(self.rates.sum())
 
     def _weighted(self, values) -> float:
@@ -431,10 +662,12 @@ class Workload:
 
     @property
     def mean_prompt(self) -> float:
+        """Rate-weighted mean prompt length in tokens (Li, Dai, Peng's ``m_p``)."""
         return self._weighted([c.mean_prompt for c in self.classes])
 
     @property
     def mean_output(self) -> float:
+        """Rate-weighted mean output length in tokens (Li, Dai, Peng's ``m_d``)."""
         return self._weighted([c.mean_output for c in self.classes])
 
     @property
@@ -451,6 +684,37 @@ class Workload:
         rounded to the nearest integer, as :class:`RequestClass` rounds empirical samples, and
         must then lie in ``[1, MAX_LENGTH]``; ``cls_`` and ``priority`` must be integers
         (classes ``>= 0``). Every array must be 1-d with one entry per arrival.
+
+        Parameters
+        ----------
+        arrival : array_like of float
+            Arrival times in the time model's unit (any order; sorted stably).
+        prompt : array_like of int
+            Prompt lengths in tokens.
+        output : array_like of int
+            Output lengths in tokens.
+        cls_ : array_like of int, optional
+            Class index per request (default: all 0).
+        lo : array_like of int, optional
+            Lower end of each predicted output interval (default: ``output``, exact).
+        hi : array_like of int, optional
+            Upper end (default: ``output``); ``lo ≤ output ≤ hi``.
+        priority : array_like of int, optional
+            Priority per request (default: all 0).
+
+        Returns
+        -------
+        Workload
+            A workload whose :meth:`sample` replays the trace (cut at ``horizon`` /
+            ``n_requests`` where given); its classes carry each class's empirical lengths and
+            its mean rate over the span.
+
+        Raises
+        ------
+        ValueError
+            If an array is not 1-d with one entry per arrival, an arrival time is not
+            finite, a length is not in ``[1, MAX_LENGTH]`` after rounding, a class or
+            priority is not an integer (a class negative), or ``lo ≤ output ≤ hi`` fails.
         """
         arrival = _column("arrival", arrival, None)
         n = arrival.size
@@ -488,7 +752,25 @@ class Workload:
     def from_trace(source, **options) -> Trace:
         """A recorded production trace (CSV, JSONL, Parquet or a DataFrame) as a Trace to
         replay: :func:`queuetheory.workload.traces.read_trace` has the options (format
-        presets, columns, time unit, window, speedup, rate, bad rows)."""
+        presets, columns, time unit, window, speedup, rate, bad rows).
+
+        Parameters
+        ----------
+        source : str, path-like or pandas.DataFrame
+            The trace file or table.
+        **options
+            Keyword arguments of :func:`~queuetheory.workload.traces.read_trace`.
+
+        Returns
+        -------
+        Trace
+            The recorded requests, the first arriving at 0.
+
+        Raises
+        ------
+        ValueError
+            As :func:`~queuetheory.workload.traces.read_trace`.
+        """
         from .traces import read_trace
 
         return read_trace(source, **options)
@@ -503,6 +785,41 @@ class Workload:
         laws :class:`RequestClass` accepts. With ``load`` the rate is
         ``load / time_model.full_batch_time(m_p, m_d, token_budget)``: the fraction of the
         saturated engine's capacity (Li, Dai, Peng, eq. 2.7: ``λ (m_p + m_d) t_b / b``).
+
+        Parameters
+        ----------
+        prompt : array_like of int, int or frozen scipy.stats distribution
+            Prompt lengths ``l_j`` in tokens: samples paired with ``output``, or a length law.
+        output : array_like of int, int or frozen scipy.stats distribution
+            Output lengths ``l'_j`` in tokens, paired with ``prompt`` when both are samples.
+        rate : float, optional
+            Arrival rate ``λ`` per time unit; give this or ``load``.
+        load : float, optional
+            Target load ``ρ = λ (m_p + m_d) t_b / b`` (> 0; 1 saturates the engine).
+        time_model : TimeModel, optional
+            The batch time model whose ``full_batch_time`` gives the capacity; required with
+            ``load``.
+        token_budget : int, optional
+            The token budget ``b`` per batch; required with ``load``.
+        arrivals : str or TimeVarying, default "poisson"
+            The arrival process (see :class:`Workload`).
+        predictor : callable, optional
+            The output-interval predictor (see :class:`Workload`).
+        name : str, optional
+            The class's label.
+
+        Returns
+        -------
+        Workload
+            One class at the given or computed rate.
+
+        Raises
+        ------
+        ValueError
+            If neither or both of ``rate`` and ``load`` are given, paired samples differ in
+            shape, ``load`` or ``token_budget`` is not positive, ``load`` comes without
+            ``time_model`` and ``token_budget``, the time model has no full-batch capacity,
+            or a length law or the rate is invalid.
         """
         if (rate is None) == (load is None):
             raise ValueError(f"rate={rate!r}, load={load!r}: give exactly one of them")
@@ -535,7 +852,29 @@ class Workload:
     def sample(self, *, horizon: float | None = None, n_requests: int | None = None,
                seed=0) -> Trace:
         """Draw requests arriving in ``[0, horizon]`` and/or the first ``n_requests`` (a
-        recorded trace is replayed whole when neither is given)."""
+        recorded trace is replayed whole when neither is given).
+
+        Parameters
+        ----------
+        horizon : float, optional
+            The end of the arrival window, in time units (> 0).
+        n_requests : int, optional
+            The most requests to keep (≥ 0, at most :data:`MAX_REQUESTS`).
+        seed : int or numpy.random.Generator, default 0
+            Seed of the draw (unused for a recorded trace).
+
+        Returns
+        -------
+        Trace
+            The requests in arrival order, with their predicted intervals.
+
+        Raises
+        ------
+        ValueError
+            If neither ``horizon`` nor ``n_requests`` is given for a sampled workload, either
+            is invalid, the total rate is 0 with ``n_requests``, the draw would exceed
+            :data:`MAX_REQUESTS`, or a ``TimeVarying`` multiplier leaves ``[0, peak]``.
+        """
         if horizon is None and n_requests is None and self._trace is None:
             raise ValueError("sample: give horizon or n_requests (or both)")
         if horizon is not None:
@@ -597,7 +936,18 @@ class Workload:
     def expected_draws(self, horizon: float) -> float:
         """How many values drawing arrivals over ``[0, horizon]`` takes, in expectation:
         ``Σ_j λ_j × horizon`` requests (``× peak`` candidates for thinned arrivals), or the
-        number of slots for slotted arrivals if larger."""
+        number of slots for slotted arrivals if larger.
+
+        Parameters
+        ----------
+        horizon : float
+            The end of the arrival window, in time units.
+
+        Returns
+        -------
+        float
+            The expected number of draws.
+        """
         lam = self.total_rate
         if isinstance(self.arrivals, TimeVarying):
             return lam * self.arrivals.peak * horizon

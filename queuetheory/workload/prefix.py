@@ -25,7 +25,25 @@ __all__ = ["prefix_hit_ratio", "PrefixReuse", "cache_ratio_definitions"]
 class PrefixReuse:
     """An offline replay's counts: ``requested`` blocks, ``reused`` (found in the cache),
     ``distinct`` blocks, the ``capacity`` (blocks; ``None`` unbounded), ``block_size``, the
-    trace's ``prompt_tokens`` and per request the blocks it reused (``per_request``)."""
+    trace's ``prompt_tokens`` and per request the blocks it reused (``per_request``).
+
+    Attributes
+    ----------
+    requested : int
+        Blocks requested, every request's full prefix blocks.
+    reused : int
+        Blocks found in the cache.
+    distinct : int
+        Distinct block ids in the trace.
+    capacity : int or None
+        The cache size in blocks; ``None``: unbounded.
+    block_size : int
+        Tokens per block.
+    prompt_tokens : int
+        The trace's prompt tokens in all.
+    per_request : numpy.ndarray of int64
+        Blocks each request reused, in arrival order.
+    """
 
     requested: int
     reused: int
@@ -56,17 +74,26 @@ def prefix_hit_ratio(trace: Trace, capacity: int | None = None, *,
                      details: bool = False) -> float | PrefixReuse:
     """The share of a trace's prompt blocks an LRU block cache of ``capacity`` blocks reuses.
 
-    Parameters
-    ----------
-    trace : a :class:`Trace` with prefix blocks (``blocks``, ``block_size``), e.g.
-        :func:`queuetheory.data.mooncake_trace`
-    capacity : cache size in blocks of ``trace.block_size`` tokens; ``None``: unbounded,
-        and then the ratio is ``1 − distinct / requested`` (each distinct block misses once)
-    details : return the :class:`PrefixReuse` counts instead of the ratio
-
     Every requested block counts: a block found in the cache is reused (and becomes the most
     recently used), any other is inserted, evicting the least recently used block when the
     cache is full. Blocks are requested in arrival order, each request's in prompt order.
+
+    Parameters
+    ----------
+    trace : Trace
+        A :class:`Trace` with prefix blocks (``blocks``, ``block_size``), e.g.
+        :func:`queuetheory.data.mooncake_trace`.
+    capacity : int, optional
+        Cache size in blocks of ``trace.block_size`` tokens; ``None``: unbounded, and then
+        the ratio is ``1 − distinct / requested`` (each distinct block misses once).
+    details : bool, default False
+        Return the :class:`PrefixReuse` counts instead of the ratio.
+
+    Returns
+    -------
+    float or PrefixReuse
+        Reused blocks over requested blocks (0 with none requested), or with ``details``
+        the counts.
 
     Raises
     ------
@@ -119,12 +146,17 @@ def cache_ratio_definitions(hash_ids, input_lengths, arrival, *, block_size: int
 
     Parameters
     ----------
-    hash_ids : per request, its prefix-block ids (the partial last block included, as the
-        Mooncake traces give them)
-    input_lengths : prompt tokens per request
-    arrival : arrival times (any unit)
-    block_size : tokens per id
-    warmups : fractions of the span left out of the count
+    hash_ids : sequence of sequence of int
+        Per request, its prefix-block ids (the partial last block included, as the Mooncake
+        traces give them).
+    input_lengths : array_like of int
+        Prompt tokens per request.
+    arrival : array_like of float
+        Arrival times (any unit).
+    block_size : int
+        Tokens per id.
+    warmups : sequence of float, default (0.0, 0.1, 0.25)
+        Fractions of the span left out of the count.
 
     Returns
     -------

@@ -33,7 +33,23 @@ class SessionPlan:
     one in a recorded plan), ``session``, ``turn`` (0 for a session's first), ``think`` (the
     wait after the previous turn's answer; 0 for the rows that start) and ``next`` (the row
     of the session's next turn, −1 after its last); ``classes``: the labels of the trace's
-    classes, where it has any."""
+    classes, where it has any.
+
+    Attributes
+    ----------
+    trace : Trace
+        One request per turn, with its prompt's prefix blocks.
+    session : numpy.ndarray of int64
+        The session (conversation) of each row.
+    turn : numpy.ndarray of int64
+        The turn's number in its session, 0 for the first.
+    think : numpy.ndarray of float
+        The wait after the previous turn's answer, in time units; 0 for the rows that start.
+    next : numpy.ndarray of int64
+        The row of the session's next turn, −1 after its last.
+    classes : tuple of str, default ()
+        The labels of the trace's classes, by class index (empty for a sampled plan).
+    """
 
     trace: Trace
     session: np.ndarray
@@ -57,15 +73,29 @@ class Sessions:
 
     Parameters
     ----------
-    rate : sessions opened per time unit (Poisson)
-    turns : turns per session (a length law: an int, a frozen ``scipy.stats`` distribution
-        or samples)
-    new_tokens : tokens a turn adds (the user's message, or a tool's result)
-    output : tokens of each answer (the first included)
-    think : the wait between an answer and the next turn, in time units (a number, or a
-        frozen ``scipy.stats`` distribution of non-negative values)
-    system : tokens of the system prompt every session starts with (0: none)
-    block_size : tokens per prefix block of the prompts' ids
+    rate : float
+        Sessions opened per time unit (Poisson), > 0.
+    turns : int, frozen scipy.stats distribution or array_like, default 4
+        Turns per session (a length law: an int, a frozen ``scipy.stats`` distribution or
+        samples).
+    new_tokens : int, frozen scipy.stats distribution or array_like, default 64
+        Tokens a turn adds (the user's message, or a tool's result).
+    output : int, frozen scipy.stats distribution or array_like, default 128
+        Tokens of each answer (the first included).
+    think : float or frozen scipy.stats distribution, default 10.0
+        The wait between an answer and the next turn, in time units (a number, or a frozen
+        ``scipy.stats`` distribution of non-negative values).
+    system : int, default 0
+        Tokens of the system prompt every session starts with (0: none).
+    block_size : int, default 16
+        Tokens per prefix block of the prompts' ids.
+
+    Raises
+    ------
+    ValueError
+        If ``rate`` or ``block_size`` is not positive, ``system`` is not an integer ≥ 0, a
+        length law is invalid (see :class:`~queuetheory.workload.Lengths`), or ``think`` is
+        a negative number or neither a number nor a distribution.
     """
 
     rate: float
@@ -90,7 +120,27 @@ class Sessions:
 
     def sample(self, n_sessions: int, seed=0) -> SessionPlan:
         """``n_sessions`` sessions: their first turns' arrivals, every turn's lengths and
-        prefix blocks, and the think times."""
+        prefix blocks, and the think times.
+
+        Parameters
+        ----------
+        n_sessions : int
+            Number of sessions, in ``[1, MAX_SESSIONS]``.
+        seed : int or numpy.random.Generator, default 0
+            Seed of the draw.
+
+        Returns
+        -------
+        SessionPlan
+            One row per turn, in session order and turn order within each; a later turn's
+            arrival is infinite (the simulation sends it).
+
+        Raises
+        ------
+        ValueError
+            If ``n_sessions`` is not a positive integer or exceeds :data:`MAX_SESSIONS`, or a
+            think time drawn is negative or not finite.
+        """
         check_positive("n_sessions", n_sessions, integer=True)
         if n_sessions > MAX_SESSIONS:
             raise ValueError(f"n_sessions={n_sessions!r}: at most {MAX_SESSIONS:,} (every turn "

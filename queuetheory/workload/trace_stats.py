@@ -42,7 +42,31 @@ def length_quantiles(prompt, output) -> pd.DataFrame:
 
 @dataclass
 class TraceStats:
-    """What :func:`trace_stats` measured (times in ``time_unit``)."""
+    """What :func:`trace_stats` measured (times in ``time_unit``).
+
+    Attributes
+    ----------
+    requests : int
+        Number of requests ``n``.
+    duration : float
+        ``t_last − t_first``, in ``time_unit``.
+    mean_rate : float
+        ``(n − 1) / (t_last − t_first)``, requests per ``time_unit``.
+    cv_interarrival : float
+        Coefficient of variation of the inter-arrival times (1 for Poisson arrivals).
+    dispersion : float
+        Index of dispersion of counts ``Var N(w) / E N(w)`` (NaN with fewer than two
+        windows).
+    dispersion_window : float
+        The counting window ``w``, in ``time_unit``.
+    rate_over_time : pandas.DataFrame
+        Per bin: ``start``, ``width``, ``arrivals`` and ``rate`` (arrivals per time unit).
+    lengths : pandas.DataFrame
+        Mean, P10, median, P90, P99 and max of the prompt and output lengths, indexed by
+        (source, side): the trace's, and the reference's where given.
+    time_unit : str, default "s"
+        The label of the arrival times' unit.
+    """
 
     requests: int
     duration: float
@@ -55,7 +79,14 @@ class TraceStats:
     time_unit: str = "s"
 
     def summary(self) -> dict:
-        """The scalar statistics as a JSON-ready dict (NaN as None)."""
+        """The scalar statistics as a JSON-ready dict (NaN as None).
+
+        Returns
+        -------
+        dict
+            ``requests``, ``duration``, ``mean_rate``, ``cv_interarrival``, ``dispersion``,
+            ``dispersion_window`` and ``time_unit``.
+        """
         keys = ("requests", "duration", "mean_rate", "cv_interarrival", "dispersion",
                 "dispersion_window", "time_unit")
         out = {k: getattr(self, k) for k in keys}
@@ -63,7 +94,20 @@ class TraceStats:
                 for k, v in out.items()}
 
     def plot(self, ax=None, *, title: str | None = None):
-        """Arrivals per time unit over time, with the mean rate as a reference line."""
+        """Arrivals per time unit over time, with the mean rate as a reference line.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            The axes to draw on; ``None`` makes a new figure.
+        title : str, optional
+            The title (default: the CV of the inter-arrivals and the dispersion).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The axes drawn on.
+        """
         from ..plotting import finish, new_axes, reference, series_style
 
         ax = new_axes(ax)
@@ -92,6 +136,39 @@ def trace_stats(trace: Trace, *, window: float | None = None, bins: int = 60,
     ``(prompts, outputs)`` whose length quantiles go beside the trace's, under
     ``reference_label`` (``None``: the trace's only). The name ``"sharegpt"`` is deprecated:
     pass ``qt.data.sharegpt_lengths(tokenizer="words")``.
+
+    Parameters
+    ----------
+    trace : Trace
+        The requests, at least 3, arriving over a positive span.
+    window : float, optional
+        The counting window ``w`` of the index of dispersion, in ``time_unit`` (default
+        ``10 / mean rate``).
+    bins : int, default 60
+        Number of bins of the rate over time.
+    time_unit : str, default "s"
+        The unit of the trace's arrival times (a label).
+    reference : Trace or (array_like, array_like), optional
+        Lengths whose quantiles go beside the trace's: a trace, or a pair
+        ``(prompts, outputs)``.
+    reference_label : str, default "reference"
+        The reference's name in ``lengths``.
+
+    Returns
+    -------
+    TraceStats
+        The rate, burstiness and length statistics.
+
+    Raises
+    ------
+    ValueError
+        If ``trace`` is not a Trace or has fewer than 3 requests or a zero span, ``bins`` or
+        ``window`` is not positive, or ``reference`` is neither a Trace nor a pair.
+
+    Warns
+    -----
+    DeprecationWarning
+        For ``reference="sharegpt"``.
     """
     if not isinstance(trace, Trace):
         raise ValueError(f"trace={trace!r}: must be a queuetheory Trace")

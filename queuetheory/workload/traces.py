@@ -201,28 +201,60 @@ def read_trace(source, *, format=None, columns=None, timestamp_unit=None, time_u
                zero_tokens="drop") -> Trace:
     """Read a production trace (arrival times, prompt and output tokens) into a Trace.
 
+    See the module docstring for the conventions (output tokens include the first one).
+
     Parameters
     ----------
-    source : path of a ``.csv``, ``.jsonl`` or ``.parquet`` file (optionally compressed,
-        e.g. ``.csv.gz``), or a pandas DataFrame
-    format : ``"azure"``, ``"burstgpt"``, ``"mooncake"``, ``"custom"`` or None (detect the
-        preset from the columns)
-    columns : ``{"arrival": ..., "prompt": ..., "output": ..., "class": ...}``, the column of
-        each role (overrides the preset's); ``"class"`` (optional) becomes the class index,
-        numbered in sorted order of its values
-    timestamp_unit : unit of the arrival column, ``"s"``, ``"ms"``, ``"us"``, ``"ns"`` or
-        ``"datetime"`` (default: the preset's)
-    time_unit : ``"s"`` (default) or ``"ms"``: the unit of the returned arrival times, of
-        ``window`` and of ``rate``; use the unit of the time model you simulate with
-    window : ``(start, end)``: keep the requests arriving in ``[start, end)`` after the first
-        request, then measure time from ``start``
-    speedup : compress time by this factor (arrival times divided by it)
-    rate : rescale the inter-arrival times so that the mean rate is ``rate`` per time unit
-    drop_bad : drop the bad rows (with a warning giving the count) instead of raising
-    zero_tokens : ``"drop"`` (default) or ``"clip"`` (to 1) requests with 0 prompt or output
-        tokens; either way a warning gives the count
+    source : str, path-like or pandas.DataFrame
+        Path of a ``.csv``, ``.jsonl`` or ``.parquet`` file (optionally compressed, e.g.
+        ``.csv.gz``), or a pandas DataFrame.
+    format : {"azure", "burstgpt", "mooncake", "custom"}, optional
+        The preset; None detects the preset from the columns.
+    columns : dict, optional
+        ``{"arrival": ..., "prompt": ..., "output": ..., "class": ...}``, the column of each
+        role (overrides the preset's); ``"class"`` (optional) becomes the class index,
+        numbered in sorted order of its values.
+    timestamp_unit : {"s", "ms", "us", "ns", "datetime"}, optional
+        Unit of the arrival column (default: the preset's; for a custom table, date-times
+        for text and seconds for numbers).
+    time_unit : {"s", "ms"}, default "s"
+        The unit of the returned arrival times, of ``window`` and of ``rate``; use the unit
+        of the time model you simulate with.
+    window : (float, float), optional
+        ``(start, end)``: keep the requests arriving in ``[start, end)`` after the first
+        request, then measure time from ``start``.
+    speedup : float, optional
+        Compress time by this factor (arrival times divided by it).
+    rate : float, optional
+        Rescale the inter-arrival times so that the mean rate is ``rate`` per time unit.
+    drop_bad : bool, default False
+        Drop the bad rows (with a warning giving the count) instead of raising.
+    zero_tokens : {"drop", "clip"}, default "drop"
+        ``"drop"`` or ``"clip"`` (to 1) requests with 0 prompt or output tokens; either way
+        a warning gives the count.
 
-    See the module docstring for the conventions (output tokens include the first one).
+    Returns
+    -------
+    Trace
+        The kept requests in arrival order, the first at 0 (or at its offset from
+        ``window``'s start), one class unless a ``"class"`` column is given, exact output
+        intervals.
+
+    Raises
+    ------
+    ValueError
+        If ``time_unit``, ``zero_tokens``, ``format`` or ``timestamp_unit`` is unknown, both
+        ``speedup`` and ``rate`` are given, ``source`` is not a readable file of a known
+        type or a DataFrame, a role has no column (or a column is missing or repeated), a
+        row is bad (without ``drop_bad``: the first is named by row and column), no request
+        is left, ``window`` holds none or is not ``0 ≤ start < end``, ``speedup`` or ``rate``
+        is not positive, or the rescaled arrivals pass :data:`MAX_ARRIVAL`.
+
+    Warns
+    -----
+    UserWarning
+        When bad rows are dropped (``drop_bad=True``) or zero-token requests are dropped or
+        clipped, with the count.
     """
     if time_unit not in TIME_UNITS:
         raise ValueError(f"time_unit={time_unit!r}: must be one of {tuple(TIME_UNITS)}")
@@ -286,7 +318,23 @@ def read_trace(source, *, format=None, columns=None, timestamp_unit=None, time_u
 
 
 def mean_rate(trace: Trace) -> float:
-    """``(n − 1) / (t_last − t_first)``: arrivals per time unit of a recorded trace."""
+    """``(n − 1) / (t_last − t_first)``: arrivals per time unit of a recorded trace.
+
+    Parameters
+    ----------
+    trace : Trace
+        The recorded requests.
+
+    Returns
+    -------
+    float
+        The mean rate, requests per time unit of the trace's arrivals.
+
+    Raises
+    ------
+    ValueError
+        If the trace has fewer than two requests or they all arrive at once.
+    """
     t = trace.arrival
     span = float(t[-1] - t[0]) if t.size else 0.0
     if t.size < 2 or span <= 0:
@@ -297,7 +345,26 @@ def mean_rate(trace: Trace) -> float:
 
 def with_rate(trace: Trace, rate: float) -> Trace:
     """``trace`` with every arrival time scaled by one factor so that its mean rate is
-    ``rate``: the burstiness (CV, index of dispersion at a scaled window) is kept."""
+    ``rate``: the burstiness (CV, index of dispersion at a scaled window) is kept.
+
+    Parameters
+    ----------
+    trace : Trace
+        The recorded requests.
+    rate : float
+        The target mean rate, requests per time unit (> 0).
+
+    Returns
+    -------
+    Trace
+        A copy with rescaled arrivals; lengths, classes and blocks unchanged.
+
+    Raises
+    ------
+    ValueError
+        If ``rate`` is not positive, :func:`mean_rate` is undefined for ``trace``, or the
+        rescaled arrivals pass :data:`MAX_ARRIVAL`.
+    """
     check_positive("rate", rate)
     factor = mean_rate(trace) / float(rate)
     return replace(trace, arrival=_scaled(trace.arrival, factor, "rate", rate))
