@@ -101,14 +101,13 @@ def summarize(result, start: float = 0.0) -> dict:
                                                     of an equal cache
     ==========================  ==================  ============================================
     """
-    eng = result.engine
     req = result.requests
     T = _span(result)
     arrived = int((req["arrival"] <= T).sum())
     finished = req["finish"].notna()
     done = req[finished]
     lat, ttft = done["latency"].to_numpy(), req["ttft"].dropna().to_numpy()
-    gaps, gap_time = eng.table.timed_gaps()
+    gaps, gap_time = result.table.timed_gaps()
     timed = gaps.sum()
     out = {
         "time": T,
@@ -117,25 +116,25 @@ def summarize(result, start: float = 0.0) -> dict:
         "unfinished": arrived - int(len(done)),
         "throughput": _rate(done["output"].sum(), T),
         "completion_rate": _rate(len(done), T),
-        "decode_rate": _rate(eng.table.column("decoded").sum(), T),
+        "decode_rate": _rate(result.table.column("decoded").sum(), T),
         "mean_latency": _mean(lat),
         "p50_latency": _pct(lat, 50),
         "p99_latency": _pct(lat, 99),
         "mean_ttft": _mean(ttft),
         "p99_ttft": _pct(ttft, 99),
         "mean_tbt": float(gap_time.sum() / timed) if timed else float("nan"),
-        "p99_tbt": eng.tbt.quantile(0.99),
-        "peak_memory": int(eng.peak_memory),
+        "p99_tbt": result.tbt.quantile(0.99),
+        "peak_memory": int(result.peak_memory),
         "restarts": int(req["restarts"].sum()),
-        "iterations": int(eng.iteration),
+        "iterations": int(result.iterations),
         "mean_in_system": time_average_in_system(result),
-        "in_system_end": int(eng.live.size),
-        "unfinished_tokens_end": int(eng.work),
+        "in_system_end": int(result.live.size),
+        "unfinished_tokens_end": int(result.work_left),
     }
     if result.trace.blocks is not None or req["cached"].any():
         saved = int(req["cached"].sum())
         out["prefix_tokens_saved"] = saved
-        out["prefix_hit_ratio"] = _rate(saved, saved + int(eng.log.column(
+        out["prefix_hit_ratio"] = _rate(saved, saved + int(result.log.column(
             "prefill_tokens").sum()))
     if start > 0:
         w = window(result, start)
@@ -174,7 +173,7 @@ def window(result, t0: float, t1: float | None = None) -> dict:
     ends = (b["start"] + b["duration"]).to_numpy()
     inside = (ends > t0) & (ends <= t1)
     tokens = int(b["decode_requests"].to_numpy()[inside].sum())
-    if result.engine.table.emit_first:
+    if result.table.emit_first:
         pd_ = req["prefill_done"].to_numpy()
         tokens += int(((pd_ > t0) & (pd_ <= t1)).sum())
     span = t1 - t0

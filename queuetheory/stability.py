@@ -237,7 +237,7 @@ def _run(workload, policy, time_model, H, seed, tail, blocks, level, tolerance, 
         warnings.simplefilter("ignore", CensoredRunWarning)
         res = simulate(workload, policy, time_model, horizon=H, seed=seed, **kwargs)
     wall = time.perf_counter() - t0
-    log = res.engine.log    # read at the block edges and a thinned path, not expanded
+    log = res.log    # read at the block edges and a thinned path, not expanded
     trace = res.trace
     offered_tokens = float((trace.prompt + trace.output).sum())
     edges = block_edges(H * (1 - tail), H, blocks)
@@ -250,10 +250,10 @@ def _run(workload, policy, time_model, H, seed, tail, blocks, level, tolerance, 
     rel = offered_tokens / H
     d, dlo, dhi = (v / rel for v in pooled_drift([rates], level)) if rel else (0.0,) * 3
     tr, tlo, thi = (v / rel for v in pooled_trend([fit], blocks, level)) if rel else (0.0,) * 3
-    done = np.isfinite(res.engine.table.column("finish"))
-    row = {"seed": seed, "horizon": H, "iterations": int(res.engine.iteration),
+    done = np.isfinite(res.table.column("finish"))
+    row = {"seed": seed, "horizon": H, "iterations": res.iterations,
            "wall_s": wall, "arrived": len(trace), "completed": int(done.sum()),
-           "backlog_end": int(res.engine.work), "in_system_end": int(res.engine.live.size),
+           "backlog_end": res.work_left, "in_system_end": int(res.live.size),
            "drift": d, "drift_low": dlo, "drift_high": dhi,
            "trend": tr, "trend_low": tlo, "trend_high": thi,
            "verdict": judge((dlo, tlo), (dhi, thi), tolerance)}

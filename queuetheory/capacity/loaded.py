@@ -107,7 +107,7 @@ def loaded_verdict(workload, rate: float, policy, time_model, *, horizon: float,
         lows.append(lo)
         highs.append(hi)
         arrived += len(tr)
-        unfinished += int(res.engine.live.size)
+        unfinished += int(res.live.size)
     if "unstable" in verdicts:
         verdict = "unstable"
     elif all(v == "stable" for v in verdicts):
@@ -169,7 +169,7 @@ def saturated_rate(workload, policy, time_model, *, bracket, token_budget: int, 
             warnings.simplefilter("ignore", CensoredRunWarning)
             res = simulate(tr, policy, time_model, horizon=horizon, seed=int(s),
                            token_budget=token_budget, **simulate_kwargs)
-        log = res.engine.log
+        log = res.log
         late = log.column("start") >= horizon / 2
         tokens = float(log.column("token_load")[late].sum())
         per_seed.append(tokens / (horizon / 2) / bracket.stats.work)

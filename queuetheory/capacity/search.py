@@ -155,7 +155,7 @@ def _trace_verdict(trace, rate, policy, time_model, H, cap, level, tolerance, kw
     rel = g.offered if g.offered > 0 else 1.0
     return {"verdict": g.verdict, "drift": g.relative, "drift_low": g.ci_low / rel,
             "drift_high": g.ci_high / rel, "horizon": H, "rounds": rounds,
-            "arrived": len(res.trace), "unfinished": int(res.engine.live.size),
+            "arrived": len(res.trace), "unfinished": int(res.live.size),
             "wall_s": time.perf_counter() - t0}
 
 

@@ -98,7 +98,7 @@ def _work_rate(res):
     (prefilled tokens as RAD's ``t_lcm`` chunks, decode iterations as ``t*_col``-wide
     batches), partial requests included, divided by the run length. 1 means λ* is reached."""
     tm = _tm()
-    tab = res.engine.table
+    tab = res.table
     p = tab.column("prefilled")
     k = np.maximum(tab.column("decoded") - 1, 0)
     prompt = tab.column("prompt")
