@@ -12,7 +12,7 @@ import numpy as np
 
 from ..engine import simulate
 from ..errors import CensoredRunWarning
-from ..metrics import path_growth_rate
+from ..stability import path_growth_rate
 from ..timing import BatchLoad
 from .rescale import at_rate
 
@@ -60,7 +60,7 @@ def loaded_verdict(workload, rate: float, policy, time_model, *, horizon: float,
     Each seed runs ``workload`` at ``rate`` up to ``horizon`` with ``backlog`` extra
     requests (drawn from the same length law, another stream of the seed) all arriving at
     time 0; the backlog of unfinished tokens is tested over the run's last half with the
-    rule of :func:`~queuetheory.stability` (:func:`~queuetheory.metrics.path_growth_rate`),
+    rule of :func:`~queuetheory.stability` (:func:`~queuetheory.stability.path_growth_rate`),
     its drift relative to the offered work of the arrivals (the initial backlog left out).
     The seeds' verdicts are pooled conservatively: ``unstable`` if any seed's is,
     ``stable`` if every seed's is, else ``inconclusive``.
