@@ -37,7 +37,7 @@ from .workload import Workload
 
 __all__ = ["stability", "StabilityVerdict", "default_horizon", "lone_lifetime", "run_longer",
            "growth_rate", "path_growth_rate", "GrowthRate", "drift_interval",
-           "trend_interval", "VERDICT_RULE", "judge", "check_test_arguments"]
+           "trend_interval", "VERDICT_RULE", "judge", "pool_verdicts", "check_test_arguments"]
 
 #: Expected arrivals, and lifetimes of a lone request, that a default first run spans.
 START_ARRIVALS = 4000
@@ -96,6 +96,28 @@ def judge(lows, highs, tolerance: float) -> str:
         return "stable"
     if max(lows) > 0:
         return "unstable"
+    return "inconclusive"
+
+
+def pool_verdicts(verdicts) -> str:
+    """The verdict of independent runs judged apart, pooled conservatively.
+
+    Parameters
+    ----------
+    verdicts : iterable of str
+        Each run's verdict (:func:`judge`).
+
+    Returns
+    -------
+    str
+        ``"unstable"`` if any run's is, ``"stable"`` if every run's is, else
+        ``"inconclusive"``.
+    """
+    verdicts = list(verdicts)
+    if "unstable" in verdicts:
+        return "unstable"
+    if all(v == "stable" for v in verdicts):
+        return "stable"
     return "inconclusive"
 
 

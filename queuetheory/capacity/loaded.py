@@ -12,7 +12,7 @@ import numpy as np
 
 from ..engine import simulate
 from ..errors import CensoredRunWarning
-from ..stability import path_growth_rate
+from ..stability import path_growth_rate, pool_verdicts
 from ..timing import BatchLoad
 from .rescale import at_rate
 
@@ -62,8 +62,9 @@ def loaded_verdict(workload, rate: float, policy, time_model, *, horizon: float,
     time 0; the backlog of unfinished tokens is tested over the run's last half with the
     rule of :func:`~queuetheory.stability` (:func:`~queuetheory.stability.path_growth_rate`),
     its drift relative to the offered work of the arrivals (the initial backlog left out).
-    The seeds' verdicts are pooled conservatively: ``unstable`` if any seed's is,
-    ``stable`` if every seed's is, else ``inconclusive``.
+    The seeds' verdicts are pooled conservatively
+    (:func:`~queuetheory.stability.pool_verdicts`: ``unstable`` if any seed's is, ``stable``
+    if every seed's is, else ``inconclusive``).
 
     Parameters
     ----------
@@ -108,15 +109,9 @@ def loaded_verdict(workload, rate: float, policy, time_model, *, horizon: float,
         highs.append(hi)
         arrived += len(tr)
         unfinished += int(res.live.size)
-    if "unstable" in verdicts:
-        verdict = "unstable"
-    elif all(v == "stable" for v in verdicts):
-        verdict = "stable"
-    else:
-        verdict = "inconclusive"
-    return {"verdict": verdict, "drift": float(np.mean(drifts)), "drift_low": min(lows),
-            "drift_high": max(highs), "arrived": arrived, "unfinished": unfinished,
-            "wall_s": time.perf_counter() - t0}
+    return {"verdict": pool_verdicts(verdicts), "drift": float(np.mean(drifts)),
+            "drift_low": min(lows), "drift_high": max(highs), "arrived": arrived,
+            "unfinished": unfinished, "wall_s": time.perf_counter() - t0}
 
 
 def _with_backlog(workload, horizon: float, backlog: int, seed: int):
