@@ -14,7 +14,7 @@ from .errors import (
     UnstableError,
     UnsupportedSettingError,
 )
-from .stability import StabilityVerdict, stability
+from .stability import GrowthRate, StabilityVerdict, growth_rate, stability
 from .sweep import sweep
 from .timing import (
     AffineTokenTime,
@@ -42,7 +42,8 @@ __version__ = "0.1.0"
 __all__ = [
     "bounds", "capacity", "claims", "data", "fluid", "metrics", "networks", "plotting", "policies",
     "validate",
-    "Batch", "Result", "State", "simulate", "stability", "StabilityVerdict",
+    "Batch", "Result", "State", "simulate", "stability", "StabilityVerdict", "growth_rate",
+    "GrowthRate",
     "InfeasibleBatchError", "QueueTheoryError", "SolverError", "UnstableError",
     "UnsupportedSettingError", "CensoredRunWarning",
     "BatchLoad", "TimeModel", "LinearMemoryTime", "PiecewiseLinearTime", "UnitTime",

@@ -316,7 +316,7 @@ def _workload(a):
 def _simulate(a) -> int:
     from .compare import Setting
     from .engine import simulate
-    from .metrics import growth_rate
+    from .stability import growth_rate
 
     run_on, law = _workload(a)
     tm = _time_model(a.time, a.time_unit)

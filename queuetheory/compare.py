@@ -32,8 +32,8 @@ from scipy import stats
 from ._argparse import OneLineParser, time_model_option
 from .engine import simulate
 from .errors import CensoredRunWarning
-from .metrics import growth_rate
 from .policies import FasterTransformer, Orca, Sarathi, VLLMVanilla
+from .stability import growth_rate
 from .sweep import sweep
 from .timing import AffineTokenTime, TimeModel
 from .workload import Workload, with_rate
@@ -260,7 +260,7 @@ class _Run:
 
 def _backlog(res) -> str:
     """How the run's backlog behaved over its arrivals' window (a drained run's drain
-    always shrinks; :func:`~queuetheory.metrics.growth_rate`): ``"grows"`` when both tests'
+    always shrinks; :func:`~queuetheory.stability.growth_rate`): ``"grows"`` when both tests'
     lower bounds lie above the tolerance (it surely grows faster than 3 % of the offered
     work: the scheduler is unstable at this load; a stable queue's fill-up from empty
     rarely clears both), ``"steady"`` when the verdict is ``stable``, else ``"unclear"``

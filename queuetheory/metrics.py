@@ -1,15 +1,18 @@
-"""Performance metrics of a run and the growth-rate test of stability."""
+"""Performance metrics of a run's records, and a step path's values and integrals.
+
+The growth-rate test of stability (``growth_rate``, ``path_growth_rate``,
+``drift_interval``, ``trend_interval``, ``GrowthRate``, ``VERDICT_RULE``, ``judge``, …) is
+in :mod:`queuetheory.stability`; its names still work here for one release, with a
+``DeprecationWarning``.
+"""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+import warnings
 
 import numpy as np
 
-__all__ = ["summarize", "window", "growth_rate", "path_growth_rate", "drift_interval",
-           "trend_interval", "GrowthRate", "VERDICT_RULE", "judge", "check_test_arguments",
-           "time_average_in_system"]
+__all__ = ["summarize", "window", "time_average_in_system", "step_path_at"]
 
 
 def _span(result) -> float:
@@ -23,22 +26,7 @@ def _rate(amount, span: float) -> float:
 
 def time_average_in_system(result, start: float = 0.0, end: float | None = None) -> float:
     """``L``: the time-average number of requests in the system over ``[start, end]``
-    (default: the whole run; exact); 0 for an empty window.
-
-    Parameters
-    ----------
-    result : Result
-        A run of :func:`~queuetheory.simulate`.
-    start : float, default 0.0
-        The window's start, in the time model's unit.
-    end : float, optional
-        The window's end; default (and at most) the run's end.
-
-    Returns
-    -------
-    float
-        ``L``, in requests.
-    """
+    (default: the whole run; exact); 0 for an empty window."""
     req = result.requests
     T = _span(result) if end is None else min(float(end), _span(result))
     if T <= start:
@@ -119,24 +107,22 @@ def summarize(result, start: float = 0.0) -> dict:
     Parameters
     ----------
     result : Result
-        A run of :func:`~queuetheory.simulate`.
-    start : float, default 0.0
-        The warm-up: figures over ``[start, end]`` where the table says so (:func:`window`).
+        A run's records (:func:`~queuetheory.simulate`).
+    start : float
+        The start of the steady-state window (0: the whole run).
 
     Returns
     -------
     dict
-        The figures of the table above by key; with ``start > 0`` also ``warmup``,
-        ``window_arrived`` and ``window_completed``.
+        The figures above.
     """
-    eng = result.engine
     req = result.requests
     T = _span(result)
     arrived = int((req["arrival"] <= T).sum())
     finished = req["finish"].notna()
     done = req[finished]
     lat, ttft = done["latency"].to_numpy(), req["ttft"].dropna().to_numpy()
-    gaps, gap_time = eng.table.timed_gaps()
+    gaps, gap_time = result.table.timed_gaps()
     timed = gaps.sum()
     out = {
         "time": T,
@@ -145,25 +131,25 @@ def summarize(result, start: float = 0.0) -> dict:
         "unfinished": arrived - int(len(done)),
         "throughput": _rate(done["output"].sum(), T),
         "completion_rate": _rate(len(done), T),
-        "decode_rate": _rate(eng.table.column("decoded").sum(), T),
+        "decode_rate": _rate(result.table.column("decoded").sum(), T),
         "mean_latency": _mean(lat),
         "p50_latency": _pct(lat, 50),
         "p99_latency": _pct(lat, 99),
         "mean_ttft": _mean(ttft),
         "p99_ttft": _pct(ttft, 99),
         "mean_tbt": float(gap_time.sum() / timed) if timed else float("nan"),
-        "p99_tbt": eng.tbt.quantile(0.99),
-        "peak_memory": int(eng.peak_memory),
+        "p99_tbt": result.tbt.quantile(0.99),
+        "peak_memory": int(result.peak_memory),
         "restarts": int(req["restarts"].sum()),
-        "iterations": int(eng.iteration),
+        "iterations": int(result.iterations),
         "mean_in_system": time_average_in_system(result),
-        "in_system_end": int(eng.live.size),
-        "unfinished_tokens_end": int(eng.work),
+        "in_system_end": int(result.live.size),
+        "unfinished_tokens_end": int(result.work_left),
     }
     if result.trace.blocks is not None or req["cached"].any():
         saved = int(req["cached"].sum())
         out["prefix_tokens_saved"] = saved
-        out["prefix_hit_ratio"] = _rate(saved, saved + int(eng.log.column(
+        out["prefix_hit_ratio"] = _rate(saved, saved + int(result.log.column(
             "prefill_tokens").sum()))
     if start > 0:
         w = window(result, start)
@@ -188,23 +174,20 @@ def window(result, t0: float, t1: float | None = None) -> dict:
     Parameters
     ----------
     result : Result
-        A run of :func:`~queuetheory.simulate`.
-    t0 : float
-        The window's start, in the time model's unit.
-    t1 : float, optional
-        Its end; default (and at most) the run's end.
+        A run's records.
+    t0, t1 : float
+        The window (``t1`` default: the run's end).
 
     Returns
     -------
     dict
         ``t0``, ``t1``, ``arrived``, ``completed``, ``unfinished``, ``throughput``,
-        ``completion_rate``, ``mean_latency``, ``p50_latency``, ``p99_latency``, ``mean_ttft``,
-        ``p99_ttft`` and ``mean_in_system``, with the units of :func:`summarize`.
+        ``completion_rate``, latency and TTFT figures, ``mean_in_system``.
 
     Raises
     ------
     ValueError
-        If not ``0 <= t0 <= t1``.
+        Unless ``0 <= t0 <= t1``.
     """
     T = _span(result)
     t1 = T if t1 is None else min(float(t1), T)
@@ -223,7 +206,7 @@ def window(result, t0: float, t1: float | None = None) -> dict:
     ends = (b["start"] + b["duration"]).to_numpy()
     inside = (ends > t0) & (ends <= t1)
     tokens = int(b["decode_requests"].to_numpy()[inside].sum())
-    if result.engine.table.emit_first:
+    if result.table.emit_first:
         pd_ = req["prefill_done"].to_numpy()
         tokens += int(((pd_ > t0) & (pd_ <= t1)).sum())
     span = t1 - t0
@@ -243,116 +226,6 @@ def window(result, t0: float, t1: float | None = None) -> dict:
     }
 
 
-VERDICT_RULE = """\
-The verdict tests the drift ``δ`` of the backlog ``W(t)`` — work arrived minus work done
-(unfinished tokens, or requests in the system) — relative to the offered rate, with two
-estimates over the tail of the run: the batch-means drift (mean increment of ``W`` per unit
-time over ``blocks`` equal blocks, :func:`drift_interval`) and the backlog trend (least-squares
-slope of the block averages of ``W`` on time, :func:`trend_interval`). Each gives a two-sided
-interval at ``level``, so each one-sided bound holds with probability ``(1 + level) / 2``.
-
-* ``stable``: both upper bounds lie below ``tolerance`` — the null hypothesis "the backlog
-  grows by ``tolerance`` of the offered work or more" is rejected: in the long run the
-  system serves at least ``1 − tolerance`` of what arrives. A system whose drift is at least
-  ``tolerance`` gets this verdict with probability at most ``(1 − level)/2``. A drift
-  smaller than ``tolerance`` — an overload below about ``1/(1 − tolerance)``, or a stable
-  queue near saturation still far from equilibrium — is below the resolution asked for.
-* ``unstable``: otherwise, when some lower bound lies above 0 — the null hypothesis "the
-  backlog does not grow" (``δ ≤ 0``) is rejected; a system in steady state gets this
-  verdict with probability at most ``1 − level`` (two one-sided tests at ``(1 − level)/2``).
-* ``inconclusive``: neither — the intervals reach from 0 or below to ``tolerance`` or
-  above; a longer run narrows them (by about ``1/sqrt(T)``).
-
-A finite run cannot tell a stable system far from equilibrium from a slowly growing one: the
-tail (default: the last half of the run) must lie past the warm-up, which is why runs near
-``ρ = 1`` need longer horizons."""
-
-
-def judge(lows, highs, tolerance: float) -> str:
-    """The verdict of :data:`VERDICT_RULE` from the tests' lower and upper bounds (relative
-    drifts, or absolute ones with ``tolerance`` in the same unit).
-
-    Parameters
-    ----------
-    lows, highs : sequence of float
-        The lower and upper bounds of the tests' intervals.
-    tolerance : float
-        The growth below which a path counts as stable, in the bounds' unit.
-
-    Returns
-    -------
-    str
-        ``"stable"``, ``"unstable"`` or ``"inconclusive"``.
-    """
-    if max(highs) < tolerance:
-        return "stable"
-    if max(lows) > 0:
-        return "unstable"
-    return "inconclusive"
-
-
-@dataclass(frozen=True)
-class GrowthRate:
-    """Long-run drift of a queue path with confidence intervals and a verdict.
-
-    ``slope`` and ``ci_low``/``ci_high``: the batch-means drift and its interval
-    (:func:`drift_interval`); ``trend``, ``trend_low``/``trend_high``: the backlog trend
-    (:func:`trend_interval`), all in path units per unit time. ``relative`` is the slope
-    divided by ``offered`` (the offered token rate, or the arrival rate for request counts);
-    ``tolerance`` is in path units per unit time (relative tolerance × offered).
-    ``verdict``: see :data:`VERDICT_RULE` (``stable`` when both intervals lie below the
-    tolerance, else ``unstable`` when either lies above 0, else ``inconclusive``).
-    ``window``: the ``(start, end)`` of the stretch tested (for a drained run, a tail of the
-    arrivals' window).
-
-    Attributes
-    ----------
-    quantity : str
-        The path tested (``unfinished_tokens``, ``in_system``, or a network's name for it).
-    slope : float
-        The batch-means drift, in path units per unit time.
-    ci_low, ci_high : float
-        Its interval at the test's level.
-    offered : float
-        The offered rate the drift is compared with.
-    relative : float
-        ``slope / offered`` (NaN without an offered rate).
-    tolerance : float
-        The tolerance in path units per unit time.
-    verdict : str
-        ``"stable"``, ``"unstable"`` or ``"inconclusive"``.
-    blocks : int
-        The number of blocks the tested window was cut into.
-    trend : float
-        The backlog trend, in path units per unit time.
-    trend_low, trend_high : float
-        Its interval.
-    window : tuple of float
-        The ``(start, end)`` of the stretch tested.
-    """
-
-    quantity: str
-    slope: float
-    ci_low: float
-    ci_high: float
-    offered: float
-    relative: float
-    tolerance: float
-    verdict: str
-    blocks: int
-    trend: float = float("nan")
-    trend_low: float = float("nan")
-    trend_high: float = float("nan")
-    window: tuple[float, float] = (float("nan"), float("nan"))
-
-
-def block_edges(start: float, end: float, blocks: int) -> np.ndarray:
-    """The ``blocks + 1`` edges of ``blocks`` equal blocks of ``[start, end]``."""
-    if blocks < 3:
-        raise ValueError(f"blocks={blocks}: need at least 3")
-    return np.linspace(start, end, blocks + 1)
-
-
 def _last_at(t: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """The last index ``i`` with ``t[i] ≤`` each edge (0 before ``t[0]``)."""
     return np.clip(np.searchsorted(t, edges, side="right") - 1, 0, t.size - 1)
@@ -362,302 +235,43 @@ def step_path_at(t: np.ndarray, y: np.ndarray, edges: np.ndarray) -> tuple:
     """The step path ``y(t)`` (``y[i]`` holds from ``t[i]`` to ``t[i+1]``; ``y[0]`` before
     ``t[0]``) at the sorted times ``edges``: its values there and its integrals from ``t[0]``
     (what :meth:`~queuetheory.engine.log.ColumnLog.path_at` gives a log's path, without
-    expanding a bulk run's columns)."""
+    expanding a bulk run's columns).
+
+    Parameters
+    ----------
+    t, y : numpy.ndarray
+        The step path, ``t`` sorted.
+    edges : numpy.ndarray
+        Sorted times to read it at.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The path's values at ``edges`` and its integrals from ``t[0]`` up to them.
+    """
     idx = _last_at(t, edges)
     area = np.concatenate([[0.0], np.cumsum(y[:-1] * np.diff(t))])     # ∫ from t[0] to t[i]
     return y[idx], area[idx] + y[idx] * (edges - t[idx])
 
 
-def block_rates(t: np.ndarray, y: np.ndarray, start: float, end: float,
-                blocks: int = 10) -> np.ndarray:
-    """Increments per unit time of the step path ``y(t)`` over ``blocks`` equal blocks."""
-    edges = block_edges(start, end, blocks)
-    return np.diff(y[_last_at(t, edges)]) / np.diff(edges)
+#: Names of the growth-rate test that moved to :mod:`queuetheory.stability` (issue 31).
+MOVED_TO_STABILITY = frozenset({
+    "growth_rate", "path_growth_rate", "GrowthRate", "drift_interval", "trend_interval",
+    "VERDICT_RULE", "judge", "check_test_arguments", "MAX_BLOCKS", "block_edges",
+    "block_rates", "block_means", "means_of_blocks", "trend_fit", "slope_fit",
+    "pooled_drift", "pooled_trend", "_t_quantile"})
 
 
-def block_means(t: np.ndarray, y: np.ndarray, start: float, end: float,
-                blocks: int = 10) -> tuple[np.ndarray, np.ndarray]:
-    """Block midpoints and exact time averages of the step path ``y(t)`` (``y[i]`` holds
-    from ``t[i]`` to ``t[i+1]``; ``y[0]`` before ``t[0]``) over ``blocks`` equal blocks."""
-    edges = block_edges(start, end, blocks)
-    return means_of_blocks(edges, step_path_at(t, y, edges)[1])
+def __getattr__(name: str):
+    """The names that moved to :mod:`queuetheory.stability`, for one release, with a
+    ``DeprecationWarning``."""
+    if name not in MOVED_TO_STABILITY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(f"queuetheory.metrics.{name} is deprecated and goes in the next release: "
+                  f"use queuetheory.stability.{name}"
+                  + (" (or qt.growth_rate)" if name == "growth_rate" else ""),
+                  DeprecationWarning, stacklevel=2)
+    # (the module's own names: ``queuetheory.stability`` as an attribute is the function)
+    from .stability import __dict__ as moved
 
-
-def means_of_blocks(edges: np.ndarray, integrals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Block midpoints and time averages from a path's integrals up to the block edges."""
-    return (edges[:-1] + edges[1:]) / 2, np.diff(integrals) / np.diff(edges)
-
-
-def _t_quantile(level: float, df: int) -> float:
-    """Student's t quantile at ``0.5 + level/2`` (``scipy.special.stdtrit``, what
-    ``scipy.stats.t.ppf`` computes, without importing ``scipy.stats``: 0.3 s)."""
-    from scipy import special
-
-    return float(special.stdtrit(df, 0.5 + level / 2))
-
-
-def drift_interval(t: np.ndarray, y: np.ndarray, start: float, end: float, *, blocks: int = 10,
-                   level: float = 0.99) -> tuple[float, float, float]:
-    """Drift of the step path ``y(t)`` over ``[start, end]`` and its confidence interval.
-
-    The window is cut into ``blocks`` equal pieces; the increments of the path over the
-    pieces are nearly independent both for a stable (stationary) path and for an unstable
-    one (a random walk with drift), so their mean estimates the drift and their spread, with
-    Student's t on ``blocks − 1`` degrees of freedom, its uncertainty.
-
-    Parameters
-    ----------
-    t : numpy.ndarray
-        The times of the step path, sorted.
-    y : numpy.ndarray
-        Its values (``y[i]`` holds from ``t[i]`` to ``t[i+1]``).
-    start, end : float
-        The window tested.
-    blocks : int, default 10
-        The number of equal blocks (at least 3).
-    level : float, default 0.99
-        The interval's confidence level.
-
-    Returns
-    -------
-    tuple of float
-        ``(drift, low, high)``, in path units per unit time.
-
-    Raises
-    ------
-    ValueError
-        If ``blocks < 3``.
-    """
-    return pooled_drift([block_rates(np.asarray(t, float), np.asarray(y, float), start, end,
-                                     blocks)], level)
-
-
-def pooled_drift(rates, level: float = 0.99) -> tuple[float, float, float]:
-    """Mean and t-interval of the block rates of one or more independent runs."""
-    r = np.concatenate([np.asarray(x, float) for x in rates])
-    mean = float(r.mean())
-    half = _t_quantile(level, r.size - 1) * float(r.std(ddof=1)) / np.sqrt(r.size)
-    return mean, mean - half, mean + half
-
-
-def trend_fit(t: np.ndarray, y: np.ndarray, start: float, end: float,
-              blocks: int = 10) -> tuple[float, float]:
-    """Least-squares slope of the block averages of ``y(t)`` on time, and its standard error.
-
-    Block averages of a stable queue near saturation stay correlated when the blocks are not
-    much longer than its relaxation time; the error is widened by ``sqrt((1 + r)/(1 − r))``,
-    ``r ∈ [0, 0.9]`` the residuals' lag-1 autocorrelation (an AR(1) correction), so that a
-    long excursion is not mistaken for growth."""
-    return slope_fit(*block_means(np.asarray(t, float), np.asarray(y, float), start, end,
-                                  blocks))
-
-
-def slope_fit(x: np.ndarray, m: np.ndarray) -> tuple[float, float]:
-    """:func:`trend_fit` from the block midpoints ``x`` and averages ``m``."""
-    xc = x - x.mean()
-    sxx = float((xc ** 2).sum())
-    slope = float((xc * (m - m.mean())).sum() / sxx)
-    resid = m - m.mean() - slope * xc
-    ss = float((resid ** 2).sum())
-    r = float(np.clip((resid[1:] * resid[:-1]).sum() / ss, 0.0, 0.9)) if ss > 0 else 0.0
-    return slope, float(np.sqrt(ss / (x.size - 2) / sxx * (1 + r) / (1 - r)))
-
-
-def pooled_trend(fits, blocks: int, level: float = 0.99) -> tuple[float, float, float]:
-    """Mean of independent runs' trend slopes and its t-interval (``runs·(blocks−2)`` df)."""
-    slopes = np.array([f[0] for f in fits])
-    se = float(np.sqrt(sum(f[1] ** 2 for f in fits))) / slopes.size
-    mean = float(slopes.mean())
-    half = _t_quantile(level, slopes.size * (blocks - 2)) * se
-    return mean, mean - half, mean + half
-
-
-def trend_interval(t: np.ndarray, y: np.ndarray, start: float, end: float, *, blocks: int = 10,
-                   level: float = 0.99) -> tuple[float, float, float]:
-    """The backlog trend: the least-squares slope of the block averages of the step path
-    ``y(t)`` over ``[start, end]`` on time, with a t-interval on ``blocks − 2`` degrees of
-    freedom. Averages smooth out the oscillation of a batching engine's backlog, so a path
-    that grows is caught even where the increments of :func:`drift_interval` are noisy.
-
-    Parameters
-    ----------
-    t : numpy.ndarray
-        The times of the step path, sorted.
-    y : numpy.ndarray
-        Its values (``y[i]`` holds from ``t[i]`` to ``t[i+1]``).
-    start, end : float
-        The window tested.
-    blocks : int, default 10
-        The number of equal blocks (at least 3).
-    level : float, default 0.99
-        The interval's confidence level.
-
-    Returns
-    -------
-    tuple of float
-        ``(slope, low, high)``, in path units per unit time.
-
-    Raises
-    ------
-    ValueError
-        If ``blocks < 3``.
-    """
-    return pooled_trend([trend_fit(t, y, start, end, blocks)], blocks, level)
-
-
-def growth_rate(result, quantity: str = "unfinished_tokens", *, tail: float = 0.5,
-                blocks: int = 10, level: float = 0.99, tolerance: float = 0.03) -> GrowthRate:
-    """Fit the growth rate of ``quantity`` (``unfinished_tokens`` or ``in_system``) over the
-    last ``tail`` of the run (see :func:`drift_interval`, :func:`trend_interval`). Rates are
-    relative to the offered load: ``tolerance = 0.03`` calls a path stable when, with
-    confidence ``level``, it grows slower than 3 % of the arrivals, and unstable when it
-    surely grows, and not surely slower (the rule: :data:`VERDICT_RULE`).
-    :func:`queuetheory.stability` runs a workload as long as it takes to reach a verdict,
-    over several seeds.
-
-    A run without a horizon (a finite trace, or ``n_requests`` drawn) drains its backlog
-    after the last arrival, and a drain always shrinks: such a run is judged over its
-    arrivals' window ``[0, last arrival]``, not over the drain (``GrowthRate.window`` says
-    which window was judged).
-
-    Parameters
-    ----------
-    result : Result
-        A run of :func:`~queuetheory.simulate`.
-    quantity : str, default "unfinished_tokens"
-        ``"unfinished_tokens"`` (offered: prompt and output tokens arrived per unit time) or
-        ``"in_system"`` (offered: the arrival rate).
-    tail : float, default 0.5
-        The share of the run tested (its last part), in ``[1e-6, 1]``.
-    blocks : int, default 10
-        The number of equal blocks of the tail (3 to ``MAX_BLOCKS``).
-    level : float, default 0.99
-        The intervals' confidence level, in ``(0, 1)``.
-    tolerance : float, default 0.03
-        The growth, relative to ``offered``, below which the path counts as stable.
-
-    Returns
-    -------
-    GrowthRate
-        The drift, the trend, their intervals and the verdict.
-
-    Raises
-    ------
-    ValueError
-        If ``quantity`` is neither name, a test argument breaks its rule
-        (:func:`check_test_arguments`), or the run has fewer than ``4 * blocks`` iterations.
-    """
-    if quantity not in ("unfinished_tokens", "in_system"):
-        raise ValueError(f"quantity={quantity!r}: must be 'unfinished_tokens' or 'in_system'")
-    paths = result.paths
-    T = _span(result)
-    trace = result.trace
-    if not np.isfinite(result.horizon) and len(trace):
-        T = min(T, float(trace.arrival[-1]))       # the arrivals' window, not the drain
-    arrived = trace.arrival <= T
-    if quantity == "unfinished_tokens":
-        offered = _rate(float((trace.prompt[arrived] + trace.output[arrived]).sum()), T)
-    else:
-        offered = _rate(float(arrived.sum()), T)
-    t = paths["time"].to_numpy()
-    keep = t <= T
-    return path_growth_rate(t[keep], paths[quantity].to_numpy()[keep], end=T,
-                            offered=offered, quantity=quantity, tail=tail, blocks=blocks,
-                            level=level, tolerance=tolerance)
-
-
-def path_growth_rate(time, values, *, end: float, offered: float, quantity: str = "path",
-                     tail: float = 0.5, blocks: int = 10, level: float = 0.99,
-                     tolerance: float = 0.03) -> GrowthRate:
-    """The test of :func:`growth_rate` on a plain step path: ``values[i]`` holds from
-    ``time[i]`` (sorted) until the next time, ``end`` closes the run and ``offered`` is the
-    rate the drift is compared with. Networks of engines use it on their total paths.
-
-    Parameters
-    ----------
-    time : array_like
-        The times of the step path, sorted (1-d).
-    values : array_like
-        Its values, as many as ``time``.
-    end : float
-        The end of the run.
-    offered : float
-        The rate the drift is compared with (path units per unit time).
-    quantity : str, default "path"
-        The name recorded in the result.
-    tail : float, default 0.5
-        The share of the run tested (its last part), in ``[1e-6, 1]``.
-    blocks : int, default 10
-        The number of equal blocks of the tail (3 to ``MAX_BLOCKS``).
-    level : float, default 0.99
-        The intervals' confidence level, in ``(0, 1)``.
-    tolerance : float, default 0.03
-        The growth, relative to ``offered``, below which the path counts as stable.
-
-    Returns
-    -------
-    GrowthRate
-        The drift, the trend, their intervals and the verdict.
-
-    Raises
-    ------
-    ValueError
-        If ``time`` and ``values`` are not 1-d of equal length, the path has fewer than
-        ``4 * blocks`` points, or a test argument breaks its rule (:func:`check_test_arguments`).
-    """
-    check_test_arguments(tail=tail, blocks=blocks, level=level, tolerance=tolerance)
-    t = np.asarray(time, dtype=float)
-    y = np.asarray(values, dtype=float)
-    if t.shape != y.shape or t.ndim != 1:
-        raise ValueError("path_growth_rate: time and values must be 1-d of equal length")
-    if t.size < 4 * blocks:
-        raise ValueError(f"growth_rate: only {t.size} iterations; need at least {4 * blocks}")
-    T = max(float(end), 1e-300)
-    start = T * (1 - tail)
-    slope, lo, hi = drift_interval(t, y, start, T, blocks=blocks, level=level)
-    trend, tlo, thi = trend_interval(t, y, start, T, blocks=blocks, level=level)
-    tol = tolerance * offered
-    return GrowthRate(quantity, slope, lo, hi, offered,
-                      slope / offered if offered else float("nan"), tol,
-                      judge((lo, tlo), (hi, thi), tol), blocks, trend, tlo, thi, (start, T))
-
-
-#: The most blocks a growth test cuts its window into (each needs iterations of its own).
-MAX_BLOCKS = 10_000
-
-
-def check_test_arguments(*, tail, blocks, level, tolerance) -> None:
-    """The growth test's arguments, or a ``ValueError`` naming the one that breaks its rule:
-    ``0 < tail <= 1`` (and not so small that a block is empty), ``blocks`` an integer ``>= 3``,
-    ``0 < level < 1``, ``tolerance > 0``, all finite.
-
-    Parameters
-    ----------
-    tail : float
-        The share of the run tested.
-    blocks : int
-        The number of blocks.
-    level : float
-        The confidence level.
-    tolerance : float
-        The relative tolerance.
-
-    Raises
-    ------
-    ValueError
-        If an argument breaks its rule, naming it.
-    """
-    for name, value in (("tail", tail), ("level", level), ("tolerance", tolerance)):
-        if isinstance(value, bool) or not isinstance(value, int | float | np.number):
-            raise ValueError(f"{name}={value!r}: must be a number")
-    if not (isinstance(blocks, int | np.integer) and not isinstance(blocks, bool)):
-        raise ValueError(f"blocks={blocks!r}: must be an integer >= 3")
-    if not 3 <= blocks <= MAX_BLOCKS:
-        raise ValueError(f"blocks={blocks}: need at least 3 and at most MAX_BLOCKS = "
-                         f"{MAX_BLOCKS:,}")
-    if not 1e-6 <= tail <= 1:
-        raise ValueError(f"tail={tail}: must lie in [1e-6, 1] (the fraction of the run tested)")
-    if not 0 < level < 1:
-        raise ValueError(f"level={level}: must lie in (0, 1)")
-    if not 0 < tolerance < math.inf:
-        raise ValueError(f"tolerance={tolerance}: must be a finite number > 0")
+    return moved[name]

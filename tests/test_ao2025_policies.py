@@ -173,7 +173,7 @@ def test_wait_queue_chain_matches_the_engine():
     engine = []
     for seed in range(8):
         res = simulate(qt.Workload(PROP4), qt.policies.WAIT((1, 1)), TM, horizon=T, seed=seed)
-        tr, tab = res.trace, res.engine.table
+        tr, tab = res.trace, res.table
         queued = (tr.arrival <= T) & (tab.column("prefilled")[: len(tr)] == 0)
         engine.append(float((tr.prompt + tr.output)[queued].sum()))
     se = np.std(engine, ddof=1) / np.sqrt(len(engine))

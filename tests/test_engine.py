@@ -32,7 +32,7 @@ def test_token_conservation(policy, memory, first_token, llama):
         pytest.skip(f"the policy refuses this setting: {refused}")
     res = qt.simulate(two_class_workload(), policy, llama, horizon=1.5e5, memory=memory, seed=3,
                       first_token=first_token)
-    eng, req = res.engine, res.requests
+    req = res.requests
     served = int(res.batches["token_load"].sum())
     free = int((req["decoded"] > 0).sum()) if first_token == "prefill" else 0
     progress = int(req["prefilled"].sum() + req["decoded"].sum()) - free
@@ -45,7 +45,7 @@ def test_token_conservation(policy, memory, first_token, llama):
     admitted = req[req["admitted"]]
     remaining = (length[req["admitted"]] - admitted["prefilled"] + admitted["output"]
                  - admitted["decoded"]).sum()
-    assert eng.work == remaining
+    assert res.work_left == remaining
     if memory is not None:
         assert res.batches["memory"].max() <= memory
 
@@ -130,9 +130,9 @@ def test_eviction_restarts_and_recomputes(preemption, llama):
     assert res.batches["memory"].max() <= 1500
     assert res.batches["token_load"].sum() > (req["prefilled"] + req["decoded"]).sum()
     if preemption == "recompute":
-        assert req["recomputed"].sum() > 0 and res.engine.table.discarded.sum() == 0
+        assert req["recomputed"].sum() > 0 and res.table.discarded.sum() == 0
     else:
-        assert req["recomputed"].sum() == 0 and res.engine.table.discarded.sum() > 0
+        assert req["recomputed"].sum() == 0 and res.table.discarded.sum() > 0
 
 
 def _two_requests():
@@ -157,7 +157,7 @@ def test_recompute_preemption_by_hand():
     assert batches.loc[11, "evicted"] == 1 and batches.loc[11, "decode_requests"] == 1
     assert batches.loc[20, ["prefill_tokens", "decode_requests"]].tolist() == [21, 0]
     assert batches["memory"].max() == 40
-    assert res.engine.table.discarded.sum() == 0
+    assert res.table.discarded.sum() == 0
 
 
 def test_restart_preemption_by_hand():
@@ -167,7 +167,7 @@ def test_restart_preemption_by_hand():
                       qt.UnitTime(), memory=40, first_token="prefill")
     b = res.requests.iloc[1]
     assert b["restarts"] >= 1 and b["recomputed"] == 0 and b["first_token"] == 1
-    assert res.engine.table.discarded[1] >= 11
+    assert res.table.discarded[1] >= 11
     assert res.batches["prefill_tokens"].max() == 20        # never more than the prompts
     assert b["decoded"] == 20 and b["prefilled"] == 10
 
@@ -327,3 +327,28 @@ def test_engine_drops_finished_requests_from_live(finished):
     gone = np.array(finished, dtype=np.int64) * 3
     eng._drop(gone)
     assert eng.live.tolist() == [i for i in range(0, 60, 3) if i not in set(gone.tolist())]
+
+
+def test_result_holds_records_and_its_engine_only_behind_a_deprecation():
+    """``simulate``'s Result holds the run's records (request table, batch log, TBT
+    histogram, end state); ``res.engine`` still returns the engine, with a warning, for one
+    release, and a Result built from records alone has none."""
+    import dataclasses
+
+    wl = two_class_workload(rate=0.01)
+    res = qt.simulate(wl, qt.policies.Sarathi(256), qt.UnitTime(), horizon=3000.0,
+                      memory=4000, seed=2)
+    assert isinstance(res.log, ColumnLog) and isinstance(res.tbt, TBTHistogram)
+    assert res.iterations == len(res.batches) > 0
+    assert res.admitted == int(res.requests["admitted"].sum())
+    assert res.metrics["in_system_end"] == res.live.size
+    assert res.metrics["unfinished_tokens_end"] == res.work_left
+    assert res.kv_left == int(res.table.kv(res.live).sum())
+    assert res.metrics["peak_memory"] == res.peak_memory == res.batches["memory"].max()
+    with pytest.warns(DeprecationWarning, match="Result.engine"):
+        eng = res.engine
+    assert isinstance(eng, Engine) and eng.table is res.table and eng.log is res.log
+    bare = dataclasses.replace(res, _engine=None)
+    assert bare.metrics == res.metrics
+    with pytest.warns(DeprecationWarning), pytest.raises(AttributeError, match="records only"):
+        bare.engine  # noqa: B018

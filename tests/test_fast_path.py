@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 
 import queuetheory as qt
+from queuetheory.engine import State
 from queuetheory.policies import FasterTransformer, Orca, Sarathi, StaticPriority, VLLMVanilla
 
 ANCHOR_TIME = qt.AffineTokenTime(c=16.1e-3, per_prefill=57.8e-6, per_decode=39.5e-6)
@@ -46,7 +47,7 @@ def _same_records(workload, make_policy, time_model, **kw):
     for records in ("requests", "batches", "paths"):
         pd.testing.assert_frame_equal(getattr(slow, records), getattr(fast, records),
                                       check_exact=True)
-    np.testing.assert_array_equal(slow.engine.tbt.counts, fast.engine.tbt.counts)
+    np.testing.assert_array_equal(slow.tbt.counts, fast.tbt.counts)
     ms, mf = slow.metrics, fast.metrics
     assert ms.keys() == mf.keys()
     for k in ms:
@@ -59,7 +60,7 @@ def _same_run(workload, make_policy, time_model, **kw):
     """:func:`_same_records` for policies that never idle with requests waiting: the
     step-by-step run makes one decision per iteration."""
     slow, n_slow, n_fast = _same_records(workload, make_policy, time_model, **kw)
-    assert n_slow == slow.engine.iteration
+    assert n_slow == slow.iterations
     return slow, n_slow, n_fast
 
 
@@ -130,7 +131,7 @@ def test_policy_without_declaration_is_stepped_one_by_one():
 
     wl = qt.Workload([qt.RequestClass(prompt=512, output=256, rate=4.0)])
     res, n_slow, n_fast = _same_run(wl, Plain, ANCHOR_TIME, n_requests=30)
-    assert n_fast == n_slow == res.engine.iteration
+    assert n_fast == n_slow == res.iterations
 
 
 def test_decode_durations_match_duration_batch_by_batch():
@@ -152,9 +153,8 @@ def test_engine_running_kv_total_equals_recomputed_kv(first_token):
     wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(300), rate=3.0)])
     res = qt.simulate(wl, Sarathi(512), ANCHOR_TIME, horizon=30.0, memory=6000,
                       first_token=first_token)
-    eng = res.engine
     assert res.metrics["restarts"] > 0
-    assert eng.kv_total == int(eng.table.kv(eng.live).sum())
+    assert res.kv_left == int(res.table.kv(res.live).sum())
     memory = res.batches["memory"].to_numpy()
     assert memory.max() == res.metrics["peak_memory"] <= 6000
 
@@ -165,7 +165,7 @@ def test_quick_batch_check_accepts_only_what_the_complete_check_accepts():
 
     wl = qt.Workload([qt.RequestClass(_lognormal(60), _lognormal(40), rate=40.0)])
     res = qt.simulate(wl, Sarathi(512), ANCHOR_TIME, n_requests=400, max_iterations=150)
-    state = res.engine.state(1.0)
+    state = State(res.table, res.live, 1.0, 512, None, kv_total=res.kv_left)
     rng = np.random.default_rng(7)
     accepted = refused = unsorted = 0
     for _ in range(3000):
@@ -234,7 +234,7 @@ def test_subclass_that_changes_the_decision_is_not_repeated():
 
     wl = qt.Workload([qt.RequestClass(prompt=64, output=64, rate=2.0)])
     res, n_slow, n_fast = _same_run(wl, lambda: EveryOther(512), ANCHOR_TIME, n_requests=20)
-    assert n_fast == n_slow == res.engine.iteration
+    assert n_fast == n_slow == res.iterations
 
 
 class _Renamed(Sarathi):
@@ -257,7 +257,7 @@ def test_a_subclass_that_keeps_the_decision_keeps_the_fast_path():
     wl = qt.Workload([qt.RequestClass(prompt=512, output=256, rate=4.0)])
     res, n_slow, n_fast = _same_run(wl, lambda: _Renamed(512), ANCHOR_TIME,
                                     n_requests=150)
-    assert n_slow == res.engine.iteration > 0 and n_fast == 0
+    assert n_slow == res.iterations > 0 and n_fast == 0
     base = qt.simulate(wl, Sarathi(512), ANCHOR_TIME, n_requests=150)
     pd.testing.assert_frame_equal(base.requests, res.requests, check_exact=True)
 
@@ -267,6 +267,6 @@ def test_a_subclass_that_overrides_the_decision_steps():
     path (bulk rule, steady stretch or drain) speaks for it."""
     wl = qt.Workload([qt.RequestClass(prompt=512, output=256, rate=4.0)])
     res, n_slow, n_fast = _same_run(wl, lambda: _Tweaked(512), ANCHOR_TIME, n_requests=150)
-    assert n_fast == n_slow == res.engine.iteration > 0
+    assert n_fast == n_slow == res.iterations > 0
     assert not qt.policies.decides_as_shipped(_Tweaked(512))
     assert qt.policies.decides_as_shipped(_Renamed(512))

@@ -187,7 +187,10 @@ def test_vllm_prefill_batches_same_records(first_token, memory, max_reqs, budget
     res, n_slow, n_fast = _same_run(wl, lambda: VLLMVanilla(budget, max_reqs=max_reqs),
                                     ANCHOR_TIME, n_requests=250, memory=memory,
                                     first_token=first_token)
-    runner = prefill_batches_kernel(res.engine, max_reqs)
+    engine = Engine(res.policy, res.time_model, memory=memory, budget=budget,
+                    first_token=first_token)
+    engine.load(res.trace)
+    runner = prefill_batches_kernel(engine, max_reqs)
     assert runner.func is {"residencies": prefill_batches, "oldest": vllm_decode_prefix}[follows]
     assert n_fast == 0 and n_slow > 0
     if memory is not None:
@@ -296,7 +299,7 @@ def test_log_path_read_a_row_at_a_time_equals_the_expanded_path(make_policy, mem
     wl = qt.Workload([qt.RequestClass(stats.lognorm(1.0, scale=200),
                                       stats.lognorm(1.0, scale=200), rate=0.5)])
     res = qt.simulate(wl, make_policy(), ANCHOR_TIME, n_requests=400, seed=seed, memory=memory)
-    log = res.engine.log
+    log = res.log
     assert log._lazy is not None and log._lazy._reps is not None
     rng = np.random.default_rng(seed)
     ends = log.column("start") + log.column("duration")
@@ -321,7 +324,7 @@ def test_log_columns_read_at_a_few_iterations_equal_the_full_columns(make_policy
     wl = qt.Workload([qt.RequestClass(stats.lognorm(1.0, scale=200),
                                       stats.lognorm(1.0, scale=200), rate=0.5)])
     res = qt.simulate(wl, make_policy(), ANCHOR_TIME, n_requests=400, seed=3)
-    log = res.engine.log
+    log = res.log
     at = np.unique(np.random.default_rng(0).integers(0, log.n, 300))
     expanded = set(log._cols)                     # what the run itself read in full
     few = {name: log.column(name, at=at) for name in log._names}

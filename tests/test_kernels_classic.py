@@ -114,7 +114,7 @@ def test_orca_two_classes_same_records(first_token, memory):
     res, _, n_fast = _same_run(wl, lambda: Orca(256), ANCHOR_TIME, n_requests=200,
                                memory=memory, first_token=first_token)
     assert n_fast == 0 and res.metrics["completed"] == 200
-    assert (res.engine.tbt.counts.sum(axis=1) > 0).all()
+    assert (res.tbt.counts.sum(axis=1) > 0).all()
     if memory is None:
         assert _skipped(res) > 100
     else:

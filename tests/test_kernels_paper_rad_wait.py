@@ -55,7 +55,7 @@ def _same_slai(workload, make_policy, time_model, **kw):
     booked = slow._e.copy()
     if len(log):
         booked[slow._prev_rids] = log["start"].iloc[-1] + log["duration"].iloc[-1]
-    live = res.engine.live
+    live = res.live
     np.testing.assert_array_equal(booked[live], fast._e[live])
     return res
 
@@ -324,7 +324,7 @@ def test_cohorts_rule_only_where_it_applies():
     trace = _random_trace(np.random.default_rng(5), 60)
     res, n_fast = _same_records(trace, lambda: NestedWAIT((10, 119), (3, 2), overflow="gate"),
                                 tm, memory=4_000, **PAPER)
-    assert n_fast >= res.engine.iteration > 0
+    assert n_fast >= res.iterations > 0
 
 
 @pytest.mark.parametrize("first_token", ["decode", "prefill"])
@@ -342,7 +342,7 @@ def test_wait_and_nested_wait_cut_inside_the_leftovers_same_records(first_token)
                 warnings.simplefilter("ignore", qt.CensoredRunWarning)
                 res, n_fast = _same_records(trace, make, ANCHOR_TIME, max_iterations=cap,
                                             first_token=first_token)
-            assert n_fast == 0 and res.engine.iteration == cap
+            assert n_fast == 0 and res.iterations == cap
             assert res.requests["finish"].isna().any()
 
 

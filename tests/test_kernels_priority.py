@@ -188,7 +188,7 @@ def test_random_multiclass_traces_with_memory_same_records(first_token):
                {"max_iterations": int(rng.integers(5, 200))}][case % 3]
         res, n_slow, n_fast = _same_records(trace, make_policy, qt.UnitTime(),
                                             memory=memory, first_token=first_token, **cut)
-        idled = n_slow > res.engine.iteration      # a preemption emptied a batch
+        idled = n_slow > res.iterations      # a preemption emptied a batch
         assert n_fast == 0 or (idled and n_fast < n_slow)
         preempted += res.metrics["restarts"] > 0
     assert preempted >= 8

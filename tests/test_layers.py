@@ -25,7 +25,8 @@ LAYERS = [
     {"fluid"},
     {"bounds"},
     {"policies"},
-    {"stability", "networks", "validate"},
+    {"stability"},
+    {"networks", "validate"},
     {"compare", "capacity"},
     {"claims"},
     {"report"},
@@ -37,6 +38,9 @@ LAYERS = [
 DEPRECATED = {
     ("queuetheory.workload.trace_stats", "queuetheory.data"):
         'trace_stats(reference="sharegpt"), deprecated for reference=sharegpt_lengths(...)',
+    ("queuetheory.metrics", "queuetheory.stability"):
+        "qt.metrics.growth_rate and the other names of the growth test, moved to "
+        "queuetheory.stability (issue 31)",
 }
 
 #: Import cycles inside one package, as they stand; a new one fails.

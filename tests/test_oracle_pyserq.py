@@ -26,7 +26,7 @@ def run_queuetheory(arrival, prompt, output, policy, memory):
     res = qt.simulate(trace, policy, TIME, memory=memory, first_token="prefill")
     req = res.requests
     return {"ttft": req["ttft"].to_numpy(), "latency": req["latency"].to_numpy(),
-            "tpot": req["tbt_mean"].to_numpy(), "iterations": res.engine.iteration,
+            "tpot": req["tbt_mean"].to_numpy(), "iterations": res.iterations,
             "preemptions": int(req["restarts"].sum())}
 
 

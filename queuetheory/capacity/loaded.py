@@ -12,7 +12,7 @@ import numpy as np
 
 from ..engine import simulate
 from ..errors import CensoredRunWarning
-from ..metrics import path_growth_rate
+from ..stability import path_growth_rate, pool_verdicts
 from ..timing import BatchLoad
 from .rescale import at_rate
 
@@ -60,10 +60,11 @@ def loaded_verdict(workload, rate: float, policy, time_model, *, horizon: float,
     Each seed runs ``workload`` at ``rate`` up to ``horizon`` with ``backlog`` extra
     requests (drawn from the same length law, another stream of the seed) all arriving at
     time 0; the backlog of unfinished tokens is tested over the run's last half with the
-    rule of :func:`~queuetheory.stability` (:func:`~queuetheory.metrics.path_growth_rate`),
+    rule of :func:`~queuetheory.stability` (:func:`~queuetheory.stability.path_growth_rate`),
     its drift relative to the offered work of the arrivals (the initial backlog left out).
-    The seeds' verdicts are pooled conservatively: ``unstable`` if any seed's is,
-    ``stable`` if every seed's is, else ``inconclusive``.
+    The seeds' verdicts are pooled conservatively
+    (:func:`~queuetheory.stability.pool_verdicts`: ``unstable`` if any seed's is, ``stable``
+    if every seed's is, else ``inconclusive``).
 
     Parameters
     ----------
@@ -107,16 +108,10 @@ def loaded_verdict(workload, rate: float, policy, time_model, *, horizon: float,
         lows.append(lo)
         highs.append(hi)
         arrived += len(tr)
-        unfinished += int(res.engine.live.size)
-    if "unstable" in verdicts:
-        verdict = "unstable"
-    elif all(v == "stable" for v in verdicts):
-        verdict = "stable"
-    else:
-        verdict = "inconclusive"
-    return {"verdict": verdict, "drift": float(np.mean(drifts)), "drift_low": min(lows),
-            "drift_high": max(highs), "arrived": arrived, "unfinished": unfinished,
-            "wall_s": time.perf_counter() - t0}
+        unfinished += int(res.live.size)
+    return {"verdict": pool_verdicts(verdicts), "drift": float(np.mean(drifts)),
+            "drift_low": min(lows), "drift_high": max(highs), "arrived": arrived,
+            "unfinished": unfinished, "wall_s": time.perf_counter() - t0}
 
 
 def _with_backlog(workload, horizon: float, backlog: int, seed: int):
@@ -169,7 +164,7 @@ def saturated_rate(workload, policy, time_model, *, bracket, token_budget: int, 
             warnings.simplefilter("ignore", CensoredRunWarning)
             res = simulate(tr, policy, time_model, horizon=horizon, seed=int(s),
                            token_budget=token_budget, **simulate_kwargs)
-        log = res.engine.log
+        log = res.log
         late = log.column("start") >= horizon / 2
         tokens = float(log.column("token_load")[late].sum())
         per_seed.append(tokens / (horizon / 2) / bracket.stats.work)

@@ -14,7 +14,7 @@ import pandas as pd
 from ..engine import simulate
 from ..engine.conventions import check_first_token
 from ..errors import CensoredRunWarning, check_between, check_positive, check_seeds
-from ..stability import default_horizon, stability
+from ..stability import default_horizon, growth_rate, run_longer, stability
 from ..workload import Trace
 from .bounds import Bracket, bounds
 from .inputs import _budget_of, _ProbeBar, _refuse_unsupported
@@ -122,16 +122,44 @@ class MaxRate:
 def _trace_verdict(trace, rate, policy, time_model, H, cap, level, tolerance, kw,
                    most: float = MAX_PROBE_REQUESTS) -> dict:
     """One probe of :func:`max_rate` on a production trace: :func:`replay` at ``rate`` up to
-    ``H`` (doubled while inconclusive, up to ``cap``), judged by
-    :func:`~queuetheory.metrics.growth_rate` (the rule of :func:`~queuetheory.stability`).
+    ``H``, judged by :func:`~queuetheory.stability.growth_rate` and run longer while
+    inconclusive by :func:`~queuetheory.stability.run_longer` (whole doublings, up to
+    ``cap``).
 
     The replay is periodic (period ``P = n / rate``, the trace's ``n`` requests at the mean
     rate), and so is a stable backlog: a tail cut mid-period reads the trace's own busy
     hours as growth. ``H`` is therefore rounded up to a whole number of ``2·blocks``
     periods, so that the tail (the last half) is a whole number of periods per block and
-    the periodic part cancels from both tests."""
-    from ..metrics import growth_rate
+    the periodic part cancels from both tests.
 
+    Parameters
+    ----------
+    trace : Trace
+        The recorded trace, replayed.
+    rate : float
+        The arrival rate of the replay.
+    policy, time_model
+        The engine.
+    H, cap : float
+        The first and the longest horizon.
+    level, tolerance : float
+        The verdict's confidence and tolerance.
+    kw : dict
+        To :func:`~queuetheory.simulate` (``memory``, ``token_budget``, ``first_token``).
+    most : float
+        The most requests one probe may draw.
+
+    Returns
+    -------
+    dict
+        ``verdict``, ``drift``, ``drift_low``, ``drift_high`` (relative to the offered
+        work), ``horizon``, ``rounds``, ``arrived``, ``unfinished``, ``wall_s``.
+
+    Raises
+    ------
+    ValueError
+        When ``2·blocks`` replays of the trace would draw more than ``most`` requests.
+    """
     blocks = 10                         # growth_rate's blocks; its tail is the last half
     unit = 2 * blocks * len(trace) / rate
     if 2 * blocks * len(trace) > most:
@@ -142,20 +170,20 @@ def _trace_verdict(trace, rate, policy, time_model, H, cap, level, tolerance, kw
             "max_probe_requests")
     cap = max(cap, unit)        # the whole replays fit the request limit: run them
     H = unit * math.ceil(H / unit * (1 - 1e-12))
-    t0, rounds = time.perf_counter(), 0
-    while True:
-        rounds += 1
+    t0 = time.perf_counter()
+
+    def judge_at(h):
         with warnings.catch_warnings():     # an unstable run's backlog is the evidence here
             warnings.simplefilter("ignore", CensoredRunWarning)
-            res = simulate(replay(trace, rate, H), policy, time_model, horizon=H, **kw)
-        g = growth_rate(res, level=level, tolerance=tolerance, blocks=blocks)
-        if g.verdict != "inconclusive" or 2 * H > cap:
-            break
-        H = 2 * H
+            res = simulate(replay(trace, rate, h), policy, time_model, horizon=h, **kw)
+        return res, growth_rate(res, level=level, tolerance=tolerance, blocks=blocks)
+
+    (res, g), H, rounds = run_longer(judge_at, H, cap, longer=lambda h: 2 * h,
+                                     settled=lambda judged: judged[1].verdict != "inconclusive")
     rel = g.offered if g.offered > 0 else 1.0
     return {"verdict": g.verdict, "drift": g.relative, "drift_low": g.ci_low / rel,
             "drift_high": g.ci_high / rel, "horizon": H, "rounds": rounds,
-            "arrived": len(res.trace), "unfinished": int(res.engine.live.size),
+            "arrived": len(res.trace), "unfinished": int(res.live.size),
             "wall_s": time.perf_counter() - t0}
 
 
@@ -171,7 +199,7 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
 
     The workload's length law is kept and its rate scaled (:func:`at_rate`); a recorded
     :class:`~queuetheory.workload.Trace` is replayed at each rate with its burstiness kept
-    (:func:`replay`, the verdict of :func:`~queuetheory.metrics.growth_rate` on the one replay:
+    (:func:`replay`, the verdict of :func:`~queuetheory.stability.growth_rate` on the one replay:
     ``seeds`` then only seed the policy). Each probe is judged by :func:`~queuetheory.stability`
     over ``seeds``, with its ``tolerance`` (default 0.03, stability's own: a "stable" verdict at
     ``λ`` means the engine serves at least ``1 − tolerance`` of what arrives) and runs of
@@ -291,32 +319,40 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
                 return stability(wl, policy, time_model, horizon=h, max_horizon=most,
                                  seeds=seeds, level=level, tolerance=tolerance, **kw)
 
-            h, rounds, wall = H, 0, 0.0
-            while True:     # H, LADDER·H, … up to ``long``, until a run settles the probe
+            spent = {"rounds": 0, "wall_s": 0.0}
+
+            def rung(h):        # one rung of the ladder: from empty, and from a backlog
                 v = judge(h, h if long > h else cap)
+                spent["rounds"] += v.rounds
+                spent["wall_s"] += v.wall_s
                 grows = (v.verdict == "unstable"
                          and max(v.drift_interval[0], v.trend_interval[0]) > tolerance)
-                verdict, by, lv = v.verdict, "empty start", None
+                out = {"v": v, "verdict": v.verdict, "by": "empty start", "lv": None,
+                       "settled": v.verdict == "stable" or grows}
                 if loaded:
                     lv = loaded_verdict(workload, x, policy, time_model, horizon=v.horizon,
                                         backlog=backlog, seeds=seeds, level=level,
                                         tolerance=tolerance, **kw)
-                    wall += lv["wall_s"]
+                    spent["wall_s"] += lv["wall_s"]
                     settled = _combine(v.verdict, grows, lv["verdict"],
                                        lv["verdict"] == "unstable"
                                        and lv["drift_low"] > tolerance, h >= long)
+                    out.update(lv=lv, settled=settled is not None)
                     if settled is not None:
-                        verdict, by = settled
-                        break
-                elif verdict == "stable" or grows or h >= long:
-                    break
-                rounds, wall = rounds + v.rounds, wall + v.wall_s
-                h = long if LADDER * h >= long / 2 else LADDER * h
-            row = {"verdict": verdict, "drift": v.drift, "drift_low": v.drift_interval[0],
-                   "drift_high": v.drift_interval[1], "horizon": v.horizon,
-                   "rounds": rounds + v.rounds, "arrived": int(v.runs["arrived"].sum()),
+                        out["verdict"], out["by"] = settled
+                return out
+
+            # H, LADDER·H, … up to ``long``, until a rung settles the probe
+            out, _, _ = run_longer(rung, H, long, settled=lambda r: r["settled"],
+                                   longer=lambda h: long if LADDER * h >= long / 2
+                                   else LADDER * h)
+            v, lv = out["v"], out["lv"]
+            row = {"verdict": out["verdict"], "drift": v.drift,
+                   "drift_low": v.drift_interval[0], "drift_high": v.drift_interval[1],
+                   "horizon": v.horizon, "rounds": spent["rounds"],
+                   "arrived": int(v.runs["arrived"].sum()),
                    "unfinished": int(v.runs["in_system_end"].sum()),
-                   "wall_s": wall + v.wall_s, "decided_by": by,
+                   "wall_s": spent["wall_s"], "decided_by": out["by"],
                    "loaded_drift": np.nan if lv is None else lv["drift"]}
         else:
             H = long

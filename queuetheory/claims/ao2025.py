@@ -24,7 +24,6 @@ from ..bounds.overflow import prop4_overflow_probability
 from ..engine import simulate
 from ..fluid.equilibrium import class_arrays
 from ..fluid.nested import _g
-from ..metrics import growth_rate
 from ..plotting import (
     band,
     bars,
@@ -35,6 +34,7 @@ from ..plotting import (
     series_style,
 )
 from ..policies.wait import WAIT, FCFSRestart, NestedWAIT
+from ..stability import growth_rate
 from ..timing import LinearMemoryTime
 from ..workload import RequestClass, TimeVarying, Workload
 from ..workload.surrogates import lmsys_bin_rates

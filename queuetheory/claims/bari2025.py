@@ -32,7 +32,6 @@ from ..bounds.rad_capacity import (
     uniform_chunk_bracket,
 )
 from ..engine import simulate
-from ..metrics import growth_rate
 from ..plotting import (
     bars,
     finish,
@@ -53,7 +52,7 @@ from ..policies.rad import (
     slo_capacity,
     slo_metrics,
 )
-from ..stability import stability
+from ..stability import growth_rate, stability
 from ..timing import BatchLoad, GPUModel, ModelDims, TiledGPUTime
 from ..workload import RequestClass, Workload
 from ..workload.rad import table1_decode_std_bound, table1_workload
@@ -98,7 +97,7 @@ def _work_rate(res):
     (prefilled tokens as RAD's ``t_lcm`` chunks, decode iterations as ``t*_col``-wide
     batches), partial requests included, divided by the run length. 1 means λ* is reached."""
     tm = _tm()
-    tab = res.engine.table
+    tab = res.table
     p = tab.column("prefilled")
     k = np.maximum(tab.column("decoded") - 1, 0)
     prompt = tab.column("prompt")

@@ -16,8 +16,8 @@ from scipy import optimize, stats
 
 from .. import policies
 from ..engine import simulate
-from ..metrics import growth_rate
 from ..plotting import plot_paths
+from ..stability import growth_rate
 from ..timing import PiecewiseLinearTime, UnitTime
 from ..workload import RequestClass, Workload
 from .base import Outcome, claim

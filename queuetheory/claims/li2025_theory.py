@@ -16,8 +16,8 @@ from .. import policies
 from ..bounds import capacity, drift, work_conserving
 from ..engine import simulate
 from ..fluid import engine as fluid
-from ..metrics import growth_rate
 from ..plotting import bars, finish, lines, reference, reference_curve, series_style
+from ..stability import growth_rate
 from ..timing import PiecewiseLinearTime, UnitTime
 from ..workload import RequestClass, Workload
 from .base import Outcome, claim
@@ -70,7 +70,7 @@ def _capacity_law(quick: bool) -> Outcome:
         data={"b_min": b_min, "smallest_integer": searched, "runs": rows,
               "llama3_70b_tokens_per_s": llama["capacity"].to_dict()},
         note="t_b = 4 + 0.05·max(0, b − 16) time units, λ = 0.5, sizes 1 + Poisson(7); "
-             "growth judged by qt.metrics.growth_rate.",
+             "growth judged by qt.growth_rate.",
         plot=lambda ax: _plot_capacity(ax, tm, wl.token_rate, b_min, rows))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -14,33 +14,115 @@ from ..workload import Trace, Workload
 from .conventions import check_first_token
 from .core import Engine
 from .kernels import bulk_runner
+from .log import ColumnLog, TBTHistogram
+from .state import RequestTable
 
 __all__ = ["simulate", "Result", "budget_refusal"]
 
 
-@dataclass
+@dataclass(eq=False)
 class Result:
-    """The records of one run: ``requests``, ``batches`` and ``paths`` DataFrames, ``metrics``."""
+    """The records of one run of :func:`simulate`, not the engine that made them.
 
-    engine: Engine
+    Attributes
+    ----------
+    trace : the :class:`~queuetheory.workload.Trace` that arrived
+    horizon : the time after which no batch started (``inf`` for a run that drains)
+    end_time : the time the run ended
+    policy, time_model : what ran
+    warmup : the time before which :attr:`metrics` discards requests and tokens
+    table : the request table (:class:`~queuetheory.engine.RequestTable`): one array per
+        field, indexed by request id; :attr:`requests` is its frame
+    log : the batch log (:class:`~queuetheory.engine.log.ColumnLog`), one row per
+        iteration; :attr:`batches` is its frame, :attr:`paths` its queue paths
+    tbt : the token-level time-between-tokens histogram per class
+        (:class:`~queuetheory.engine.log.TBTHistogram`: ``counts``, ``quantile``)
+    iterations : batches run
+    admitted : requests admitted into the engine (the first ``admitted`` rows of ``table``)
+    live : ids of the requests still in the system at ``end_time``
+    work_left : their unprocessed prompt and output tokens, ``|X(n)|``
+    kv_left : their resident KV tokens
+    peak_memory : the largest KV cache held at once
+
+    ``requests``, ``batches``, ``paths`` (DataFrames) and ``metrics`` (a dict) are read from
+    the records. ``engine`` (deprecated) is the engine of the run, kept for one release.
+    """
+
     trace: Trace
     horizon: float
     end_time: float
     policy: object
     time_model: TimeModel
-    warmup: float = 0.0
+    warmup: float
+    table: RequestTable
+    log: ColumnLog
+    tbt: TBTHistogram
+    iterations: int
+    admitted: int
+    live: np.ndarray
+    work_left: int
+    kv_left: int
+    peak_memory: int
+    _engine: Engine | None = field(default=None, repr=False)
+
+    @classmethod
+    def of_engine(cls, engine: Engine, trace: Trace, horizon: float, end_time: float,
+                  warmup: float = 0.0) -> Result:
+        """The records of a finished run of ``engine``.
+
+        Parameters
+        ----------
+        engine : the :class:`~queuetheory.engine.Engine` that ran
+        trace : what arrived
+        horizon : the run's horizon (``inf``: it drained)
+        end_time : the time the run ended
+        warmup : the start of the steady-state window of :attr:`metrics`
+
+        Returns
+        -------
+        Result
+            The engine's records (its request table, batch log and TBT histogram, shared,
+            not copied) and its end state.
+        """
+        return cls(trace, float(horizon), float(end_time), engine.policy, engine.time_model,
+                   float(warmup), engine.table, engine.log, engine.tbt, int(engine.iteration),
+                   int(engine._pending), engine.live.copy(), int(engine.work),
+                   int(engine.kv_total), int(engine.peak_memory), engine)
+
+    @property
+    def engine(self) -> Engine:
+        """The engine of the run (deprecated: read the records, ``table``, ``log``, ``tbt``,
+        ``iterations``, ``live``, ``work_left``, ``kv_left``, ``peak_memory``).
+
+        Returns
+        -------
+        Engine
+            The engine that ran, kept for one release.
+
+        Raises
+        ------
+        AttributeError
+            When the result holds no engine (built from records alone).
+        """
+        warnings.warn("Result.engine is deprecated and goes in the next release: read the "
+                      "records (res.table, res.log, res.tbt, res.iterations, res.live, "
+                      "res.work_left, res.kv_left, res.peak_memory)", DeprecationWarning,
+                      stacklevel=2)
+        if self._engine is None:
+            raise AttributeError("this Result holds records only, no engine")
+        return self._engine
 
     @property
     def requests(self) -> pd.DataFrame:
         """One row per request that arrived: lengths, interval, time stamps, restarts."""
-        t = self.engine.table
+        t = self.table
         n = t.n
         df = pd.DataFrame({f: t.column(f) for f in (
             "arrival", "prompt", "output", "cls", "lo", "hi", "priority", "prefilled",
             "decoded", "recomputed", "restarts", "cached", "prefill_done", "first_token",
             "finish", "tbt_max")})
         admitted = np.zeros(n, dtype=bool)
-        admitted[: self.engine._pending] = True
+        admitted[: self.admitted] = True
         df["admitted"] = admitted
         df["latency"] = df["finish"] - df["arrival"]
         df["ttft"] = df["first_token"] - df["arrival"]
@@ -52,12 +134,12 @@ class Result:
     @property
     def batches(self) -> pd.DataFrame:
         """One row per iteration: start, duration, composition, memory after, queue sizes."""
-        return self.engine.log.frame()
+        return self.log.frame()
 
     @property
     def paths(self) -> pd.DataFrame:
         """Queue length, unfinished tokens and memory at the end of every iteration."""
-        log = self.engine.log
+        log = self.log
         return pd.DataFrame({
             "time": log.column("start") + log.column("duration"),
             "in_system": log.column("in_system"),
@@ -179,7 +261,7 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
     t = _step_by_step(engine, policy, t, stop, limit, fast_path, bar)
     if bar is not None:
         bar.close(t)
-    result = Result(engine, trace, stop, t, policy, time_model, float(warmup))
+    result = Result.of_engine(engine, trace, stop, t, warmup)
     _warn_if_censored(result, stop, limit)
     return result
 
@@ -212,13 +294,12 @@ def budget_refusal(policy, token_budget, memory) -> str | None:
 def _warn_if_censored(result, stop, limit) -> None:
     """:class:`CensoredRunWarning` when requests are left unfinished: any in a run that
     should drain (no horizon), over 1 % of the arrivals when a horizon cut the run."""
-    engine = result.engine
-    table = engine.table
+    table = result.table
     arrived = int(np.searchsorted(table.column("arrival"), result.end_time, side="right"))
     left = arrived - int(np.count_nonzero(~np.isnan(table.column("finish"))))
     if left <= 0:
         return
-    if engine.iteration >= limit:
+    if result.iterations >= limit:
         why = f"max_iterations={int(limit)} stopped the run"
     elif result.end_time >= stop:
         if left <= 0.01 * arrived:

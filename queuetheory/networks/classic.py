@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import check_positive
-from ..metrics import path_growth_rate
+from ..stability import path_growth_rate
 from .traffic import virtual_pairs
 
 __all__ = ["ClassicRybkoStolyar", "ClassicResult", "rybko_stolyar_classic"]

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import check_positive
-from ..metrics import path_growth_rate
+from ..stability import path_growth_rate
 from .slotted import SlotRun, covers
 from .stepped import StepRun
 from .traffic import agent_loads
@@ -45,7 +45,7 @@ class NetworkResult:
 
     def growth_rate(self, quantity: str = "tokens", **kwargs):
         """Block-means slope of ``tokens`` or ``requests`` (see
-        :func:`~queuetheory.metrics.path_growth_rate`), relative to the tokens (requests) that
+        :func:`~queuetheory.stability.path_growth_rate`), relative to the tokens (requests) that
         entered the agents per time unit."""
         if quantity not in ("tokens", "requests"):
             raise ValueError(f"quantity={quantity!r}: must be 'tokens' or 'requests'")
