@@ -27,6 +27,7 @@ LAYERS = [
     {"policies"},
     {"stability", "networks", "validate"},
     {"compare", "capacity"},
+    {"papers"},
     {"claims"},
     {"report"},
     {"cli"},
@@ -37,6 +38,12 @@ LAYERS = [
 DEPRECATED = {
     ("queuetheory.workload.trace_stats", "queuetheory.data"):
         'trace_stats(reference="sharegpt"), deprecated for reference=sharegpt_lengths(...)',
+    ("queuetheory.policies.rad", "queuetheory.networks.disaggregated"):
+        "policies.rad.DistServe and simulate_nodes, deprecated for networks.DistServe and "
+        'networks.simulate_fleet(router="random")',
+    ("queuetheory.policies.rad", "queuetheory.capacity.slo_scan"):
+        "policies.rad.slo_metrics and slo_capacity, deprecated for capacity.slo_metrics and "
+        "capacity.slo_capacity",
 }
 
 #: Import cycles inside one package, as they stand; a new one fails.
