@@ -36,7 +36,7 @@ import numpy as np
 from scipy import stats
 
 import queuetheory as qt
-from queuetheory.claims.li2025 import vllm_unit_time_threshold
+from queuetheory.capacity import vllm_unit_time_rate
 from queuetheory.networks import rybko_stolyar_classic, simulate_classic
 from queuetheory.stability import BUDGET_FACTOR, START_ARRIVALS
 
@@ -77,7 +77,7 @@ def configurations(families):
                 out.append(("token capacity", name, rho,
                             engine_trial(wl, make, tm, first_token="decode")))
     if "vllm" in families:
-        lam_star = vllm_unit_time_threshold(768, 32)
+        lam_star = vllm_unit_time_rate(768, 32)
         sizes = stats.poisson(31, loc=1)
         for f in (0.8, 0.9, 1.1, 1.25):
             wl = qt.Workload([qt.RequestClass(sizes, sizes, f * lam_star)],

@@ -40,8 +40,8 @@ from .workload import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "bounds", "capacity", "claims", "data", "fluid", "metrics", "networks", "plotting", "policies",
-    "validate",
+    "bounds", "capacity", "claims", "data", "fluid", "metrics", "networks", "papers", "plotting",
+    "policies", "validate",
     "Batch", "Result", "State", "simulate", "stability", "StabilityVerdict", "growth_rate",
     "GrowthRate",
     "InfeasibleBatchError", "QueueTheoryError", "SolverError", "UnstableError",
@@ -54,8 +54,8 @@ __all__ = [
 
 # The analytic subpackages (sympy, cvxpy, scipy, matplotlib behind them) load on first use,
 # so that ``import queuetheory`` for a simulation stays quick.
-_LAZY = ("bounds", "capacity", "claims", "data", "fluid", "metrics", "networks", "plotting",
-         "rounds", "validate")
+_LAZY = ("bounds", "capacity", "claims", "data", "fluid", "metrics", "networks", "papers",
+         "plotting", "rounds", "validate")
 
 
 def __getattr__(name):

@@ -26,7 +26,22 @@ def _rate(amount, span: float) -> float:
 
 def time_average_in_system(result, start: float = 0.0, end: float | None = None) -> float:
     """``L``: the time-average number of requests in the system over ``[start, end]``
-    (default: the whole run; exact); 0 for an empty window."""
+    (default: the whole run; exact); 0 for an empty window.
+
+    Parameters
+    ----------
+    result : Result
+        A run of :func:`~queuetheory.simulate`.
+    start : float, default 0.0
+        The window's start, in the time model's unit.
+    end : float, optional
+        The window's end; default (and at most) the run's end.
+
+    Returns
+    -------
+    float
+        ``L``, in requests.
+    """
     req = result.requests
     T = _span(result) if end is None else min(float(end), _span(result))
     if T <= start:

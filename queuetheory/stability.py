@@ -420,6 +420,31 @@ class GrowthRate:
     tolerance, else ``unstable`` when either lies above 0, else ``inconclusive``).
     ``window``: the ``(start, end)`` of the stretch tested (for a drained run, a tail of the
     arrivals' window).
+
+    Attributes
+    ----------
+    quantity : str
+        The path tested (``unfinished_tokens``, ``in_system``, or a network's name for it).
+    slope : float
+        The batch-means drift, in path units per unit time.
+    ci_low, ci_high : float
+        Its interval at the test's level.
+    offered : float
+        The offered rate the drift is compared with.
+    relative : float
+        ``slope / offered`` (NaN without an offered rate).
+    tolerance : float
+        The tolerance in path units per unit time.
+    verdict : str
+        ``"stable"``, ``"unstable"`` or ``"inconclusive"``.
+    blocks : int
+        The number of blocks the tested window was cut into.
+    trend : float
+        The backlog trend, in path units per unit time.
+    trend_low, trend_high : float
+        Its interval.
+    window : tuple of float
+        The ``(start, end)`` of the stretch tested.
     """
 
     quantity: str
@@ -439,13 +464,13 @@ class GrowthRate:
 
 def growth_rate(result, quantity: str = "unfinished_tokens", *, tail: float = 0.5,
                 blocks: int = 10, level: float = 0.99, tolerance: float = 0.03) -> GrowthRate:
-    """The growth rate of a run's backlog over the last part of the run, and its verdict.
-
-    Rates are relative to the offered load: ``tolerance = 0.03`` calls a path stable when,
-    with confidence ``level``, it grows slower than 3 % of the arrivals, and unstable when it
-    surely grows, and not surely slower (the rule: :data:`VERDICT_RULE`; the tests:
-    :func:`drift_interval`, :func:`trend_interval`). :func:`stability` runs a workload as
-    long as it takes to reach a verdict, over several seeds.
+    """Fit the growth rate of ``quantity`` (``unfinished_tokens`` or ``in_system``) over the
+    last ``tail`` of the run (see :func:`drift_interval`, :func:`trend_interval`). Rates are
+    relative to the offered load: ``tolerance = 0.03`` calls a path stable when, with
+    confidence ``level``, it grows slower than 3 % of the arrivals, and unstable when it
+    surely grows, and not surely slower (the rule: :data:`VERDICT_RULE`).
+    :func:`queuetheory.stability` runs a workload as long as it takes to reach a verdict,
+    over several seeds.
 
     A run without a horizon (a finite trace, or ``n_requests`` drawn) drains its backlog
     after the last arrival, and a drain always shrinks: such a run is judged over its
@@ -456,27 +481,28 @@ def growth_rate(result, quantity: str = "unfinished_tokens", *, tail: float = 0.
     ----------
     result : Result
         A run of :func:`~queuetheory.simulate`.
-    quantity : {"unfinished_tokens", "in_system"}
-        The path tested: unfinished tokens (relative to the offered tokens) or requests in
-        the system (relative to the arrival rate).
-    tail : float
-        The last fraction of the run tested.
-    blocks : int
-        Batch-means blocks of the tail.
-    level : float
-        The intervals' two-sided confidence.
-    tolerance : float
-        Relative growth called stable.
+    quantity : str, default "unfinished_tokens"
+        ``"unfinished_tokens"`` (offered: prompt and output tokens arrived per unit time) or
+        ``"in_system"`` (offered: the arrival rate).
+    tail : float, default 0.5
+        The share of the run tested (its last part), in ``[1e-6, 1]``.
+    blocks : int, default 10
+        The number of equal blocks of the tail (3 to ``MAX_BLOCKS``).
+    level : float, default 0.99
+        The intervals' confidence level, in ``(0, 1)``.
+    tolerance : float, default 0.03
+        The growth, relative to ``offered``, below which the path counts as stable.
 
     Returns
     -------
     GrowthRate
+        The drift, the trend, their intervals and the verdict.
 
     Raises
     ------
     ValueError
-        For an unknown ``quantity``, arguments outside their range
-        (:func:`check_test_arguments`) or a run of fewer than ``4 · blocks`` iterations.
+        If ``quantity`` is neither name, a test argument breaks its rule
+        (:func:`check_test_arguments`), or the run has fewer than ``4 * blocks`` iterations.
     """
     if quantity not in ("unfinished_tokens", "in_system"):
         raise ValueError(f"quantity={quantity!r}: must be 'unfinished_tokens' or 'in_system'")
@@ -504,31 +530,41 @@ def _rate(amount, span: float) -> float:
 def path_growth_rate(time, values, *, end: float, offered: float, quantity: str = "path",
                      tail: float = 0.5, blocks: int = 10, level: float = 0.99,
                      tolerance: float = 0.03) -> GrowthRate:
-    """The test of :func:`growth_rate` on a plain step path (networks of engines use it on
-    their total paths).
+    """The test of :func:`growth_rate` on a plain step path: ``values[i]`` holds from
+    ``time[i]`` (sorted) until the next time, ``end`` closes the run and ``offered`` is the
+    rate the drift is compared with. Networks of engines use it on their total paths.
 
     Parameters
     ----------
-    time, values : array_like
-        The step path: ``values[i]`` holds from ``time[i]`` (sorted) until the next time.
+    time : array_like
+        The times of the step path, sorted (1-d).
+    values : array_like
+        Its values, as many as ``time``.
     end : float
         The end of the run.
     offered : float
-        The rate the drift is compared with (tokens or requests per unit time).
-    quantity : str
-        The path's name, kept in the answer.
-    tail, blocks, level, tolerance
-        As for :func:`growth_rate`.
+        The rate the drift is compared with (path units per unit time).
+    quantity : str, default "path"
+        The name recorded in the result.
+    tail : float, default 0.5
+        The share of the run tested (its last part), in ``[1e-6, 1]``.
+    blocks : int, default 10
+        The number of equal blocks of the tail (3 to ``MAX_BLOCKS``).
+    level : float, default 0.99
+        The intervals' confidence level, in ``(0, 1)``.
+    tolerance : float, default 0.03
+        The growth, relative to ``offered``, below which the path counts as stable.
 
     Returns
     -------
     GrowthRate
+        The drift, the trend, their intervals and the verdict.
 
     Raises
     ------
     ValueError
-        For arguments outside their range, paths of unequal shape, or fewer than
-        ``4 · blocks`` points.
+        If ``time`` and ``values`` are not 1-d of equal length, the path has fewer than
+        ``4 * blocks`` points, or a test argument breaks its rule (:func:`check_test_arguments`).
     """
     check_test_arguments(tail=tail, blocks=blocks, level=level, tolerance=tolerance)
     t = np.asarray(time, dtype=float)
@@ -603,23 +639,46 @@ class StabilityVerdict:
 
     Attributes
     ----------
-    verdict : ``"stable"``, ``"unstable"`` or ``"inconclusive"`` (:data:`VERDICT_RULE`)
-    drift, drift_interval : the pooled batch-means drift of the backlog, relative to the
-        offered token rate, and its interval at ``level``
-    trend, trend_interval : the pooled backlog trend (slope of the block averages), relative
-    offered : tokens offered per unit time (arrived over all seeds / simulated time)
-    horizon : the simulated time of each run of the last round
-    runs : one row per seed of the last round: ``seed``, ``horizon``, ``iterations``,
+    verdict : str
+        ``"stable"``, ``"unstable"`` or ``"inconclusive"``
+        (:data:`~queuetheory.metrics.VERDICT_RULE`).
+    drift : float
+        The pooled batch-means drift of the backlog, relative to the offered token rate.
+    drift_interval : tuple of float
+        Its interval at ``level``.
+    trend : float
+        The pooled backlog trend (slope of the block averages), relative to the offered
+        token rate.
+    trend_interval : tuple of float
+        Its interval at ``level``.
+    offered : float
+        Tokens offered per unit time (arrived over all seeds / simulated time).
+    tolerance : float
+        The growth, relative to the offered rate, below which the system counts as stable.
+    level : float
+        The intervals' confidence level.
+    horizon : float
+        The simulated time of each run of the last round.
+    max_horizon : float
+        The longest horizon the doublings could reach.
+    runs : pandas.DataFrame
+        One row per seed of the last round: ``seed``, ``horizon``, ``iterations``,
         ``wall_s``, ``arrived``, ``completed``, ``backlog_end`` (tokens),
-        ``in_system_end``, the seed's own ``drift``/``trend`` intervals and ``verdict``
-    backlog : the backlog paths of the last round: ``seed``, ``time``, ``backlog``
-        (unfinished tokens), ``in_system`` (requests) at the end of every iteration, or of
-        evenly spaced ones (the last included) where a run has more than
-        ``BACKLOG_POINTS`` (for plots; the tests use every iteration)
-    rounds : how many horizons were tried (1 + doublings); ``wall_s``: seconds in all
-    needed_horizon : for ``inconclusive``, the horizon at which the interval would be
-        narrow enough to decide if its width shrinks as ``1/sqrt(T)`` (``None`` otherwise)
-    tail : the share of each run that was tested (its last part); :meth:`plot` shades it
+        ``in_system_end``, the seed's own ``drift``/``trend`` intervals and ``verdict``.
+    backlog : pandas.DataFrame
+        The backlog paths of the last round: ``seed``, ``time``, ``backlog`` (unfinished
+        tokens), ``in_system`` (requests) at the end of every iteration, or of evenly spaced
+        ones (the last included) where a run has more than ``BACKLOG_POINTS`` (for plots;
+        the tests use every iteration).
+    rounds : int
+        How many horizons were tried (1 + doublings).
+    wall_s : float
+        Seconds in all.
+    needed_horizon : float or None
+        For ``inconclusive``, the horizon at which the interval would be narrow enough to
+        decide if its width shrinks as ``1/sqrt(T)`` (``None`` otherwise).
+    tail : float
+        The share of each run that was tested (its last part); :meth:`plot` shades it.
     """
 
     verdict: str
@@ -644,7 +703,22 @@ class StabilityVerdict:
         axes: a growing backlog is a straight line), the tested tail shaded, the pooled
         drift drawn from the tail's start as a line of slope ``drift × offered`` with its
         interval as a band, and the verdict, the drift and ``rho`` (the load, where known)
-        in the title. Returns the Axes."""
+        in the title.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            The Axes to draw on; default a new figure.
+        rho : float, optional
+            The load, shown in the title where given.
+        time_label : str, default "time"
+            The x-axis label (the time unit of the time model).
+
+        Returns
+        -------
+        matplotlib.axes.Axes
+            The Axes drawn on.
+        """
         from .plotting import finish, new_axes, series_style
 
         ax = new_axes(ax, figsize=(7.2, 4.0))
@@ -749,51 +823,53 @@ def stability(workload, policy, time_model, *, horizon=None, n_requests=None,
     verdict is ``inconclusive`` the horizon doubles, up to ``max_horizon`` (default
     ``BUDGET_FACTOR`` times the first horizon); every round runs afresh.
 
-    A workload without arrivals is ``stable`` at once (nothing can grow), with zero drift.
+    ``simulate_kwargs`` go to :func:`~queuetheory.simulate` (``memory``, ``token_budget``,
+    ``first_token``, …). A workload without arrivals is ``stable`` at once (nothing can
+    grow), with zero drift. The verdict (:data:`~queuetheory.metrics.VERDICT_RULE`), with
+    the drifts relative to the offered token rate:
 
     Parameters
     ----------
     workload : Workload
-        A workload that draws arrivals (a finite trace drains: judge its run with
-        :func:`growth_rate`).
+        A workload that draws arrivals (not a finite trace, which always drains).
     policy : Policy
         The scheduler.
     time_model : TimeModel
         The batch-time model.
     horizon : float, optional
-        The first horizon (default :func:`default_horizon`).
+        The first round's simulated time; default :func:`default_horizon`.
     n_requests : int, optional
-        Instead of ``horizon``: the expected arrival time of that many requests.
+        Instead of ``horizon``: the expected arrival time of this many requests.
     max_horizon : float, optional
-        The longest horizon tried (default ``BUDGET_FACTOR`` times the first).
-    seeds : sequence of int
-        Independent replications, pooled.
-    level : float
-        The intervals' two-sided confidence.
-    tolerance : float
-        Relative growth called stable.
-    tail : float
-        The last fraction of each run tested.
-    blocks : int
-        Batch-means blocks of the tail.
+        The longest horizon the doublings may reach; default ``BUDGET_FACTOR`` times the
+        first.
+    seeds : iterable of int, default (0,)
+        The seeds, one run each (distinct).
+    level : float, default 0.99
+        The intervals' confidence level, in ``(0, 1)``.
+    tolerance : float, default 0.03
+        The growth, relative to the offered rate, below which the system counts as stable.
+    tail : float, default 0.5
+        The share of each run tested (its last part), in ``[1e-6, 1]``.
+    blocks : int, default 10
+        The batch-means blocks of the tail (at least 3).
     **simulate_kwargs
-        To :func:`~queuetheory.simulate` (``memory``, ``token_budget``, ``first_token``, …;
-        not ``seed``).
+        Passed to :func:`~queuetheory.simulate` (not ``seed``).
 
     Returns
     -------
     StabilityVerdict
+        The verdict and its evidence.
 
     Raises
     ------
     ValueError
-        For a workload that does not draw arrivals, a ``seed`` keyword, a horizon shorter
-        than a lone request's lifetime or so long that a run would draw over
-        ``MAX_REQUESTS`` requests, and test arguments outside their range.
-
-    Notes
-    -----
-    The verdict (:data:`VERDICT_RULE`), with the drifts relative to the offered token rate:
+        If ``workload`` draws no arrivals (a trace), ``time_model`` is not a
+        :class:`~queuetheory.timing.TimeModel`, ``seed`` is passed, both ``horizon`` and
+        ``n_requests`` are given, the horizon is not finite and positive or shorter than
+        one lone request's lifetime, ``max_horizon`` is below the horizon or would draw more
+        than ``MAX_REQUESTS`` requests per run, or a test argument breaks its rule
+        (:func:`~queuetheory.metrics.check_test_arguments`).
     """
     if not isinstance(workload, Workload) or workload._trace is not None:
         raise ValueError(f"workload={workload!r}: stability needs a Workload that draws "

@@ -5,7 +5,7 @@ import sympy as sp
 
 import queuetheory as qt
 from queuetheory.bounds import prop4_overflow_probability
-from queuetheory.claims.ao2025 import D0, D1, PROP4
+from queuetheory.papers.ao2025 import D0, D1, PROP4
 
 CLAIMS = qt.claims.all("ao2025")
 

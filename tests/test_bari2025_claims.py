@@ -43,7 +43,9 @@ def test_smallest_std_given_quantiles_matches_a_grid_search():
 
 
 def test_theorem2_work_leg_rejects_request_level_batching():
-    from queuetheory.claims.bari2025 import _tm, reaches_capacity, routed_work
+    from queuetheory.claims.bari2025 import reaches_capacity
+    from queuetheory.papers.bari2025 import routed_work
+    from queuetheory.papers.bari2025 import tiled_model as _tm
     from queuetheory.policies import RequestLevel
 
     # negative control: the same leg, on the same routed system at ρ = 1.05, rejects Alg. 3

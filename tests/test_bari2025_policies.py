@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 import queuetheory as qt
-from queuetheory.policies import RAD, SLAI, CycleScheduler, DistServe, RequestLevel
-from queuetheory.policies.rad import simulate_nodes, slo_metrics
+from queuetheory.capacity import slo_metrics
+from queuetheory.networks import DistServe, simulate_fleet
+from queuetheory.policies import RAD, SLAI, CycleScheduler, RequestLevel
 from queuetheory.workload.rad import table1_decode_std_bound, table1_lengths, table1_workload
 
 TM = qt.TiledGPUTime.illustrative()
@@ -123,9 +124,9 @@ def test_distserve_nodes_and_random_routing():
     ds = DistServe(1, 1, chunk=TM.t_lcm).run(tr, TM, horizon=float(tr.arrival[-1]) + 60)
     assert ds["finish"].notna().all() and (ds["ttft"] > 0).all()
     assert (ds["finish"] - ds["arrival"] > ds["ttft"]).all()
-    nodes = simulate_nodes(tr, lambda: RAD(TM.tile), TM, 3)
-    assert sum(len(r.trace) for r in nodes) == 100
-    assert sum(r.metrics["completed"] for r in nodes) == 100
+    fleet = simulate_fleet(tr, RAD(TM.tile), TM, 3, router="random")
+    assert len(fleet.requests) == 100 and fleet.requests["engine"].nunique() == 3
+    assert fleet.metrics["completed"] == 100
 
 
 def test_bad_parameters_are_named():
@@ -175,10 +176,10 @@ def test_distserve_decode_cap_limits_decode_batches():
 
 def test_slo_capacity_stops_at_the_first_rate_that_misses():
     tmc = qt.TiledGPUTime(qt.ModelDims.mistral_like(), qt.GPUModel.from_efficiency(c0=0.005))
-    rate, table = qt.policies.slo_capacity(lambda: SLAI.sarathi(512), table1_workload, tmc,
+    rate, table = qt.capacity.slo_capacity(lambda: SLAI.sarathi(512), table1_workload, tmc,
                                            [0.5, 6.0, 1.0], horizon=30, memory=200_000)
     assert table["rate"].tolist() == [0.5, 1.0, 6.0]
     assert rate == 1.0 and not table["ok"].iloc[-1]
-    none, _ = qt.policies.slo_capacity(lambda: SLAI.sarathi(512), table1_workload, tmc, [1.0],
+    none, _ = qt.capacity.slo_capacity(lambda: SLAI.sarathi(512), table1_workload, tmc, [1.0],
                                        horizon=30, ttft=1e-6, memory=200_000)
     assert none is None

@@ -168,12 +168,10 @@ def test_a_policy_refused_by_supports_is_named_before_any_probe():
 
 
 def test_vanilla_vllm_boundary_is_lambda_star_in_unit_time():
-    from queuetheory.claims.li2025 import vllm_unit_time_threshold
-
     b, sizes = 768, stats.poisson(31, loc=1)
     wl = qt.Workload([qt.RequestClass(sizes, sizes, 1.0)], arrivals="poisson-slot")
     lam_star = cap.vllm_unit_time_rate(b, 32)
-    assert lam_star == pytest.approx(vllm_unit_time_threshold(b, 32), rel=1e-9)
+    assert lam_star * 32 == pytest.approx(np.exp(-lam_star) * b, rel=1e-9)   # λ m_d = e^{−λ} b
     pol = qt.policies.VLLMVanilla(b)
     br = cap.bounds(wl, qt.UnitTime(), token_budget=b, policy=pol, first_token="decode")
     assert br.start == pytest.approx(lam_star, rel=1e-5)  # m_d by quadrature of the law
@@ -343,10 +341,10 @@ def test_an_overloaded_probe_counts_its_unfinished_instead_of_warning():
 
 
 def test_the_drain_is_the_longest_deadline_capped_at_the_window():
-    assert cap.drain_time({"latency": 30.0, "ttft": 5.0}, 1.0, 400.0) == 30.0
-    assert cap.drain_time({"tbt": 0.1}, 1.0, 400.0) == 20.0          # 20 lone lifetimes
-    assert cap.drain_time({"latency": 1e6}, 1.0, 400.0) == 400.0      # the window's length
-    assert cap.drain_time({"latency": 1e6}, 50.0, 400.0) == 1000.0    # 20 lifetimes if longer
+    assert cap.cooldown_time({"latency": 30.0, "ttft": 5.0}, 1.0, 400.0) == 30.0
+    assert cap.cooldown_time({"tbt": 0.1}, 1.0, 400.0) == 20.0          # 20 lone lifetimes
+    assert cap.cooldown_time({"latency": 1e6}, 1.0, 400.0) == 400.0      # the window's length
+    assert cap.cooldown_time({"latency": 1e6}, 50.0, 400.0) == 1000.0    # 20 lifetimes if longer
 
 
 def test_a_huge_latency_target_keeps_the_runs_short_and_counts_the_undecided():

@@ -110,4 +110,4 @@ def test_full_batch_capacity_separates_stable_from_unstable_sarathi(load, horizo
     wl = qt.Workload.from_lengths(prompt[keep], output[keep], load=load,
                                   time_model=ANCHOR_TIME, token_budget=512)
     res = qt.simulate(wl, qt.policies.Sarathi(512), ANCHOR_TIME, horizon=horizon, seed=2)
-    assert qt.metrics.growth_rate(res).verdict == verdict
+    assert qt.growth_rate(res).verdict == verdict

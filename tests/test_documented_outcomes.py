@@ -36,7 +36,7 @@ def test_a_drained_trace_is_judged_over_its_arrivals_window(conv_ms, speed, verd
     drain that follows always shrinks); an engine 10× faster keeps up."""
     tm = qt.PiecewiseLinearTime(45.5 / speed, 0.30 / speed, 64)
     res = qt.simulate(conv_ms, qt.policies.Sarathi(512), tm)
-    g = qt.metrics.growth_rate(res)
+    g = qt.growth_rate(res)
     assert res.end_time > conv_ms.arrival[-1]            # the run drained past the arrivals
     assert g.window[1] == pytest.approx(conv_ms.arrival[-1])
     assert g.verdict == verdict
@@ -168,7 +168,7 @@ def small_run():
                                          ({"blocks": 2.5}, "blocks"), ({"tail": 1e-300}, "tail")])
 def test_growth_rate_arguments(small_run, kwargs, name):
     with pytest.raises(ValueError, match=f"{name}="):
-        qt.metrics.growth_rate(small_run, **kwargs)
+        qt.growth_rate(small_run, **kwargs)
 
 
 @pytest.mark.parametrize("kwargs,name", [

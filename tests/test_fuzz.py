@@ -199,7 +199,7 @@ def test_bounds(make_tm, b, lam, mp, md):
     if tm is None:
         return
     for call in (lambda: qt.bounds.token_capacity(tm, b),
-                 lambda: qt.bounds.max_rate(tm, b, warn=False).rate,
+                 lambda: qt.bounds.max_token_rate(tm, b, warn=False).rate,
                  lambda: qt.bounds.min_token_budget(lam, mp, md, tm),
                  lambda: qt.bounds.max_stable_rate((mp, md), tm, b)):
         out = outcome(call, ANALYTIC_NAMES)

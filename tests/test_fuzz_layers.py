@@ -68,7 +68,7 @@ def test_stability(wl, tm, kw):
 def test_growth_rate(horizon, kw):
     res = outcome(lambda: qt.simulate(SMALL, P.Sarathi(16), UNIT, horizon=horizon,
                                       n_requests=None if horizon else 200), STABILITY_NAMES)
-    g = outcome(lambda: qt.metrics.growth_rate(res, **kw),
+    g = outcome(lambda: qt.growth_rate(res, **kw),
                 ["quantity", "tail", "blocks", "level", "tolerance", "growth_rate"])
     if g is not None:
         assert g.ci_low <= g.slope <= g.ci_high and g.tolerance > 0

@@ -77,7 +77,7 @@ def test_adversarial_sizes_validated(M, eps):
 
 
 def test_theorem5_3_regret_grows_linearly_with_a_backlog():
-    exp = qt.claims.jaillet2025.regret_experiment((100, 200, 400), seeds=(0, 1))
+    exp = qt.papers.jaillet2025.regret_experiment((100, 200, 400), seeds=(0, 1))
     slope, lo, _ = exp["lower_gap"]
     assert lo > 0 and slope > 0.15                    # Θ(T): about 0.25 per round
     assert np.all(exp["comparator"] <= exp["alg"] + 1e-9)

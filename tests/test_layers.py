@@ -28,6 +28,7 @@ LAYERS = [
     {"stability"},
     {"networks", "validate"},
     {"compare", "capacity"},
+    {"papers"},
     {"claims"},
     {"report"},
     {"cli"},
@@ -41,6 +42,12 @@ DEPRECATED = {
     ("queuetheory.metrics", "queuetheory.stability"):
         "qt.metrics.growth_rate and the other names of the growth test, moved to "
         "queuetheory.stability (issue 31)",
+    ("queuetheory.policies.rad", "queuetheory.networks.disaggregated"):
+        "policies.rad.DistServe and simulate_nodes, deprecated for networks.DistServe and "
+        'networks.simulate_fleet(router="random")',
+    ("queuetheory.policies.rad", "queuetheory.capacity.slo_scan"):
+        "policies.rad.slo_metrics and slo_capacity, deprecated for capacity.slo_metrics and "
+        "capacity.slo_capacity",
 }
 
 #: Import cycles inside one package, as they stand; a new one fails.

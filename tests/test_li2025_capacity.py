@@ -12,8 +12,8 @@ from queuetheory.bounds import (
     LLAMA3_70B,
     capacity_table,
     llama3_70b_table,
-    max_rate,
     max_stable_rate,
+    max_token_rate,
     min_token_budget,
     smallest_stable_budget,
     token_capacity,
@@ -80,7 +80,7 @@ def test_max_stable_rate_of_a_workload_and_of_means():
 
 def test_max_rate_premise_fails_when_c_below_a_b0_and_with_slots():
     with pytest.warns(UserWarning, match="not the maximal rate"):
-        m = max_rate(qt.PiecewiseLinearTime(c=10, a=0.3, b0=64), 100)
+        m = max_token_rate(qt.PiecewiseLinearTime(c=10, a=0.3, b0=64), 100)
     assert m.argmax == 64 and m.rate == pytest.approx(6.4) and not m.at_budget
     slotted = qt.PiecewiseLinearTime(c=45.5, a=0.3, b0=64, slot=50)
     with warnings.catch_warnings():

@@ -20,8 +20,8 @@ from queuetheory.bounds import (
     length_pmf,
     one_step_drift,
 )
-from queuetheory.claims.li2025_theory import certificate_workload
 from queuetheory.errors import UnstableError
+from queuetheory.papers.li2025 import certificate_workload
 
 B = 16
 WL = certificate_workload()          # prompts 1 + Bin(6, ½), outputs 1 + Bin(14, ½), λ = 1

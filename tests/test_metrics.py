@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 import queuetheory as qt
-from queuetheory.metrics import drift_interval
+from queuetheory.stability import drift_interval
 
 
 def test_drift_interval_recovers_a_random_walk_drift():
@@ -25,7 +25,7 @@ def test_growth_rate_separates_stable_from_overloaded(llama):
         rate = rho * (512 / llama.token_time(512)) / 200
         wl = qt.Workload([qt.RequestClass(sizes, sizes, rate)])
         res = qt.simulate(wl, qt.policies.Sarathi(512), llama, horizon=4e5, seed=1)
-        assert qt.metrics.growth_rate(res).verdict == want
+        assert qt.growth_rate(res).verdict == want
 
 
 def test_summary_figures(llama):
@@ -37,7 +37,7 @@ def test_summary_figures(llama):
     assert 45.5 <= m["mean_tbt"] < 60 and m["p99_tbt"] >= 45.5
     assert m["mean_ttft"] >= 45.5 + 0.3 * 36
     with pytest.raises(ValueError, match="quantity"):
-        qt.metrics.growth_rate(qt.simulate(wl, qt.policies.Sarathi(512), llama, horizon=1e4),
+        qt.growth_rate(qt.simulate(wl, qt.policies.Sarathi(512), llama, horizon=1e4),
                                quantity="latency")
 
 
@@ -120,7 +120,7 @@ def test_the_steady_state_window_matches_pollaczek_khinchine():
 
 def test_t_quantile_is_scipy_stats_t_ppf():
     """The verdicts' t quantile, taken without importing scipy.stats, is ``t.ppf``."""
-    from queuetheory.metrics import _t_quantile
+    from queuetheory.stability import _t_quantile
 
     for df in (1, 2, 8, 9, 18, 98, 1000):
         for level in (0.5, 0.9, 0.95, 0.99, 0.999):

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from queuetheory.metrics import path_growth_rate
 from queuetheory.networks import rybko_stolyar_classic, simulate_classic
+from queuetheory.stability import path_growth_rate
 
 ciw = pytest.importorskip("ciw")
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import queuetheory as qt
-from queuetheory.metrics import path_growth_rate
 from queuetheory.networks import fork_join, parallel, rybko_stolyar, simulate
+from queuetheory.stability import path_growth_rate
 
 
 def test_every_token_is_accounted_for():

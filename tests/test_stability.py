@@ -6,7 +6,7 @@ import pytest
 from scipy import stats
 
 import queuetheory as qt
-from queuetheory.metrics import judge, path_growth_rate
+from queuetheory.stability import judge, path_growth_rate
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def test_the_tour_calls_vanilla_vllm_unstable_and_sarathi_stable(tour):
 def test_the_tour_run_itself_is_called_unstable_by_growth_rate(tour):
     wl, tm = tour
     res = qt.simulate(wl, qt.policies.VLLMVanilla(512), tm, horizon=2e5, seed=0)
-    assert qt.metrics.growth_rate(res).verdict == "unstable"
+    assert qt.growth_rate(res).verdict == "unstable"
 
 
 def test_single_server_queue_around_pollaczek_khinchine():

@@ -12,8 +12,8 @@ from queuetheory.bounds import (
     is_work_conserving,
     work_conservation_witness,
 )
-from queuetheory.claims.li2025_theory import classic_policies
 from queuetheory.errors import InfeasibleBatchError
+from queuetheory.papers.li2025 import classic_policies
 
 B = 16
 STRICT = ("Sarathi", "Sarathi-SJF", "Orca(chunk=True)", "StaticPriority", "KFCFS(Sarathi, b, b)")

@@ -29,17 +29,6 @@ __all__ += ["rad", "rad_capacity", "RadCapacity", "request_time", "request_time_
             "distserve_split", "DistServeSplit", "optimal_chunking"]
 __all__ += ["amin_matrices", "amin_ratio", "AminRatio", "rayleigh", "lemma46_ratio", "b_inverse",
             "trace_identity", "fit_log_curve", "two_point_threshold", "competitive_closed_forms"]
-from .capacity import (  # noqa: E402  (Li, Dai, Peng)
-    LLAMA3_70B,
-    MaxRate,
-    capacity_table,
-    llama3_70b_table,
-    max_rate,
-    max_stable_rate,
-    min_token_budget,
-    smallest_stable_budget,
-    token_capacity,
-)
 from .drift import (  # noqa: E402  (Li, Dai, Peng)
     Drift,
     DriftCertificate,
@@ -51,6 +40,17 @@ from .drift import (  # noqa: E402  (Li, Dai, Peng)
     length_pmf,
     one_step_drift,
 )
+from .token_rate import (  # noqa: E402  (Li, Dai, Peng)
+    LLAMA3_70B,
+    MaxTokenRate,
+    capacity_table,
+    llama3_70b_table,
+    max_stable_rate,
+    max_token_rate,
+    min_token_budget,
+    smallest_stable_budget,
+    token_capacity,
+)
 from .work_conserving import (  # noqa: E402  (Li, Dai, Peng)
     WorkConservation,
     available_tokens,
@@ -60,7 +60,7 @@ from .work_conserving import (  # noqa: E402  (Li, Dai, Peng)
 )
 
 __all__ += [
-    "token_capacity", "max_rate", "MaxRate", "max_stable_rate", "min_token_budget",
+    "token_capacity", "max_token_rate", "MaxTokenRate", "max_stable_rate", "min_token_budget",
     "smallest_stable_budget", "capacity_table", "LLAMA3_70B", "llama3_70b_table",
     "LinearLyapunov", "QuadraticLyapunov", "appendix_b_constant", "length_pmf", "Drift",
     "one_step_drift", "DriftCertificate", "drift_certificate", "certificate_states",
@@ -107,3 +107,28 @@ __all__ += ["RandomOrderWorstCase", "hsf_tel", "random_order_tel", "random_order
 from .quantile_std import QuantileStd, min_std_given_quantiles  # noqa: E402  (Bari et al.)
 
 __all__ += ["QuantileStd", "min_std_given_quantiles"]
+
+#: Old names kept for one release: name -> (new name, where it lives now).
+_DEPRECATED = {
+    "max_rate": ("max_token_rate", "token_rate"),
+    "MaxRate": ("MaxTokenRate", "token_rate"),
+}
+
+
+def __getattr__(name):
+    """The deprecated names: ``max_rate`` and ``MaxRate`` (tokens per time unit, now
+    :func:`max_token_rate` and :class:`MaxTokenRate`) and the module ``capacity`` (now
+    :mod:`.token_rate`), each with a ``DeprecationWarning`` naming the new one."""
+    import warnings
+    from importlib import import_module
+
+    if name == "capacity":
+        return import_module(".capacity", __name__)
+    if name in _DEPRECATED:
+        new, module = _DEPRECATED[name]
+        warnings.warn(f"queuetheory.bounds.{name} is deprecated: use queuetheory.bounds.{new} "
+                      "(the best token rate, in tokens per time unit; "
+                      "queuetheory.capacity.max_rate is the simulated request rate)",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(import_module(f".{module}", __name__), new)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

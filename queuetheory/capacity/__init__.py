@@ -43,7 +43,9 @@ at another rate, a trace replayed), ``bounds`` (the analytic bracket), ``relaxat
 backlog's time scale near capacity), ``search`` (:func:`max_rate`'s bisection and its
 probes), ``loaded`` (probes from a backlog, the backlogged throughput), ``slo`` (the latency
 targets and a steady-state window), ``targets`` (percentile targets per metric),
-``prefix`` (the prefix cache's hit ratio in the bounds), ``goodput``, ``replicas``,
+``prefix`` (the prefix cache's hit ratio in the bounds), ``goodput``, ``slo_scan``
+(per-class latency figures and the capacity on a grid of rates at per-class targets, Bari et
+al.'s figure: :func:`slo_metrics`, :func:`slo_capacity`), ``replicas``,
 ``counts`` (the smallest count that meets a test), ``fleet``
 (engines with KV caches behind a router), ``sizing`` (:func:`size_fleet`), ``curve``
 (latency and attainment against load, and the figure), ``cli`` and ``sizing_cli``
@@ -62,15 +64,34 @@ from .replicas import Replicas, replicas
 from .rescale import at_rate, replay
 from .search import MAX_PROBE_REQUESTS, RELAXATION_RUNS, MaxRate, max_rate
 from .sizing import FleetSize, size_fleet
-from .slo import SLO_KEYS, drain_time, slo_attainment
+from .slo import SLO_KEYS, cooldown_time, slo_attainment
+from .slo_scan import slo_capacity, slo_metrics
 from .stats import MIN_LIFETIMES, RequestStats, request_stats
 from .targets import check_percentiles, percentile_report
 
 __all__ = ["bounds", "Bracket", "max_rate", "MaxRate", "goodput", "Goodput", "replicas",
            "Replicas", "at_rate", "replay", "request_stats", "RequestStats", "relaxation_time",
            "arrival_variability", "vllm_unit_time_rate", "SLO_KEYS", "slo_attainment",
-           "drain_time", "curve_rates", "load_curve", "plot_capacity", "capacity_main",
+           "cooldown_time", "curve_rates", "load_curve", "plot_capacity", "capacity_main",
            "MIN_LIFETIMES", "RELAXATION_RUNS", "MAX_PROBE_REQUESTS", "size_fleet", "FleetSize",
            "fleet_trace", "percentile_report",
            "check_percentiles", "saturated_rate", "loaded_verdict", "backlog_size",
-           "PrefixShare", "offline_token_ratio"]
+           "PrefixShare", "offline_token_ratio", "slo_metrics", "slo_capacity"]
+
+#: Old names kept for one release: name -> (module, new name).
+_DEPRECATED = {"drain_time": ("slo", "cooldown_time")}
+
+
+def __getattr__(name):
+    """The deprecated names (``drain_time``, now :func:`cooldown_time`), each with a
+    ``DeprecationWarning`` naming the new one."""
+    import warnings
+    from importlib import import_module
+
+    if name in _DEPRECATED:
+        module, new = _DEPRECATED[name]
+        warnings.warn(f"queuetheory.capacity.{name} is deprecated: use "
+                      f"queuetheory.capacity.{new} (queuetheory.fluid.drain_time is the time "
+                      "a fluid backlog takes to drain)", DeprecationWarning, stacklevel=2)
+        return getattr(import_module(f".{module}", __name__), new)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

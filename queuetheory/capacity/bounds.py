@@ -282,8 +282,8 @@ _PREMISES = {
 
 
 def _compute_bounds(workload, tm, b, st, first_token):
-    from ..bounds.capacity import max_rate as best_token_rate
-    from ..bounds.capacity import token_capacity
+    from ..bounds.token_rate import max_token_rate as best_token_rate
+    from ..bounds.token_rate import token_capacity
 
     if isinstance(tm, PiecewiseLinearTime | UnitTime):
         tokens = best_token_rate(tm, b, warn=False).rate
@@ -454,7 +454,7 @@ def _scheduler_bounds(workload, tm, b, memory, policy, st):
     out, violated = [], None
     if _work_conserving(policy, memory) and isinstance(tm, PiecewiseLinearTime | UnitTime
                                                        | AffineTokenTime):
-        from ..bounds.capacity import token_capacity
+        from ..bounds.token_rate import token_capacity
 
         full = token_capacity(tm, b, mix=st.prompt / st.work) / st.work
         if isinstance(tm, AffineTokenTime):

@@ -94,7 +94,7 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
     counted in ``probes`` instead of a :class:`~queuetheory.errors.CensoredRunWarning`:
     the run is cut on purpose). The run goes on past the window, arrivals continuing, for
     the longest latency or TTFT target but at most the window's length
-    (:func:`drain_time`): a huge target such as 10⁶ s does not
+    (:func:`cooldown_time`): a huge target such as 10⁶ s does not
     make the run explode; a request still unfinished then counts as a miss (``undecided``
     in ``probes`` when it had missed no target yet), so a target longer than the window
     can only make the goodput err low. The search starts below the bracket's ``start``,

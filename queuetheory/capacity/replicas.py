@@ -17,7 +17,7 @@ from ..workload import Workload
 from .bounds import bounds
 from .counts import smallest_count
 from .inputs import _budget_of, _refuse_unsupported
-from .slo import _check_slo, drain_time, slo_attainment
+from .slo import _check_slo, cooldown_time, slo_attainment
 from .stats import _lone_lifetime
 
 
@@ -133,7 +133,7 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
     def meets(K):
         if K not in tried:
             H = n_requests * K / target_rate
-            drain = drain_time(slo, lifetime, H)
+            drain = cooldown_time(slo, lifetime, H)
             frames = []
             for s in seeds:
                 res = simulate_network(_parallel(workload, policy, time_model, K, b, router,

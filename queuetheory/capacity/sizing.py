@@ -20,7 +20,7 @@ from .counts import smallest_count
 from .fleet import fleet_trace
 from .inputs import _budget_of, _refuse_unsupported
 from .rescale import _length_law
-from .slo import _check_slo, drain_time, slo_attainment
+from .slo import _check_slo, cooldown_time, slo_attainment
 from .stats import MIN_LIFETIMES, _lone_lifetime
 from .targets import check_percentiles, percentile_report
 
@@ -168,7 +168,7 @@ def size_fleet(target_rate, workload, policy, time_model, *, memory=None,
         if K in judged:
             return judged[K]
         H = max(n_requests * K / target_rate, MIN_LIFETIMES * lifetime)
-        drain = drain_time({**(slo or {}), **_deadlines(pct)}, lifetime, H)
+        drain = cooldown_time({**(slo or {}), **_deadlines(pct)}, lifetime, H)
         frames = []
         for s in seeds:
             tr = fleet_trace(workload, target_rate, H + drain, s)

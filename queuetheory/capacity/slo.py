@@ -90,17 +90,36 @@ def slo_attainment(requests: pd.DataFrame, slo: dict, *, start: float, end: floa
     return out
 
 
-def drain_time(slo: dict, lifetime: float, window: float) -> float:
+def cooldown_time(slo: dict, lifetime: float, window: float) -> float:
     """How long a run goes on past the end of its window of arrivals ``[.., window]``, with
-    arrivals continuing: the longest latency or TTFT target of ``slo``, so that the
-    window's last requests can meet it, and at least 20 ``lifetime`` (a lone request's).
+    arrivals continuing (the cool-down after the window, as the warm-up comes before it):
+    the longest latency or TTFT target of ``slo``, so that the window's last requests can
+    meet it, and at least 20 ``lifetime`` (a lone request's).
 
     Capped at the window's own length (or 20 lifetimes when longer), so that a huge target
     (a latency SLO of 10⁶ s) does not make a run explode. What the cap leaves out: a
     request still unfinished a whole window after the window closed is in a backlog that
     grew over the window, not one a sustainable rate leaves; it counts as a miss, though
     its target might still be met after the run stops (counted in ``undecided`` by
-    :func:`slo_attainment`), so attainment, and the goodput built on it, err low."""
+    :func:`slo_attainment`), so attainment, and the goodput built on it, err low.
+
+    This was ``capacity.drain_time`` (kept for one release with a ``DeprecationWarning``);
+    the time a fluid backlog takes to drain is :func:`queuetheory.fluid.drain_time`.
+
+    Parameters
+    ----------
+    slo : dict
+        The latency targets (:data:`SLO_KEYS`); only ``latency`` and ``ttft`` lengthen it.
+    lifetime : float
+        A lone request's time in the system, in the time model's unit.
+    window : float
+        The length of the window of arrivals, in the same unit.
+
+    Returns
+    -------
+    float
+        ``max(20·lifetime, min(longest target, window))``, in the same unit.
+    """
     longest = max(slo.get("latency", 0.0), slo.get("ttft", 0.0))
     return max(20 * lifetime, min(longest, window))
 
@@ -109,14 +128,14 @@ def _window_run(workload, policy, time_model, rate, slo, *, n_requests, warmup, 
                 memory, first_token):
     """Attainment over the steady-state window: arrivals in ``[warmup·H, H]`` with
     ``H = n_requests / rate`` (at least ``MIN_LIFETIMES`` lone lifetimes); the run goes on
-    to ``H + drain`` (:func:`drain_time`: the largest deadline of ``slo``, at least 20 lone
+    to ``H + drain`` (:func:`cooldown_time`: the largest deadline of ``slo``, at least 20 lone
     lifetimes, at most ``H``) with arrivals continuing, so the window's last requests meet
     the load they would in steady state. Adds ``undecided`` and ``drain`` to
     :func:`slo_attainment`'s answer."""
     lengths = _length_law(workload)
     lifetime = _lone_lifetime(lengths, time_model)
     H = max(n_requests / rate, MIN_LIFETIMES * lifetime)
-    drain = drain_time(slo, lifetime, H)
+    drain = cooldown_time(slo, lifetime, H)
     wl = (replay(workload, rate, H + drain) if isinstance(workload, Trace)
           else at_rate(workload, rate))
     frames = []

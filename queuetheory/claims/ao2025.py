@@ -24,6 +24,28 @@ from ..bounds.overflow import prop4_overflow_probability
 from ..engine import simulate
 from ..fluid.equilibrium import class_arrays
 from ..fluid.nested import _g
+from ..papers import ao2025 as paper
+from ..papers.ao2025 import (
+    D0 as _D0,
+)
+from ..papers.ao2025 import (
+    D1 as _D1,
+)
+from ..papers.ao2025 import (
+    LOW_DEMAND as _LOW_DEMAND,
+)
+from ..papers.ao2025 import (
+    NESTED_LENGTHS as _NESTED_LENGTHS,
+)
+from ..papers.ao2025 import (
+    NESTED_RATES as _NESTED_RATES,
+)
+from ..papers.ao2025 import (
+    PAPER_NESTED_THRESHOLDS as _PAPER_NESTED_THRESHOLDS,
+)
+from ..papers.ao2025 import (
+    PROP4 as _PROP4,
+)
 from ..plotting import (
     band,
     bars,
@@ -38,7 +60,7 @@ from ..stability import growth_rate
 from ..timing import LinearMemoryTime
 from ..workload import RequestClass, TimeVarying, Workload
 from ..workload.surrogates import lmsys_bin_rates
-from .base import Outcome, claim
+from .base import Outcome, claim, moved_names
 
 ENGINE = ('engine, first_token="decode" (a prompt holds l + k KV tokens at decode stage k, '
           "l′ decode iterations); iteration time d0 + d1·memory (model (1)), continuous time")
@@ -50,8 +72,6 @@ WALK = "the appendix's discrete-time random walks (Lindley recursions); no engin
 
 CORRECTED_M = ("M^π in the memory bounds (12)/(15) is the exact full-batch memory "
                "(fluid.nested_memory(form='exact'), eq. (11) corrected: ao2025.eq11_memory)")
-D0 = D1 = 0.1
-PROP4 = (RequestClass(1, 1, 1.0), RequestClass(1, 2, 1.0))
 
 
 def _verdict(ok: bool, bad: str = "refuted") -> str:
@@ -65,7 +85,7 @@ def _slope(T, y) -> float:
 def _policy(name: str):
     kind, _, arg = name.partition(":")
     if kind == "wait":
-        return WAIT(tuple(int(x) for x in arg.split(",")), PROP4)
+        return WAIT(tuple(int(x) for x in arg.split(",")), _PROP4)
     if kind in ("nested", "nested-gate"):
         n = tuple(int(x) for x in arg.split(","))
         return NestedWAIT((1, 2), n, overflow="gate" if kind == "nested-gate" else "soft")
@@ -77,8 +97,8 @@ def _policy(name: str):
 @lru_cache(maxsize=256)
 def _run_prop4(name: str, T: float, seed: int, memory: int | None, scale: float = 1.0) -> dict:
     """One run on the Prop-4 instance (rates × ``scale``); the numbers the claims use."""
-    classes = [RequestClass(c.prompt, c.output, c.rate * scale) for c in PROP4]
-    res = simulate(Workload(classes), _policy(name), LinearMemoryTime(D0, D1), memory=memory,
+    classes = [RequestClass(c.prompt, c.output, c.rate * scale) for c in _PROP4]
+    res = simulate(Workload(classes), _policy(name), LinearMemoryTime(_D0, _D1), memory=memory,
                    horizon=T, seed=seed, first_token="decode")
     return _summary(res, T)
 
@@ -174,13 +194,13 @@ def _fluid_equilibrium(quick: bool) -> Outcome:
     act = [sp.simplify(a.subs(sub) / K) for a in s["active"]]
     mem = sp.simplify(s["memory"].subs(sub) / K)
     checks["prop4_instance"] = act == [2, 3] and mem == 9
-    eq = fluid.equilibrium(PROP4, D0, D1)
+    eq = fluid.equilibrium(_PROP4, _D0, _D1)
     checks["numeric_matches_symbolic"] = bool(np.isclose(eq.memory, 9) and
                                               np.allclose(eq.active, [2, 3]))
     ok = all(checks.values())
     Ws = np.linspace(0.5, 9.5, 7)
-    mem_num = [fluid.equilibrium([RequestClass(1, 1, w / 3)], D0, D1).memory for w in Ws]
-    mem_closed = D0 * Ws / (1 - D1 * Ws)
+    mem_num = [fluid.equilibrium([RequestClass(1, 1, w / 3)], _D0, _D1).memory for w in Ws]
+    mem_closed = _D0 * Ws / (1 - _D1 * Ws)
     return Outcome(_verdict(ok), figure=f"sympy: (5)+(7) ⇒ (6), M*/(d0+d1M*) = W for m ≤ "
                    f"{3 if not quick else 2}; Prop-4: n* = ({act[0]}K, {act[1]}K), M* = {mem}K",
                    data={k: bool(v) for k, v in checks.items()},
@@ -286,7 +306,7 @@ def _prop2(quick: bool) -> Outcome:
         for seed in range(2 if quick else 6):
             r = _run_prop4(name, T, seed, mem)
             pathwise &= r["completed_tokens"] <= r["arrived_tokens"]
-            ratio = r["throughput_plus1"] / fluid.equilibrium(PROP4, D0, D1).throughput
+            ratio = r["throughput_plus1"] / fluid.equilibrium(_PROP4, _D0, _D1).throughput
             worst = max(worst, ratio)
             runs.append((name, seed, ratio))
     # a run may exceed 1 only by the Poisson noise of its arrivals: Σ(l'+1) over arrivals
@@ -307,7 +327,7 @@ def _prop2(quick: bool) -> Outcome:
 @lru_cache(maxsize=8)
 def _chain_slope(n: tuple, quick: bool):
     Ts = (250, 1000, 4000) if quick else (250, 1000, 4000, 16000, 64000)
-    out = fluid.wait_queue_chain(PROP4, n, D0, D1, Ts, paths=600 if quick else 2000, seed=1)
+    out = fluid.wait_queue_chain(_PROP4, n, _D0, _D1, Ts, paths=600 if quick else 2000, seed=1)
     mean = out.mean(axis=1)
     return Ts, mean, out.std(axis=1, ddof=1) / np.sqrt(out.shape[1]), _slope(Ts, mean)
 
@@ -320,8 +340,8 @@ def _chain_slope(n: tuple, quick: bool):
        convention=CHAIN,
        scope="asymptotic in T (log-log slope, T ≤ 4000 quick, 64000 full), Prop-4 instance")
 def _theorem1(quick: bool) -> Outcome:
-    cond_c = fluid.wait_condition([1, 1], PROP4, D0, D1)
-    cond_s = fluid.wait_condition([2, 2], PROP4, D0, D1)
+    cond_c = fluid.wait_condition([1, 1], _PROP4, _D0, _D1)
+    cond_s = fluid.wait_condition([2, 2], _PROP4, _D0, _D1)
     Ts, mc, sec, sc = _chain_slope((1, 1), quick)
     _, ms, ses, ss = _chain_slope((2, 2), quick)
     eT, eseeds = _grid(quick)
@@ -359,9 +379,9 @@ def _theorem1(quick: bool) -> Outcome:
        scope="asymptotic in T on one instance, n = (5, 4)")
 def _theorem1_per_type(quick: bool) -> Outcome:
     n = (5, 4)                     # ΔT = 0.1 + 0.1(3·5 + 6·4) = 4: type 1 strict, type 2 critical
-    cond = fluid.wait_condition(n, PROP4, D0, D1)
+    cond = fluid.wait_condition(n, _PROP4, _D0, _D1)
     Ts = (1000, 4000, 16000) if quick else (1000, 4000, 16000, 64000)
-    Q = fluid.wait_queue_chain(PROP4, n, D0, D1, Ts, paths=400 if quick else 2000, seed=2,
+    Q = fluid.wait_queue_chain(_PROP4, n, _D0, _D1, Ts, paths=400 if quick else 2000, seed=2,
                          per_type=True).mean(axis=1)
     s1, s2 = _slope(Ts, Q[:, 0]), _slope(Ts, Q[:, 1])
     ok = cond.status == ("strict", "critical") and abs(s1) <= 0.15
@@ -417,8 +437,8 @@ def _prop3(quick: bool) -> Outcome:
 def _lemma6(quick: bool) -> Outcome:
     n = np.array([2, 2])
     Ts, mean, se, _ = _chain_slope((2, 2), quick)
-    l, lo, lam = class_arrays(PROP4)
-    dT = fluid.wait_condition(n, PROP4, D0, D1).iteration_time
+    l, lo, lam = class_arrays(_PROP4)
+    dT = fluid.wait_condition(n, _PROP4, _D0, _D1).iteration_time
     kingman = 2 * n + lam * dT / (2 * (n - lam * dT))
     rng = np.random.default_rng(6)
     steps, paths = int(Ts[-1] / dT), 2000
@@ -446,7 +466,7 @@ def _lemma6(quick: bool) -> Outcome:
        convention=ENGINE,
        scope="exact constant (sympy); throughput gap over finite horizons")
 def _prop4(quick: bool) -> Outcome:
-    p, safe = prop4_overflow_probability(PROP4, D0, D1)
+    p, safe = prop4_overflow_probability(_PROP4, _D0, _D1)
     p_ok = sp.simplify(p - (1 - sp.Rational(9, 2) * sp.exp(-2))) == 0
     Ts, seeds = ((1000, 4000), (2, 1)) if quick else ((1000, 10000, 100000), (4, 2, 1))
     f = _scaling("fcfs", Ts, seeds, 9)
@@ -538,7 +558,7 @@ MEMORY_FORMS = {"exact": "the full-batch memory, (11) corrected (ao2025.eq11_mem
              "the corrected M^π (with (11) as printed it fails on this instance)")
 def _theorem2(quick: bool) -> Outcome:
     n = (10, 6)
-    cond = fluid.nested_condition(n, _SEG, D0, D1)
+    cond = fluid.nested_condition(n, _SEG, _D0, _D1)
     Ts, seeds = ((1000, 8000), (4, 3)) if quick else ((1000, 10000, 100000), (20, 8, 4))
     s = _scaling("nested:10,6", Ts, seeds, None)
     delta = 0.1
@@ -694,13 +714,13 @@ def _eq11(quick: bool) -> Outcome:
     printed = fluid.nested_memory(n, _SEG, form="paper")
     exact = fluid.nested_memory(n, _SEG)
     # batch memory read back from the durations: τ = d0 + d1·(KV of the batch members)
-    res = simulate(Workload(list(PROP4)), NestedWAIT((1, 2), n), LinearMemoryTime(D0, D1),
+    res = simulate(Workload(list(_PROP4)), NestedWAIT((1, 2), n), LinearMemoryTime(_D0, _D1),
                    horizon=1000.0, seed=0, first_token="decode")
-    full = float(np.rint((res.batches["duration"].to_numpy() - D0) / D1).max())
+    full = float(np.rint((res.batches["duration"].to_numpy() - _D0) / _D1).max())
     # §6.2's instance, the paper's thresholds
-    seg62 = fluid.segments(10, NESTED_LENGTHS, NESTED_RATES)
-    p62 = fluid.nested_memory(PAPER_NESTED_THRESHOLDS, seg62, form="paper")
-    e62 = fluid.nested_memory(PAPER_NESTED_THRESHOLDS, seg62)
+    seg62 = fluid.segments(10, _NESTED_LENGTHS, _NESTED_RATES)
+    p62 = fluid.nested_memory(_PAPER_NESTED_THRESHOLDS, seg62, form="paper")
+    e62 = fluid.nested_memory(_PAPER_NESTED_THRESHOLDS, seg62)
     under, over = _smallest_eq11_gaps()
     # what (11) does to Theorem 2's guarantee (12) on the Prop-4 instance
     seeds = range(3 if quick else 10)
@@ -815,15 +835,15 @@ def _theorem3(quick: bool) -> Outcome:
     a, period = 0.5, 60.0
     base = [RequestClass(1, 1, 0.5), RequestClass(1, 2, 0.5)]
     peak_rates = [0.5 * (1 + a)] * 2
-    n = fluid.nested_thresholds(fluid.segments(1, [1, 2], peak_rates), D0, D1, margin=0.1)
+    n = fluid.nested_thresholds(fluid.segments(1, [1, 2], peak_rates), _D0, _D1, margin=0.1)
     seg = fluid.segments(1, [1, 2], [0.5, 0.5])
     tv = fluid.time_varying_condition(
         n, seg, lambda t: 0.5 * (1 + a * np.sin(2 * np.pi * t / period)) * np.ones(2),
-        D0, D1, horizon=period * 2)
+        _D0, _D1, horizon=period * 2)
     wl = Workload(base, arrivals=TimeVarying(lambda t: 1 + a * np.sin(2 * np.pi * t / period),
                                              1 + a))
     Ts = (500.0, 3000.0) if quick else (1000.0, 10000.0, 100000.0)
-    lat, U, over = _nested_horizon_sweep(wl, (1, 2), n, seg, LinearMemoryTime(D0, D1), Ts,
+    lat, U, over = _nested_horizon_sweep(wl, (1, 2), n, seg, LinearMemoryTime(_D0, _D1), Ts,
                                          2 if quick else 4)
     sl, su = _slope(Ts, lat), _slope(Ts, U)
     ok = tv.holds and sl <= 0.15 and su <= 0.15 and np.mean(over) <= 0.1
@@ -1132,48 +1152,6 @@ def _kingman(quick: bool) -> Outcome:
 
 # ---- §6 experiments under model (1) ---------------------------------------------------------
 
-LOW_DEMAND = ((10, 10, 1.0), (10, 20, 1.0))                       # §6.1 (relative rates)
-HIGH_DEMAND = ((20, 100, 6.0), (20, 200, 4.0), (20, 300, 2.0))    # §6.1
-
-
-def demand(spec, qps: float) -> list[RequestClass]:
-    """Classes ``(l, l', relative rate)`` scaled to a total arrival rate ``qps``."""
-    total = sum(r for _, _, r in spec)
-    return [RequestClass(l, lp, qps * r / total) for l, lp, r in spec]
-
-
-def scheduler_sweep(spec, rates, *, d0: float, d1: float, batch_limit: int,
-                    memory: int | None = None, horizon: float, seed: int = 0,
-                    policies=None) -> list[dict]:
-    """Throughput and latency of WAIT (fluid-proportional thresholds filling ``batch_limit``)
-    and vLLM-/Sarathi-style schedulers capped at the same batch size, under
-    ``LinearMemoryTime(d0, d1)`` with KV capacity ``memory`` (Figs. 7-8 on model (1)).
-    ``memory=None`` gives every scheduler WAIT's own need ``M^π``: the memory-bound regime
-    ``C ≈ M*`` the paper studies, where the others must evict."""
-    rel = demand(spec, 1.0)
-    n = fluid.wait_thresholds(rel, d0, d1, batch_limit=batch_limit)
-    if memory is None:
-        memory = int(math.ceil(fluid.wait_memory(n, rel)))
-    from ..policies.classic import Sarathi, VLLMVanilla
-
-    make = policies or {
-        "WAIT": lambda classes: WAIT(n, classes),
-        "vLLM": lambda classes: VLLMVanilla(4096, max_reqs=batch_limit),
-        "Sarathi": lambda classes: Sarathi(512, max_reqs=batch_limit),
-    }
-    rows = []
-    for qps in rates:
-        classes = demand(spec, qps)
-        for name, build in make.items():
-            res = simulate(Workload(classes), build(classes), LinearMemoryTime(d0, d1),
-                           memory=memory, horizon=horizon, seed=seed, first_token="decode")
-            m = res.metrics
-            rows.append({"qps": qps, "policy": name, "throughput": m["throughput"],
-                         "latency": m["mean_latency"], "ttft": m["mean_ttft"],
-                         "restarts": m["restarts"], "peak_memory": m["peak_memory"]})
-    return rows
-
-
 @claim("ao2025.scheduler_comparison",
        statement="§6.1 (Figs. 7-8): under the same batch size limit, WAIT's throughput surpasses "
                  "vLLM's and Sarathi's at all tested arrival rates, with acceptable latency.",
@@ -1184,7 +1162,7 @@ def _scheduler_comparison(quick: bool) -> Outcome:
     rates = (60.0, 180.0) if quick else (20.0, 60.0, 100.0, 140.0, 180.0, 220.0)
     seeds = (0, 1) if quick else (0, 1, 2)
     rows = [dict(r, seed=k) for k in seeds
-            for r in scheduler_sweep(LOW_DEMAND, rates, d0=0.01, d1=2e-5, batch_limit=64,
+            for r in paper.scheduler_sweep(_LOW_DEMAND, rates, d0=0.01, d1=2e-5, batch_limit=64,
                                      horizon=30.0 if quick else 200.0, seed=k)]
     thr = {(q, name): float(np.mean([r["throughput"] for r in rows
                                      if r["qps"] == q and r["policy"] == name]))
@@ -1219,26 +1197,6 @@ def _scheduler_comparison(quick: bool) -> Outcome:
                        logy=False))
 
 
-def steady_window(res, start: float, end: float) -> dict:
-    """Steady-state figures of one run over the window ``[start, end]`` (warm-up before
-    ``start`` discarded): output tokens completed per time unit by requests finishing in the
-    window, the mean latency of requests arriving in its first half (and how many of those
-    did not finish by ``end``)."""
-    req = res.requests
-    fin, arr = req["finish"].to_numpy(), req["arrival"].to_numpy()
-    done = (fin >= start) & (fin <= end)
-    cohort = (arr >= start) & (arr < (start + end) / 2)
-    finished = cohort & ~np.isnan(fin)
-    return {"throughput": float(req["output"].to_numpy()[done].sum() / (end - start)),
-            "latency": float(req["latency"].to_numpy()[finished].mean()),
-            "unfinished": int((cohort & np.isnan(fin)).sum()), "cohort": int(cohort.sum())}
-
-
-NESTED_LENGTHS, NESTED_RATES = (20, 40, 80, 160), (20, 40, 80, 160)
-PAPER_NESTED_THRESHOLDS = (15, 14, 12, 8)
-"""§6.2's thresholds for lengths 20, 40, 80, 160 and rates 20:40:80:160."""
-
-
 @claim("ao2025.nested_comparison",
        statement="§6.2 (Figs. 11-13): Nested WAIT shows improved throughput and latency over vLLM "
                  "and Sarathi (m = 4: l = 10, l' = 20, 40, 80, 160, rates 20:40:80:160). The "
@@ -1252,9 +1210,9 @@ PAPER_NESTED_THRESHOLDS = (15, 14, 12, 8)
 def _nested_comparison(quick: bool) -> Outcome:
     from ..policies.classic import Sarathi, VLLMVanilla
 
-    rel = np.array(NESTED_RATES, dtype=float)
-    seg = fluid.segments(10, NESTED_LENGTHS, rel / rel.sum())
-    n = np.array(PAPER_NESTED_THRESHOLDS)
+    rel = np.array(_NESTED_RATES, dtype=float)
+    seg = fluid.segments(10, _NESTED_LENGTHS, rel / rel.sum())
+    n = np.array(_PAPER_NESTED_THRESHOLDS)
     B = int(np.dot(n, seg.widths))                        # a full Nested WAIT batch
     C = int(1.5 * fluid.nested_memory(n, seg))            # the same KV memory for all three
     d0, d1 = 0.01, 2e-6
@@ -1262,21 +1220,21 @@ def _nested_comparison(quick: bool) -> Outcome:
     rates = (35.0, 60.0) if quick else (20.0, 35.0, 45.0, 55.0, 65.0, 80.0)
     budgets = (512, 1024, 2048) if quick else (256, 512, 1024, 2048, 4096)
     seeds = range(2 if quick else 3)
-    mean_out = float(np.dot(rel, NESTED_LENGTHS) / rel.sum())
+    mean_out = float(np.dot(rel, _NESTED_LENGTHS) / rel.sum())
     sarathi = {f"Sarathi {b}": (lambda b=b: Sarathi(b, max_reqs=B)) for b in budgets}
-    policies = {"Nested WAIT": lambda: NestedWAIT(NESTED_LENGTHS, n, overflow="gate"),
+    policies = {"Nested WAIT": lambda: NestedWAIT(_NESTED_LENGTHS, n, overflow="gate"),
                 "vLLM": lambda: VLLMVanilla(4096, max_reqs=B), **sarathi}
     rows = []
     for qps in rates:
         classes = [RequestClass(10, o, qps * r / rel.sum())
-                   for o, r in zip(NESTED_LENGTHS, rel, strict=True)]
+                   for o, r in zip(_NESTED_LENGTHS, rel, strict=True)]
         for name, build in policies.items():
             for seed in seeds:
                 res = simulate(Workload(classes), build(), LinearMemoryTime(d0, d1), memory=C,
                                horizon=T, seed=seed, first_token="decode")
                 rows.append({"qps": qps, "policy": name, "seed": seed,
                              "restarts": res.metrics["restarts"],
-                             **steady_window(res, T / 3, T)})
+                             **paper.steady_window(res, T / 3, T)})
     df = pd.DataFrame(rows)
     agg = df.groupby(["qps", "policy"])[["throughput", "latency", "unfinished"]].mean()
     spread = df.groupby(["qps", "policy"])["throughput"].agg(["min", "max"])
@@ -1337,3 +1295,8 @@ def _plot_nested(ax, agg, spread, rates, offered, policies):
     reference_curve(ax, rates, [offered[q] for q in rates], "offered load")
     finish(ax, title="§6.2: steady-state throughput, the paper's thresholds 15:14:12:8",
            xlabel="arrival rate (requests/s)", ylabel="output tokens per second", logy=False)
+
+
+#: Names that moved to :mod:`queuetheory.papers.ao2025` (they warn until the next release).
+__getattr__ = moved_names(__name__, {n: (getattr(paper, n), f"queuetheory.papers.ao2025.{n}")
+                                     for n in paper.__all__})

@@ -11,7 +11,6 @@ a 200 000-token KV pool (calibration choices, spec §6.7, §9).
 from __future__ import annotations
 
 from fractions import Fraction
-from functools import cache
 
 import numpy as np
 import sympy as sp
@@ -19,8 +18,6 @@ from scipy import stats
 
 from ..bounds.quantile_std import min_std_given_quantiles
 from ..bounds.rad_capacity import (
-    _decode_attention_sum,
-    _rad_prefill_total,
     distserve_split,
     lcm_chunking_counterexample,
     optimal_chunking,
@@ -31,7 +28,10 @@ from ..bounds.rad_capacity import (
     t_max,
     uniform_chunk_bracket,
 )
+from ..capacity.slo_scan import slo_capacity, slo_metrics
 from ..engine import simulate
+from ..networks import DistServe
+from ..papers import bari2025 as paper
 from ..plotting import (
     bars,
     finish,
@@ -42,21 +42,11 @@ from ..plotting import (
     series_style,
 )
 from ..policies import Sarathi
-from ..policies.rad import (
-    RAD,
-    SLAI,
-    CycleScheduler,
-    DistServe,
-    RequestLevel,
-    simulate_nodes,
-    slo_capacity,
-    slo_metrics,
-)
+from ..policies.rad import RAD, SLAI, CycleScheduler, RequestLevel
 from ..stability import growth_rate, stability
-from ..timing import BatchLoad, GPUModel, ModelDims, TiledGPUTime
-from ..workload import RequestClass, Workload
+from ..timing import BatchLoad, GPUModel, TiledGPUTime
 from ..workload.rad import table1_decode_std_bound, table1_workload
-from .base import Outcome, claim
+from .base import Outcome, claim, moved_names
 
 TILED = ("Eq. 7 tiled batch-time model (the package's illustrative parameters); engine "
          'first_token="prefill" (Def. 1: the last prefill chunk emits the first token)')
@@ -64,46 +54,13 @@ CLOSED = ("Eqs. 6–12 in closed form (sympy, exact integers) with the package's
           "parameters")
 SLAI_MODEL = ('calibrated Eq. 7 model (c0 = 5 ms), Table 1 workload, 200 000-token KV pool, '
               'first_token="prefill"')
-
-PROMPTS = (256, 512, 1024, 2048)
-MAX_DECODE = 128
-
-
-@cache
-def _tm(tile=(128, 256, 32), c0=0.0):
-    eff = {tuple(tile): 1.0}
-    return TiledGPUTime(ModelDims.mistral_like(), GPUModel.from_efficiency(efficiency=eff,
-                                                                           c0=c0))
-
-
-def _pmf():
-    p, d = np.meshgrid(np.array(PROMPTS), np.arange(1, MAX_DECODE + 1), indexing="ij")
-    return p.ravel(), d.ravel(), np.full(p.size, 1.0 / p.size)
-
-
-@cache
-def _capacity():
-    p, d, w = _pmf()
-    return rad_capacity(p, d, _tm(), weights=w)
-
-
-def _workload(rate):
-    p, d, _ = _pmf()
-    return Workload([RequestClass.from_samples(p, d + 1, rate)])
-
-
-def _work_rate(res):
-    """Optimal work done per second: every processed token priced at RAD's optimal cost
-    (prefilled tokens as RAD's ``t_lcm`` chunks, decode iterations as ``t*_col``-wide
-    batches), partial requests included, divided by the run length. 1 means λ* is reached."""
-    tm = _tm()
-    tab = res.table
-    p = tab.column("prefilled")
-    k = np.maximum(tab.column("decoded") - 1, 0)
-    prompt = tab.column("prompt")
-    work = _rad_prefill_total(tm, p) + k * (tm.inv_mu_lin / tm.tile[1] + tm.gpu.inv_mu_nlin)
-    work = work + np.where(k > 0, _decode_attention_sum(tm, prompt, prompt + k), 0.0)
-    return float(work.sum() / res.end_time)
+# The paper's instances (queuetheory.papers.bari2025), under the short names the checks use.
+_tm = paper.tiled_model
+_pmf = paper.theory_pmf
+_capacity = paper.theory_capacity
+_workload = paper.theory_workload
+_work_rate = paper.work_rate
+PROMPTS, MAX_DECODE = paper.PROMPTS, paper.MAX_DECODE
 
 
 def _run(policy, rho, n_requests, seed=1):
@@ -413,14 +370,6 @@ def reaches_capacity(work) -> bool:
     return all(0.95 < w <= 1 for w in work)
 
 
-def routed_work(make_policy, rho: float, n: int, r: int = 2, seed: int = 3) -> list[float]:
-    """Optimal work done per second (1 = λ*) of every node behind uniform random routing to
-    ``r`` nodes at ``λ = ρ r λ*``, ``n`` requests a node."""
-    tr = _workload(rho * r * _capacity().lambda_star).sample(n_requests=r * n, seed=seed)
-    nodes = simulate_nodes(tr, make_policy, _tm(), r, horizon=float(tr.arrival[-1]), seed=seed)
-    return [_work_rate(res) for res in nodes]
-
-
 @claim("bari2025.theorem2",
        statement="Uniformly random routing with RAD on every node is stable whenever "
                  "λ T̄^R ≤ r(1 − ε) (n large enough), so λ* = r/T̄^R is the capacity. Checked "
@@ -445,7 +394,7 @@ def _theorem2(quick: bool) -> Outcome:
     lo, hi = above.drift_interval
     se = (hi - lo) / (2 * stats.norm.ppf(0.5 + above.level / 2))
     grows = above.verdict == "unstable" and abs(above.drift - predicted) <= 4 * se
-    work = routed_work(rad, BOUNDARY[1], n // 2)
+    work = paper.routed_work(rad, BOUNDARY[1], n // 2)
     ok = below.verdict == "stable" and grows and reaches_capacity(work)
     cap = _capacity()
     return Outcome("confirmed" if ok else "refuted",
@@ -626,7 +575,7 @@ def _plot_table1(ax, lp):
 
 
 # ---- SLAI (qualitative, calibrated model) --------------------------------------------------------
-MEMORY = 200_000
+MEMORY = paper.MEMORY
 
 
 def _slai_run(policy, rate, horizon, p_paying=0.05, seed=1):
@@ -795,3 +744,8 @@ def _slai_priority(quick: bool) -> Outcome:
                                         "free": float(s0.loc[0, "mean_ttft"])}},
                        title="SLAI: mean TTFT by tier, 2.4 requests/s, 5 % paying",
                        ylabel="mean TTFT (s)", logy=False))
+
+
+#: Names that moved to :mod:`queuetheory.papers.bari2025` (they warn until the next release).
+__getattr__ = moved_names(__name__, {"routed_work": (paper.routed_work,
+                                                     "queuetheory.papers.bari2025.routed_work")})

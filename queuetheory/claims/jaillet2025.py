@@ -1,9 +1,10 @@
 """Claims of Jaillet, Jiang, Podimata, Zhou (arXiv 2502.07115 v1), in the "ip" timing
 convention (App. B.1) unless a claim states otherwise (Theorem 4.2: Eq. (1), "eq1").
 
-Besides the claims, this module holds the experiments the verdicts come from:
-:func:`regret_experiment` (Theorem 5.3), :func:`admission_work` (Proposition 4.1) and
-:func:`section7_experiment`; the Theorem 4.2 search is
+The experiments the verdicts come from are the paper's module
+:mod:`queuetheory.papers.jaillet2025` (:func:`~queuetheory.papers.jaillet2025.regret_experiment`
+for Theorem 5.3, :func:`~queuetheory.papers.jaillet2025.admission_work` for Proposition 4.1,
+:func:`~queuetheory.papers.jaillet2025.section7_experiment`); the Theorem 4.2 search is
 :func:`queuetheory.bounds.smallest_alg1_counterexample`.
 """
 
@@ -19,11 +20,14 @@ from ..bounds.adversarial import (
 )
 from ..bounds.hindsight import hindsight_brute_force, hindsight_optimum
 from ..bounds.mcsf_search import identical_jobs_gap, smallest_alg1_counterexample
+from ..papers import jaillet2025 as paper
+from ..papers.jaillet2025 import MODEL_M as _MODEL_M
+from ..papers.jaillet2025 import PAPER_M as _PAPER_M
 from ..plotting import bars, gantt, lines, series_style
 from ..policies.kvcache import kv_token_limit
-from ..rounds import FuturePeak, durations, mcsf_schedule
+from ..rounds import durations, mcsf_schedule
 from ..workload.surrogates import lmsys_length_sample
-from .base import Outcome, claim
+from .base import Outcome, claim, moved_names
 
 ROUNDS_IP = ('discrete rounds, App. B.1 ("ip" = first_token="prefill": a request holds '
              "s … s+o−1 KV tokens over o rounds), one batch per round")
@@ -32,7 +36,7 @@ ROUNDS_EQ1 = ('discrete rounds, Eq. (1) ("eq1" = first_token="decode": a request
 SECTION7 = ('engine in rounds (UnitTime), first_token="prefill" (App. B.1), M scaled to '
             "4096, log-normal surrogate of the LMSYS lengths")
 
-__all__ = ["regret_experiment", "admission_work", "bernoulli_arrivals"]
+__all__: list[str] = []
 
 
 # ---- Theorem 4.2: exhaustive search ------------------------------------------------------------
@@ -108,40 +112,6 @@ def _plot_alg1_counterexample(ax, ce):
 
 
 # ---- Proposition 4.1: work per round ---------------------------------------------------------
-class _CountingPeak(FuturePeak):
-    """FuturePeak that counts checkpoint evaluations (one per checkpoint per check)."""
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self.work = 0
-
-    def fits(self, m, e):
-        self.work += self.taus.size + 1
-        return super().fits(m, e)
-
-
-def admission_work(memory: int, *, seed: int = 0, rounds: int = 40) -> int:
-    """Largest number of checkpoint evaluations of one round of Algorithm 1 on a saturated
-    semi-online instance (prompt 1, outputs uniform on ``1 … M/8``), replaying each round of
-    the run; also checks the replay admits exactly what :func:`mcsf_schedule` admitted."""
-    rng = np.random.default_rng(seed)
-    n = 4 * memory
-    o = rng.integers(1, memory // 8 + 1, n)
-    a, s = np.zeros(n, np.int64), np.ones(n, np.int64)
-    start = mcsf_schedule(a, s, o, memory)
-    order = np.lexsort((np.arange(n), o))
-    worst = 0
-    for t in range(min(rounds, int(start.max()) + 1)):
-        run = (start < t) & (start + o > t)
-        peak = _CountingPeak(memory, t, s[run] + t - start[run], start[run] + o[run] - 1)
-        cand = order[start[order] >= t]
-        ok = peak.admit(s[cand], t + o[cand] - 1)
-        if not np.array_equal(np.sort(cand[ok]), np.flatnonzero(start == t)):
-            raise AssertionError(f"admission replay differs from mcsf_schedule at round {t}")
-        worst = max(worst, peak.work)
-    return worst
-
-
 @claim("jaillet2025.proposition4_1",
        statement="Proposition 4.1: one round of Algorithm 1 costs O(M^2) operations.",
        expected="confirmed",
@@ -149,7 +119,7 @@ def admission_work(memory: int, *, seed: int = 0, rounds: int = 40) -> int:
        scope="finite M = 64 … 512 (quick) / 2048 (full): operation counts")
 def _proposition4_1(quick: bool) -> Outcome:
     Ms = np.array([64, 128, 256, 512] if quick else [64, 128, 256, 512, 1024, 2048])
-    work = np.array([admission_work(int(M)) for M in Ms])
+    work = np.array([paper.admission_work(int(M)) for M in Ms])
     fit = stats.linregress(np.log(Ms), np.log(work))
     bound = (Ms / 2 + 1) ** 2                      # ≤ M/(s+1)+1 checks × ≤ M/(s+1)+1 checkpoints
     ok = bool(np.all(work <= bound)) and fit.slope <= 2.1
@@ -168,41 +138,6 @@ def _proposition4_1(quick: bool) -> Outcome:
 
 
 # ---- Theorem 5.3: regret against a feasible comparator ---------------------------------------
-def bernoulli_arrivals(horizon: int, probs, seed: int) -> np.ndarray:
-    """Arrival rounds with an i.i.d. number of arrivals per round, ``P(k) = probs[k]``."""
-    rng = np.random.default_rng(seed)
-    counts = rng.choice(len(probs), size=horizon, p=np.asarray(probs) / np.sum(probs))
-    return np.repeat(np.arange(horizon), counts)
-
-
-def regret_experiment(horizons, seeds, *, probs=(0.25, 0.25, 0.25, 0.25), output: int = 10,
-                      prompt: int = 1, memory: int = 100, cap: int = 2) -> dict:
-    """Algorithm 2 against the feasible comparator "at most ``cap`` starts per round" (an
-    upper bound on the hindsight optimum) and against ``output`` (a lower bound on every
-    request's latency), for growing horizons ``T``; fits the slope in ``T`` of both gaps.
-
-    ``lower_gap`` = AEL(Alg 2) − AEL(comparator) ≤ regret;
-    ``upper_gap`` = AEL(Alg 2) − ``output`` ≥ regret.
-    """
-    rows = []
-    for T in horizons:
-        for seed in seeds:
-            a = bernoulli_arrivals(int(T), probs, seed)
-            s, o = np.full(a.size, prompt), np.full(a.size, output)
-            alg = float((mcsf_schedule(a, s, o, memory) + o - a).mean())
-            comp = float((mcsf_schedule(a, s, o, memory, max_starts=cap) + o - a).mean())
-            rows.append((int(T), seed, alg, comp))
-    T, _, alg, comp = (np.array(c) for c in zip(*rows, strict=True))
-
-    def slope(y):
-        fit = stats.linregress(T, y)
-        half = stats.t.ppf(0.995, T.size - 2) * fit.stderr
-        return fit.slope, fit.slope - half, fit.slope + half
-
-    return {"rows": rows, "lower_gap": slope(alg - comp), "upper_gap": slope(alg - output),
-            "alg": alg, "comparator": comp, "T": T}
-
-
 @claim("jaillet2025.theorem5_3",
        statement="Theorem 5.3: under i.i.d. bounded arrivals and i.i.d. output lengths the "
                  "regret E[AEL(Algorithm 2) - OPT-bar] is bounded by a constant independent "
@@ -213,8 +148,8 @@ def regret_experiment(horizons, seeds, *, probs=(0.25, 0.25, 0.25, 0.25), output
 def _theorem5_3(quick: bool) -> Outcome:
     horizons = (100, 200, 400, 800) if quick else (100, 200, 400, 800, 1600, 3200)
     seeds = (0, 1) if quick else (0, 1, 2, 3, 4)
-    bad = regret_experiment(horizons, seeds)
-    benign = regret_experiment(horizons, seeds, probs=(0.4, 0.3, 0.2, 0.1))
+    bad = paper.regret_experiment(horizons, seeds)
+    benign = paper.regret_experiment(horizons, seeds, probs=(0.4, 0.3, 0.2, 0.1))
     s, lo, hi = bad["lower_gap"]
     bs, blo, bhi = benign["upper_gap"]
     verdict = "refuted" if lo > 0 else "confirmed"
@@ -313,54 +248,6 @@ def _theorem6_4(quick: bool) -> Outcome:
 
 
 # ---- Section 7 in model form ------------------------------------------------------------------
-PAPER_M = 16492
-"""KV capacity of Section 7 in tokens, as stated."""
-
-MODEL_M = 4096
-"""The scaled capacity the Section 7 claims run at (a quarter of :data:`PAPER_M`, so that a
-few hundred requests already congest the system and a check takes seconds)."""
-
-BENCHMARKS = {"greedy α=0.30": (0.3, None), "greedy α=0.25": (0.25, None),
-              "clearing α=0.2 β=0.2": (0.2, 0.2), "clearing α=0.2 β=0.1": (0.2, 0.1),
-              "clearing α=0.1 β=0.2": (0.1, 0.2), "clearing α=0.1 β=0.1": (0.1, 0.1)}
-"""The six benchmark configurations of Figure 5 (§7.1, §7.2)."""
-
-
-def section7_run(policy, arrival, prompt, output, memory: int = MODEL_M) -> dict:
-    """One engine run (``UnitTime`` rounds, "ip" convention): average latency, completions,
-    peak memory, restarts and the loop flag of the α-protection benchmarks."""
-    from ..engine import simulate
-    from ..timing import UnitTime
-    from ..workload import Workload
-
-    wl = Workload.from_arrays(arrival, prompt, output)
-    res = simulate(wl, policy, UnitTime(), memory=memory, first_token="prefill",
-                   n_requests=len(arrival))
-    m = res.metrics
-    loop = getattr(policy, "loop_at", None)
-    return {"mean_latency": m["mean_latency"] if loop is None else float("inf"),
-            "completed": m["completed"], "peak_memory": m["peak_memory"],
-            "restarts": m["restarts"], "loop_at": loop, "result": res}
-
-
-def section7_experiment(rates, n: int, *, memory: int = MODEL_M, seed: int = 0,
-                        benchmarks=None) -> dict:
-    """Average latency of MC-SF and of each benchmark ``{name: (alpha, beta)}`` at each
-    arrival rate (per round) on one surrogate stream per rate: ``{rate: {name: AEL}}``."""
-    from ..policies.kvcache import MCSF, AlphaProtection
-
-    benchmarks = BENCHMARKS if benchmarks is None else benchmarks
-    table = {}
-    for rate in rates:
-        a, s, o = lmsys_length_sample(n, rate, memory=memory, seed=seed)
-        row = {"MC-SF": section7_run(MCSF(), a, s, o, memory)["mean_latency"]}
-        for name, (alpha, beta) in benchmarks.items():
-            row[name] = section7_run(AlphaProtection(alpha, beta), a, s, o, memory)[
-                "mean_latency"]
-        table[rate] = row
-    return table
-
-
 @claim("jaillet2025.section7_latency",
        statement="Section 7 (Fig. 5): Algorithm 2 has the lowest average end-to-end latency of "
                  "the seven algorithms (α-protection greedy α ∈ {0.3, 0.25}, β-clearing "
@@ -371,7 +258,8 @@ def section7_experiment(rates, n: int, *, memory: int = MODEL_M, seed: int = 0,
 def _section7_latency(quick: bool) -> Outcome:
     rates = {"low": 0.6, "high": 1.5}
     seeds = (0, 1) if quick else (0, 1, 2)
-    runs = [section7_experiment(rates.values(), 250 if quick else 2000, seed=k) for k in seeds]
+    runs = [paper.section7_experiment(rates.values(), 250 if quick else 2000, seed=k)
+            for k in seeds]
     table = {r: {name: float(np.mean([run[r][name] for run in runs])) for name in runs[0][r]}
              for r in rates.values()}
     best = {k: min(v for name, v in table[r].items() if name != "MC-SF")
@@ -384,14 +272,14 @@ def _section7_latency(quick: bool) -> Outcome:
                   f"{best[k]:.1f} (×{best[k] / mcsf[k]:.2f})" for k, r in rates.items()),
         {"rates": rates, "table": {str(r): v for r, v in table.items()}},
         note="Model form: one batch per round (UnitTime) instead of Vidur batch times, "
-             f"M = {MODEL_M} (paper: {PAPER_M}), log-normal surrogate of the LMSYS lengths, "
+             f"M = {_MODEL_M} (paper: {_PAPER_M}), log-normal surrogate of the LMSYS lengths, "
              f"mean over {len(seeds)} streams per rate. "
              "The paper's slopes (1/6 vs 1/2, 1/800 vs 1/100) are in seconds and not "
              "comparable; only the ordering is checked.",
                    plot=lambda ax: bars(
             ax, {name: {k: table[r][name] for k, r in rates.items()}
                  for name in next(iter(table.values()))},
-            title=f"Section 7 (Fig. 5): average latency, M = {MODEL_M}",
+            title=f"Section 7 (Fig. 5): average latency, M = {_MODEL_M}",
             xlabel="demand", ylabel="average end-to-end latency (rounds)", logy=False))
 
 
@@ -407,8 +295,8 @@ def _section7_alpha_loop(quick: bool) -> Outcome:
 
     alphas = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
     n = 300 if quick else 2000
-    a, s, o = lmsys_length_sample(n, 1.5, memory=MODEL_M)
-    loops = {al: section7_run(AlphaProtection(al), a, s, o)["loop_at"] is not None
+    a, s, o = lmsys_length_sample(n, 1.5, memory=_MODEL_M)
+    loops = {al: paper.section7_run(AlphaProtection(al), a, s, o)["loop_at"] is not None
              for al in alphas}
     free = [al for al in alphas if all(not loops[b] for b in alphas if b >= al)]
     threshold = min(free) if free else None
@@ -417,7 +305,7 @@ def _section7_alpha_loop(quick: bool) -> Outcome:
                else "qualified" if qualitative else "refuted")
     return Outcome(
         verdict,
-        f"λ=1.5/round, M={MODEL_M}, {n} requests: loops at α = "
+        f"λ=1.5/round, M={_MODEL_M}, {n} requests: loops at α = "
         f"{[al for al in alphas if loops[al]]}; smallest loop-free α on the grid: {threshold}",
         {"alphas": alphas, "loops": loops, "threshold": threshold, "requests": n},
         note="Corrected statement: small α loops and a large enough α is loop-free, but the "
@@ -447,7 +335,7 @@ def _kv_token_limit(quick: bool) -> Outcome:
         f"{float(gb):,.2f} tokens (all in GiB: {float(gib):,.0f}); stated 16,492",
         {"per_token": per_token, "tokens_gb": float(gb), "tokens_gib": float(gib)},
         note="16,492 tokens × 2,621,440 B = 43.2 GB, more than the 20 GB left by the model. "
-             f"The Section 7 claims use M = {PAPER_M} as stated (spec D2) scaled to {MODEL_M}.",
+             f"The Section 7 claims use M = {_PAPER_M} as stated (spec D2) scaled to {_MODEL_M}.",
                    plot=lambda ax: bars(
             ax, {"stated M": 16492, "(160 − 140) GB / KV per token": float(gb),
                  "same, all in GiB": float(gib)},
@@ -466,15 +354,15 @@ def _section7_beta(quick: bool) -> Outcome:
     from ..policies.kvcache import AlphaProtection
 
     betas = (0.01, 0.05, 0.1, 0.2, 0.5)
-    a, s, o = lmsys_length_sample(300 if quick else 2000, 1.5, memory=MODEL_M)
-    ael = {b: section7_run(AlphaProtection(0.1, b), a, s, o)["mean_latency"] for b in betas}
+    a, s, o = lmsys_length_sample(300 if quick else 2000, 1.5, memory=_MODEL_M)
+    ael = {b: paper.section7_run(AlphaProtection(0.1, b), a, s, o)["mean_latency"] for b in betas}
     good = min(ael[b] for b in (0.05, 0.1, 0.2))
     high_bad, low_bad = ael[0.5] > 1.1 * good, ael[0.01] > 1.1 * good
     verdict = ("confirmed" if high_bad and low_bad else "qualified" if high_bad or low_bad
                else "refuted")
     return Outcome(
         verdict,
-        f"α=0.1, λ=1.5/round, M={MODEL_M}: AEL by β "
+        f"α=0.1, λ=1.5/round, M={_MODEL_M}: AEL by β "
         + ", ".join(f"{b}: {v:.0f}" for b, v in ael.items()),
         {"ael": ael},
         note=("Corrected statement: high β is bad (recomputation), but in the round model a "
@@ -487,3 +375,8 @@ def _section7_beta(quick: bool) -> Outcome:
             ax, list(ael), {"α = 0.1 β-clearing": list(ael.values())},
             title="Section 7 (Fig. 10): latency against the clearing share β",
             xlabel="β", ylabel="average end-to-end latency (rounds)", logx=True))
+
+
+#: Names that moved to :mod:`queuetheory.papers.jaillet2025` (they warn until the next release).
+__getattr__ = moved_names(__name__, {n: (getattr(paper, n), f"queuetheory.papers.jaillet2025.{n}")
+                                     for n in paper.__all__})

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import itertools
 
-import numpy as np
-from scipy import optimize, stats
+from scipy import stats
 
 from .. import policies
+from ..capacity.bounds import vllm_unit_time_rate
 from ..engine import simulate
+from ..papers import li2025 as paper
 from ..plotting import plot_paths
 from ..stability import growth_rate
-from ..timing import PiecewiseLinearTime, UnitTime
+from ..timing import UnitTime
 from ..workload import RequestClass, Workload
-from .base import Outcome, claim
+from .base import Outcome, claim, moved_names
 
 ENGINE = ('engine, first_token="decode" (every output token takes a decode iteration), '
           "token budget b, batch time t_b = c + a·max(0, b′ − b0) (2.3)")
@@ -30,11 +31,6 @@ BUDGET = 512
 SEEDS = {True: (0,), False: (0, 1, 2)}
 """Seeds per growth verdict: one in quick mode (a long run, judged with a 99 % interval),
 three in full mode."""
-
-
-def llama_time(s: float = 1.0) -> PiecewiseLinearTime:
-    """Li, Dai, Peng's Llama-3-70B fit (ms), time scaled by ``s``."""
-    return PiecewiseLinearTime(c=45.5 * s, a=0.30 * s, b0=64)
 
 
 def _workload_at(rho, time_model, budget, prompt, output, poisson_sizes=True):
@@ -47,7 +43,7 @@ def _workload_at(rho, time_model, budget, prompt, output, poisson_sizes=True):
 
 
 def _run(policy, rho, s, horizon, prompt=129, output=112, seed=0):
-    tm = llama_time(s)
+    tm = paper.llama_time(s)
     wl, capacity = _workload_at(rho, tm, BUDGET, prompt, output)
     res = simulate(wl, policy, tm, horizon=horizon, seed=seed, first_token="decode")
     return res, growth_rate(res), wl.token_rate - capacity
@@ -136,12 +132,6 @@ def _theorem1b(quick: bool) -> Outcome:
                                                      "against the predicted growth"))
 
 
-def vllm_unit_time_threshold(budget: int, mean_output: float) -> float:
-    """Arrival rate ``λ*`` solving ``λ m_d = e^{−λ} b`` (vanilla vLLM in the
-    unit-time model decodes only in slots after a slot without arrivals)."""
-    return optimize.brentq(lambda lam: lam * mean_output - np.exp(-lam) * budget, 1e-9, 50.0)
-
-
 @claim("li2025.vllm_unstable",
        statement="""Vanilla vLLM (prefill-prioritised, no mixed batches) is not work-conserving
        and becomes unstable at a load below capacity where Sarathi-Serve is stable.""",
@@ -151,7 +141,7 @@ def vllm_unit_time_threshold(budget: int, mean_output: float) -> float:
 def _vllm_unstable(quick: bool) -> Outcome:
     # (1) unit-time model, b = 768, Poisson sizes (32, 32): heuristic threshold λ*
     b, md = 768, 32
-    lam_star = vllm_unit_time_threshold(b, md)
+    lam_star = vllm_unit_time_rate(b, md)
     lam = 2.6
     sizes = stats.poisson(31, loc=1)
     wl = Workload([RequestClass(sizes, sizes, lam)], arrivals="poisson-slot")
@@ -163,7 +153,7 @@ def _vllm_unstable(quick: bool) -> Outcome:
         verdicts[f"unit:{name}"] = growth_rate(res).verdict
     rho_unit = lam * 64 / b
     # (2) piecewise-linear model, short requests at high rate (spec §5.6 stress test)
-    tm = llama_time(0.6)
+    tm = paper.llama_time(0.6)
     wl2 = Workload([RequestClass(stats.poisson(19, loc=1), stats.poisson(49, loc=1), 0.05)])
     rho_pl = wl2.token_rate / (BUDGET / tm.token_time(BUDGET))
     for name, pol in (("VLLMVanilla", policies.VLLMVanilla(BUDGET)),
@@ -213,3 +203,10 @@ def _ft_unstable(quick: bool) -> Outcome:
         data={"verdicts": verdicts, "completed": completed},
         plot=lambda ax: plot_paths(paths, ax, time_scale=1000, time_label="time (s)",
                                    title=f"FasterTransformer against Sarathi at ρ = {rho}"))
+
+
+#: Old names (they warn until the next release).
+__getattr__ = moved_names(__name__, {
+    "llama_time": (paper.llama_time, "queuetheory.papers.li2025.llama_time"),
+    "vllm_unit_time_threshold": (vllm_unit_time_rate, "queuetheory.capacity.vllm_unit_time_rate"),
+})

@@ -13,14 +13,15 @@ import sympy as sp
 from scipy import stats
 
 from .. import policies
-from ..bounds import capacity, drift, work_conserving
+from ..bounds import drift, token_rate, work_conserving
 from ..engine import simulate
 from ..fluid import engine as fluid
+from ..papers import li2025 as paper
 from ..plotting import bars, finish, lines, reference, reference_curve, series_style
 from ..stability import growth_rate
 from ..timing import PiecewiseLinearTime, UnitTime
 from ..workload import RequestClass, Workload
-from .base import Outcome, claim
+from .base import Outcome, claim, moved_names
 
 ENGINE = ('engine, first_token="decode" (every output token takes a decode iteration), '
           "token budget b, batch time t_b = c + a·max(0, b′ − b0) (2.3)")
@@ -39,8 +40,8 @@ FLUID = "fluid model of App. C (eqs. C.1–C.19), exact rationals, and its N-sca
 def _capacity_law(quick: bool) -> Outcome:
     tm = PiecewiseLinearTime(c=4.0, a=0.05, b0=16)
     lam, m = 0.5, 8
-    b_min = capacity.min_token_budget(lam, m, m, tm)
-    searched = capacity.smallest_stable_budget(lam, m, m, tm)
+    b_min = token_rate.min_token_budget(lam, m, m, tm)
+    searched = token_rate.smallest_stable_budget(lam, m, m, tm)
     wl = Workload([RequestClass(stats.poisson(m - 1, loc=1), stats.poisson(m - 1, loc=1), lam)])
     budgets = (math.floor(0.85 * b_min), math.ceil(1.2 * b_min))
     if not quick:
@@ -51,7 +52,7 @@ def _capacity_law(quick: bool) -> Outcome:
         res = simulate(wl, policies.Sarathi(b), tm, horizon=25_000 if quick else 100_000, seed=1,
                        first_token="decode")
         g = growth_rate(res)
-        rows[b] = {"rho": wl.token_rate / capacity.token_capacity(tm, b), "verdict": g.verdict,
+        rows[b] = {"rho": wl.token_rate / token_rate.token_capacity(tm, b), "verdict": g.verdict,
                    "relative_slope": g.relative, "ci": (g.ci_low, g.ci_high)}
     predicted = {b: "stable" if b > b_min else "unstable" for b in budgets}
     # a run contradicts the law only with a conclusive verdict on the wrong side; an
@@ -60,7 +61,7 @@ def _capacity_law(quick: bool) -> Outcome:
                     and rows[b]["verdict"] != predicted[b]]
     both_sides = {rows[b]["verdict"] for b in budgets if rows[b]["verdict"] == predicted[b]}
     closed_ok = searched == math.floor(b_min) + 1
-    llama = capacity.llama3_70b_table()
+    llama = token_rate.llama3_70b_table()
     return Outcome(
         "refuted" if contradicted or not closed_ok
         else "confirmed" if both_sides == {"stable", "unstable"} else "not-reproducible",
@@ -76,12 +77,12 @@ def _capacity_law(quick: bool) -> Outcome:
 
 def _plot_capacity(ax, tm, load, b_min, rows):
     b = np.arange(1, int(2 * b_min))
-    ax.plot(b, [capacity.token_capacity(tm, int(k)) for k in b], label="b / t_b", color="C0")
+    ax.plot(b, [token_rate.token_capacity(tm, int(k)) for k in b], label="b / t_b", color="C0")
     reference(ax, load, "offered load λ(m_p+m_d)")
     reference(ax, b_min, f"b_min = {b_min:.1f}", axis="x", linestyle=":")
     for verdict, color in (("stable", "C2"), ("unstable", "C3")):
         ks = [k for k, r in rows.items() if r["verdict"] == verdict]
-        ax.plot(ks, [capacity.token_capacity(tm, k) for k in ks], "o", color=color,
+        ax.plot(ks, [token_rate.token_capacity(tm, k) for k in ks], "o", color=color,
                 label=f"Sarathi runs: {verdict}")
     finish(ax, title="Capacity law (2.7): b/t_b against the budget, simulated verdicts",
            xlabel="token budget b (tokens)", ylabel="tokens per time unit", logy=False)
@@ -94,7 +95,7 @@ def _plot_capacity(ax, tm, load, b_min, rows):
        convention="batch-time model (2.3) and its slot-rounded variant, exact",
        scope="budgets b ≤ 2048")
 def _max_rate_premise(quick: bool) -> Outcome:
-    llama = capacity.max_rate(capacity.LLAMA3_70B, 2048, warn=False)
+    llama = token_rate.max_token_rate(token_rate.LLAMA3_70B, 2048, warn=False)
     cases = {
         "c < a·b0": PiecewiseLinearTime(c=10.0, a=0.30, b0=64),
         "Llama-3-70B, 50 ms slots": PiecewiseLinearTime(c=45.5, a=0.30, b0=64, slot=50.0),
@@ -102,7 +103,7 @@ def _max_rate_premise(quick: bool) -> Outcome:
     found = {}
     for name, tm in cases.items():
         for b in range(2, 257):
-            m = capacity.max_rate(tm, b, warn=False)
+            m = token_rate.max_token_rate(tm, b, warn=False)
             if not m.at_budget:
                 found[name] = {"b": b, "argmax": m.argmax, "full_rate": m.full_rate,
                                "max_rate": m.rate}
@@ -119,32 +120,16 @@ def _max_rate_premise(quick: bool) -> Outcome:
         f"{slot.get('argmax')}, {slot.get('max_rate', 0):.3f} vs {slot.get('full_rate', 0):.3f})",
         data=found,
         note="Corrected statement: under (2.3) b/t_b is the maximal rate iff c ≥ a·b0; with "
-             "integer-slot durations check max_{b'≤b} b'/t_{b'} (qt.bounds.max_rate).",
+             "integer-slot durations check max_{b'≤b} b'/t_{b'} (qt.bounds.max_token_rate).",
                    plot=lambda ax: lines(
-            ax, bs, {name: [capacity.token_capacity(tm, int(k)) for k in bs]
-                     for name, tm in {"Llama-3-70B (c ≥ a·b0)": capacity.LLAMA3_70B,
+            ax, bs, {name: [token_rate.token_capacity(tm, int(k)) for k in bs]
+                     for name, tm in {"Llama-3-70B (c ≥ a·b0)": token_rate.LLAMA3_70B,
                                       **cases}.items()},
             title="Is b/t_b the largest token rate? b′/t_b′ against b′",
             xlabel="tokens in the batch b′", ylabel="tokens per ms", logx=True))
 
 
 # ---- work-conservation --------------------------------------------------------------------------
-def classic_policies(b: int) -> dict:
-    """Every shipped classic scheduler at budget ``b``, with its paper status."""
-    return {
-        "Sarathi": policies.Sarathi(b),
-        "Sarathi-SJF": policies.Sarathi(b, order="sjf_total"),
-        "Orca(chunk=True)": policies.Orca(b),
-        "Orca(chunk=False)": policies.Orca(b, chunk=False),
-        "VLLMVanilla": policies.VLLMVanilla(b),
-        "FasterTransformer": policies.FasterTransformer(b),
-        "FasterTransformer(request)": policies.FasterTransformer(b, mode="request", max_reqs=b),
-        "StaticPriority": policies.StaticPriority(b, [0]),
-        "KFCFS(Sarathi, b, b)": policies.KFCFS(policies.Sarathi(b), b, b),
-        "KFCFS(Sarathi, 2, 2)": policies.KFCFS(policies.Sarathi(b), 2, 2),
-    }
-
-
 PAPER_STATUS = {"Sarathi": True, "Orca(chunk=True)": True, "VLLMVanilla": False,
                 "FasterTransformer": False}
 
@@ -158,7 +143,7 @@ PAPER_STATUS = {"Sarathi": True, "Orca(chunk=True)": True, "VLLMVanilla": False,
 def _work_conservation(quick: bool) -> Outcome:
     b = 16
     table = {}
-    for name, pol in classic_policies(b).items():
+    for name, pol in paper.classic_policies(b).items():
         strict = work_conserving.work_conservation_witness(pol, b, strict=True,
                                                            n_states=300 if quick else 3000)
         weak = work_conserving.work_conservation_witness(pol, b, strict=False,
@@ -182,13 +167,6 @@ def _work_conservation(quick: bool) -> Outcome:
 
 
 # ---- Lyapunov functions --------------------------------------------------------------------------
-def certificate_workload(lam: float = 1.0) -> Workload:
-    """Bounded laws for exact drift: prompts 1 + Bin(6, ½) (mean 4), outputs 1 + Bin(14, ½)
-    (mean 8), Poisson(λ) arrivals per slot; with b = 16, ε' = 16 − 12λ."""
-    return Workload([RequestClass(stats.binom(6, 0.5, loc=1), stats.binom(14, 0.5, loc=1), lam)],
-                    arrivals="poisson-slot")
-
-
 @claim("li2025.linear_lyapunov",
        statement="""Proof sketch: f(X) = Σ(P_i + D_i) + R·b/t_b has negative drift
        outside a finite set under a work-conserving policy.""",
@@ -196,7 +174,7 @@ def certificate_workload(lam: float = 1.0) -> Workload:
        convention=DTMC,
        scope="sampled states with bounded lengths, and single long requests")
 def _linear_lyapunov(quick: bool) -> Outcome:
-    b, wl = 16, certificate_workload()
+    b, wl = 16, paper.certificate_workload()
     lyap = drift.LinearLyapunov(b, 1.0)
     sarathi = policies.Sarathi(b)
     pmax, dmax = 7, 15                      # support maxima of the bounded laws
@@ -246,7 +224,7 @@ def _moment_inequality(quick: bool) -> Outcome:
             break
     failing_two_point = [(i, j) for i in range(1, 6) for j in range(i + 1, 6)
                          if Fraction((i + 1) ** 2 + (j + 1) ** 2, 2) > i**2 + j**2]
-    wl = certificate_workload()
+    wl = paper.certificate_workload()
     L_fix, L_printed = (drift.appendix_b_constant(wl), drift.appendix_b_constant(wl, printed=True))
     # the results with the correction: App. B's drift certificate for Sarathi on outputs in
     # {1, 2} (where E[(d+1)²] > 2E[d²]) fails with the printed L and holds with the corrected L
@@ -299,7 +277,7 @@ def _plot_moment(ax, ks):
        convention=DTMC,
        scope="enumerated and random states, bounded length laws")
 def _appendix_b_drift(quick: bool) -> Outcome:
-    b, wl = 16, certificate_workload()
+    b, wl = 16, paper.certificate_workload()
     n = 120 if quick else 1500
     certs = {name: drift.drift_certificate(pol, wl, b, n_random=n)
              for name, pol in (("Sarathi", policies.Sarathi(b)), ("Orca", policies.Orca(b)),
@@ -457,7 +435,7 @@ def _budget_tradeoff(quick: bool) -> Outcome:
     tm = PiecewiseLinearTime(c=45.5 * 0.6, a=0.30 * 0.6, b0=64)      # spec §5.6, s = 0.6
     lam = 14.3 / 1000
     wl = Workload([RequestClass(stats.poisson(128, loc=1), stats.poisson(111, loc=1), lam)])
-    b_min = capacity.min_token_budget(lam, 129, 112, tm)
+    b_min = token_rate.min_token_budget(lam, 129, 112, tm)
     rows = {}
     for b in (128, 256, 512, 1024, 2048):
         m = simulate(wl, policies.Sarathi(b), tm, horizon=60_000 if quick else 300_000,
@@ -495,3 +473,8 @@ def _plot_tradeoff(ax, rows):
                   "median end-to-end latency": [rows[k]["p50_e2e"] / 1000 for k in b]},
           title="§5, Fig. 9: latency against the token budget (Sarathi, 14.3 qps)",
           xlabel="token budget b (tokens)", ylabel="time (s)", logx=True, logy=True)
+
+
+#: Names that moved to :mod:`queuetheory.papers.li2025` (they warn until the next release).
+__getattr__ = moved_names(__name__, {n: (getattr(paper, n), f"queuetheory.papers.li2025.{n}")
+                                     for n in ("classic_policies", "certificate_workload")})

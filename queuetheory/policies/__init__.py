@@ -22,16 +22,11 @@ from .rad import (  # noqa: E402
     SLAI,
     CycleScheduler,
     DecodeOnly,
-    DistServe,
     PrefillOnly,
     RequestLevel,
-    simulate_nodes,
-    slo_capacity,
-    slo_metrics,
 )
 
-__all__ += ["RAD", "CycleScheduler", "RequestLevel", "SLAI", "DistServe", "PrefillOnly",
-            "DecodeOnly", "simulate_nodes", "slo_metrics", "slo_capacity"]
+__all__ += ["RAD", "CycleScheduler", "RequestLevel", "SLAI", "PrefillOnly", "DecodeOnly"]
 from .robust import HSF, AdaptiveRobust, AEll, AMax, AMin, ARandom  # noqa: E402
 from .robust_experiments import (  # noqa: E402
     BucketInterval,
@@ -52,3 +47,14 @@ __all__ += ["MCSF", "FCFS", "AlphaProtection"]
 from .vllm import VLLMV1  # noqa: E402
 
 __all__ += ["VLLMV1"]
+
+
+def __getattr__(name):
+    """The names that moved out of the schedulers (``DistServe``, ``simulate_nodes``,
+    ``slo_metrics``, ``slo_capacity``: :data:`queuetheory.policies.rad.MOVED`), each with a
+    ``DeprecationWarning`` naming the new one, until the next release."""
+    from . import rad
+
+    if name in rad.MOVED:
+        return rad.moved(name, __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,14 @@
 """Schedulers of Bari, Hegde and de Veciana: RAD (Alg. 1), the cycle scheduler
-(Alg. 2), request-level batching (Alg. 3), DistServe (Alg. 5), SLAI (§6), and uniformly
-random routing over ``r`` nodes. Sarathi-Serve (Alg. 4) is :class:`~queuetheory.policies.
-Sarathi` (``order="sjf_prompt"`` is SPF), or :meth:`SLAI.sarathi` with an active cap.
+(Alg. 2), request-level batching (Alg. 3), DistServe's prefill and decode nodes (Alg. 5) and
+SLAI (§6). Sarathi-Serve (Alg. 4) is :class:`~queuetheory.policies.Sarathi`
+(``order="sjf_prompt"`` is SPF), or :meth:`SLAI.sarathi` with an active cap.
+
+What is not a scheduler lives in the room of its question: the disaggregated system
+:class:`queuetheory.networks.DistServe`, the random-router fleet
+:func:`queuetheory.networks.simulate_fleet` (``router="random"``), and the per-class latency
+figures and capacity :func:`queuetheory.capacity.slo_metrics` and
+:func:`queuetheory.capacity.slo_capacity`. Their old names here (``DistServe``,
+``simulate_nodes``, ``slo_metrics``, ``slo_capacity``) warn until the next release.
 
 Conventions (spec ``rad_slai.md`` §4.0): run the engine with ``first_token="prefill"`` and output
 ``L^D + 1``; the last prefill chunk emits the first token (TTFT), every decode iteration one
@@ -13,15 +20,15 @@ more, so a request has ``L^D`` TBT gaps (the stop token counted). Chunk sizes ar
 
 from __future__ import annotations
 
+import warnings
 from math import lcm
 
 import numpy as np
 import pandas as pd
 
-from ..engine import Batch, Engine, simulate
+from ..engine import Batch
 from ..engine.kernels import slo_slack
 from ..errors import check_positive
-from ..workload import Trace, Workload
 from .base import (
     Policy,
     admissible,
@@ -32,8 +39,7 @@ from .base import (
     take_prefills,
 )
 
-__all__ = ["RAD", "CycleScheduler", "RequestLevel", "SLAI", "DistServe", "PrefillOnly",
-           "DecodeOnly", "simulate_nodes", "slo_metrics", "slo_capacity"]
+__all__ = ["RAD", "CycleScheduler", "RequestLevel", "SLAI", "PrefillOnly", "DecodeOnly"]
 
 _EMPTY = np.empty(0, dtype=np.int64)
 
@@ -106,7 +112,7 @@ class _TiledPolicy(Policy):
         """One row per cycle of the run: start, pending requests ``X[c]`` at its start,
         requests started, end (last finish of its requests) and ``Σ T*^R`` is left to
         :func:`~queuetheory.bounds.rad_capacity.request_time` (``rids`` are given)."""
-        fin = result.engine.table.column("finish")
+        fin = result.requests["finish"].to_numpy()
         rows = []
         for c in self._cycles:
             rids = np.asarray(c["rids"], dtype=np.int64)
@@ -370,155 +376,31 @@ class SLAI(Policy):
         return batch
 
 
-# ---- several nodes ---------------------------------------------------------------------------
-def _split(trace: Trace, node: np.ndarray, k: int):
-    return [trace.take(node == j) for j in range(k)]
+# ---- moved: old names kept for one release -------------------------------------------------------
+#: name -> what to call instead (each warns until the next release).
+MOVED = {
+    "DistServe": "queuetheory.networks.DistServe",
+    "simulate_nodes": 'queuetheory.networks.simulate_fleet(trace, policy, time_model, r, '
+                      'router="random")',
+    "slo_metrics": "queuetheory.capacity.slo_metrics",
+    "slo_capacity": "queuetheory.capacity.slo_capacity",
+}
 
 
-def _trace(workload, horizon, n_requests, seed) -> Trace:
-    if isinstance(workload, Trace):
-        return workload
-    if not isinstance(workload, Workload):
-        raise ValueError(f"workload={workload!r}: must be a Workload or a Trace")
-    return workload.sample(horizon=horizon, n_requests=n_requests, seed=seed)
+def moved(name: str, where: str = "queuetheory.policies.rad"):
+    """The object a moved name stands for, after a ``DeprecationWarning`` that names the new
+    one (attributed to the caller's caller: the user's line)."""
+    # deprecated upward imports, listed in tests/test_layers.py's DEPRECATED
+    if name in ("DistServe", "simulate_nodes"):
+        from ..networks import disaggregated as room
+    else:
+        from ..capacity import slo_scan as room
+    warnings.warn(f"{where}.{name} is deprecated and goes in the next release: use "
+                  f"{MOVED[name]}", DeprecationWarning, stacklevel=3)
+    return getattr(room, "_random_nodes" if name == "simulate_nodes" else name)
 
 
-def simulate_nodes(workload, make_policy, time_model, r: int, *, horizon=None, n_requests=None,
-                   seed=0, **kwargs) -> list:
-    """Uniformly random resource planner (§4.1): each request goes to one of ``r`` nodes
-    uniformly at random; the nodes run ``make_policy()`` independently. Returns one
-    :class:`~queuetheory.engine.Result` per node (``first_token="prefill"`` by default)."""
-    check_positive("r", r, integer=True)
-    trace = _trace(workload, horizon, n_requests, seed)
-    node = np.random.default_rng([seed, 2]).integers(0, r, len(trace))
-    kwargs.setdefault("first_token", "prefill")
-    return [simulate(sub, make_policy(), time_model, horizon=horizon, seed=seed + j, **kwargs)
-            for j, sub in enumerate(_split(trace, node, r))]
-
-
-class DistServe:
-    """Disaggregated serving (Appendix E.3, Alg. 5): ``r_prefill`` prefill nodes, ``r_decode``
-    decode nodes, KV transfer free (§4.1). Arrivals go uniformly at random to a prefill node
-    (oldest prompt alone, ``chunk`` tokens at a time); a finished prompt emits its first
-    token and moves uniformly at random to a decode node, which decodes all (or the oldest
-    ``decode_cap``) of its requests each batch."""
-
-    def __init__(self, r_prefill: int, r_decode: int, *, chunk: int | None = None,
-                 decode_cap: int | None = None):
-        check_positive("r_prefill", r_prefill, integer=True)
-        check_positive("r_decode", r_decode, integer=True)
-        self.r_prefill, self.r_decode = int(r_prefill), int(r_decode)
-        self.chunk, self.decode_cap = chunk, decode_cap
-
-    def __repr__(self):
-        return (f"DistServe(r_prefill={self.r_prefill}, r_decode={self.r_decode}, "
-                f"chunk={self.chunk}, decode_cap={self.decode_cap})")
-
-    def run(self, workload, time_model, *, horizon: float, seed=0) -> pd.DataFrame:
-        """Simulate up to ``horizon``; one row per request with ``ttft`` and ``finish``
-        (``finish`` NaN if not done). ``DataFrame.attrs`` holds the completion rate."""
-        check_positive("horizon", horizon)
-        trace = _trace(workload, horizon, None, seed)
-        rng = np.random.default_rng([seed, 5])
-        n = len(trace)
-        first = np.full(n, np.nan)
-        node = rng.integers(0, self.r_prefill, n)
-        for j in range(self.r_prefill):
-            idx = np.flatnonzero(node == j)
-            sub = Trace(trace.arrival[idx], trace.prompt[idx], np.ones(idx.size, np.int64),
-                        trace.cls[idx], np.ones(idx.size, np.int64),
-                        np.ones(idx.size, np.int64), trace.priority[idx])
-            res = simulate(sub, PrefillOnly(self.chunk), time_model, horizon=horizon,
-                           first_token="prefill", seed=seed)
-            first[idx] = res.engine.table.column("finish")
-        finish = np.full(n, np.nan)
-        moved = np.flatnonzero(np.isfinite(first))
-        dnode = rng.integers(0, self.r_decode, moved.size)
-        for j in range(self.r_decode):
-            idx = moved[dnode == j]
-            idx = idx[np.argsort(first[idx], kind="stable")]
-            finish[idx] = self._decode_node(trace, idx, first[idx], time_model, horizon)
-        df = pd.DataFrame({"arrival": trace.arrival, "prompt": trace.prompt,
-                           "output": trace.output, "cls": trace.cls,
-                           "ttft": first - trace.arrival, "finish": finish})
-        df.attrs["completion_rate"] = float(np.isfinite(finish).sum() / horizon)
-        return df
-
-    def _decode_node(self, trace, idx, ready, time_model, horizon):
-        """Drive one decode engine: requests arrive with their KV (prompt prefilled, first
-        token out) at ``ready``."""
-        eng = Engine(DecodeOnly(self.decode_cap), time_model, first_token="prefill",
-                     capacity=max(16, idx.size))
-        eng.policy.reset(0)
-        tab = eng.table
-        rid = np.empty(idx.size, dtype=np.int64)
-        k, t = 0, 0.0
-        while t < horizon:
-            stop = int(np.searchsorted(ready, t, side="right"))
-            if stop > k:
-                sel = idx[k:stop]
-                sub = Trace(ready[k:stop], trace.prompt[sel], trace.output[sel], trace.cls[sel],
-                            trace.lo[sel], trace.hi[sel], trace.priority[sel])
-                rid[k:stop] = eng.add(sub, ready=ready[k:stop])
-                k = stop
-            if eng.live.size == 0:
-                if k == idx.size:
-                    break
-                t = float(ready[k])
-                continue
-            t += eng.step(t)[0]
-        out = np.full(idx.size, np.nan)
-        out[:k] = tab.finish[rid[:k]]
-        return np.where(out <= horizon, out, np.nan)
-
-
-# ---- SLO metrics ---------------------------------------------------------------------------------
-def slo_metrics(result, tbt=(0.5, 0.1)) -> pd.DataFrame:
-    """Per class: requests, median and mean TTFT, P99 TBT (token level, engine histogram),
-    the share of requests whose largest gap missed the class TBT target, and the share of
-    token gaps above it (from the histogram, exact to its 1.2 % bins)."""
-    req = result.requests
-    hist = result.engine.tbt
-    tbt = np.asarray(tbt, dtype=float).reshape(-1)
-    rows = []
-    for k in range(hist.counts.shape[0]):
-        mine = req[req["cls"] == k]
-        target = float(tbt[min(k, tbt.size - 1)])
-        counts = hist.counts[k]
-        lower = 10.0 ** (hist.LOW + np.arange(counts.size) / hist.PER_DECADE)
-        timed = mine[mine["tbt_max"] > 0]
-        rows.append({
-            "cls": k, "requests": len(mine), "tbt_target": target,
-            "median_ttft": float(mine["ttft"].median()),
-            "mean_ttft": float(mine["ttft"].mean()),
-            "p99_tbt": hist.quantile(0.99, k),
-            "request_miss": float((timed["tbt_max"] > target).mean()) if len(timed) else np.nan,
-            "token_miss": float(counts[lower >= target].sum() / counts.sum())
-            if counts.sum() else np.nan,
-        })
-    return pd.DataFrame(rows).set_index("cls")
-
-
-def slo_capacity(make_policy, make_workload, time_model, rates, *, horizon: float,
-                 ttft: float = 0.5, tbt=(0.5, 0.1), seed=0, **kwargs):
-    """The largest rate of ``rates`` (tried in increasing order until one fails) at which the
-    median TTFT is at most ``ttft`` and every class's P99 TBT meets its target (the paper's
-    capacity figure, §7). ``make_workload(rate)`` builds the workload; ``kwargs`` go to
-    :func:`~queuetheory.engine.simulate` (``first_token="prefill"`` by default). Returns
-    ``(rate or None, table)`` with one row per rate tried."""
-    check_positive("horizon", horizon)
-    kwargs.setdefault("first_token", "prefill")
-    tbt = np.asarray(tbt, dtype=float).reshape(-1)
-    best, rows = None, []
-    for rate in sorted(rates):
-        res = simulate(make_workload(rate), make_policy(), time_model, horizon=horizon,
-                       seed=seed, **kwargs)
-        m = slo_metrics(res, tbt)
-        med = float(res.requests["ttft"].median())
-        tbt_ok = bool(np.all(m["p99_tbt"].fillna(0).to_numpy() <= m["tbt_target"].to_numpy()))
-        ok = med <= ttft and tbt_ok
-        rows.append({"rate": rate, "median_ttft": med, "tbt_ok": tbt_ok, "ok": ok})
-        if not ok:
-            break
-        best = rate
-    return best, pd.DataFrame(rows)
+def __getattr__(name):
+    if name in MOVED:
+        return moved(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
