@@ -5,7 +5,7 @@ simulator that runs every scheduler on the same model, and a ledger of the paper
 """
 
 from . import policies
-from .engine import Batch, Result, State, simulate
+from .engine import Batch, Result, Server, State, simulate
 from .errors import (
     CensoredRunWarning,
     InfeasibleBatchError,
@@ -42,7 +42,8 @@ __version__ = "0.1.0"
 __all__ = [
     "bounds", "capacity", "claims", "data", "fluid", "metrics", "networks", "papers", "plotting",
     "policies", "validate",
-    "Batch", "Result", "State", "simulate", "stability", "StabilityVerdict", "growth_rate",
+    "Batch", "Result", "Server", "State", "simulate", "stability", "StabilityVerdict",
+    "growth_rate",
     "GrowthRate",
     "InfeasibleBatchError", "QueueTheoryError", "SolverError", "UnstableError",
     "UnsupportedSettingError", "CensoredRunWarning",

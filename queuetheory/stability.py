@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .engine import simulate
+from .engine import as_server, simulate
 from .errors import CensoredRunWarning, check_positive, check_seeds
 from .metrics import step_path_at
 from .timing import BatchLoad, TimeModel
@@ -834,8 +834,9 @@ def stability(workload, policy, time_model, *, horizon=None, n_requests=None,
         A workload that draws arrivals (not a finite trace, which always drains).
     policy : Policy
         The scheduler.
-    time_model : TimeModel
-        The batch-time model.
+    time_model : TimeModel or Server
+        The batch-time model, or a whole :class:`~queuetheory.engine.Server` (its
+        ``token_budget``, ``memory`` and ``first_token`` then go to every run).
     horizon : float, optional
         The first round's simulated time; default :func:`default_horizon`.
     n_requests : int, optional
@@ -876,8 +877,13 @@ def stability(workload, policy, time_model, *, horizon=None, n_requests=None,
                          "arrivals (a finite trace always drains: simulate it and use "
                          "qt.growth_rate on its Result, which judges a drained run "
                          "over its arrivals' window)")
-    if not isinstance(time_model, TimeModel):
-        raise ValueError(f"time_model={time_model!r}: must be a queuetheory TimeModel")
+    server = as_server(time_model, **{k: simulate_kwargs.pop(k) for k in
+                                      ("token_budget", "memory", "first_token")
+                                      if k in simulate_kwargs})
+    time_model = server.time_model
+    simulate_kwargs["token_budget"] = server.token_budget
+    simulate_kwargs["memory"] = server.memory
+    simulate_kwargs["first_token"] = server.first_token
     if "seed" in simulate_kwargs:
         raise ValueError(f"seed={simulate_kwargs['seed']!r}: give seeds=(...) to stability")
     seeds = check_seeds(seeds)

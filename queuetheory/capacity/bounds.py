@@ -9,6 +9,7 @@ import pandas as pd
 from scipy import optimize
 
 from ..engine.conventions import check_first_token
+from ..engine.server import server_settings
 from ..errors import check_positive
 from ..timing import (
     AffineTokenTime,
@@ -79,8 +80,8 @@ class Bracket:
                 f"{self.binding} binds; {len(self.table)} bounds{cache})")
 
 
-def bounds(workload, time_model, *, token_budget, memory=None, policy=None,
-           first_token: str = "prefill", hit_ratio: float | None = None) -> Bracket:
+def bounds(workload, time_model, *, token_budget=None, memory=None, policy=None,
+           first_token: str | None = None, hit_ratio: float | None = None) -> Bracket:
     """An analytic bracket for the largest stable arrival rate of ``workload``.
 
     A request brings ``w = m_p + m_d`` tokens of compute on average (``m_d`` decode
@@ -148,8 +149,9 @@ def bounds(workload, time_model, *, token_budget, memory=None, policy=None,
     ----------
     workload : a :class:`~queuetheory.Workload` or a recorded
         :class:`~queuetheory.workload.Trace`
-    time_model : the batch time model
-    token_budget : ``b``, the most tokens one batch serves
+    time_model : the batch time model, or a :class:`~queuetheory.engine.Server` (its
+        settings then stand for ``token_budget``, ``memory`` and ``first_token``)
+    token_budget : ``b``, the most tokens one batch serves (default: the policy's own)
     memory : KV tokens ``M`` (``None``: the policy's KV blocks, else unlimited)
     policy : the scheduler (its scheduler-specific rows, batch cap and prefix cache)
     first_token : ``"prefill"`` or ``"decode"``
@@ -167,11 +169,15 @@ def bounds(workload, time_model, *, token_budget, memory=None, policy=None,
         positive integer, a hit ratio outside ``[0, 1)`` or positive with the policy's cache
         off.
     """
-    first_token = check_first_token(first_token)
+    time_model, token_budget, memory, first_token = server_settings(
+        time_model, token_budget, memory, first_token)
+    first_token = check_first_token(first_token or "prefill")
     share = prefix_share(workload, policy, hit_ratio, first_token)
     workload = _length_law(workload)
     if not isinstance(time_model, TimeModel):
         raise ValueError(f"time_model={time_model!r}: must be a queuetheory TimeModel")
+    if token_budget is None:
+        token_budget = getattr(policy, "token_budget", None)
     check_positive("token_budget", token_budget, integer=True)
     b = int(token_budget)
     if memory is not None:

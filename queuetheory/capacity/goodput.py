@@ -12,6 +12,7 @@ import pandas as pd
 from scipy import stats
 
 from ..engine.conventions import check_first_token
+from ..engine.server import server_settings
 from ..errors import check_between, check_positive, check_seeds
 from .bounds import Bracket, bounds
 from .inputs import _budget_of, _ProbeBar, _refuse_unsupported
@@ -77,12 +78,15 @@ class Goodput:
 
 def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
             token_budget=None, memory=None, tol: float = 0.02, seeds=(0, 1, 2, 3, 4),
-            n_requests: int = 2000, warmup: float = 0.2, first_token: str = "prefill",
+            n_requests: int = 2000, warmup: float = 0.2, first_token: str | None = None,
             max_probes: int = 16, bracket: Bracket | None = None,
             stable_limit: float | None = None, progress: bool = False,
             level: float = 0.95) -> Goodput:
     """The largest arrival rate at which at least ``attainment`` of the requests meet every
     target of ``slo`` (DistServe's goodput, Zhong et al.), by bisection on the rate.
+
+    ``time_model`` may be a whole :class:`~queuetheory.engine.Server`: its settings then stand
+    for ``token_budget``, ``memory`` and ``first_token`` (given again, they must agree).
 
     ``slo`` maps keys of :data:`SLO_KEYS` to targets in the time model's unit (default
     ``{"ttft": 1.0, "tbt": 0.1}``): ``tbt`` bounds the request's largest gap between
@@ -123,7 +127,11 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
     check_positive("max_probes", max_probes, integer=True)
     if stable_limit is not None:
         check_positive("stable_limit", stable_limit)
-    _refuse_unsupported("goodput", policy, memory, check_first_token(first_token), token_budget)
+    given = time_model
+    time_model, token_budget, memory, first_token = server_settings(
+        time_model, token_budget, memory, first_token)
+    first_token = check_first_token(first_token or "prefill")
+    _refuse_unsupported("goodput", policy, given, memory, first_token, token_budget)
     b = _budget_of(policy, token_budget)
     seeds = check_seeds(seeds)
     br = bracket or bounds(_length_law(workload), time_model, token_budget=b, memory=memory,

@@ -3,24 +3,17 @@ probes."""
 
 from __future__ import annotations
 
-from ..engine.simulate import budget_refusal
-from ..errors import UnsupportedSettingError, check_positive
+from ..engine.server import as_server
+from ..errors import check_positive
 
 
-def _refuse_unsupported(who: str, policy, memory, first_token, token_budget=None) -> None:
-    """Refuse, before any bound or probe, a setting ``policy`` says it cannot run
-    (:meth:`~queuetheory.policies.Policy.supports`, and a token budget a round-model policy
-    cannot keep: :func:`~queuetheory.engine.simulate.budget_refusal`)."""
-    reason = budget_refusal(policy, token_budget, memory)
-    if reason:
-        raise UnsupportedSettingError(
-            policy, f"token_budget={token_budget} in qt.capacity.{who}", reason)
-    supports = getattr(policy, "supports", None)
-    reason = supports(memory=memory, first_token=first_token) if supports else None
-    if reason:
-        raise UnsupportedSettingError(
-            policy, f"memory={memory}, first_token={first_token!r} in qt.capacity.{who}",
-            reason)
+def _refuse_unsupported(who: str, policy, time_model, memory, first_token,
+                        token_budget=None) -> None:
+    """Refuse, before any bound or probe, a server ``policy`` says it cannot run on
+    (:meth:`~queuetheory.engine.Server.check`; ``time_model`` may be the
+    :class:`~queuetheory.engine.Server` itself)."""
+    as_server(time_model, token_budget=token_budget, memory=memory,
+              first_token=first_token).check(policy, where=f"qt.capacity.{who}")
 
 
 def _budget_of(policy, token_budget):

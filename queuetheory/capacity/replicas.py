@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..engine.server import server_settings
 from ..errors import check_between, check_positive, check_seeds
 from ..timing import UnitTime
 from ..workload import Workload
@@ -70,6 +71,9 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
     """The fewest engines behind ``router`` that meet ``slo`` for ``attainment`` of the
     requests at the total rate ``target_rate``.
 
+    ``time_model`` may be a whole :class:`~queuetheory.engine.Server`: its settings then stand
+    for ``token_budget``, ``memory`` and ``first_token`` (given again, they must agree).
+
     Engines run ``policy`` (copied per engine) in the networks layer
     (:func:`queuetheory.networks.simulate`), which follows Li, Dai, Peng's convention
     ``first_token="decode"`` (every output token takes a decode iteration, so the sizing
@@ -94,6 +98,8 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
     from ..networks.fleet import FLEET_ROUTERS
     from ..workload import Trace
 
+    time_model, token_budget, memory, first_token = server_settings(
+        time_model, token_budget, memory, first_token)
     if (memory is not None or percentiles is not None or isinstance(workload, Trace)
             or first_token is not None or router not in ("random", "round_robin",
                                                          "least_requests", "least_tokens")):
@@ -122,7 +128,7 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
     warmup = check_between("warmup", warmup, 0, 1, low_closed=True)
     check_positive("n_requests", n_requests, integer=True)
     check_positive("max_replicas", max_replicas, integer=True)
-    _refuse_unsupported("replicas", policy, None, "decode", token_budget)
+    _refuse_unsupported("replicas", policy, time_model, None, "decode", token_budget)
     b = _budget_of(policy, token_budget)
     seeds = check_seeds(seeds)
     br = bounds(workload, time_model, token_budget=b, policy=policy, first_token="decode")

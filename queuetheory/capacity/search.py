@@ -13,6 +13,7 @@ import pandas as pd
 
 from ..engine import simulate
 from ..engine.conventions import check_first_token
+from ..engine.server import server_settings
 from ..errors import CensoredRunWarning, check_between, check_positive, check_seeds
 from ..stability import default_horizon, growth_rate, run_longer, stability
 from ..workload import Trace
@@ -189,13 +190,16 @@ def _trace_verdict(trace, rate, policy, time_model, H, cap, level, tolerance, kw
 
 # long: one search whose probes, bracket and inconclusive band share state from probe to probe
 def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
-             tol: float = 0.01, seeds=(0,), first_token: str = "prefill",
+             tol: float = 0.01, seeds=(0,), first_token: str | None = None,
              n_requests: int | None = None, max_horizon_factor: float = 4.0,
              tolerance: float = 0.03, level: float = 0.99, max_probes: int = 24,
              max_probe_requests: float = MAX_PROBE_REQUESTS,
              bracket: Bracket | None = None, progress: bool = False,
              start: str = "both") -> MaxRate:
     """The largest arrival rate at which ``policy`` is stable, by bisection on the rate.
+
+    ``time_model`` may be a whole :class:`~queuetheory.engine.Server`: its settings then stand
+    for ``token_budget``, ``memory`` and ``first_token`` (given again, they must agree).
 
     The workload's length law is kept and its rate scaled (:func:`at_rate`); a recorded
     :class:`~queuetheory.workload.Trace` is replayed at each rate with its burstiness kept
@@ -270,7 +274,11 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     bound used.
     """
     t0 = time.perf_counter()
-    _refuse_unsupported("max_rate", policy, memory, check_first_token(first_token),
+    given = time_model
+    time_model, token_budget, memory, first_token = server_settings(
+        time_model, token_budget, memory, first_token)
+    first_token = check_first_token(first_token or "prefill")
+    _refuse_unsupported("max_rate", policy, given, memory, first_token,
                         token_budget)
     trace = workload if isinstance(workload, Trace) else None
     workload = _length_law(workload)

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..engine.conventions import check_first_token
+from ..engine.server import server_settings
 from ..errors import CensoredRunWarning, check_positive
 from ..networks.fleet import FLEET_ROUTERS, simulate_fleet
 from .bounds import Bracket, bounds
@@ -80,8 +81,11 @@ def size_fleet(target_rate, workload, policy, time_model, *, memory=None,
                router: str = "round_robin", slo=None, attainment: float = 0.9,
                percentiles=None, token_budget=None, seeds=(0, 1, 2),
                n_requests: int = 600, warmup: float = 0.2, max_replicas: int = 64,
-               first_token: str = "prefill") -> FleetSize:
+               first_token: str | None = None) -> FleetSize:
     """The fewest engines behind ``router`` that meet every target at ``target_rate``.
+
+    ``time_model`` may be a whole :class:`~queuetheory.engine.Server`: its settings then stand
+    for ``token_budget``, ``memory`` and ``first_token`` (given again, they must agree).
 
     Each engine runs ``policy`` with ``memory`` KV tokens (its own cache) under the
     ``first_token`` convention of the real engines; the fleet is simulated whole
@@ -151,8 +155,11 @@ def size_fleet(target_rate, workload, policy, time_model, *, memory=None,
         raise ValueError(f"warmup={warmup}: must lie in [0, 1)")
     check_positive("n_requests", n_requests, integer=True)
     check_positive("max_replicas", max_replicas, integer=True)
-    first_token = check_first_token(first_token)
-    _refuse_unsupported("size_fleet", policy, memory, first_token)
+    given = time_model
+    time_model, token_budget, memory, first_token = server_settings(
+        time_model, token_budget, memory, first_token)
+    first_token = check_first_token(first_token or "prefill")
+    _refuse_unsupported("size_fleet", policy, given, memory, first_token, token_budget)
     b = _budget_of(policy, token_budget)
     seeds = tuple(int(s) for s in np.atleast_1d(seeds))
     lengths = _length_law(workload)

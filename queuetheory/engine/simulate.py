@@ -8,16 +8,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..errors import CensoredRunWarning, UnsupportedSettingError, check_positive, check_seed
+from ..errors import CensoredRunWarning, check_positive, check_seed
 from ..timing import TimeModel
 from ..workload import Trace, Workload
 from .conventions import check_first_token
 from .core import Engine
 from .kernels import bulk_runner
 from .log import ColumnLog, TBTHistogram
+from .server import as_server
 from .state import RequestTable
 
-__all__ = ["simulate", "Result", "budget_refusal"]
+__all__ = ["simulate", "Result"]
 
 
 @dataclass(eq=False)
@@ -171,14 +172,16 @@ class Result:
 
 def simulate(workload, policy, time_model, *, memory=None, token_budget=None, horizon=None,
              n_requests=None, seed=0, max_iterations=None, progress=False,
-             first_token="prefill", fast_path=True, warmup: float = 0.0) -> Result:
+             first_token=None, fast_path=True, warmup: float = 0.0) -> Result:
     """Run ``policy`` on ``workload`` with batch durations from ``time_model``.
 
     Parameters
     ----------
     workload : Workload or Trace
     policy : a :class:`~queuetheory.policies.Policy`
-    time_model : a :class:`~queuetheory.timing.TimeModel`
+    time_model : a :class:`~queuetheory.timing.TimeModel`, or a whole
+        :class:`~queuetheory.engine.Server` (then ``memory``, ``token_budget`` and
+        ``first_token`` are its own, and giving one again must agree)
     memory : KV-cache capacity ``M`` in tokens (None: unlimited)
     token_budget : the engine's per-batch token limit ``b`` (default: the policy's own)
     horizon : stop starting batches at this time; arrivals are drawn up to it
@@ -188,7 +191,7 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
     progress : show a tqdm progress bar: simulated time against ``horizon`` when one is
         given, else requests completed against the number drawn, each with its ETA (the
         bulk rule of FCFS Sarathi reports once, at the end)
-    first_token : ``"prefill"`` (default, the real engines': the prefill iteration emits the
+    first_token : ``"prefill"`` (the default, the real engines': the prefill iteration emits the
         first output token, which the output length counts) or ``"decode"`` (Li, Dai, Peng's
         model: every output token takes a decode iteration); see
         :mod:`~queuetheory.engine.conventions`
@@ -201,24 +204,24 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
 
     A policy that cannot build feasible batches with this ``memory`` and ``first_token``
     (:meth:`Policy.supports`), or that has no token budget when one below ``memory`` is
-    given (``Policy.no_token_budget``: the round models, :func:`budget_refusal`), is refused
-    with :class:`UnsupportedSettingError` before the run starts. A run that ends with
-    requests unfinished — any, when it should drain (no ``horizon``), or more than 1 % of
-    the arrivals at the horizon — warns :class:`CensoredRunWarning`, saying how many and why.
+    given (``Policy.no_token_budget``: the round models), is refused with
+    :class:`UnsupportedSettingError` before the run starts (:meth:`Server.check`). A run that
+    ends with requests unfinished — any, when it should drain (no ``horizon``), or more than
+    1 % of the arrivals at the horizon — warns :class:`CensoredRunWarning`, saying how many and why.
     """
-    if not isinstance(time_model, TimeModel):
-        raise ValueError(f"time_model={time_model!r}: must be a queuetheory TimeModel")
+    server = as_server(time_model, token_budget=token_budget, memory=memory,
+                       first_token=first_token)
+    time_model, memory, first_token = server.time_model, server.memory, server.first_token
     if not hasattr(policy, "schedule"):
         raise ValueError(f"policy={policy!r}: must be a queuetheory Policy")
     own = getattr(policy, "token_budget", None)
-    budget = token_budget if token_budget is not None else own
+    budget = server.budget_for(policy)
     if budget is not None:
         check_positive("token_budget", budget, integer=True)
-    if token_budget is not None and own is not None and token_budget < own:
-        raise ValueError(f"token_budget={token_budget}: below the policy's own budget {own}, "
-                         f"which its batches fill; build the policy with the smaller budget")
-    if memory is not None:
-        check_positive("memory", memory, integer=True)
+    if server.token_budget is not None and own is not None and server.token_budget < own:
+        raise ValueError(f"token_budget={server.token_budget}: below the policy's own budget "
+                         f"{own}, which its batches fill; build the policy with the smaller "
+                         "budget")
     if max_iterations is not None:
         check_positive("max_iterations", max_iterations, integer=True)
     emit_first = check_first_token(first_token) == "prefill"
@@ -227,7 +230,7 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
     if horizon is not None and warmup >= horizon:
         raise ValueError(f"warmup={warmup!r}: at or past the horizon {horizon!r}; no "
                          "steady-state window is left")
-    _check_supported(policy, memory, first_token, token_budget)
+    server.check(policy)
     if isinstance(workload, Trace):
         trace = workload
         if horizon is not None:
@@ -264,31 +267,6 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
     result = Result.of_engine(engine, trace, stop, t, warmup)
     _warn_if_censored(result, stop, limit)
     return result
-
-
-def _check_supported(policy, memory, first_token, token_budget=None) -> None:
-    """Refuse a setting the policy declares it cannot keep feasible (its ``supports``, and
-    its ``no_token_budget`` when the engine is given a token budget)."""
-    reason = budget_refusal(policy, token_budget, memory)
-    if reason:
-        raise UnsupportedSettingError(policy, f"token_budget={token_budget}", reason)
-    supports = getattr(policy, "supports", None)
-    reason = supports(memory=memory, first_token=first_token) if supports else None
-    if reason:
-        raise UnsupportedSettingError(policy, f"memory={memory}, first_token={first_token!r}",
-                                      reason)
-
-
-def budget_refusal(policy, token_budget, memory) -> str | None:
-    """Why ``policy`` cannot keep the engine's ``token_budget`` (its ``no_token_budget``), or
-    ``None``: also when the budget cannot bind (at least the KV ``memory``: a batch's token
-    load never exceeds the KV tokens it leaves resident)."""
-    reason = getattr(policy, "no_token_budget", None)
-    if token_budget is None or not reason:
-        return None
-    if memory is not None and token_budget >= memory:
-        return None
-    return reason
 
 
 def _warn_if_censored(result, stop, limit) -> None:

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..engine import Engine
-from ..engine.conventions import check_first_token
+from ..engine.server import as_server
 from ..errors import check_positive
 from ..policies.vllm import prefix_keys
 from ..workload import Trace
@@ -178,7 +178,7 @@ class _Router:
 
 def simulate_fleet(trace, policy, time_model, engines: int = 1, *,
                    router: str = "round_robin", memory: int | None = None,
-                   token_budget: int | None = None, first_token: str = "prefill",
+                   token_budget: int | None = None, first_token: str | None = None,
                    horizon: float | None = None, seed: int = 0,
                    cache_threshold: float = 0.3, balance_abs: int = 64,
                    balance_rel: float = 1.5) -> FleetResult:
@@ -194,7 +194,9 @@ def simulate_fleet(trace, policy, time_model, engines: int = 1, *,
         prefix blocks for prefix caches to matter), or a
         :class:`~queuetheory.workload.SessionPlan` (closed-loop sessions)
     policy : the scheduler of every engine (copied per engine), e.g. ``VLLMV1(...)``
-    time_model : the batch time of every engine
+    time_model : the batch time of every engine, or a whole
+        :class:`~queuetheory.engine.Server` (its settings then stand for ``memory``,
+        ``token_budget`` and ``first_token``)
     engines : how many engines
     router : a key of :data:`FLEET_ROUTERS`
     memory : KV-cache tokens per engine (``None``: unlimited; a ``VLLMV1`` keeps its own
@@ -222,23 +224,21 @@ def simulate_fleet(trace, policy, time_model, engines: int = 1, *,
     if router not in FLEET_ROUTERS:
         raise ValueError(f"router={router!r}: must be one of {sorted(FLEET_ROUTERS)}")
     K = int(check_positive("engines", engines, integer=True))
-    emit = check_first_token(first_token) == "prefill"
+    server = as_server(time_model, token_budget=token_budget, memory=memory,
+                       first_token=first_token)
+    time_model, memory, first_token = server.time_model, server.memory, server.first_token
+    emit = first_token == "prefill"
     check_positive("balance_abs", balance_abs, allow_zero=True)
     check_positive("balance_rel", balance_rel)
     if not 0 <= cache_threshold <= 1:
         raise ValueError(f"cache_threshold={cache_threshold!r}: must lie in [0, 1]")
     if memory is not None:
-        check_positive("memory", memory, integer=True)
         peak = trace.prompt + trace.output - int(emit)
         if len(trace) and peak.max() > memory:
             raise ValueError(f"memory={memory}: below the KV peak {int(peak.max())} of a "
                              "request of the trace; it could never finish on one engine")
-    reason = policy.supports(memory=memory, first_token=first_token) \
-        if hasattr(policy, "supports") else None
-    if reason:
-        raise ValueError(f"policy={policy!r}: {reason}")
-    budget = token_budget if token_budget is not None else getattr(policy, "token_budget",
-                                                                    None)
+    server.check(policy, where="qt.networks.simulate_fleet")
+    budget = server.budget_for(policy)
     stop = np.inf if horizon is None else float(horizon)
     fleet = []
     for k in range(K):

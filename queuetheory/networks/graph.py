@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from ..engine.server import Server, as_server
 from ..errors import check_positive
 from ..policies import Policy, Sarathi, StaticPriority
 from ..timing import TimeModel
@@ -136,11 +137,23 @@ class AgentNetwork(nx.DiGraph):
         return out
 
     # ---- building -----------------------------------------------------------------------------
-    def add_agent(self, name, time_model: TimeModel, token_budget: int, *, policy=None,
-                  priority=None) -> Agent:
-        """Add an LLM engine (see :class:`Agent`)."""
+    def add_agent(self, name, time_model: TimeModel, token_budget: int | None = None, *,
+                  policy=None, priority=None) -> Agent:
+        """Add an LLM engine (see :class:`Agent`); ``time_model`` may be a whole
+        :class:`~queuetheory.engine.Server`, whose ``token_budget`` then stands (the
+        network's engines have no KV limit and emit the first token with a decode
+        iteration: a server that says otherwise is refused)."""
         if name in self.agents:
             raise ValueError(f"agent={name!r}: already in the network")
+        if isinstance(time_model, Server):
+            server = as_server(time_model, token_budget=token_budget)
+            if server.memory is not None or server.first_token != "decode":
+                raise ValueError(f"time_model={server!r}: an agent network's engines have no "
+                                 "KV limit (memory=None) and first_token='decode' (Li, Dai, "
+                                 "Peng's model)")
+            time_model, token_budget = server.time_model, server.token_budget
+        if token_budget is None:
+            raise ValueError(f"token_budget=None: agent {name!r} needs a token budget")
         agent = Agent(name, time_model, token_budget, policy,
                       None if priority is None else tuple(priority))
         self._check_agent(agent)
