@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import math
+import warnings
 
 __all__ = ["QueueTheoryError", "InfeasibleBatchError", "UnstableError", "UnsupportedSettingError",
            "CensoredRunWarning", "check_positive", "check_seed", "check_seeds", "check_between"]
@@ -235,3 +237,41 @@ def check_between(name: str, value, low: float, high: float, *, low_closed: bool
         interval = f"{'[' if low_closed else '('}{low:g}, {high:g}{']' if high_closed else ')'}"
         raise ValueError(f"{name}={value!r}: must be a number in {interval}")
     return v
+
+
+def renamed_keywords(**old_to_new):
+    """Decorator: keywords renamed to the package's one vocabulary keep working for one
+    release, with a :class:`DeprecationWarning` that names the new keyword.
+
+    Parameters
+    ----------
+    **old_to_new
+        Old keyword name -> new keyword name (e.g. ``b="token_budget"``).
+
+    Returns
+    -------
+    callable
+        The decorator.
+
+    Raises
+    ------
+    TypeError
+        From the decorated function, when a call gives both the old and the new keyword.
+    """
+    def decorate(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            for old, new in old_to_new.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(f"{func.__name__}() got {old}= and {new}=; give {new}= "
+                                        "only")
+                    warnings.warn(f"{func.__name__}({old}=...) is deprecated and goes in the "
+                                  f"next release: use {new}=", DeprecationWarning, stacklevel=2)
+                    kwargs[new] = kwargs.pop(old)
+            return func(*args, **kwargs)
+        return wrapper
+    return decorate
+
+
+__all__ += ["renamed_keywords"]

@@ -33,12 +33,15 @@ enough (Jaillet et al., §4) — the candidate's own completion included (spec �
 
 from __future__ import annotations
 
+import functools
+import warnings
+
 import numpy as np
 
 from .errors import check_positive
 
-__all__ = ["CONVENTIONS", "check_convention", "durations", "FuturePeak", "mcsf_schedule",
-           "check_on_fail", "check_max_starts", "admit"]
+__all__ = ["CONVENTIONS", "first_token_of", "takes_first_token", "durations", "FuturePeak",
+           "mcsf_schedule", "check_on_fail", "check_max_starts", "admit"]
 
 CONVENTIONS = {"ip": "prefill", "eq1": "decode"}
 """Timing convention name → the engine's ``first_token`` (see the module docstring)."""
@@ -46,38 +49,80 @@ CONVENTIONS = {"ip": "prefill", "eq1": "decode"}
 _ORDERS = ("output", "arrival")
 
 
-def check_convention(convention: str) -> str:
-    """The timing convention's name, checked against :data:`CONVENTIONS`.
+def first_token_of(first_token) -> str:
+    """The first-token convention, checked: ``"prefill"`` or ``"decode"``.
+
+    Jaillet et al.'s names of the same two conventions, ``"ip"`` and ``"eq1"``
+    (:data:`CONVENTIONS`), keep working for one release with a ``DeprecationWarning``.
 
     Parameters
     ----------
-    convention : str
-        ``"ip"`` (App. B.1 of Jaillet et al., the hindsight IP) or ``"eq1"`` (their Eq. (1));
-        see the module docstring.
+    first_token : {"prefill", "decode"}
+        The convention (see the module docstring).
 
     Returns
     -------
     str
-        ``convention`` itself, unchanged.
+        ``"prefill"`` or ``"decode"``.
 
     Raises
     ------
     ValueError
-        If ``convention`` is not a key of :data:`CONVENTIONS`.
+        If ``first_token`` names neither convention.
     """
-    if convention not in CONVENTIONS:
-        raise ValueError(f"convention={convention!r}: must be one of {tuple(CONVENTIONS)}")
-    return convention
+    if isinstance(first_token, str) and first_token in CONVENTIONS:
+        warnings.warn(f'the convention name "{first_token}" is deprecated and goes in the next '
+                      f'release: use first_token="{CONVENTIONS[first_token]}"',
+                      DeprecationWarning, stacklevel=3)
+        return CONVENTIONS[first_token]
+    if first_token not in ("prefill", "decode"):
+        raise ValueError(f"first_token={first_token!r}: must be 'prefill' (Jaillet et al.'s "
+                         "App. B.1, \"ip\") or 'decode' (their Eq. (1), \"eq1\")")
+    return first_token
 
 
-def durations(output, convention: str = "ip") -> np.ndarray:
-    """Rounds ``d_i`` a request occupies: ``o_i`` (``"ip"``) or ``o_i + 1`` (``"eq1"``).
+def takes_first_token(func):
+    """Decorator: the keyword ``convention="ip"|"eq1"`` keeps working for one release as
+    ``first_token="prefill"|"decode"``, with a ``DeprecationWarning``.
+
+    Parameters
+    ----------
+    func : callable
+        A function with a ``first_token`` keyword.
+
+    Returns
+    -------
+    callable
+        The function, also taking ``convention=``.
+    """
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        if "convention" in kwargs:
+            if "first_token" in kwargs:
+                raise TypeError(f"{func.__name__}() got convention= and first_token=; give "
+                                "first_token= only")
+            convention = kwargs.pop("convention")
+            if convention not in CONVENTIONS:
+                raise ValueError(f"convention={convention!r}: must be one of "
+                                 f"{tuple(CONVENTIONS)} (deprecated: use first_token=)")
+            warnings.warn(f"{func.__name__}(convention=...) is deprecated and goes in the next "
+                          f'release: use first_token="{CONVENTIONS[convention]}"',
+                          DeprecationWarning, stacklevel=2)
+            kwargs["first_token"] = CONVENTIONS[convention]
+        return func(*args, **kwargs)
+    return wrapper
+
+
+@takes_first_token
+def durations(output, first_token: str = "prefill") -> np.ndarray:
+    """Rounds ``d_i`` a request occupies: ``o_i`` (``"prefill"``, Jaillet et al.'s ``"ip"``)
+    or ``o_i + 1`` (``"decode"``, their ``"eq1"``).
 
     Parameters
     ----------
     output : array_like of int
         Output lengths ``o_i`` in tokens (the first token included), one per request.
-    convention : {"ip", "eq1"}, default "ip"
+    first_token : {"prefill", "decode"}, default "prefill"
         The timing convention (see the module docstring).
 
     Returns
@@ -88,9 +133,9 @@ def durations(output, convention: str = "ip") -> np.ndarray:
     Raises
     ------
     ValueError
-        If ``convention`` is not one of :data:`CONVENTIONS`.
+        If ``first_token`` names neither convention.
     """
-    prefill_emits = CONVENTIONS[check_convention(convention)] == "prefill"
+    prefill_emits = first_token_of(first_token) == "prefill"
     return np.asarray(output, dtype=np.int64) + (0 if prefill_emits else 1)
 
 
@@ -328,7 +373,8 @@ def admit(peak: FuturePeak, m, e, on_fail: str, max_starts) -> np.ndarray:
     return ok
 
 
-def mcsf_schedule(arrival, prompt, output, memory, *, convention="ip", on_fail="break",
+@takes_first_token
+def mcsf_schedule(arrival, prompt, output, memory, *, first_token="prefill", on_fail="break",
                   max_starts=None, order="output") -> np.ndarray:
     """Start rounds of MC-SF (Algorithm 2; Algorithm 1 when all arrivals are 0) computed
     round by round without the engine: the reference the :class:`MCSF` policy is tested
@@ -344,10 +390,10 @@ def mcsf_schedule(arrival, prompt, output, memory, *, convention="ip", on_fail="
     prompt : array_like of int
         Prompt lengths ``s_i`` in tokens.
     output : array_like of int
-        Output lengths ``o_i`` in tokens; the rounds ``d_i`` follow from ``convention``.
+        Output lengths ``o_i`` in tokens; the rounds ``d_i`` follow from ``first_token``.
     memory : int
         The KV capacity ``M`` in tokens.
-    convention : {"ip", "eq1"}, default "ip"
+    first_token : {"prefill", "decode"}, default "prefill"
         The timing convention (see the module docstring).
     on_fail : {"break", "skip"}, default "break"
         What to do at a waiting request that does not fit (see :meth:`FuturePeak.admit`).
@@ -365,12 +411,12 @@ def mcsf_schedule(arrival, prompt, output, memory, *, convention="ip", on_fail="
     Raises
     ------
     ValueError
-        If ``convention``, ``on_fail``, ``max_starts`` or ``order`` is invalid, or a single
+        If ``first_token``, ``on_fail``, ``max_starts`` or ``order`` is invalid, or a single
         request's peak ``s_i + d_i − 1`` exceeds ``memory`` (it could never start).
     """
     a = np.asarray(arrival, dtype=np.int64)
     s = np.asarray(prompt, dtype=np.int64)
-    d = durations(output, convention)
+    d = durations(output, first_token)
     check_on_fail(on_fail)
     check_max_starts(max_starts)
     if order not in _ORDERS:

@@ -19,19 +19,19 @@ from queuetheory.rounds import durations, mcsf_schedule
 
 
 @pytest.mark.parametrize("solver", ["milp", "cpsat", "cpsat-ti", "bnb"])
-@pytest.mark.parametrize("convention", ["ip", "eq1"])
-def test_exact_solvers_equal_dynamic_program_on_tiny_instances(convention, solver):
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+def test_exact_solvers_equal_dynamic_program_on_tiny_instances(first_token, solver):
     rng = np.random.default_rng(5)
     for _ in range(8):
         n = int(rng.integers(2, 6))
         a = np.sort(rng.integers(0, 4, n))
         s, o = rng.integers(1, 3, n), rng.integers(1, 5, n)
         M = int(rng.integers(6, 10))
-        milp = hindsight_optimum(a, s, o, M, convention=convention, solver=solver)
-        dp = hindsight_brute_force(a, s, o, M, convention=convention)
+        milp = hindsight_optimum(a, s, o, M, first_token=first_token, solver=solver)
+        dp = hindsight_brute_force(a, s, o, M, first_token=first_token)
         assert milp.status == "optimal" and milp.proven and milp.gap == 0
         assert milp.total_latency == dp.total_latency
-        d = durations(o, convention)
+        d = durations(o, first_token)
         for res in (milp, dp):
             assert np.all(res.starts >= a)
             assert schedule_memory(res.starts, s, d).max() <= M
@@ -91,7 +91,7 @@ def test_time_limit_is_honoured_and_gap_reported(solver):
 
 def test_public_names_and_result_fields():
     res = qt.bounds.hindsight_optimum([0, 0, 0, 0], [1, 1, 1, 1], [2, 2, 3, 3], 4,
-                                      convention="ip", solver="SCIPY")
+                                      first_token="prefill", solver="SCIPY")
     assert res.total_latency == 15 and res.status == "optimal" and res.seconds >= 0
     assert res.solver == "SCIPY" and res.starts.shape == (4,)
     assert res.proven and res.gap == 0
@@ -124,8 +124,8 @@ def test_bad_solver_and_convention():
         hindsight_lower_bound([0], [1], [1], 5, solver="cpsat-ti")
     with pytest.raises(ValueError, match="workers=0"):
         hindsight_optimum([0], [1], [1], 5, solver="cpsat", workers=0)
-    with pytest.raises(ValueError, match="convention"):
-        hindsight_optimum([0], [1], [1], 5, convention="C2")
+    with pytest.raises(ValueError, match="first_token='C2'"):
+        hindsight_optimum([0], [1], [1], 5, first_token="C2")
     with pytest.raises(ValueError, match="max_requests"):
         hindsight_brute_force(np.zeros(9, int), np.ones(9, int), np.ones(9, int), 5)
 

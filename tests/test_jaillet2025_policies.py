@@ -6,7 +6,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import queuetheory as qt
-from queuetheory.rounds import CONVENTIONS, FuturePeak, durations, mcsf_schedule
+from queuetheory.rounds import FuturePeak, durations, mcsf_schedule
 
 
 def _instance(rng, n=30, horizon=40, max_prompt=6, max_output=15):
@@ -14,44 +14,44 @@ def _instance(rng, n=30, horizon=40, max_prompt=6, max_output=15):
     return a, rng.integers(1, max_prompt, n), rng.integers(1, max_output, n)
 
 
-def _run(policy, a, s, o, memory, convention="ip"):
+def _run(policy, a, s, o, memory, first_token="prefill"):
     wl = qt.Workload.from_arrays(a.astype(float), s, o)
     return qt.simulate(wl, policy, qt.UnitTime(), memory=memory, n_requests=len(a),
-                       first_token=CONVENTIONS[convention])
+                       first_token=first_token)
 
 
-@pytest.mark.parametrize("convention", ["ip", "eq1"])
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
 @pytest.mark.parametrize("kwargs", [{}, {"on_fail": "skip"}, {"max_starts": 2}, {"fcfs": True}])
-def test_mcsf_on_engine_matches_round_reference(convention, kwargs):
+def test_mcsf_on_engine_matches_round_reference(first_token, kwargs):
     rng = np.random.default_rng(7)
     kw = dict(kwargs)
     fcfs = kw.pop("fcfs", False)
     for _ in range(6):
         a, s, o = _instance(rng)
         policy = qt.policies.FCFS(**kw) if fcfs else qt.policies.MCSF(**kw)
-        res = _run(policy, a, s, o, 40, convention)
-        starts = mcsf_schedule(a, s, o, 40, convention=convention,
+        res = _run(policy, a, s, o, 40, first_token)
+        starts = mcsf_schedule(a, s, o, 40, first_token=first_token,
                                order="arrival" if fcfs else "output", **kw)
         np.testing.assert_array_equal(res.requests["finish"].to_numpy(),
-                                      starts + durations(o, convention))
+                                      starts + durations(o, first_token))
         assert res.metrics["peak_memory"] <= 40
 
 
 def test_mcsf_reference_memory_never_exceeds_M():
     from queuetheory.bounds import schedule_memory
     rng = np.random.default_rng(11)
-    for conv in ("ip", "eq1"):
+    for conv in ("prefill", "decode"):
         for _ in range(20):
             a, s, o = _instance(rng, n=40)
-            st_ = mcsf_schedule(a, s, o, 30, convention=conv)
+            st_ = mcsf_schedule(a, s, o, 30, first_token=conv)
             assert np.all(st_ >= a)
             assert schedule_memory(st_, s, durations(o, conv)).max() <= 30
 
 
 def test_ip_convention_timing_on_engine():
-    # one request, prompt 3, output 4, started in round 0: memory 3,4,5,6, done at 4 ("ip");
-    # "eq1": memory 3…7, done at 5 (spec §1.2)
-    for conv, finish, peak in (("ip", 4, 6), ("eq1", 5, 7)):
+    # one request, prompt 3, output 4, started in round 0: memory 3,4,5,6, done at 4
+    # ("prefill", Jaillet et al.'s "ip"); "decode" ("eq1"): memory 3…7, done at 5 (spec §1.2)
+    for conv, finish, peak in (("prefill", 4, 6), ("decode", 5, 7)):
         res = _run(qt.policies.MCSF(), np.array([0]), np.array([3]), np.array([4]), 10, conv)
         assert res.requests["finish"].iloc[0] == finish
         assert res.batches["memory"].max() == peak
@@ -141,7 +141,7 @@ def test_bad_arguments_name_the_parameter():
         qt.policies.AlphaProtection(1.0)
     with pytest.raises(ValueError, match="beta"):
         qt.policies.AlphaProtection(0.1, 0)
-    with pytest.raises(ValueError, match="convention"):
+    with pytest.raises(ValueError, match="first_token='C1'"):
         durations([1], "C1")
     with pytest.raises(ValueError, match="memory"):
         mcsf_schedule([0], [5], [10], 10)

@@ -15,22 +15,22 @@ from queuetheory.bounds.adversarial import (
 from queuetheory.rounds import mcsf_schedule
 
 
-@pytest.mark.parametrize("convention", ["eq1", "ip"])
-def test_theorem4_2_refuted_smallest_counterexample_has_four_requests(convention):
+@pytest.mark.parametrize("first_token", ["decode", "prefill"])
+def test_theorem4_2_refuted_smallest_counterexample_has_four_requests(first_token):
     found = smallest_alg1_counterexample(max_n=4, prompts=(1,), max_memory=5, max_output=4,
-                                         convention=convention)
+                                         first_token=first_token)
     assert found.found and found.output.size == 4
     assert found.searched[3] > 0            # every smaller instance was tried first
     n, M, o = found.output.size, found.memory, found.output
     milp = qt.bounds.hindsight_optimum(np.zeros(n, int), np.ones(n, int), o, M,
-                                       convention=convention)
+                                       first_token=first_token)
     assert milp.total_latency == found.opt_latency < found.alg_latency
 
 
-@pytest.mark.parametrize("convention", ["eq1", "ip"])
-def test_theorem4_2_no_counterexample_below_four_requests(convention):
+@pytest.mark.parametrize("first_token", ["decode", "prefill"])
+def test_theorem4_2_no_counterexample_below_four_requests(first_token):
     found = smallest_alg1_counterexample(max_n=3, prompts=(1, 2), max_memory=8, max_output=5,
-                                         convention=convention)
+                                         first_token=first_token)
     assert not found.found
 
 

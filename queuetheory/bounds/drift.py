@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine.batch import check_batch
-from ..errors import UnstableError, check_positive
+from ..errors import UnstableError, check_positive, renamed_keywords
 from ..timing import TimeModel, UnitTime
 from ..workload import RequestClass, Workload
 from .work_conserving import dtmc_state
@@ -699,7 +699,8 @@ def certificate_states(lyap, *, n_random: int = 200, max_prompt: int | None = No
             yield ("boundary", *_lift(lyap, p, d, p.size - 1))
 
 
-def drift_certificate(policy, workload, b, states=None, *, L: float | None = None,
+@renamed_keywords(b="token_budget")
+def drift_certificate(policy, workload, token_budget, states=None, *, L: float | None = None,
                       printed_constant: bool = False, n_random: int = 200,
                       seed: int = 0) -> DriftCertificate:
     """Search states beyond App. B's finite set for the worst drift of ``policy`` (B.1).
@@ -716,7 +717,7 @@ def drift_certificate(policy, workload, b, states=None, *, L: float | None = Non
         The scheduling policy (a :mod:`queuetheory.policies` object) with token budget ``b``.
     workload : Workload or RequestClass
         Unit-time arrivals with finite-support length laws.
-    b : int
+    token_budget : int
         ``b``: the token budget per batch, a positive integer.
     states : iterable of tuple, optional
         ``(p', d')`` pairs to check instead of :func:`certificate_states`.
@@ -744,6 +745,7 @@ def drift_certificate(policy, workload, b, states=None, *, L: float | None = Non
     InfeasibleBatchError
         If the policy's batch breaks rules 2.5a–d.
     """
+    b = token_budget                 # the paper's b
     b = int(check_positive("b", b, integer=True))
     lam = _arrival_rate(workload)
     wl = workload if isinstance(workload, Workload) else Workload([workload])

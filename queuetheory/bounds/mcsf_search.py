@@ -4,7 +4,7 @@ is not optimal, against the exact hindsight optimum.
 :func:`smallest_alg1_counterexample` enumerates semi-online instances (all arrivals at round
 0, one prompt size) in order of size and returns the first where Algorithm 1's total latency
 exceeds the optimum of :func:`~queuetheory.bounds.hindsight.hindsight_brute_force` (a dynamic
-program, exact). Both timing conventions of :mod:`queuetheory.policies.kvcache` are
+program, exact). Both timing conventions of :mod:`queuetheory.rounds` are
 supported: ``"eq1"`` (Eq. (1), §3–§4: ``o + 1`` rounds, memory ``s … s + o``) and ``"ip"``
 (App. B.1: ``o`` rounds, memory ``s … s + o − 1``).
 """
@@ -16,7 +16,7 @@ from itertools import combinations_with_replacement
 
 import numpy as np
 
-from ..rounds import check_convention, durations, mcsf_schedule
+from ..rounds import durations, first_token_of, mcsf_schedule, takes_first_token
 from .hindsight import hindsight_brute_force
 
 __all__ = ["Alg1Counterexample", "smallest_alg1_counterexample", "identical_jobs_gap"]
@@ -34,8 +34,8 @@ class Alg1Counterexample:
     ----------
     found : bool
         Whether a counterexample was found.
-    convention : str
-        ``"eq1"`` or ``"ip"``.
+    first_token : str
+        ``"decode"`` or ``"prefill"`` (Jaillet et al.'s ``"eq1"``, ``"ip"``).
     searched : dict of int to int
         The number of instances compared, by number of requests.
     memory : int
@@ -55,7 +55,7 @@ class Alg1Counterexample:
     """
 
     found: bool
-    convention: str
+    first_token: str
     searched: dict = field(default_factory=dict)
     memory: int = 0
     prompt: int = 0
@@ -67,13 +67,14 @@ class Alg1Counterexample:
 
     @property
     def durations(self) -> np.ndarray:
-        """The rounds ``d_i`` each request runs under ``convention``."""
-        return durations(self.output, self.convention)
+        """The rounds ``d_i`` each request runs under ``first_token``."""
+        return durations(self.output, self.first_token)
 
 
+@takes_first_token
 def smallest_alg1_counterexample(max_n: int = 4, prompts=(1, 2, 3), max_memory: int = 14,
                                  max_output: int = 7, *,
-                                 convention: str = "eq1") -> Alg1Counterexample:
+                                 first_token: str = "decode") -> Alg1Counterexample:
     """The first semi-online instance, in order of the number of requests, then the memory
     ``M``, then the prompt ``s``, then the output multiset, where Algorithm 1's total
     latency exceeds the exact optimum. Instances whose largest request cannot fit
@@ -90,8 +91,9 @@ def smallest_alg1_counterexample(max_n: int = 4, prompts=(1, 2, 3), max_memory: 
         The largest memory ``M`` tried, in tokens.
     max_output : int, default 7
         The largest output length ``o`` tried, in tokens.
-    convention : {"eq1", "ip"}, default "eq1"
-        The timing convention of :mod:`queuetheory.policies.kvcache`.
+    first_token : {"decode", "prefill"}, default "decode"
+        The timing convention of :mod:`queuetheory.rounds` (Jaillet et al.'s ``"eq1"``,
+        ``"ip"``).
 
     Returns
     -------
@@ -101,10 +103,10 @@ def smallest_alg1_counterexample(max_n: int = 4, prompts=(1, 2, 3), max_memory: 
     Raises
     ------
     ValueError
-        If ``convention`` is unknown, or ``max_n``, ``max_memory`` or ``max_output`` is
+        If ``first_token`` is unknown, or ``max_n``, ``max_memory`` or ``max_output`` is
         below 1.
     """
-    check_convention(convention)
+    first_token = first_token_of(first_token)
     for name, v, lo in (("max_n", max_n, 1), ("max_memory", max_memory, 1),
                         ("max_output", max_output, 1)):
         if int(v) < lo:
@@ -116,24 +118,25 @@ def smallest_alg1_counterexample(max_n: int = 4, prompts=(1, 2, 3), max_memory: 
             for s in prompts:
                 for o in combinations_with_replacement(range(1, max_output + 1), n):
                     out = np.array(o)
-                    d = durations(out, convention)
+                    d = durations(out, first_token)
                     if s + d.max() - 1 > M:
                         continue
                     searched[n] += 1
                     a, p = np.zeros(n, np.int64), np.full(n, s)
-                    alg = mcsf_schedule(a, p, out, M, convention=convention)
+                    alg = mcsf_schedule(a, p, out, M, first_token=first_token)
                     alg_tel = int((alg + d).sum())
                     if alg_tel == int(d.sum()):
                         continue
-                    opt = hindsight_brute_force(a, p, out, M, convention=convention)
+                    opt = hindsight_brute_force(a, p, out, M, first_token=first_token)
                     if opt.total_latency < alg_tel:
-                        return Alg1Counterexample(True, convention, searched, M, s, out, alg,
+                        return Alg1Counterexample(True, first_token, searched, M, s, out, alg,
                                                   alg_tel, opt.starts, int(opt.total_latency))
-    return Alg1Counterexample(False, convention, searched)
+    return Alg1Counterexample(False, first_token, searched)
 
 
+@takes_first_token
 def identical_jobs_gap(n: int, output: int = 10, prompt: int = 1, memory: int = 100,
-                       cap: int = 2, *, convention: str = "ip") -> tuple[float, float]:
+                       cap: int = 2, *, first_token: str = "prefill") -> tuple[float, float]:
     """Average latency of Algorithm 1 and of the capped (``cap`` starts per round) variant on
     ``n`` identical jobs: the waves-versus-staggering mechanism behind Theorem 4.2's failure.
 
@@ -149,8 +152,9 @@ def identical_jobs_gap(n: int, output: int = 10, prompt: int = 1, memory: int = 
         ``M``: the KV memory, in tokens.
     cap : int, default 2
         The most starts per round of the capped variant.
-    convention : {"ip", "eq1"}, default "ip"
-        The timing convention of :mod:`queuetheory.policies.kvcache`.
+    first_token : {"prefill", "decode"}, default "prefill"
+        The timing convention of :mod:`queuetheory.rounds` (Jaillet et al.'s ``"ip"``,
+        ``"eq1"``).
 
     Returns
     -------
@@ -162,10 +166,10 @@ def identical_jobs_gap(n: int, output: int = 10, prompt: int = 1, memory: int = 
     Raises
     ------
     ValueError
-        If ``convention`` is unknown, ``cap`` is invalid, or ``memory`` is below a job's peak.
+        If ``first_token`` is unknown, ``cap`` is invalid, or ``memory`` is below a job's peak.
     """
     a, s, o = np.zeros(n, np.int64), np.full(n, prompt), np.full(n, output)
-    d = durations(o, convention)
-    alg = mcsf_schedule(a, s, o, memory, convention=convention)
-    capped = mcsf_schedule(a, s, o, memory, max_starts=cap, convention=convention)
+    d = durations(o, first_token)
+    alg = mcsf_schedule(a, s, o, memory, first_token=first_token)
+    capped = mcsf_schedule(a, s, o, memory, max_starts=cap, first_token=first_token)
     return float((alg + d).mean()), float((capped + d).mean())

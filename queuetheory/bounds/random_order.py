@@ -7,11 +7,11 @@ waiting jobs in that order while the future-peak memory check holds, stopping at
 that does not fit; H-SF does the same in order of the true output length. Both schedules are
 computed by :func:`queuetheory.rounds.mcsf_schedule` (``order="arrival"`` on the
 permuted jobs, ``order="output"``), in either memory convention of that module: with
-``"ip"`` a job of prompt ``p`` holds ``p … p+o−1`` over ``o`` rounds (the engine's
-``first_token="prefill"``; Chen et al.'s rounds, peak ``s + o`` as in their Example 3.2,
-are ``p = s + 1``); with ``"eq1"`` it holds ``p … p+o`` over ``o+1`` rounds (eq. (3) of
-Chen et al. read literally, ``p = s``). A job's latency is its last start plus ``o``
-(eq. (2)).
+``first_token="prefill"`` (Jaillet et al.'s ``"ip"``) a job of prompt ``p`` holds
+``p … p+o−1`` over ``o`` rounds (Chen et al.'s rounds, peak ``s + o`` as in their Example
+3.2, are ``p = s + 1``); with ``"decode"`` (``"eq1"``) it holds ``p … p+o`` over ``o+1``
+rounds (eq. (3) of Chen et al. read literally, ``p = s``). A job's latency is its last start
+plus ``o`` (eq. (2)).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from itertools import combinations_with_replacement, permutations
 
 import numpy as np
 
-from ..rounds import check_convention, durations, mcsf_schedule
+from ..rounds import durations, first_token_of, mcsf_schedule, takes_first_token
 
 __all__ = ["random_order_tel", "hsf_tel", "RandomOrderWorstCase", "random_order_worst_case",
            "smallest_two_point_counterexample"]
@@ -31,15 +31,15 @@ __all__ = ["random_order_tel", "hsf_tel", "RandomOrderWorstCase", "random_order_
 _MAX_JOBS = 8
 
 
-def _check(output, prompt: int, memory: int, convention: str) -> np.ndarray:
+def _check(output, prompt: int, memory: int, first_token: str) -> np.ndarray:
     o = np.asarray(output, dtype=np.int64)
-    check_convention(convention)
+    first_token = first_token_of(first_token)
     if o.ndim != 1 or o.size == 0 or o.min() < 1:
         raise ValueError(f"output={o.tolist()}: need a non-empty vector of lengths >= 1")
     if o.size > _MAX_JOBS:
         raise ValueError(f"output: {o.size} jobs; exact enumeration of all orders takes at "
                          f"most {_MAX_JOBS} ({math.factorial(_MAX_JOBS)} orders)")
-    peak = prompt + int(durations(o, convention).max()) - 1
+    peak = prompt + int(durations(o, first_token).max()) - 1
     if peak > memory:
         raise ValueError(f"memory={memory}: below the peak {peak} of the longest job")
     return o
@@ -49,7 +49,8 @@ def _tel(starts, o) -> int:
     return int((starts + o).sum())
 
 
-def hsf_tel(output, prompt: int, memory: int, convention: str = "ip") -> int:
+@takes_first_token
+def hsf_tel(output, prompt: int, memory: int, first_token: str = "prefill") -> int:
     """Total latency of H-SF (shortest true output first, future-peak check).
 
     Parameters
@@ -60,8 +61,8 @@ def hsf_tel(output, prompt: int, memory: int, convention: str = "ip") -> int:
         ``p``: the common prompt length, in tokens.
     memory : int
         ``M``: the KV memory, in tokens, at least the longest job's peak.
-    convention : {"ip", "eq1"}, default "ip"
-        The memory convention, as above.
+    first_token : {"prefill", "decode"}, default "prefill"
+        The memory convention, as above (Jaillet et al.'s ``"ip"``, ``"eq1"``).
 
     Returns
     -------
@@ -71,15 +72,17 @@ def hsf_tel(output, prompt: int, memory: int, convention: str = "ip") -> int:
     Raises
     ------
     ValueError
-        If ``convention`` is unknown, ``output`` is empty, holds a length below 1 or more than
+        If ``first_token`` is unknown, ``output`` is empty, holds a length below 1 or more than
         8 jobs, or ``memory`` is below the longest job's peak.
     """
-    o = _check(output, prompt, memory, convention)
+    o = _check(output, prompt, memory, first_token)
     z = np.zeros(o.size, np.int64)
-    return _tel(mcsf_schedule(z, np.full(o.size, prompt), o, memory, convention=convention), o)
+    return _tel(mcsf_schedule(z, np.full(o.size, prompt), o, memory, first_token=first_token), o)
 
 
-def random_order_tel(output, prompt: int, memory: int, convention: str = "ip") -> Fraction:
+@takes_first_token
+def random_order_tel(output, prompt: int, memory: int,
+                     first_token: str = "prefill") -> Fraction:
     """``E[TEL]`` of A_random over a uniformly random order, exactly (every distinct order of
     the multiset ``output`` enumerated, weighted by its multiplicity).
 
@@ -91,8 +94,8 @@ def random_order_tel(output, prompt: int, memory: int, convention: str = "ip") -
         ``p``: the common prompt length, in tokens.
     memory : int
         ``M``: the KV memory, in tokens, at least the longest job's peak.
-    convention : {"ip", "eq1"}, default "ip"
-        The memory convention, as above.
+    first_token : {"prefill", "decode"}, default "prefill"
+        The memory convention, as above (Jaillet et al.'s ``"ip"``, ``"eq1"``).
 
     Returns
     -------
@@ -102,15 +105,15 @@ def random_order_tel(output, prompt: int, memory: int, convention: str = "ip") -
     Raises
     ------
     ValueError
-        If ``convention`` is unknown, ``output`` is empty, holds a length below 1 or more than
+        If ``first_token`` is unknown, ``output`` is empty, holds a length below 1 or more than
         8 jobs, or ``memory`` is below the longest job's peak.
     """
-    o = _check(output, prompt, memory, convention)
+    o = _check(output, prompt, memory, first_token)
     z, p = np.zeros(o.size, np.int64), np.full(o.size, prompt)
     total, count = 0, 0
     for order in set(permutations(o.tolist())):
         arr = np.array(order, dtype=np.int64)
-        total += _tel(mcsf_schedule(z, p, arr, memory, convention=convention, order="arrival"),
+        total += _tel(mcsf_schedule(z, p, arr, memory, first_token=first_token, order="arrival"),
                       arr)
         count += 1
     return Fraction(total, count)
@@ -132,8 +135,8 @@ class RandomOrderWorstCase:
         ``p``: the common prompt length, in tokens.
     memory : int
         ``M``: the KV memory, in tokens.
-    convention : str
-        ``"ip"`` or ``"eq1"``.
+    first_token : str
+        ``"prefill"`` or ``"decode"`` (Jaillet et al.'s ``"ip"``, ``"eq1"``).
     interval : fractions.Fraction
         The worst ratio over ``[ℓ, u]^n``.
     interval_output : tuple of int
@@ -149,7 +152,7 @@ class RandomOrderWorstCase:
     hi: int
     prompt: int
     memory: int
-    convention: str
+    first_token: str
     interval: Fraction
     interval_output: tuple
     two_point: Fraction
@@ -162,8 +165,9 @@ class RandomOrderWorstCase:
         return self.two_point >= self.interval
 
 
+@takes_first_token
 def random_order_worst_case(n: int, lo: int, hi: int, prompt: int, memory: int,
-                            convention: str = "ip") -> RandomOrderWorstCase:
+                            first_token: str = "prefill") -> RandomOrderWorstCase:
     """The exact worst case of A_random's ratio over every output multiset in ``[lo, hi]^n``
     (the ratio depends only on the multiset), and over those in ``{lo, hi}^n``.
 
@@ -179,7 +183,7 @@ def random_order_worst_case(n: int, lo: int, hi: int, prompt: int, memory: int,
         ``p``: the common prompt length, in tokens.
     memory : int
         ``M``: the KV memory, in tokens, at least the longest job's peak.
-    convention : {"ip", "eq1"}, default "ip"
+    first_token : {"prefill", "decode"}, default "prefill"
         The memory convention (see the module's docstring).
 
     Returns
@@ -190,25 +194,27 @@ def random_order_worst_case(n: int, lo: int, hi: int, prompt: int, memory: int,
     Raises
     ------
     ValueError
-        If ``1 <= lo <= hi`` fails, ``n`` exceeds 8, ``convention`` is unknown, or ``memory``
+        If ``1 <= lo <= hi`` fails, ``n`` exceeds 8, ``first_token`` is unknown, or ``memory``
         is below the longest job's peak.
     """
     if not 1 <= lo <= hi:
         raise ValueError(f"lo={lo}, hi={hi}: need 1 <= lo <= hi")
+    first_token = first_token_of(first_token)
     best, best_two = (Fraction(-1), ()), (Fraction(-1), ())
     for o in combinations_with_replacement(range(lo, hi + 1), n):
-        r = random_order_tel(o, prompt, memory, convention) / hsf_tel(o, prompt, memory,
-                                                                     convention)
+        r = random_order_tel(o, prompt, memory, first_token) / hsf_tel(o, prompt, memory,
+                                                                      first_token)
         best = max(best, (r, o))
         if set(o) <= {lo, hi}:
             best_two = max(best_two, (r, o))
-    return RandomOrderWorstCase(n, lo, hi, prompt, memory, convention, best[0], best[1],
+    return RandomOrderWorstCase(n, lo, hi, prompt, memory, first_token, best[0], best[1],
                                 best_two[0], best_two[1])
 
 
+@takes_first_token
 def smallest_two_point_counterexample(max_n: int = 5, max_hi: int = 5, prompts=(1, 2),
                                       max_memory_factor: int = 3,
-                                      convention: str = "ip") -> RandomOrderWorstCase | None:
+                                      first_token: str = "prefill") -> RandomOrderWorstCase | None:
     """The first instance, in order of ``n``, then ``u`` (``ℓ = 1``), then the prompt, then
     ``M`` (from the longest job's peak to ``max_memory_factor`` times it), where A_random's
     worst case over ``[1, u]^n`` exceeds its worst case over ``{1, u}^n``; None if none.
@@ -223,7 +229,7 @@ def smallest_two_point_counterexample(max_n: int = 5, max_hi: int = 5, prompts=(
         The prompt lengths tried, in tokens.
     max_memory_factor : int, default 3
         ``M`` runs up to this multiple of the longest job's peak.
-    convention : {"ip", "eq1"}, default "ip"
+    first_token : {"prefill", "decode"}, default "prefill"
         The memory convention (see the module's docstring).
 
     Returns
@@ -234,14 +240,15 @@ def smallest_two_point_counterexample(max_n: int = 5, max_hi: int = 5, prompts=(
     Raises
     ------
     ValueError
-        If ``convention`` is unknown or ``max_n`` exceeds 8.
+        If ``first_token`` is unknown or ``max_n`` exceeds 8.
     """
+    first_token = first_token_of(first_token)
     for n in range(1, max_n + 1):
         for hi in range(2, max_hi + 1):
             for s in prompts:
-                peak = s + int(durations([hi], convention)[0]) - 1
+                peak = s + int(durations([hi], first_token)[0]) - 1
                 for memory in range(peak, max_memory_factor * peak + 1):
-                    w = random_order_worst_case(n, 1, hi, s, memory, convention)
+                    w = random_order_worst_case(n, 1, hi, s, memory, first_token)
                     if not w.two_point_is_worst:
                         return w
     return None

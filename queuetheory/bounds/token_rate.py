@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import UnstableError, check_positive
+from ..errors import UnstableError, check_positive, renamed_keywords
 from ..timing import PiecewiseLinearTime, TimeModel, UnitTime
 from ..workload import Workload
 
@@ -53,7 +53,8 @@ def _budget(b) -> int:
     return int(b)
 
 
-def token_capacity(time_model, b, *, mix: float | None = None) -> float:
+@renamed_keywords(b="token_budget")
+def token_capacity(time_model, token_budget, *, mix: float | None = None) -> float:
     """``b / t_b``: tokens per time unit of back-to-back full batches (Li, Dai, Peng).
 
     A model whose batch time depends on the mix of prefill and decode tokens
@@ -67,7 +68,7 @@ def token_capacity(time_model, b, *, mix: float | None = None) -> float:
     time_model : TimeModel
         The batch time ``t_{b'}`` (e.g. eq. 2.3's :class:`~queuetheory.timing.PiecewiseLinearTime`),
         in the model's time unit.
-    b : int
+    token_budget : int
         ``b``: the token budget per batch, a positive integer.
     mix : float, optional
         The prefill share ``m_p / (m_p + m_d)`` in ``[0, 1]``, for a mix-dependent model.
@@ -83,6 +84,7 @@ def token_capacity(time_model, b, *, mix: float | None = None) -> float:
         If ``time_model`` is not a TimeModel, ``b`` is not a positive integer, ``mix`` is
         outside ``[0, 1]``, or the model needs ``mix`` and none is given.
     """
+    b = token_budget                 # the paper's b
     _check_model(time_model)
     b = _budget(b)
     if mix is None:
@@ -154,7 +156,8 @@ def _check_loads(name: str, b: int):
                          "UnitTime have a closed form at any size)")
 
 
-def max_token_rate(time_model, b, *, warn: bool = True) -> MaxTokenRate:
+@renamed_keywords(b="token_budget")
+def max_token_rate(time_model, token_budget, *, warn: bool = True) -> MaxTokenRate:
     """The best token rate ``max_{1≤b'≤b} b'/t_{b'}`` in tokens per time unit (not requests:
     :func:`queuetheory.capacity.max_rate` is the simulated request rate); warns if it is not
     ``b/t_b``.
@@ -167,7 +170,7 @@ def max_token_rate(time_model, b, *, warn: bool = True) -> MaxTokenRate:
     ----------
     time_model : TimeModel
         The batch time ``t_{b'}``, in the model's time unit.
-    b : int
+    token_budget : int
         ``b``: the token budget per batch, a positive integer (at most ``MAX_LOADS`` without a
         closed form).
     warn : bool, default True
@@ -189,6 +192,7 @@ def max_token_rate(time_model, b, *, warn: bool = True) -> MaxTokenRate:
     UserWarning
         If ``warn`` and the best rate is at a load below ``b``.
     """
+    b = token_budget                 # the paper's b
     _check_model(time_model)
     b = _budget(b)
     loads = _piecewise_candidates(time_model, b)
@@ -226,7 +230,8 @@ def _mean_length(name: str, value) -> float:
     return float(value)
 
 
-def max_stable_rate(workload, time_model, b) -> float:
+@renamed_keywords(b="token_budget")
+def max_stable_rate(workload, time_model, token_budget) -> float:
     """Largest arrival rate ``λ`` (requests per time unit) with ``λ(m_p + m_d) < b/t_b``.
 
     ``workload`` is a :class:`~queuetheory.workload.Workload` (its class mix is kept) or the
@@ -238,7 +243,7 @@ def max_stable_rate(workload, time_model, b) -> float:
         The workload, or its mean sizes ``(m_p, m_d)`` in tokens (each ``>= 1``).
     time_model : TimeModel
         The batch time ``t_{b'}``, in the model's time unit.
-    b : int
+    token_budget : int
         ``b``: the token budget per batch, a positive integer.
 
     Returns
@@ -252,6 +257,7 @@ def max_stable_rate(workload, time_model, b) -> float:
         If ``workload`` is neither a Workload nor a pair of means ``>= 1``, ``time_model`` is
         not a TimeModel, or ``b`` is not a positive integer.
     """
+    b = token_budget                 # the paper's b
     mp, md = _means(workload)
     return token_capacity(time_model, b) / (mp + md)
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..engine.batch import check_batch
 from ..engine.state import RequestTable, State
-from ..errors import check_positive
+from ..errors import check_positive, renamed_keywords
 from ..workload import Trace
 
 __all__ = ["dtmc_state", "available_tokens", "is_work_conserving", "WorkConservation",
@@ -83,7 +83,8 @@ def available_tokens(state) -> int:
     return int(rem.sum() + np.count_nonzero(rem == 0))
 
 
-def is_work_conserving(state, batch, b: int, strict: bool = True) -> bool:
+@renamed_keywords(b="token_budget")
+def is_work_conserving(state, batch, token_budget: int, strict: bool = True) -> bool:
     """Whether ``batch`` is work-conserving in ``state`` for token budget ``b``.
 
     ``strict=False`` checks the paper's (2.6): a full batch whenever ``avail(x) ≥ b``.
@@ -97,7 +98,7 @@ def is_work_conserving(state, batch, b: int, strict: bool = True) -> bool:
         The engine state the batch is scheduled in.
     batch : Batch
         The policy's batch.
-    b : int
+    token_budget : int
         ``b``: the token budget, a positive integer.
     strict : bool, default True
         Check ``b' = min(b, avail(x))`` (App. B) rather than the paper's (2.6).
@@ -114,6 +115,7 @@ def is_work_conserving(state, batch, b: int, strict: bool = True) -> bool:
     InfeasibleBatchError
         If the batch breaks rules 2.5a–d or the budget.
     """
+    b = token_budget                 # the paper's b
     check_positive("b", b, integer=True)
     check_batch(state, batch, policy="is_work_conserving", iteration=0, budget=int(b),
                 memory=None, emit_first=False)
@@ -197,9 +199,11 @@ def _shrink(policy, p, d, b, strict):
     return p, d
 
 
-def work_conservation_witness(policy, b: int, *, strict: bool = True, n_states: int = 400,
-                              max_requests: int | None = None, max_prompt: int | None = None,
-                              max_decode: int = 8, seed: int = 0) -> WorkConservation:
+@renamed_keywords(b="token_budget")
+def work_conservation_witness(policy, token_budget: int, *, strict: bool = True,
+                              n_states: int = 400, max_requests: int | None = None,
+                              max_prompt: int | None = None, max_decode: int = 8,
+                              seed: int = 0) -> WorkConservation:
     """Search random states for one where ``policy`` breaks work-conservation; shrink it.
 
     States hold up to ``max_requests`` (default ``2b``) requests, each in prefill with
@@ -210,7 +214,7 @@ def work_conservation_witness(policy, b: int, *, strict: bool = True, n_states: 
     ----------
     policy : Policy
         The scheduling policy (a :mod:`queuetheory.policies` object).
-    b : int
+    token_budget : int
         ``b``: the token budget, a positive integer.
     strict : bool, default True
         Check the strict definition (App. B) rather than the paper's (2.6).
@@ -237,6 +241,7 @@ def work_conservation_witness(policy, b: int, *, strict: bool = True, n_states: 
     InfeasibleBatchError
         If the policy schedules an infeasible batch.
     """
+    b = token_budget                 # the paper's b
     check_positive("b", b, integer=True)
     check_positive("n_states", n_states, integer=True)
     max_requests = int(max_requests or 2 * b)

@@ -448,8 +448,10 @@ def _thm86b(quick):
 def _thm86a(quick):
     # Chen et al.'s rounds (peak s + o over o rounds) are kvcache's "ip" with prompt s + 1;
     # eq. (3) read literally (s … s + o over o + 1 rounds) is "eq1" with prompt s
-    found = {"ip": rorder.smallest_two_point_counterexample(prompts=(1, 2), convention="ip"),
-             "eq1": rorder.smallest_two_point_counterexample(prompts=(0, 1), convention="eq1")}
+    found = {"ip": rorder.smallest_two_point_counterexample(prompts=(1, 2),
+                                                              first_token="prefill"),
+             "eq1": rorder.smallest_two_point_counterexample(prompts=(0, 1),
+                                                               first_token="decode")}
     ce = found["ip"]
     if ce is None:
         return Outcome("confirmed", "no instance with n ≤ 5, u ≤ 5 where A_random's worst case "

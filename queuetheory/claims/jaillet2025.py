@@ -25,7 +25,7 @@ from ..papers.jaillet2025 import MODEL_M as _MODEL_M
 from ..papers.jaillet2025 import PAPER_M as _PAPER_M
 from ..plotting import bars, gantt, lines, series_style
 from ..policies.kvcache import kv_token_limit
-from ..rounds import durations, mcsf_schedule
+from ..rounds import CONVENTIONS, durations, mcsf_schedule
 from ..workload.surrogates import lmsys_length_sample
 from .base import Outcome, claim, moved_names
 
@@ -48,7 +48,7 @@ __all__: list[str] = []
        scope="finite instances: exhaustive in order of size, exact optimum (dynamic program)")
 def _theorem4_2(quick: bool) -> Outcome:
     grid = dict(max_n=4, prompts=(1, 2), max_memory=8, max_output=5) if quick else {}
-    found = {conv: smallest_alg1_counterexample(**grid, convention=conv)
+    found = {conv: smallest_alg1_counterexample(**grid, first_token=CONVENTIONS[conv])
              for conv in ("eq1", "ip")}
     ce = found["eq1"]
     data = {conv: {"searched": f.searched} for conv, f in found.items()}
@@ -59,7 +59,7 @@ def _theorem4_2(quick: bool) -> Outcome:
         if f.found:
             n = f.output.size
             milp = hindsight_optimum(np.zeros(n, np.int64), np.full(n, f.prompt), f.output,
-                                     f.memory, convention=conv)
+                                     f.memory, first_token=CONVENTIONS[conv])
             data[conv].update(memory=f.memory, prompt=f.prompt, output=f.output.tolist(),
                               alg_starts=f.alg_starts.tolist(), alg_latency=f.alg_latency,
                               opt_starts=f.opt_starts.tolist(), opt_latency=f.opt_latency,
@@ -70,11 +70,11 @@ def _theorem4_2(quick: bool) -> Outcome:
     if ip.found:
         n = ip.output.size
         a, s = np.zeros(n, np.int64), np.full(n, ip.prompt)
-        alg = mcsf_schedule(a, s, ip.output, ip.memory, convention="eq1")
-        d = durations(ip.output, "eq1")
+        alg = mcsf_schedule(a, s, ip.output, ip.memory, first_token="decode")
+        d = durations(ip.output, "decode")
         ip_under_eq1 = (int((alg + d).sum()), int(hindsight_brute_force(
-            a, s, ip.output, ip.memory, convention="eq1").total_latency))
-    alg_w, cap_w = identical_jobs_gap(50 if quick else 200, convention="eq1")
+            a, s, ip.output, ip.memory, first_token="decode").total_latency))
+    alg_w, cap_w = identical_jobs_gap(50 if quick else 200, first_token="decode")
     milp_agrees = data["eq1"]["milp_latency"] == ce.opt_latency
     verdict = "refuted" if milp_agrees and ce.opt_latency < ce.alg_latency else "confirmed"
     d = data["eq1"]

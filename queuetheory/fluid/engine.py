@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import sympy as sp
 
-from ..errors import UnstableError, check_positive
+from ..errors import UnstableError, check_positive, renamed_keywords
 from ..workload import RequestClass, Workload
 
 __all__ = ["engine_workload", "printed_c19_workload", "workload_identity_residual",
@@ -115,7 +115,8 @@ def _mu(b, t_b) -> float:
     return float(b) / float(t_b)
 
 
-def drain_rate(lam, mp, md, b, t_b) -> float:
+@renamed_keywords(b="token_budget")
+def drain_rate(lam, mp, md, token_budget, t_b) -> float:
     """``δ = b/t_b − λ(m_p + m_d)``: how fast the workload of a work-conserving fluid path falls;
     negative above capacity.
 
@@ -127,7 +128,7 @@ def drain_rate(lam, mp, md, b, t_b) -> float:
         ``m_p``: mean prompt tokens, ``> 0``.
     md : float
         ``m_d``: mean output tokens, ``> 0``.
-    b : float
+    token_budget : float
         The token budget ``b``.
     t_b : float
         ``t_b``: the time of a full batch of ``b`` tokens.
@@ -142,13 +143,15 @@ def drain_rate(lam, mp, md, b, t_b) -> float:
     ValueError
         If a rate or size is negative, or ``b``, ``t_b``, ``m_p``, ``m_d`` not positive.
     """
+    b = token_budget                 # the paper's b
     check_positive("lam", lam, allow_zero=True)
     check_positive("mp", mp)
     check_positive("md", md)
     return _mu(b, t_b) - float(lam) * (float(mp) + float(md))
 
 
-def drain_time(f0, lam, mp, md, b, t_b) -> float:
+@renamed_keywords(b="token_budget")
+def drain_time(f0, lam, mp, md, token_budget, t_b) -> float:
     """``f(0)/δ``: when a work-conserving fluid path empties (Prop. 2(a), Dai–Harrison Lemma 8.5).
 
     Raises :class:`UnstableError` when ``λ(m_p+m_d) ≥ b/t_b`` (it never empties).
@@ -163,7 +166,7 @@ def drain_time(f0, lam, mp, md, b, t_b) -> float:
         ``m_p``: mean prompt tokens, ``> 0``.
     md : float
         ``m_d``: mean output tokens, ``> 0``.
-    b : float
+    token_budget : float
         The token budget ``b``.
     t_b : float
         ``t_b``: the time of a full batch of ``b`` tokens.
@@ -180,6 +183,7 @@ def drain_time(f0, lam, mp, md, b, t_b) -> float:
     ValueError
         If a rate or size is negative, or ``b``, ``t_b``, ``m_p``, ``m_d`` not positive.
     """
+    b = token_budget                 # the paper's b
     check_positive("f0", f0, allow_zero=True)
     delta = drain_rate(lam, mp, md, b, t_b)
     if delta <= 0:
@@ -266,7 +270,8 @@ def fluid_phases(policy, zp0, zd0, lam, mp, md, mu):
     return phases
 
 
-def fluid_path(policy, zp0, zd0, lam, mp, md, b, t_b, t) -> FluidPath:
+@renamed_keywords(b="token_budget")
+def fluid_path(policy, zp0, zd0, lam, mp, md, token_budget, t_b, t) -> FluidPath:
     """The fluid path of ``policy`` (``"sarathi"`` or ``"orca"``) from ``(Z_p(0), Z_d(0))``.
 
     Sarathi (decode priority): while ``Z_d > 0`` all of ``μ`` decodes (``Ż_p = λ``,
@@ -286,7 +291,7 @@ def fluid_path(policy, zp0, zd0, lam, mp, md, b, t_b, t) -> FluidPath:
         ``m_p``: mean prompt tokens, ``> 0``.
     md : float
         ``m_d``: mean output tokens, ``> 0``.
-    b : float
+    token_budget : float
         The token budget ``b``.
     t_b : float
         ``t_b``: the time of a full batch of ``b`` tokens.
@@ -303,6 +308,7 @@ def fluid_path(policy, zp0, zd0, lam, mp, md, b, t_b, t) -> FluidPath:
     ValueError
         If ``policy`` is neither, or an initial state, rate or size is out of range.
     """
+    b = token_budget                 # the paper's b
     if policy not in FLUID_POLICIES:
         raise ValueError(f"policy={policy!r}: must be one of {FLUID_POLICIES}")
     check_positive("zp0", zp0, allow_zero=True)
@@ -419,7 +425,8 @@ def scaled_run(policy, workload, time_model, N: int, t, *, seed: int = 0) -> Sca
                                                         cls.mean_output), res)
 
 
-def fluid_convergence(policy, fluid_policy, workload, time_model, b, *,
+@renamed_keywords(b="token_budget")
+def fluid_convergence(policy, fluid_policy, workload, time_model, token_budget, *,
                       scales=(10, 100, 1000), points: int = 200, seed: int = 0) -> pd.DataFrame:
     """Sup-norm distance between fluid-scaled runs and the fluid path, one row per ``N``.
 
@@ -439,7 +446,7 @@ def fluid_convergence(policy, fluid_policy, workload, time_model, b, *,
         One request class.
     time_model : TimeModel
         The batch-time model (with :meth:`~queuetheory.timing.TimeModel.token_time`).
-    b : int
+    token_budget : int
         The token budget; ``t_b = time_model.token_time(b)``.
     scales : sequence of int, default (10, 100, 1000)
         The ``N`` compared.
@@ -458,6 +465,7 @@ def fluid_convergence(policy, fluid_policy, workload, time_model, b, *,
     UnstableError
         If the fluid path never empties (``δ <= 0``).
     """
+    b = token_budget                 # the paper's b
     cls, _ = _one_class(workload)
     mp, md, lam = cls.mean_prompt, cls.mean_output, cls.rate
     t_b = float(time_model.token_time(int(b)))

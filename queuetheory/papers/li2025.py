@@ -14,6 +14,7 @@ from __future__ import annotations
 from scipy import stats
 
 from .. import policies
+from ..errors import renamed_keywords
 from ..timing import PiecewiseLinearTime
 from ..workload import RequestClass, Workload
 
@@ -36,8 +37,10 @@ def llama_time(s: float = 1.0) -> PiecewiseLinearTime:
     return PiecewiseLinearTime(c=45.5 * s, a=0.30 * s, b0=64)
 
 
-def classic_policies(b: int) -> dict:
+@renamed_keywords(b="token_budget")
+def classic_policies(token_budget: int) -> dict:
     """Every shipped classic scheduler at budget ``b``, with its paper status."""
+    b = token_budget                 # the paper's b
     return {
         "Sarathi": policies.Sarathi(b),
         "Sarathi-SJF": policies.Sarathi(b, order="sjf_total"),

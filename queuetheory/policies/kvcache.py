@@ -44,7 +44,7 @@ __all__ = ["MCSF", "FCFS", "AlphaProtection", "kv_token_limit"]
 
 #: Names that moved to :mod:`queuetheory.rounds` (the round model below both the schedulers
 #: and the bounds); importing them from here warns until the next release
-_MOVED = ("CONVENTIONS", "check_convention", "durations", "mcsf_schedule")
+_MOVED = ("CONVENTIONS", "durations", "mcsf_schedule")
 
 
 def __getattr__(name):

@@ -69,6 +69,7 @@ import time
 
 import numpy as np
 
+from ...rounds import takes_first_token
 from .bnb import branch_and_bound
 from .brute_force import hindsight_brute_force
 from .chain import chain_multipliers
@@ -106,10 +107,10 @@ HIGHS_MARGIN = 0.02
 is left: HiGHS checks its limit between phases and stops a little after it."""
 
 
-def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limit,
+def _solve(arrival, prompt, output, memory, first_token, solver, relax, time_limit,
            workers=1):
     start = time.perf_counter()
-    a, s, o, d, memory = _inputs(arrival, prompt, output, memory, convention)
+    a, s, o, d, memory = _inputs(arrival, prompt, output, memory, first_token)
     time_limit = _check_time_limit(time_limit)
     if isinstance(workers, bool) or not isinstance(workers, numbers.Integral) or workers < 1:
         raise ValueError(f"workers={workers!r}: must be an integer >= 1")
@@ -159,7 +160,8 @@ def _solve(arrival, prompt, output, memory, convention, solver, relax, time_limi
                            grid.horizon, float(grid.upper), name, proven, gap)
 
 
-def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solver=None,
+@takes_first_token
+def hindsight_optimum(arrival, prompt, output, memory, *, first_token="prefill", solver=None,
                       time_limit=None, workers=1) -> HindsightResult:
     """Optimal total latency with all arrivals and lengths known in advance (App. B.1).
 
@@ -173,8 +175,9 @@ def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solve
         ``o_i``: each request's output length, in tokens, ``>= 1``.
     memory : int
         The KV capacity ``M``, in tokens (an integer in ``[1, 2**53]``).
-    convention : {"ip", "eq1"}, default "ip"
-        ``"ip"`` (``d_i = o_i``, the IP's own) or ``"eq1"`` (``d_i = o_i + 1``).
+    first_token : {"prefill", "decode"}, default "prefill"
+        ``"prefill"`` (``d_i = o_i``, the IP's own, Jaillet et al.'s ``"ip"``) or
+        ``"decode"`` (``d_i = o_i + 1``, their ``"eq1"``).
     solver : str, optional
         ``"bnb"`` (branch and bound over rounds with dominance and a Lagrangian
         bound that keeps a chain of pairwise conflicting requests in order), ``"milp"``
@@ -209,17 +212,19 @@ def hindsight_optimum(arrival, prompt, output, memory, *, convention="ip", solve
     ValueError
         If a length or arrival is not an integer in range, the arrays differ in length,
         ``memory`` is malformed or below a request's peak ``s_i + d_i − 1``, the instance
-        exceeds ``MAX_GRID_CELLS``, ``convention``, ``solver``, ``time_limit`` or
+        exceeds ``MAX_GRID_CELLS``, ``first_token``, ``solver``, ``time_limit`` or
         ``workers`` is invalid.
     RuntimeError
         If ``solver="milp"`` (or None for a cvxpy formulation) and no MILP solver is
         installed for cvxpy.
     """
-    return _solve(arrival, prompt, output, memory, convention,
+    return _solve(arrival, prompt, output, memory, first_token,
                   DEFAULT_SOLVER if solver is None else solver, False, time_limit, workers)
 
 
-def hindsight_lower_bound(arrival, prompt, output, memory, *, convention="ip", solver=None,
+@takes_first_token
+def hindsight_lower_bound(arrival, prompt, output, memory, *, first_token="prefill",
+                          solver=None,
                           time_limit=None) -> HindsightResult:
     """The LP relaxation of :func:`hindsight_optimum`'s time-indexed program, with its
     completion-count cuts: ``total_latency`` ≤ the optimum.
@@ -234,7 +239,7 @@ def hindsight_lower_bound(arrival, prompt, output, memory, *, convention="ip", s
         ``o_i``: each request's output length, in tokens, ``>= 1``.
     memory : int
         The KV capacity ``M``, in tokens.
-    convention : {"ip", "eq1"}, default "ip"
+    first_token : {"prefill", "decode"}, default "prefill"
         As in :func:`hindsight_optimum`.
     solver : str, optional
         A cvxpy LP solver name; default the first of HiGHS, Clarabel and SciPy installed.
@@ -256,4 +261,4 @@ def hindsight_lower_bound(arrival, prompt, output, memory, *, convention="ip", s
     """
     if solver in _OWN_SOLVERS:
         raise ValueError(f"solver={solver!r}: the LP relaxation needs an LP solver (a cvxpy name)")
-    return _solve(arrival, prompt, output, memory, convention, solver, True, time_limit)
+    return _solve(arrival, prompt, output, memory, first_token, solver, True, time_limit)

@@ -9,10 +9,12 @@ from itertools import combinations
 
 import numpy as np
 
+from ...rounds import takes_first_token
 from .model import HindsightResult, _inputs
 
 
-def hindsight_brute_force(arrival, prompt, output, memory, *, convention="ip",
+@takes_first_token
+def hindsight_brute_force(arrival, prompt, output, memory, *, first_token="prefill",
                           max_requests: int = 7) -> HindsightResult:
     """Exact optimum by dynamic programming over rounds, for tiny instances only.
 
@@ -33,7 +35,7 @@ def hindsight_brute_force(arrival, prompt, output, memory, *, convention="ip",
         ``o_i``: each request's output length, in tokens, ``>= 1``.
     memory : int
         The KV capacity ``M``, in tokens.
-    convention : {"ip", "eq1"}, default "ip"
+    first_token : {"prefill", "decode"}, default "prefill"
         As in :func:`hindsight_optimum`.
     max_requests : int, default 7
         The most requests accepted.
@@ -51,7 +53,7 @@ def hindsight_brute_force(arrival, prompt, output, memory, *, convention="ip",
     RuntimeError
         If no feasible schedule is found (a bug: every valid instance has one).
     """
-    a, s, o, d, memory = _inputs(arrival, prompt, output, memory, convention)
+    a, s, o, d, memory = _inputs(arrival, prompt, output, memory, first_token)
     n = a.size
     if n > max_requests:
         raise ValueError(f"arrival: {n} requests; the brute force takes at most "

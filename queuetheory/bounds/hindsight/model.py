@@ -106,14 +106,14 @@ def _check_time_limit(time_limit):
     return float(time_limit)
 
 
-def _inputs(arrival, prompt, output, memory, convention):
+def _inputs(arrival, prompt, output, memory, first_token):
     a = _integers("arrival", arrival, 0)
     s = _integers("prompt", prompt, 0)
     o = _integers("output", output, 1)
     if not (a.size == s.size == o.size):
         raise ValueError(f"arrival, prompt, output: lengths {a.size}, {s.size}, {o.size} differ")
     memory = _check_memory(memory)
-    d = durations(o, convention)
+    d = durations(o, first_token)
     if np.any(s + d - 1 > memory):
         i = int(np.argmax(s + d - 1))
         raise ValueError(f"memory={memory}: below the peak {int(s[i] + d[i] - 1)} of request {i} "
