@@ -51,7 +51,7 @@ import numpy as np
 from ..engine import Batch
 from ..errors import InfeasibleBatchError, check_positive
 from ..timing import ceil_div
-from .base import Policy
+from .base import Policy, decides_as_shipped
 
 __all__ = ["VLLMV1", "BlockPool", "prefix_keys", "cudagraph_capture_sizes"]
 
@@ -238,6 +238,8 @@ class VLLMV1(Policy):
         self._finishing: list[int] = []       # finished in the last step, not yet known (async)
         self._launched = None                 # start of the step in flight (async), or None
         self._queue_log: list[tuple[float, int, int, int]] = []
+        self._plain = False                   # the last step only decoded the running requests
+        self._stretch = None                  # (members, their KV tokens) over a steady stretch
 
     def _sync(self, state) -> None:
         """Free the blocks of the requests that finished; queue the new arrivals. With
@@ -346,12 +348,123 @@ class VLLMV1(Policy):
             self._launched = None     # nothing in flight: the engine schedules at once
             return self._schedule(state)
         self._launched = state.time if scheduled else None
+        self._plain = (not preempted and not cached and not self._finishing
+                       and len(scheduled) == len(self.running))
+        self._stretch = None
         self._queue_log.append((state.time, len(self.running), len(self.waiting),
                                 self.pool.used))
         if self.pool.capacity is not None and self.pool.used > self.pool.capacity:
             raise InfeasibleBatchError(self, -1, "blocks", f"{self.pool.used} KV blocks held, "
                                        f"over the {self.pool.capacity} usable")
         return self._batch(state, scheduled, cached, preempted)
+
+    # ---- decode-only stretches in closed form (the engine's fast path) ------------------------
+    def steady(self, state, batch) -> int:
+        """How many more times the decode-only ``batch`` just run repeats, every running
+        request decoding one token each time, before anything this scheduler decides
+        changes — with :meth:`repeated` keeping the books over them (0: ask again now).
+
+        The step just scheduled preempted nothing, admitted nothing, has no request that
+        finished a step earlier still to free (asynchronous scheduling) and decoded every
+        running request; every request in the system has been seen (none arrived after the
+        step in flight was launched). Then, while nothing arrives and no request finishes,
+        each next step frees nothing, queues nothing, asks one token of each running request
+        (the budget took them all once, it does again), and admits nothing: the waiting
+        head was refused for want of blocks (or the budget or ``max_num_seqs`` stopped the
+        admissions), and over the stretch the free blocks only fall and its cached prefix
+        only shrinks (an allocation evicts keys, a decode registers only keys of its own
+        request), so the blocks it needs only grow. What changes is the block ledger: a
+        request allocates a block at each step whose token starts one, and registers a
+        block in the prefix cache at each step that fills one. The stretch ends before the
+        first step whose allocations exceed the free blocks (that step preempts), or at the
+        first member's last token (the engine stops there too).
+        """
+        if not (self._plain and decides_as_shipped(self) and not batch.prefill.size
+                and batch.decode.size == len(self.running)
+                and (not state.n or int(state.rid[-1]) < self._seen)):
+            return 0
+        tab, bs = state._t, self.block_size
+        run = np.array(self.running, dtype=np.int64)
+        kv = tab.kv(run)
+        held = np.fromiter((len(self.blocks[r]) for r in self.running), np.int64, run.size)
+        keyed = np.fromiter((self.keyed[r] for r in self.running), np.int64, run.size)
+        if (np.count_nonzero(held != ceil_div(kv, bs)) or np.count_nonzero(keyed != kv // bs)
+                or np.count_nonzero(~tab.in_decode[run])):
+            return 0
+        most = int((tab.output[run] - tab.decoded[run]).min())
+        first = (-kv) % bs + 1                # the first step of the stretch that allocates
+        free = self.pool.num_free
+
+        def allocations(j):                   # blocks allocated by steps 1 … j
+            return int(np.where(j >= first, (j - first) // bs + 1, 0).sum())
+
+        if allocations(most) > free:          # the first step that would preempt, less one
+            lo, hi = 0, most                  # allocations(lo) <= free < allocations(hi)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if allocations(mid) <= free else (lo, mid)
+            most = lo
+        self._stretch = (self.running.copy(), kv)
+        return most
+
+    def repeated(self, k: int, starts) -> None:
+        """The books of ``k`` steps of the stretch :meth:`steady` promised, started at
+        ``starts``: each step's allocations, in the order of the running requests, then its
+        full blocks registered in the cache — the block ids, the free queue's order and the
+        cache as stepping leaves them — its row of :attr:`queue_log`, and the step in
+        flight."""
+        run, kv = self._stretch
+        bs, n = self.block_size, len(run)
+        first = (-kv) % bs + 1                         # steps that allocate: first + m·bs
+        full = (-kv) % bs
+        full[full == 0] = bs                           # steps that fill a block: full + m·bs
+        steps, kinds, who = [], [], []
+        events = ((0, first), (1, full)) if self.pool.caching else ((0, first),)
+        for kind, start in events:
+            count = np.where(k >= start, (k - start) // bs + 1, 0)
+            if not count.any():
+                continue
+            member = np.repeat(np.arange(n), count)
+            offset = np.arange(member.size) - np.repeat(count.cumsum() - count, count)
+            steps.append(start[member] + bs * offset)
+            kinds.append(np.full(member.size, kind))
+            who.append(member)
+        used = np.full(k, self.pool.used, dtype=np.int64)
+        if steps:
+            step, kind, member = (np.concatenate(x) for x in (steps, kinds, who))
+            order = np.lexsort((member, kind, step))   # by step, allocations first, in order
+            allocated = step[kind == 0]
+            if allocated.size:
+                used += np.bincount(allocated - 1, minlength=k).cumsum()
+            self._replay(run, kv, step[order].tolist(), kind[order].tolist(),
+                         member[order].tolist())
+        for r, tokens in zip(run, (kv + k).tolist(), strict=True):
+            self.keyed[r] = tokens // bs
+        self._queue_log.extend(zip(starts.tolist(), [n] * k, [len(self.waiting)] * k,
+                                   used.tolist(), strict=True))
+        self._launched = float(starts[-1])
+        self._stretch = (run, kv + k)
+
+    def _replay(self, run, kv, steps, kinds, members) -> None:
+        """Allocations (kind 0) and cache registrations (kind 1) of the members, in order:
+        a step's allocations in one call to the pool, which takes them one by one."""
+        pool, blocks, keys, bs = self.pool, self.blocks, self._keycache, self.block_size
+        base = kv.tolist()
+        i, total = 0, len(steps)
+        while i < total:
+            if kinds[i] == 0:
+                j, step = i, steps[i]
+                while j < total and kinds[j] == 0 and steps[j] == step:
+                    j += 1
+                for m, b in zip(members[i:j], pool.allocate(j - i), strict=True):
+                    blocks[run[m]].append(b)
+                i = j
+                continue
+            m = members[i]
+            r = run[m]
+            b = (base[m] + steps[i]) // bs - 1
+            pool.cache(blocks[r][b], keys[r][b])
+            i += 1
 
     @property
     def queued(self) -> np.ndarray:
