@@ -12,6 +12,8 @@ block ids, the free queue's order, the cache's keys) must be identical.
 
 import copy
 import dataclasses
+from collections import OrderedDict
+from itertools import islice
 
 import numpy as np
 import pandas as pd
@@ -19,6 +21,7 @@ import pytest
 
 import queuetheory as qt
 import queuetheory.networks.fleet as fleet_module
+from queuetheory.policies.vllm import BlockPool
 
 TIME = qt.AffineTokenTime(0.01, 5e-5, 4e-5)
 
@@ -35,10 +38,7 @@ def crowded():
 
 def _books(policy) -> dict:
     """Everything VLLMV1 keeps between steps that a later decision can read."""
-    pool = policy.pool
-    return {"queue": list(pool._queue.items()), "cached": dict(pool._cached),
-            "key": dict(pool._key), "refs": dict(pool._refs), "next": pool._next,
-            "fresh": pool._fresh, "used": pool.used, "blocks": copy.deepcopy(policy.blocks),
+    return {**policy.pool.snapshot(), "blocks": copy.deepcopy(policy.blocks),
             "keyed": dict(policy.keyed), "running": list(policy.running),
             "waiting": list(policy.waiting), "queued": list(policy._queued),
             "queue_log": list(policy._queue_log)}
@@ -118,3 +118,103 @@ def test_a_vllm_subclass_that_decides_otherwise_is_asked_every_step(crowded):
     policy = Mine(32, 1024, num_gpu_blocks=1500)
     res = qt.simulate(crowded.take(slice(0, 20)), policy, TIME)
     assert len(policy.queue_log) == res.engine.iteration
+
+
+class _ReferencePool:
+    """The block pool as first written, one block at a time (vLLM's ``BlockPool`` with an
+    ordered dict for its free queue): the bulk pool must do exactly what it does."""
+
+    def __init__(self, num_blocks, caching=True):
+        self._fresh = num_blocks - 1
+        self._queue = OrderedDict()
+        self._key, self._cached, self._refs = {}, {}, {}
+        self._next, self.caching, self.used = 0, caching, 0
+
+    @property
+    def num_free(self):
+        return self._fresh + len(self._queue)
+
+    def hits(self, keys, most):
+        found = []
+        if self.caching:
+            for k in islice(keys, most):
+                b = self._cached.get(k)
+                if b is None:
+                    break
+                found.append(b)
+        return found
+
+    def evictable(self, blocks):
+        return sum(1 for b in blocks if b in self._queue)
+
+    def touch(self, blocks):
+        for b in blocks:
+            if b in self._queue:
+                del self._queue[b]
+                self.used += 1
+            self._refs[b] = self._refs.get(b, 0) + 1
+
+    def allocate(self, n):
+        out = []
+        for _ in range(n):
+            if self._fresh > 0:
+                self._fresh -= 1
+                b, self._next = self._next, self._next + 1
+            else:
+                b, key = self._queue.popitem(last=False)
+                if key is not None:
+                    del self._cached[key]
+                    del self._key[b]
+            self._refs[b] = 1
+            out.append(b)
+        self.used += n
+        return out
+
+    def free(self, blocks):
+        for b in reversed(blocks):
+            self._refs[b] -= 1
+            if self._refs[b] == 0:
+                del self._refs[b]
+                self._queue[b] = self._key.get(b)
+                self.used -= 1
+
+    def cache(self, block, key):
+        if self.caching and key not in self._cached and block not in self._key:
+            self._cached[key] = block
+            self._key[block] = key
+
+    def snapshot(self):
+        return {"queue": list(self._queue.items()), "cached": dict(self._cached),
+                "key": dict(self._key), "refs": dict(self._refs), "next": self._next,
+                "fresh": self._fresh, "used": self.used}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_bulk_block_pool_does_what_the_block_by_block_one_does(seed):
+    """Random requests taking their cached prefix, allocating, registering and freeing
+    blocks on both pools: every answer and the whole state stay the same."""
+    rng = np.random.default_rng(seed)
+    caching = seed != 5
+    pools = [BlockPool(60, caching), _ReferencePool(60, caching)]
+    held = [{}, {}]
+    for step in range(400):
+        r = int(rng.integers(12))
+        keys = [(r % 4, j) if j < 6 else ("own", r, j) for j in range(12)]
+        most, need = int(rng.integers(0, 12)), int(rng.integers(1, 5))
+        for pool, mine in zip(pools, held, strict=True):
+            if r in mine:
+                pool.free(mine.pop(r))
+                continue
+            hit = pool.hits(keys, most)
+            if need + pool.evictable(hit) > pool.num_free:
+                continue
+            pool.touch(hit)
+            mine[r] = hit + pool.allocate(need)
+            full = min(len(mine[r]), len(keys))
+            if isinstance(pool, BlockPool) and step % 2:
+                pool.cache_many(mine[r][len(hit):full], keys[len(hit):full])
+            else:
+                for b in range(len(hit), full):
+                    pool.cache(mine[r][b], keys[b])
+        assert held[0] == held[1]
+        assert pools[0].snapshot() == pools[1].snapshot(), step
