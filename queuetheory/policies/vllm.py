@@ -42,8 +42,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections import OrderedDict, deque
-from itertools import islice
+from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -95,25 +94,31 @@ class BlockPool:
     freed ones from the head of the queue (evicting their key from the cache).
 
     A request's blocks are taken, touched, registered and freed together, each call doing
-    its blocks one by one in vLLM's order, in bulk (C-level ``map`` over the dicts, reference
-    counts in an array): a Mooncake prompt holds some 750 blocks of 16 tokens.
+    its blocks one by one in vLLM's order, in bulk: a Mooncake prompt holds some 750 blocks
+    of 16 tokens. The free queue is an array of blocks in the order freed with each block's
+    place in it (``-1`` once taken: its entry goes stale and is skipped when the head
+    reaches it), reference counts are an array, and the cache's dicts are read and written
+    by C-level ``map``.
     """
 
     def __init__(self, num_blocks: int | None, caching: bool = True):
         self.capacity = None if num_blocks is None else num_blocks - 1   # the null block
         self._fresh = np.inf if num_blocks is None else num_blocks - 1
-        self._queue: OrderedDict[int, object] = OrderedDict()   # free block -> key or None
+        size = 1024 if num_blocks is None else max(num_blocks - 1, 1)
+        self._refs = np.zeros(size, dtype=np.int64)     # references to each block
+        self._slot = np.full(size, -1, dtype=np.int64)  # its place in the free queue, or -1
+        self._q = np.empty(2 * size, dtype=np.int64)    # the free queue, stale entries too
+        self._head = self._tail = 0
+        self._free = 0                          # blocks in the free queue
         self._key: dict[int, object] = {}       # block -> its key, while it has one
         self._cached: dict[object, int] = {}    # key -> block
-        self._refs = np.zeros(1024 if num_blocks is None else max(num_blocks - 1, 1),
-                              dtype=np.int64)   # references to each block
         self._next = 0
         self.caching = caching
         self.used = 0
 
     @property
     def num_free(self) -> float:
-        return self._fresh + len(self._queue)
+        return self._fresh + self._free
 
     def hits(self, keys, most: int) -> list[int]:
         """The cached blocks of the longest prefix of ``keys``, at most ``most`` of them."""
@@ -132,18 +137,22 @@ class BlockPool:
 
     def evictable(self, blocks) -> int:
         """How many of ``blocks`` sit in the free queue (taking them uses free blocks)."""
-        return sum(map(self._queue.__contains__, blocks))
+        if not blocks:
+            return 0
+        return int(np.count_nonzero(self._slot[np.array(blocks, dtype=np.int64)] >= 0))
 
     def touch(self, blocks) -> None:
         """Take references to ``blocks`` (a request's cached prefix: distinct blocks)."""
         if not blocks:
             return
-        queue = self._queue
-        taken = list(filter(queue.__contains__, blocks))
-        if taken:
-            list(map(queue.__delitem__, taken))
-            self.used += len(taken)
-        self._refs[np.array(blocks, dtype=np.int64)] += 1
+        blocks = np.array(blocks, dtype=np.int64)
+        slot = self._slot
+        queued = blocks[slot[blocks] >= 0]
+        if queued.size:
+            slot[queued] = -1
+            self._free -= queued.size
+            self.used += queued.size
+        self._refs[blocks] += 1
 
     def allocate(self, n: int) -> list[int]:
         if n > self.num_free:
@@ -151,28 +160,51 @@ class BlockPool:
         if n <= 0:
             return []
         fresh = int(min(n, self._fresh))
-        out = list(range(self._next, self._next + fresh)) if fresh else []
         if fresh:
+            out = list(range(self._next, self._next + fresh))
             self._fresh -= fresh
             self._next += fresh
             if self._next > self._refs.size:        # an unlimited pool grows
-                self._refs = np.concatenate([self._refs, np.zeros(max(self._refs.size,
-                                                                      self._next), np.int64)])
+                self._grow(self._next)
+        else:
+            out = []
         if n > fresh:                               # then the least recently freed
-            queue = self._queue
-            popped = list(islice(queue, n - fresh))
-            keys = list(map(queue.pop, popped))
-            if keys.count(None) < len(keys):        # evicted from the cache
-                gone = [b for b, key in zip(popped, keys, strict=True) if key is not None]
-                list(map(self._cached.__delitem__, [key for key in keys if key is not None]))
-                list(map(self._key.__delitem__, gone))
-            out += popped
+            out += self._pop(n - fresh)
         if n == 1:
             self._refs[out[0]] = 1
         else:
             self._refs[np.array(out, dtype=np.int64)] = 1
         self.used += n
         return out
+
+    def _pop(self, n: int) -> list[int]:
+        """Take ``n`` blocks from the head of the free queue, evicting their keys."""
+        q, slot, head = self._q, self._slot, self._head
+        if n == 1:
+            while True:
+                b = int(q[head])
+                head += 1
+                if slot[b] == head - 1:
+                    break
+            popped = [b]
+        else:
+            got, parts = 0, []
+            while got < n:
+                stop = min(head + 2 * (n - got) + 16, self._tail)
+                seg = q[head:stop]
+                live = np.flatnonzero(slot[seg] == np.arange(head, stop))[: n - got]
+                parts.append(seg[live])
+                got += live.size
+                head = head + int(live[-1]) + 1 if got == n else stop
+            popped = (parts[0] if len(parts) == 1 else np.concatenate(parts)).tolist()
+        self._head = head
+        slot[popped] = -1
+        self._free -= n
+        if self._key:
+            keys = list(map(self._key.pop, popped, [None] * n))
+            if keys.count(None) < n:
+                list(map(self._cached.__delitem__, [k for k in keys if k is not None]))
+        return popped
 
     def free(self, blocks) -> None:
         """Release a request's blocks, last first (so its tail is reused first)."""
@@ -181,10 +213,31 @@ class BlockPool:
         order = np.array(blocks[::-1], dtype=np.int64)
         refs = self._refs
         refs[order] -= 1
-        zero = order[refs[order] == 0].tolist()
-        if zero:
-            self._queue.update(zip(zero, map(self._key.get, zero), strict=True))
-            self.used -= len(zero)
+        zero = order[refs[order] == 0]
+        if zero.size:
+            if self._tail + zero.size > self._q.size:
+                self._compact(zero.size)
+            tail = self._tail
+            self._q[tail: tail + zero.size] = zero
+            self._slot[zero] = np.arange(tail, tail + zero.size)
+            self._tail = tail + zero.size
+            self._free += zero.size
+            self.used -= zero.size
+
+    def _compact(self, more: int) -> None:
+        """Move the queue's live entries to the front (wider if ``more`` do not fit)."""
+        seg = self._q[self._head: self._tail]
+        live = seg[self._slot[seg] == np.arange(self._head, self._tail)]
+        if live.size + more > self._q.size // 2:
+            self._q = np.empty(2 * (live.size + more), dtype=np.int64)
+        self._q[: live.size] = live
+        self._slot[live] = np.arange(live.size)
+        self._head, self._tail = 0, live.size
+
+    def _grow(self, need: int) -> None:
+        size = max(2 * self._refs.size, need)
+        self._refs = np.concatenate([self._refs, np.zeros(size - self._refs.size, np.int64)])
+        self._slot = np.concatenate([self._slot, np.full(size - self._slot.size, -1, np.int64)])
 
     def cache(self, block: int, key) -> None:
         """Register a full block under its prefix key (a key already held stays put)."""
@@ -197,6 +250,11 @@ class BlockPool:
         if not self.caching:
             return
         cached, keyed = self._cached, self._key
+        if (not any(map(cached.__contains__, keys)) and not any(map(keyed.__contains__, blocks))
+                and len(set(keys)) == len(keys)):   # the common case: every pair is new
+            cached.update(zip(keys, blocks, strict=True))
+            keyed.update(zip(blocks, keys, strict=True))
+            return
         for block, key in zip(blocks, keys, strict=True):
             if key not in cached and block not in keyed:
                 cached[key] = block
@@ -207,7 +265,9 @@ class BlockPool:
         key, the cache, each block's key, the references held, the blocks never used."""
         refs = self._refs[: self._next]
         held = np.flatnonzero(refs)
-        return {"queue": list(self._queue.items()), "cached": dict(self._cached),
+        seg = self._q[self._head: self._tail]
+        queue = seg[self._slot[seg] == np.arange(self._head, self._tail)].tolist()
+        return {"queue": [(b, self._key.get(b)) for b in queue], "cached": dict(self._cached),
                 "key": dict(self._key), "refs": dict(zip(held.tolist(), refs[held].tolist(),
                                                          strict=True)),
                 "next": self._next, "fresh": self._fresh, "used": self.used}
