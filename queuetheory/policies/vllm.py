@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections import deque
+from itertools import accumulate
 from pathlib import Path
 
 import numpy as np
@@ -514,7 +515,7 @@ class VLLMV1(Policy):
                 mid = (lo + hi) // 2
                 lo, hi = (mid, hi) if allocations(mid) <= free else (lo, mid)
             most = lo
-        self._stretch = (self.running.copy(), kv)
+        self._stretch = (self.running.copy(), kv.tolist())
         return most
 
     def repeated(self, k: int, starts) -> None:
@@ -524,55 +525,46 @@ class VLLMV1(Policy):
         cache as stepping leaves them — its row of :attr:`queue_log`, and the step in
         flight."""
         run, kv = self._stretch
-        bs, n = self.block_size, len(run)
-        first = (-kv) % bs + 1                         # steps that allocate: first + m·bs
-        full = (-kv) % bs
-        full[full == 0] = bs                           # steps that fill a block: full + m·bs
-        steps, kinds, who = [], [], []
-        events = ((0, first), (1, full)) if self.pool.caching else ((0, first),)
-        for kind, start in events:
-            count = np.where(k >= start, (k - start) // bs + 1, 0)
-            if not count.any():
-                continue
-            member = np.repeat(np.arange(n), count)
-            offset = np.arange(member.size) - np.repeat(count.cumsum() - count, count)
-            steps.append(start[member] + bs * offset)
-            kinds.append(np.full(member.size, kind))
-            who.append(member)
-        used = np.full(k, self.pool.used, dtype=np.int64)
-        if steps:
-            step, kind, member = (np.concatenate(x) for x in (steps, kinds, who))
-            order = np.lexsort((member, kind, step))   # by step, allocations first, in order
-            allocated = step[kind == 0]
-            if allocated.size:
-                used += np.bincount(allocated - 1, minlength=k).cumsum()
-            self._replay(run, kv, step[order].tolist(), kind[order].tolist(),
-                         member[order].tolist())
-        for r, tokens in zip(run, (kv + k).tolist(), strict=True):
-            self.keyed[r] = tokens // bs
-        self._queue_log.extend(zip(starts.tolist(), [n] * k, [len(self.waiting)] * k,
-                                   used.tolist(), strict=True))
+        bs, caching = self.block_size, self.pool.caching
+        events = []          # (step, 0: allocate / 1: register, member), in stepping's order
+        for m, tokens in enumerate(kv):
+            events += [(j, 0, m) for j in range((-tokens) % bs + 1, k + 1, bs)]
+            if caching:      # step j fills a block where tokens + j is a multiple of bs
+                events += [(j, 1, m) for j in range((-tokens - 1) % bs + 1, k + 1, bs)]
+        events.sort()
+        per_step = [0] * (k + 1)
+        for j, kind, _ in events:
+            if not kind:
+                per_step[j] += 1
+        per_step[0] = self.pool.used
+        used = list(accumulate(per_step))[1:]        # blocks held after each step
+        if events:
+            self._replay(run, kv, events)
+        for r, tokens in zip(run, kv, strict=True):
+            self.keyed[r] = (tokens + k) // bs
+        n, waiting = len(run), len(self.waiting)
+        self._queue_log.extend(zip(starts.tolist(), [n] * k, [waiting] * k, used,
+                                   strict=True))
         self._launched = float(starts[-1])
-        self._stretch = (run, kv + k)
+        self._stretch = (run, [tokens + k for tokens in kv])
 
-    def _replay(self, run, kv, steps, kinds, members) -> None:
+    def _replay(self, run, kv, events) -> None:
         """Allocations (kind 0) and cache registrations (kind 1) of the members, in order:
         a step's allocations in one call to the pool, which takes them one by one."""
         pool, blocks, keys, bs = self.pool, self.blocks, self._keycache, self.block_size
-        base = kv.tolist()
-        i, total = 0, len(steps)
+        i, total = 0, len(events)
         while i < total:
-            if kinds[i] == 0:
-                j, step = i, steps[i]
-                while j < total and kinds[j] == 0 and steps[j] == step:
+            step, kind, m = events[i]
+            if not kind:
+                j = i + 1
+                while j < total and events[j][0] == step and not events[j][1]:
                     j += 1
-                for m, b in zip(members[i:j], pool.allocate(j - i), strict=True):
+                for (_, _, m), b in zip(events[i:j], pool.allocate(j - i), strict=True):
                     blocks[run[m]].append(b)
                 i = j
                 continue
-            m = members[i]
             r = run[m]
-            b = (base[m] + steps[i]) // bs - 1
+            b = (kv[m] + step) // bs - 1
             pool.cache(blocks[r][b], keys[r][b])
             i += 1
 
