@@ -126,7 +126,7 @@ class BlockPool:
         if not self.caching:
             return []
         get, found = self._cached.get, []
-        most, start, step = min(most, len(keys)), 0, 32
+        most, start, step = min(most, len(keys)), 0, 8
         while start < most:                  # in slices, so a short prefix stops early
             part = list(map(get, keys[start: min(start + step, most)]))
             if None in part:
@@ -181,25 +181,25 @@ class BlockPool:
     def _pop(self, n: int) -> list[int]:
         """Take ``n`` blocks from the head of the free queue, evicting their keys."""
         q, slot, head = self._q, self._slot, self._head
-        if n == 1:
-            while True:
-                b = int(q[head])
-                head += 1
-                if slot[b] == head - 1:
-                    break
-            popped = [b]
-        else:
-            got, parts = 0, []
+        b = int(q[head])
+        if n == 1 and slot[b] == head:              # the common decode step: one block
+            popped, head = [b], head + 1
+        else:                                       # in windows, past stale entries
+            got, parts, window = 0, [], max(2 * n, 64)
             while got < n:
-                stop = min(head + 2 * (n - got) + 16, self._tail)
+                stop = min(head + window, self._tail)
                 seg = q[head:stop]
                 live = np.flatnonzero(slot[seg] == np.arange(head, stop))[: n - got]
                 parts.append(seg[live])
                 got += live.size
                 head = head + int(live[-1]) + 1 if got == n else stop
+                window *= 2
             popped = (parts[0] if len(parts) == 1 else np.concatenate(parts)).tolist()
         self._head = head
-        slot[popped] = -1
+        if n == 1:
+            slot[popped[0]] = -1
+        else:
+            slot[popped] = -1
         self._free -= n
         if self._key:
             keys = list(map(self._key.pop, popped, [None] * n))
@@ -251,7 +251,7 @@ class BlockPool:
         if not self.caching:
             return
         cached, keyed = self._cached, self._key
-        if (not any(map(cached.__contains__, keys)) and not any(map(keyed.__contains__, blocks))
+        if (cached.keys().isdisjoint(keys) and keyed.keys().isdisjoint(blocks)
                 and len(set(keys)) == len(keys)):   # the common case: every pair is new
             cached.update(zip(keys, blocks, strict=True))
             keyed.update(zip(blocks, keys, strict=True))
