@@ -41,7 +41,7 @@ def _books(policy) -> dict:
     return {**policy.pool.snapshot(), "blocks": copy.deepcopy(policy.blocks),
             "keyed": dict(policy.keyed), "running": list(policy.running),
             "waiting": list(policy.waiting), "queued": list(policy._queued),
-            "queue_log": list(policy._queue_log)}
+            "queue_log": list(policy._queue_rows())}
 
 
 def _fleet(monkeypatch, trace, policy, router, fast, engines=2):
@@ -68,15 +68,16 @@ def _fleet(monkeypatch, trace, policy, router, fast, engines=2):
 
 
 @pytest.mark.parametrize("router", ["cache_aware", "round_robin"])
-@pytest.mark.parametrize("async_scheduling, caching", [(True, True), (False, True),
-                                                       (True, False)])
+@pytest.mark.parametrize("async_scheduling, caching, bulk", [
+    (True, True, True), (False, True, True), (True, False, True), (True, True, False)])
 def test_vllm_fleet_fast_path_same_records_and_books(monkeypatch, crowded, router,
-                                                     async_scheduling, caching):
+                                                     async_scheduling, caching, bulk):
     runs = []
     for fast in (False, True):
         policy = qt.policies.VLLMV1(32, 1024, num_gpu_blocks=2000, enable_prefix_caching=caching,
                                     async_scheduling=async_scheduling,
                                     reserve_full_sequence=False)
+        policy._bulk_replay = bulk        # off: each step's allocations and keys in turn
         runs.append(_fleet(monkeypatch, crowded, policy, router, fast))
     (slow, slow_engines, n_slow), (fast, fast_engines, n_fast) = runs
     pd.testing.assert_frame_equal(slow.requests, fast.requests, check_exact=True)

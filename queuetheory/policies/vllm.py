@@ -161,48 +161,66 @@ class BlockPool:
         if n <= 0:
             return []
         fresh = int(min(n, self._fresh))
+        if n == 1:                                  # a decode step's block
+            b = self._next if fresh else self._pop_one()
+            if fresh:
+                self._take_fresh(1)
+            self._refs[b] = 1
+            self.used += 1
+            return [b]
+        parts = []
         if fresh:
-            out = list(range(self._next, self._next + fresh))
-            self._fresh -= fresh
-            self._next += fresh
-            if self._next > self._refs.size:        # an unlimited pool grows
-                self._grow(self._next)
-        else:
-            out = []
+            parts.append(np.arange(self._next, self._next + fresh))
+            self._take_fresh(fresh)
         if n > fresh:                               # then the least recently freed
-            out += self._pop(n - fresh)
-        if n == 1:
-            self._refs[out[0]] = 1
-        else:
-            self._refs[np.array(out, dtype=np.int64)] = 1
+            parts.append(self._pop(n - fresh))
+        out = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        self._refs[out] = 1
         self.used += n
-        return out
+        return out.tolist()
 
-    def _pop(self, n: int) -> list[int]:
-        """Take ``n`` blocks from the head of the free queue, evicting their keys."""
+    def _take_fresh(self, n: int) -> None:
+        self._fresh -= n
+        self._next += n
+        if self._next > self._refs.size:            # an unlimited pool grows
+            self._grow(self._next)
+
+    def _pop_one(self) -> int:
+        """Take the block at the head of the free queue, evicting its key."""
         q, slot, head = self._q, self._slot, self._head
-        b = int(q[head])
-        if n == 1 and slot[b] == head:              # the common decode step: one block
-            popped, head = [b], head + 1
-        else:                                       # in windows, past stale entries
-            got, parts, window = 0, [], max(2 * n, 64)
-            while got < n:
-                stop = min(head + window, self._tail)
-                seg = q[head:stop]
-                live = np.flatnonzero(slot[seg] == np.arange(head, stop))[: n - got]
-                parts.append(seg[live])
-                got += live.size
-                head = head + int(live[-1]) + 1 if got == n else stop
-                window *= 2
-            popped = (parts[0] if len(parts) == 1 else np.concatenate(parts)).tolist()
+        for _ in range(8):                          # a few stale entries one by one
+            b = int(q[head])
+            head += 1
+            if slot[b] == head - 1:
+                self._head = head
+                slot[b] = -1
+                self._free -= 1
+                key = self._key.pop(b, None)
+                if key is not None:
+                    del self._cached[key]
+                return b
         self._head = head
-        if n == 1:
-            slot[popped[0]] = -1
-        else:
-            slot[popped] = -1
+        return int(self._pop(1)[0])
+
+    def _pop(self, n: int) -> np.ndarray:
+        """Take ``n`` blocks from the head of the free queue, evicting their keys: in
+        windows, past the stale entries."""
+        q, slot, head = self._q, self._slot, self._head
+        got, parts, window = 0, [], max(2 * n, 64)
+        while got < n:
+            stop = min(head + window, self._tail)
+            seg = q[head:stop]
+            live = np.flatnonzero(slot[seg] == np.arange(head, stop))[: n - got]
+            parts.append(seg[live])
+            got += live.size
+            head = head + int(live[-1]) + 1 if got == n else stop
+            window *= 2
+        popped = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        self._head = head
+        slot[popped] = -1
         self._free -= n
         if self._key:
-            keys = list(map(self._key.pop, popped, [None] * n))
+            keys = list(map(self._key.pop, popped.tolist(), [None] * n))
             if keys.count(None) < n:
                 list(map(self._cached.__delitem__, [k for k in keys if k is not None]))
         return popped
@@ -300,6 +318,9 @@ class VLLMV1(Policy):
     """
 
     preemption = "recompute"
+    #: replay a stretch's allocations in one call where no registration can change (the
+    #: tests turn it off to prove the step-by-step replay too)
+    _bulk_replay = True
 
     def __init__(self, max_num_seqs: int = 256, max_num_batched_tokens: int = 2048, *,
                  num_gpu_blocks: int | None = None, block_size: int = 16,
@@ -351,6 +372,8 @@ class VLLMV1(Policy):
         self._finishing: list[int] = []       # finished in the last step, not yet known (async)
         self._launched = None                 # start of the step in flight (async), or None
         self._queue_log: list[tuple[float, int, int, int]] = []
+        self._queue_runs: list[tuple] = []    # stretches' rows: (place, starts, running,
+        #                                       waiting, blocks after each step)
         self._plain = False                   # the last step only decoded the running requests
         self._stretch = None                  # (members, their KV tokens) over a steady stretch
 
@@ -537,21 +560,34 @@ class VLLMV1(Policy):
             if not kind:
                 per_step[j] += 1
         per_step[0] = self.pool.used
-        used = list(accumulate(per_step))[1:]        # blocks held after each step
+        used = np.fromiter(accumulate(per_step), np.int64, k + 1)[1:]  # held after each step
         if events:
             self._replay(run, kv, events)
         for r, tokens in zip(run, kv, strict=True):
             self.keyed[r] = (tokens + k) // bs
-        n, waiting = len(run), len(self.waiting)
-        self._queue_log.extend(zip(starts.tolist(), [n] * k, [waiting] * k, used,
-                                   strict=True))
+        self._queue_runs.append((len(self._queue_log), starts.copy(), len(run),
+                                 len(self.waiting), used))
         self._launched = float(starts[-1])
         self._stretch = (run, [tokens + k for tokens in kv])
 
     def _replay(self, run, kv, events) -> None:
-        """Allocations (kind 0) and cache registrations (kind 1) of the members, in order:
-        a step's allocations in one call to the pool, which takes them one by one."""
+        """Allocations (kind 0) and cache registrations (kind 1) of the members, in order.
+
+        Where none of the keys to register is cached yet, no allocation can change what a
+        registration does (an allocation only evicts keys; the blocks registered are held,
+        never taken), so all the allocations are made in one call, in order, and then the
+        registrations; otherwise step by step, a step's allocations in one call."""
         pool, blocks, keys, bs = self.pool, self.blocks, self._keycache, self.block_size
+        register = [(run[m], (kv[m] + j) // bs - 1) for j, kind, m in events if kind]
+        if self._bulk_replay and pool._cached.keys().isdisjoint(
+                [keys[r][b] for r, b in register]):
+            allocations = [run[m] for _, kind, m in events if not kind]
+            for r, b in zip(allocations, pool.allocate(len(allocations)), strict=True):
+                blocks[r].append(b)
+            if register:
+                pool.cache_many([blocks[r][b] for r, b in register],
+                                [keys[r][b] for r, b in register])
+            return
         i, total = 0, len(events)
         while i < total:
             step, kind, m = events[i]
@@ -568,6 +604,18 @@ class VLLMV1(Policy):
             pool.cache(blocks[r][b], keys[r][b])
             i += 1
 
+    def _queue_rows(self) -> list[tuple]:
+        """The rows of :attr:`queue_log`: the steps asked, with the stretches' in place."""
+        if not self._queue_runs:
+            return self._queue_log
+        rows, at = [], 0
+        for place, starts, running, waiting, used in self._queue_runs:
+            rows += self._queue_log[at:place]
+            rows += zip(starts.tolist(), [running] * len(used), [waiting] * len(used),
+                        used.tolist(), strict=True)
+            at = place
+        return rows + self._queue_log[at:]
+
     @property
     def queued(self) -> np.ndarray:
         """When each request of the last run (by id) joined the waiting queue: the start of
@@ -579,7 +627,8 @@ class VLLMV1(Policy):
     @property
     def peak_blocks(self) -> int:
         """The most KV blocks held after any step of the last run."""
-        return max((row[3] for row in self._queue_log), default=0)
+        runs = max((int(run[4].max()) for run in self._queue_runs), default=0)
+        return max(max((row[3] for row in self._queue_log), default=0), runs)
 
     @property
     def queue_log(self):
@@ -587,7 +636,8 @@ class VLLMV1(Policy):
         ``waiting`` (vLLM's queues after scheduling it) and ``blocks`` (KV blocks held)."""
         import pandas as pd
 
-        return pd.DataFrame(self._queue_log, columns=["time", "running", "waiting", "blocks"])
+        return pd.DataFrame(self._queue_rows(),
+                            columns=["time", "running", "waiting", "blocks"])
 
     def _asks(self, state, run):
         """Tokens computed and tokens asked for by the requests ``run``, in order."""
