@@ -482,8 +482,8 @@ class VLLMV1(Policy):
             self._launched = None     # nothing in flight: the engine schedules at once
             return self._schedule(state)
         self._launched = state.time if scheduled else None
-        self._plain = (not preempted and not cached and not self._finishing
-                       and len(scheduled) == len(self.running))
+        self._plain = (not preempted and not cached
+                       and len(scheduled) == len(self.running) - len(self._finishing))
         self._stretch = None
         self._queue_log.append((state.time, len(self.running), len(self.waiting),
                                 self.pool.used))
@@ -498,11 +498,13 @@ class VLLMV1(Policy):
         request decoding one token each time, before anything this scheduler decides
         changes — with :meth:`repeated` keeping the books over them (0: ask again now).
 
-        The step just scheduled preempted nothing, admitted nothing, has no request that
-        finished a step earlier still to free (asynchronous scheduling) and decoded every
-        running request; every request in the system has been seen (none arrived after the
-        step in flight was launched). Then, while nothing arrives and no request finishes,
-        each next step frees nothing, queues nothing, asks one token of each running request
+        The step just scheduled preempted nothing, admitted nothing and decoded every
+        running request but those that finished a step earlier (asynchronous scheduling:
+        the next step frees their blocks, allowed only while no request waits, as freed
+        blocks could admit it); every request in the system has been seen (none arrived
+        after the step in flight was launched). Then, while nothing arrives and no request
+        finishes, each next step frees nothing more, queues nothing, asks one token of each
+        running request
         (the budget took them all once, it does again), and admits nothing: the waiting
         head was refused for want of blocks (or the budget or ``max_num_seqs`` stopped the
         admissions), and over the stretch the free blocks only fall and its cached prefix
@@ -513,21 +515,25 @@ class VLLMV1(Policy):
         first step whose allocations exceed the free blocks (that step preempts), or at the
         first member's last token (the engine stops there too).
         """
+        finishing = self._finishing
         if not (self._plain and decides_as_shipped(self) and not batch.prefill.size
-                and batch.decode.size == len(self.running)
+                and batch.decode.size == len(self.running) - len(finishing)
+                and not (finishing and self.waiting)
                 and (not state.n or int(state.rid[-1]) < self._seen)):
             return 0
         tab, bs = state._t, self.block_size
-        run = np.array(self.running, dtype=np.int64)
+        members = [r for r in self.running if r not in finishing] if finishing \
+            else self.running.copy()
+        run = np.array(members, dtype=np.int64)
         kv = tab.kv(run)
-        held = np.fromiter((len(self.blocks[r]) for r in self.running), np.int64, run.size)
-        keyed = np.fromiter((self.keyed[r] for r in self.running), np.int64, run.size)
+        held = np.fromiter((len(self.blocks[r]) for r in members), np.int64, run.size)
+        keyed = np.fromiter((self.keyed[r] for r in members), np.int64, run.size)
         if (np.count_nonzero(held != ceil_div(kv, bs)) or np.count_nonzero(keyed != kv // bs)
                 or np.count_nonzero(~tab.in_decode[run])):
             return 0
         most = int((tab.output[run] - tab.decoded[run]).min())
         first = (-kv) % bs + 1                # the first step of the stretch that allocates
-        free = self.pool.num_free
+        free = self.pool.num_free             # (before the finished requests free theirs)
 
         def allocations(j):                   # blocks allocated by steps 1 … j
             return int(np.where(j >= first, (j - first) // bs + 1, 0).sum())
@@ -538,7 +544,7 @@ class VLLMV1(Policy):
                 mid = (lo + hi) // 2
                 lo, hi = (mid, hi) if allocations(mid) <= free else (lo, mid)
             most = lo
-        self._stretch = (self.running.copy(), kv.tolist())
+        self._stretch = (members, kv.tolist())
         return most
 
     def repeated(self, k: int, starts) -> None:
@@ -547,6 +553,9 @@ class VLLMV1(Policy):
         full blocks registered in the cache — the block ids, the free queue's order and the
         cache as stepping leaves them — its row of :attr:`queue_log`, and the step in
         flight."""
+        for r in self._finishing:     # the first step's sync frees the requests that
+            self._release(r)          # finished before the stretch (asynchronous scheduling)
+        self._finishing = []
         run, kv = self._stretch
         bs, caching = self.block_size, self.pool.caching
         events = []          # (step, 0: allocate / 1: register, member), in stepping's order
