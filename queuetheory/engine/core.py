@@ -60,6 +60,7 @@ class Engine:
         self.tbt = TBTHistogram(n_classes)
         self._pending = 0      # first table row not yet admitted (pre-loaded traces)
         self._final = False    # the pre-loaded trace is all that arrives (a run that drains)
+        self._resume = None    # a promised stretch cut by time alone, to go on with (_repeat)
 
     # ---- arrivals -----------------------------------------------------------------------------
     def load(self, trace, final: bool = False) -> None:
@@ -104,6 +105,7 @@ class Engine:
         """Admit ``ids`` (``rows``: the same ids as a slice of the table)."""
         t = self.table
         rows = ids if rows is None else rows
+        self._resume = None                  # an arrival ends any promise
         self.work += int(t.prompt[rows].sum()) + int(t.output[rows].sum())
         self.live = np.concatenate((self.live, ids))
 
@@ -134,6 +136,13 @@ class Engine:
         return out if isinstance(out, Batch) else (out[2], out[1])
 
     def _iterate(self, t, until=np.inf, max_iterations=1):
+        resume, self._resume = self._resume, None
+        if resume is not None and max_iterations > 1 and resume[0] == t:
+            # the stretch an earlier call cut at ``until`` goes on: nothing arrived since,
+            # so the policy's promise still holds and asking it again would change nothing
+            end, finished = self._repeat(*resume[1:], t, until, max_iterations)
+            if end > t:
+                return end - t, finished, end
         state = self.state(t)
         batch = self.policy.schedule(state)
         if not isinstance(batch, Batch):
@@ -171,12 +180,15 @@ class Engine:
         if max_iterations > 1 and end < until:
             stretch = self._stretch(state, batch, dec, finished, end)
             if stretch is not None:
-                end, finished = self._repeat(*stretch, end, until, max_iterations - 1)
+                end, more = self._repeat(*stretch, end, until, max_iterations - 1)
+                if more.size:
+                    finished = np.union1d(finished, more) if finished.size else more
         return duration, finished, end
 
     def _stretch(self, state, batch, dec, finished, end):
         """The decode-only stretch the policy promises after this batch, if any:
-        ``(members, through)``; see :meth:`Policy.drains` and :meth:`Policy.steady`."""
+        ``(members, through, limit, books)``; see :meth:`Policy.drains` and
+        :meth:`Policy.steady` (``members`` ``None``: every request in the system)."""
         live = self.live
         if (live.size and np.count_nonzero(self.table.in_decode[live]) == live.size
                 and self.policy.drains(self.state(end))):
@@ -184,10 +196,13 @@ class Engine:
                 raise InfeasibleBatchError(self.policy, self.iteration, "2.5d",
                                            f"promised to decode all {live.size} requests, "
                                            f"over the budget {self.budget}")
-            return live, True
-        if (not batch.prefill.size and not batch.evict.size and not finished.size
-                and self.policy.steady(state, batch)):
-            return dec, False
+            return None, True, np.inf, False
+        if not batch.prefill.size and not batch.evict.size and not finished.size:
+            promise = self.policy.steady(state, batch)
+            if isinstance(promise, bool | np.bool_):
+                return (dec, False, np.inf, False) if promise else None
+            if promise > 0:          # a bounded stretch over which the policy's books move
+                return dec, False, int(promise), True
         return None
 
     def _duration(self, pre, chunk, chunk_sum, dec) -> float:
@@ -276,28 +291,39 @@ class Engine:
                 self.tbt.add(tab.cls[rid[other]], gaps[other])
         tab.last_token[rid] = end
 
-    def _repeat(self, dec, through, t, until, most):
+    def _repeat(self, dec, through, limit, books, t, until, most):
         """The fast path: from ``t``, run the decode-only batch ``dec`` again and again in
         closed form, less each member once it has finished when ``through`` is set
-        (:meth:`Policy.drains`; else until the first member finishes, :meth:`Policy.steady`).
-        Returns the end of the stretch and the requests it finished.
+        (:meth:`Policy.drains`, ``dec`` ``None``: every request in the system; else until
+        the first member finishes, :meth:`Policy.steady`), at most ``limit`` times (the
+        policy's bound). Returns the end of the stretch and the requests it finished.
+        ``books``: the policy keeps books over the stretch, told of the ``k`` batches run
+        (their starts) by its ``repeated(k, starts)``.
 
         The stretch is checked analytically: members stay in decode (no prefill, no
         eviction); the token load only falls from the checked one; no member decodes past
         its output (2.5c: batch ``j`` holds the members owing at least ``j`` tokens);
         memory after batch ``j`` stays within ``M``. It stops before the first batch that
         would start at or after ``until``, after ``most`` batches, or at the end of the
-        promise (the first completion, or the last).
+        promise (the first completion, or the last, or ``limit``). Stopped by ``until`` or
+        ``most`` alone, it is kept to go on with (:meth:`_iterate`) unless a request
+        arrives first.
         """
         tab = self.table
+        if dec is None:
+            dec = self.live
         left = tab.output[dec] - tab.decoded[dec]          # >= 1 for every member
-        order = left.argsort(kind="stable")
-        left = left[order]
-        k = min(most, int(left[-1] if through else left[0]))
+        if left.size > 1:
+            order = left.argsort(kind="stable")
+            left = left[order]
+        else:
+            order = None
+        promised = min(int(left[-1] if through else left[0]), limit)
+        k = min(most, promised)
         steps = np.arange(1, k + 1)
         gone = left.searchsorted(steps, side="left")       # members finished before batch j
         decodes = dec.size - gone
-        context = tab.kv(dec)[order]
+        context = tab.kv(dec) if order is None else tab.kv(dec)[order]
         kv_tokens = None
         if not self.time_model.counts_only:  # Σ (context + j) over the members of batch j
             held = np.concatenate([[0], context.cumsum()])
@@ -315,10 +341,11 @@ class Engine:
         k = min(n, int(ends[:n].searchsorted(until, side="left")))
         freed = np.concatenate([[0], (context + left).cumsum()])   # KV of finished members
         memory = self.kv_total + decodes[:k].cumsum() - freed[gone[:k]]
+        cut = False
         if self.memory is not None:
             over = (memory > self.memory).nonzero()[0]
             if over.size:
-                k = int(over[0])
+                k, cut = int(over[0]), True
         if k < 1:
             return t, _NONE
         ends, durations, decodes, gone, memory = (
@@ -327,7 +354,7 @@ class Engine:
             raise ValueError(f"{self.time_model!r} returned a non-positive duration")
 
         emitted = np.minimum(left, k)                      # tokens each member emits
-        members = dec[order]
+        members = dec if order is None else dec[order]
         tab.decoded[members] += emitted
         # the first batch's tokens close gaps of any length (or are first tokens); every
         # later gap is the last batch's duration
@@ -351,19 +378,25 @@ class Engine:
         self.peak_memory = max(self.peak_memory, int(memory.max()))
         self.iteration += k
         self.kv_total += int(decodes.sum())
+        if books:
+            self.policy.repeated(k, ends[:-1])
+        end = float(ends[-1])
+        if k < promised and not cut:        # stopped by `until` or `most` alone
+            self._resume = (end, None if through else dec, through, limit - k, books)
         done = int(left.searchsorted(k, side="right"))     # members with left <= k
         if not done:
-            return float(ends[-1]), _NONE
+            return end, _NONE
         finished = members[:done]
         tab.finish[finished] = ends[left[:done]]
         self.kv_total -= int(freed[done])
         finished = np.sort(finished)
         self._drop(finished)
-        return float(ends[-1]), finished
+        return end, finished
 
     def _evict(self, rid):
         """Drop the KV cache of ``rid`` (:mod:`~queuetheory.engine.conventions`)."""
         tab = self.table
+        self._resume = None
         self.kv_total -= int(tab.kv(rid).sum())
         tab.restarts[rid] += 1
         if self.preemption == "restart":

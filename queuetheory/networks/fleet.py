@@ -181,7 +181,7 @@ def simulate_fleet(trace, policy, time_model, engines: int = 1, *,
                    token_budget: int | None = None, first_token: str | None = None,
                    horizon: float | None = None, seed: int = 0,
                    cache_threshold: float = 0.3, balance_abs: int = 64,
-                   balance_rel: float = 1.5) -> FleetResult:
+                   balance_rel: float = 1.5, fast_path: bool = True) -> FleetResult:
     """Run ``engines`` copies of one engine behind ``router`` (module docstring).
 
     Engines advance between arrivals (in bulk where the policy allows); with sessions, one
@@ -207,6 +207,9 @@ def simulate_fleet(trace, policy, time_model, engines: int = 1, *,
     seed : seeds the random router and engine ``k``'s policy
     cache_threshold, balance_abs, balance_rel : the ``cache_aware`` router's settings (its
         defaults are SGLang's and vLLM's routers')
+    fast_path : repeat steady decode-only batches in closed form where the policy promises
+        them (:meth:`~queuetheory.engine.Engine.advance`); the records are the same as with
+        ``fast_path=False``, which asks every engine's policy at every iteration
 
     Returns
     -------
@@ -269,7 +272,8 @@ def simulate_fleet(trace, policy, time_model, engines: int = 1, *,
 
     while True:
         t = min(pending[0][0] if pending else np.inf, stop)
-        t = _run_until(fleet, free, t, None if plan is None else follow_up)
+        t = _run_until(fleet, free, t, None if plan is None else follow_up,
+                       1 << 62 if fast_path else 1)
         if not pending or pending[0][0] >= stop:
             if t >= stop or not any(e.live.size for e in fleet):
                 break
@@ -291,14 +295,15 @@ def simulate_fleet(trace, policy, time_model, engines: int = 1, *,
     return FleetResult(records, _batches(fleet), K, router, memory, budget, end)
 
 
-def _run_until(fleet, free, until, on_finish) -> float:
+def _run_until(fleet, free, until, on_finish, most) -> float:
     """Run every engine through the batches that start before ``until``; returns the time
     the fleet was run to. Without ``on_finish`` each engine runs alone, in bulk where its
     policy allows; with it (closed sessions), one batch at a time in time order, each
-    finish reported, and ``until`` moves earlier when a next turn is sent before it."""
+    finish reported, and ``until`` moves earlier when a next turn is sent before it.
+    ``most``: the most iterations one call to an engine may run (1: no fast path)."""
     if on_finish is None:
         for k, engine in enumerate(fleet):
-            _advance(engine, free, k, until, 1 << 62)
+            _advance(engine, free, k, until, most)
         return until
     while True:
         busy = [k for k, e in enumerate(fleet) if e.live.size and free[k] < until]

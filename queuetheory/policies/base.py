@@ -77,6 +77,18 @@ class Policy:
         would change no state of the policy. The engine then runs the stretch in closed form,
         checking it analytically. The default, ``False``, decides every iteration one by one:
         override only where the promise is proved.
+
+        A policy whose own books move while the batch repeats (vLLM's block ledger, which
+        allocates a block whenever a request's length starts one) returns instead an integer
+        ``n``: the batch repeats at most ``n`` more times (0: none), ``schedule`` returning
+        it each time until the first iteration where anything it decides would change (a
+        block allocation that would fail, the first member's last token). The engine then
+        runs ``k <= n`` of them and calls the policy's ``repeated(k, starts)`` with their
+        start times; ``repeated`` must leave every state of the policy exactly as ``k``
+        calls to ``schedule`` would have (the same allocations in the same order). A stretch
+        that the engine cut at the next arrival or its iteration cap alone goes on at the
+        next call without asking again, unless a request arrived at this engine: the
+        promise is about the states reached while nothing arrives.
         """
         return False
 

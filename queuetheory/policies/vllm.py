@@ -42,8 +42,8 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections import OrderedDict, deque
-from itertools import islice
+from collections import deque
+from itertools import accumulate
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +51,7 @@ import numpy as np
 from ..engine import Batch
 from ..errors import InfeasibleBatchError, check_positive
 from ..timing import ceil_div
-from .base import Policy
+from .base import Policy, decides_as_shipped
 
 __all__ = ["VLLMV1", "BlockPool", "prefix_keys", "cudagraph_capture_sizes"]
 
@@ -76,10 +76,14 @@ def prefix_keys(ids, id_block: int | None, block_size: int) -> list:
     where prefix blocks are larger (the Mooncake traces' 512 tokens against vLLM's 16)."""
     if ids is None or not len(ids):
         return []
-    ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
     if id_block >= block_size:
         per = id_block // block_size
+        if (per > 1 and isinstance(ids, np.ndarray) and ids.dtype.kind in "iu"
+                and 0 <= ids.min() and ids.max() < 2**62 // per):   # in bulk, no overflow
+            return (ids[:, None] * per + np.arange(per)).ravel().tolist()
+        ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
         return ids if per == 1 else [i * per + j for i in ids for j in range(per)]
+    ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
     return ids[block_size // id_block - 1::block_size // id_block]
 
 
@@ -88,77 +92,204 @@ class BlockPool:
     freed first, each keeping its prefix key until reused.
 
     ``num_free`` counts the blocks an allocation may take: never-used blocks first, then
-    freed ones from the head of the queue (evicting their key from the cache)."""
+    freed ones from the head of the queue (evicting their key from the cache).
+
+    A request's blocks are taken, touched, registered and freed together, each call doing
+    its blocks one by one in vLLM's order, in bulk: a Mooncake prompt holds some 750 blocks
+    of 16 tokens. The free queue is an array of blocks in the order freed with each block's
+    place in it (``-1`` once taken: its entry goes stale and is skipped when the head
+    reaches it), reference counts are an array, and the cache's dicts are read and written
+    by C-level ``map``.
+    """
 
     def __init__(self, num_blocks: int | None, caching: bool = True):
         self.capacity = None if num_blocks is None else num_blocks - 1   # the null block
         self._fresh = np.inf if num_blocks is None else num_blocks - 1
-        self._queue: OrderedDict[int, object] = OrderedDict()   # free block -> key or None
+        size = 1024 if num_blocks is None else max(num_blocks - 1, 1)
+        self._refs = np.zeros(size, dtype=np.int64)     # references to each block
+        self._slot = np.full(size, -1, dtype=np.int64)  # its place in the free queue, or -1
+        self._q = np.empty(2 * size, dtype=np.int64)    # the free queue, stale entries too
+        self._head = self._tail = 0
+        self._free = 0                          # blocks in the free queue
         self._key: dict[int, object] = {}       # block -> its key, while it has one
         self._cached: dict[object, int] = {}    # key -> block
-        self._refs: dict[int, int] = {}
         self._next = 0
         self.caching = caching
         self.used = 0
 
     @property
     def num_free(self) -> float:
-        return self._fresh + len(self._queue)
+        return self._fresh + self._free
 
     def hits(self, keys, most: int) -> list[int]:
         """The cached blocks of the longest prefix of ``keys``, at most ``most`` of them."""
-        found = []
-        if self.caching:
-            for k in islice(keys, most):
-                b = self._cached.get(k)
-                if b is None:
-                    break
-                found.append(b)
+        if not self.caching:
+            return []
+        get, found = self._cached.get, []
+        most, start, step = min(most, len(keys)), 0, 8
+        while start < most:                  # in slices, so a short prefix stops early
+            part = list(map(get, keys[start: min(start + step, most)]))
+            if None in part:
+                return found + part[: part.index(None)]
+            found += part
+            start += step
+            step *= 4
         return found
 
     def evictable(self, blocks) -> int:
         """How many of ``blocks`` sit in the free queue (taking them uses free blocks)."""
-        return sum(1 for b in blocks if b in self._queue)
+        if not blocks:
+            return 0
+        return int(np.count_nonzero(self._slot[np.array(blocks, dtype=np.int64)] >= 0))
 
     def touch(self, blocks) -> None:
-        for b in blocks:
-            if b in self._queue:
-                del self._queue[b]
-                self.used += 1
-            self._refs[b] = self._refs.get(b, 0) + 1
+        """Take references to ``blocks`` (a request's cached prefix: distinct blocks)."""
+        if not blocks:
+            return
+        blocks = np.array(blocks, dtype=np.int64)
+        slot = self._slot
+        queued = blocks[slot[blocks] >= 0]
+        if queued.size:
+            slot[queued] = -1
+            self._free -= queued.size
+            self.used += queued.size
+        self._refs[blocks] += 1
 
     def allocate(self, n: int) -> list[int]:
         if n > self.num_free:
             raise RuntimeError(f"{n} blocks asked of {self.num_free} free")
-        out = []
-        for _ in range(n):
-            if self._fresh > 0:
-                self._fresh -= 1
-                b, self._next = self._next, self._next + 1
-            else:
-                b, key = self._queue.popitem(last=False)
+        if n <= 0:
+            return []
+        fresh = int(min(n, self._fresh))
+        if n == 1:                                  # a decode step's block
+            b = self._next if fresh else self._pop_one()
+            if fresh:
+                self._take_fresh(1)
+            self._refs[b] = 1
+            self.used += 1
+            return [b]
+        parts = []
+        if fresh:
+            parts.append(np.arange(self._next, self._next + fresh))
+            self._take_fresh(fresh)
+        if n > fresh:                               # then the least recently freed
+            parts.append(self._pop(n - fresh))
+        out = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        self._refs[out] = 1
+        self.used += n
+        return out.tolist()
+
+    def _take_fresh(self, n: int) -> None:
+        self._fresh -= n
+        self._next += n
+        if self._next > self._refs.size:            # an unlimited pool grows
+            self._grow(self._next)
+
+    def _pop_one(self) -> int:
+        """Take the block at the head of the free queue, evicting its key."""
+        q, slot, head = self._q, self._slot, self._head
+        for _ in range(8):                          # a few stale entries one by one
+            b = int(q[head])
+            head += 1
+            if slot[b] == head - 1:
+                self._head = head
+                slot[b] = -1
+                self._free -= 1
+                key = self._key.pop(b, None)
                 if key is not None:
                     del self._cached[key]
-                    del self._key[b]
-            self._refs[b] = 1
-            out.append(b)
-        self.used += n
-        return out
+                return b
+        self._head = head
+        return int(self._pop(1)[0])
+
+    def _pop(self, n: int) -> np.ndarray:
+        """Take ``n`` blocks from the head of the free queue, evicting their keys: in
+        windows, past the stale entries."""
+        q, slot, head = self._q, self._slot, self._head
+        got, parts, window = 0, [], max(2 * n, 64)
+        while got < n:
+            stop = min(head + window, self._tail)
+            seg = q[head:stop]
+            live = np.flatnonzero(slot[seg] == np.arange(head, stop))[: n - got]
+            parts.append(seg[live])
+            got += live.size
+            head = head + int(live[-1]) + 1 if got == n else stop
+            window *= 2
+        popped = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        self._head = head
+        slot[popped] = -1
+        self._free -= n
+        if self._key:
+            keys = list(map(self._key.pop, popped.tolist(), [None] * n))
+            if keys.count(None) < n:
+                list(map(self._cached.__delitem__, [k for k in keys if k is not None]))
+        return popped
 
     def free(self, blocks) -> None:
         """Release a request's blocks, last first (so its tail is reused first)."""
-        for b in reversed(blocks):
-            self._refs[b] -= 1
-            if self._refs[b] == 0:
-                del self._refs[b]
-                self._queue[b] = self._key.get(b)
-                self.used -= 1
+        if not blocks:
+            return
+        order = np.array(blocks[::-1], dtype=np.int64)
+        refs = self._refs
+        refs[order] -= 1
+        zero = order[refs[order] == 0]
+        if zero.size:
+            if self._tail + zero.size > self._q.size:
+                self._compact(zero.size)
+            tail = self._tail
+            self._q[tail: tail + zero.size] = zero
+            self._slot[zero] = np.arange(tail, tail + zero.size)
+            self._tail = tail + zero.size
+            self._free += zero.size
+            self.used -= zero.size
+
+    def _compact(self, more: int) -> None:
+        """Move the queue's live entries to the front (wider if ``more`` do not fit)."""
+        seg = self._q[self._head: self._tail]
+        live = seg[self._slot[seg] == np.arange(self._head, self._tail)]
+        if live.size + more > self._q.size // 2:
+            self._q = np.empty(2 * (live.size + more), dtype=np.int64)
+        self._q[: live.size] = live
+        self._slot[live] = np.arange(live.size)
+        self._head, self._tail = 0, live.size
+
+    def _grow(self, need: int) -> None:
+        size = max(2 * self._refs.size, need)
+        self._refs = np.concatenate([self._refs, np.zeros(size - self._refs.size, np.int64)])
+        self._slot = np.concatenate([self._slot, np.full(size - self._slot.size, -1, np.int64)])
 
     def cache(self, block: int, key) -> None:
         """Register a full block under its prefix key (a key already held stays put)."""
         if self.caching and key not in self._cached and block not in self._key:
             self._cached[key] = block
             self._key[block] = key
+
+    def cache_many(self, blocks, keys) -> None:
+        """:meth:`cache` each block of ``blocks`` under its key of ``keys``, in order."""
+        if not self.caching:
+            return
+        cached, keyed = self._cached, self._key
+        if (cached.keys().isdisjoint(keys) and keyed.keys().isdisjoint(blocks)
+                and len(set(keys)) == len(keys)):   # the common case: every pair is new
+            cached.update(zip(keys, blocks, strict=True))
+            keyed.update(zip(blocks, keys, strict=True))
+            return
+        for block, key in zip(blocks, keys, strict=True):
+            if key not in cached and block not in keyed:
+                cached[key] = block
+                keyed[block] = key
+
+    def snapshot(self) -> dict:
+        """The pool's state, for comparisons: the free queue in order with each block's
+        key, the cache, each block's key, the references held, the blocks never used."""
+        refs = self._refs[: self._next]
+        held = np.flatnonzero(refs)
+        seg = self._q[self._head: self._tail]
+        queue = seg[self._slot[seg] == np.arange(self._head, self._tail)].tolist()
+        return {"queue": [(b, self._key.get(b)) for b in queue], "cached": dict(self._cached),
+                "key": dict(self._key), "refs": dict(zip(held.tolist(), refs[held].tolist(),
+                                                         strict=True)),
+                "next": self._next, "fresh": self._fresh, "used": self.used}
 
 
 class VLLMV1(Policy):
@@ -187,6 +318,9 @@ class VLLMV1(Policy):
     """
 
     preemption = "recompute"
+    #: replay a stretch's allocations in one call where no registration can change (the
+    #: tests turn it off to prove the step-by-step replay too)
+    _bulk_replay = True
 
     def __init__(self, max_num_seqs: int = 256, max_num_batched_tokens: int = 2048, *,
                  num_gpu_blocks: int | None = None, block_size: int = 16,
@@ -238,6 +372,10 @@ class VLLMV1(Policy):
         self._finishing: list[int] = []       # finished in the last step, not yet known (async)
         self._launched = None                 # start of the step in flight (async), or None
         self._queue_log: list[tuple[float, int, int, int]] = []
+        self._queue_runs: list[tuple] = []    # stretches' rows: (place, starts, running,
+        #                                       waiting, blocks after each step)
+        self._plain = False                   # the last step only decoded the running requests
+        self._stretch = None                  # (members, their KV tokens) over a steady stretch
 
     def _sync(self, state) -> None:
         """Free the blocks of the requests that finished; queue the new arrivals. With
@@ -309,9 +447,7 @@ class VLLMV1(Policy):
         full = tokens // self.block_size
         done = self.keyed[r]
         if full > done:
-            keys = self._keys(state, r)
-            for b in range(done, full):
-                self.pool.cache(self.blocks[r][b], keys[b])
+            self.pool.cache_many(self.blocks[r][done:full], self._keys(state, r)[done:full])
             self.keyed[r] = full
 
     def _release(self, r: int, keep_keys: bool = False) -> None:
@@ -346,12 +482,148 @@ class VLLMV1(Policy):
             self._launched = None     # nothing in flight: the engine schedules at once
             return self._schedule(state)
         self._launched = state.time if scheduled else None
+        self._plain = (not preempted and not cached
+                       and len(scheduled) == len(self.running) - len(self._finishing))
+        self._stretch = None
         self._queue_log.append((state.time, len(self.running), len(self.waiting),
                                 self.pool.used))
         if self.pool.capacity is not None and self.pool.used > self.pool.capacity:
             raise InfeasibleBatchError(self, -1, "blocks", f"{self.pool.used} KV blocks held, "
                                        f"over the {self.pool.capacity} usable")
         return self._batch(state, scheduled, cached, preempted)
+
+    # ---- decode-only stretches in closed form (the engine's fast path) ------------------------
+    def steady(self, state, batch) -> int:
+        """How many more times the decode-only ``batch`` just run repeats, every running
+        request decoding one token each time, before anything this scheduler decides
+        changes — with :meth:`repeated` keeping the books over them (0: ask again now).
+
+        The step just scheduled preempted nothing, admitted nothing and decoded every
+        running request but those that finished a step earlier (asynchronous scheduling:
+        the next step frees their blocks, allowed only while no request waits, as freed
+        blocks could admit it); every request in the system has been seen (none arrived
+        after the step in flight was launched). Then, while nothing arrives and no request
+        finishes, each next step frees nothing more, queues nothing, asks one token of each
+        running request
+        (the budget took them all once, it does again), and admits nothing: the waiting
+        head was refused for want of blocks (or the budget or ``max_num_seqs`` stopped the
+        admissions), and over the stretch the free blocks only fall and its cached prefix
+        only shrinks (an allocation evicts keys, a decode registers only keys of its own
+        request), so the blocks it needs only grow. What changes is the block ledger: a
+        request allocates a block at each step whose token starts one, and registers a
+        block in the prefix cache at each step that fills one. The stretch ends before the
+        first step whose allocations exceed the free blocks (that step preempts), or at the
+        first member's last token (the engine stops there too).
+        """
+        finishing = self._finishing
+        if not (self._plain and decides_as_shipped(self) and not batch.prefill.size
+                and batch.decode.size == len(self.running) - len(finishing)
+                and not (finishing and self.waiting)
+                and (not state.n or int(state.rid[-1]) < self._seen)):
+            return 0
+        tab, bs = state._t, self.block_size
+        members = [r for r in self.running if r not in finishing] if finishing \
+            else self.running.copy()
+        run = np.array(members, dtype=np.int64)
+        kv = tab.kv(run)
+        held = np.fromiter((len(self.blocks[r]) for r in members), np.int64, run.size)
+        keyed = np.fromiter((self.keyed[r] for r in members), np.int64, run.size)
+        if (np.count_nonzero(held != ceil_div(kv, bs)) or np.count_nonzero(keyed != kv // bs)
+                or np.count_nonzero(~tab.in_decode[run])):
+            return 0
+        most = int((tab.output[run] - tab.decoded[run]).min())
+        first = (-kv) % bs + 1                # the first step of the stretch that allocates
+        free = self.pool.num_free             # (before the finished requests free theirs)
+
+        def allocations(j):                   # blocks allocated by steps 1 … j
+            return int(np.where(j >= first, (j - first) // bs + 1, 0).sum())
+
+        if allocations(most) > free:          # the first step that would preempt, less one
+            lo, hi = 0, most                  # allocations(lo) <= free < allocations(hi)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if allocations(mid) <= free else (lo, mid)
+            most = lo
+        self._stretch = (members, kv.tolist())
+        return most
+
+    def repeated(self, k: int, starts) -> None:
+        """The books of ``k`` steps of the stretch :meth:`steady` promised, started at
+        ``starts``: each step's allocations, in the order of the running requests, then its
+        full blocks registered in the cache — the block ids, the free queue's order and the
+        cache as stepping leaves them — its row of :attr:`queue_log`, and the step in
+        flight."""
+        for r in self._finishing:     # the first step's sync frees the requests that
+            self._release(r)          # finished before the stretch (asynchronous scheduling)
+        self._finishing = []
+        run, kv = self._stretch
+        bs, caching = self.block_size, self.pool.caching
+        events = []          # (step, 0: allocate / 1: register, member), in stepping's order
+        for m, tokens in enumerate(kv):
+            events += [(j, 0, m) for j in range((-tokens) % bs + 1, k + 1, bs)]
+            if caching:      # step j fills a block where tokens + j is a multiple of bs
+                events += [(j, 1, m) for j in range((-tokens - 1) % bs + 1, k + 1, bs)]
+        events.sort()
+        per_step = [0] * (k + 1)
+        for j, kind, _ in events:
+            if not kind:
+                per_step[j] += 1
+        per_step[0] = self.pool.used
+        used = np.fromiter(accumulate(per_step), np.int64, k + 1)[1:]  # held after each step
+        if events:
+            self._replay(run, kv, events)
+        for r, tokens in zip(run, kv, strict=True):
+            self.keyed[r] = (tokens + k) // bs
+        self._queue_runs.append((len(self._queue_log), starts.copy(), len(run),
+                                 len(self.waiting), used))
+        self._launched = float(starts[-1])
+        self._stretch = (run, [tokens + k for tokens in kv])
+
+    def _replay(self, run, kv, events) -> None:
+        """Allocations (kind 0) and cache registrations (kind 1) of the members, in order.
+
+        Where none of the keys to register is cached yet, no allocation can change what a
+        registration does (an allocation only evicts keys; the blocks registered are held,
+        never taken), so all the allocations are made in one call, in order, and then the
+        registrations; otherwise step by step, a step's allocations in one call."""
+        pool, blocks, keys, bs = self.pool, self.blocks, self._keycache, self.block_size
+        register = [(run[m], (kv[m] + j) // bs - 1) for j, kind, m in events if kind]
+        if self._bulk_replay and pool._cached.keys().isdisjoint(
+                [keys[r][b] for r, b in register]):
+            allocations = [run[m] for _, kind, m in events if not kind]
+            for r, b in zip(allocations, pool.allocate(len(allocations)), strict=True):
+                blocks[r].append(b)
+            if register:
+                pool.cache_many([blocks[r][b] for r, b in register],
+                                [keys[r][b] for r, b in register])
+            return
+        i, total = 0, len(events)
+        while i < total:
+            step, kind, m = events[i]
+            if not kind:
+                j = i + 1
+                while j < total and events[j][0] == step and not events[j][1]:
+                    j += 1
+                for (_, _, m), b in zip(events[i:j], pool.allocate(j - i), strict=True):
+                    blocks[run[m]].append(b)
+                i = j
+                continue
+            r = run[m]
+            b = (kv[m] + step) // bs - 1
+            pool.cache(blocks[r][b], keys[r][b])
+            i += 1
+
+    def _queue_rows(self) -> list[tuple]:
+        """The rows of :attr:`queue_log`: the steps asked, with the stretches' in place."""
+        if not self._queue_runs:
+            return self._queue_log
+        rows, at = [], 0
+        for place, starts, running, waiting, used in self._queue_runs:
+            rows += self._queue_log[at:place]
+            rows += zip(starts.tolist(), [running] * len(used), [waiting] * len(used),
+                        used.tolist(), strict=True)
+            at = place
+        return rows + self._queue_log[at:]
 
     @property
     def queued(self) -> np.ndarray:
@@ -364,7 +636,8 @@ class VLLMV1(Policy):
     @property
     def peak_blocks(self) -> int:
         """The most KV blocks held after any step of the last run."""
-        return max((row[3] for row in self._queue_log), default=0)
+        runs = max((int(run[4].max()) for run in self._queue_runs), default=0)
+        return max(max((row[3] for row in self._queue_log), default=0), runs)
 
     @property
     def queue_log(self):
@@ -372,7 +645,8 @@ class VLLMV1(Policy):
         ``waiting`` (vLLM's queues after scheduling it) and ``blocks`` (KV blocks held)."""
         import pandas as pd
 
-        return pd.DataFrame(self._queue_log, columns=["time", "running", "waiting", "blocks"])
+        return pd.DataFrame(self._queue_rows(),
+                            columns=["time", "running", "waiting", "blocks"])
 
     def _asks(self, state, run):
         """Tokens computed and tokens asked for by the requests ``run``, in order."""
