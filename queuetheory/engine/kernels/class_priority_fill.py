@@ -30,7 +30,7 @@ from functools import partial
 
 import numpy as np
 
-from .common import durations, tail_of, write_log
+from .common import add_inner_gaps, durations, stamp_runs, write_log
 from .decode_first_fill import decode_first_fill, decode_first_fill_memory
 
 __all__ = ["class_priority_fill", "class_priority_fill_memory", "class_priority_kernel"]
@@ -510,22 +510,7 @@ def _write_back(engine, admitted, rows, served, rank, segments, said, filled, re
                                          )[:admitted].astype(np.int64)
     if not rid.size:
         return
-    lead = np.ones(rid.size, dtype=bool)
-    lead[1:] = rid[1:] != rid[:-1]
-    tab.first_token[rid[lead]] = first_end[lead]
-    tail = tail_of(rid)
-    tab.last_token[rid[tail]] = last_end[tail]
-    cls = tab.cls[rid]
+    stamp_runs(engine, rid, first_end, last_end)     # and from a run's last token to the next
     timed = np.flatnonzero(on_clock & (count > 1))    # gaps between a run's consecutive ticks
-    if timed.size:
-        timed = timed[np.argsort(first[timed], kind="stable")]   # so that reduceat's spans
-        lo, hi = first[timed] + 1, first[timed] + count[timed]    # between runs stay short
-        bounds = np.column_stack([lo, hi]).ravel()
-        longest = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
-        np.maximum.at(tab.tbt_max, rid[timed], longest)
-        engine.tbt.add_intervals(gaps, lo, hi, cls[timed])
-    again = np.flatnonzero(~lead)      # from a run's last token to the next run's first
-    if again.size:
-        wait = first_end[again] - last_end[again - 1]
-        np.maximum.at(tab.tbt_max, rid[again], wait)
-        engine.tbt.add(cls[again], wait)
+    timed = timed[np.argsort(first[timed], kind="stable")]
+    add_inner_gaps(engine, gaps, first[timed] + 1, first[timed] + count[timed], rid[timed])

@@ -307,6 +307,39 @@ def tail_of(rid):
     return tail
 
 
+def stamp_runs(engine, rid, first_time, last_time):
+    """Stamp the tokens of runs of consecutive tokens, one run per row, sorted by request
+    and then in time (a request has several after preemptions): each request's first and
+    last token, and the stall from a run's last token to the next run's first (a
+    preemption's, or a turn's wait) into ``tbt_max`` and the TBT histogram.
+
+    Returns the rows that open and that close a request's runs."""
+    tab = engine.table
+    lead = np.ones(rid.size, dtype=bool)
+    lead[1:] = rid[1:] != rid[:-1]
+    tab.first_token[rid[lead]] = first_time[lead]
+    tail = tail_of(rid)
+    tab.last_token[rid[tail]] = last_time[tail]
+    again = np.flatnonzero(~lead)
+    if again.size:
+        stall = first_time[again] - last_time[again - 1]
+        np.maximum.at(tab.tbt_max, rid[again], stall)
+        engine.tbt.add(tab.cls[rid[again]], stall)
+    return lead, tail
+
+
+def add_inner_gaps(engine, gaps, lo, hi, who):
+    """The gaps inside runs: ``gaps[lo[i]:hi[i]]`` closed by request ``who[i]``'s tokens,
+    into ``tbt_max`` (its longest) and the TBT histogram. Runs sorted by ``lo`` keep
+    ``reduceat``'s spans between runs short."""
+    if not lo.size:
+        return
+    bounds = np.column_stack([lo, hi]).ravel()
+    longest = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
+    np.maximum.at(engine.table.tbt_max, who, longest)
+    engine.tbt.add_intervals(gaps, lo, hi, engine.table.cls[who])
+
+
 def write_log(engine, admitted, start, dur, n_pre, chunks, decs, evicted, used, in_sys, work):
     """Append a bulk run's batch log (numpy columns, one entry per iteration; ``evicted`` 0
     for a rule that never evicts) to the engine's, and move the engine's iteration count and

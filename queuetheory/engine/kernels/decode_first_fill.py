@@ -9,7 +9,15 @@ from itertools import accumulate, repeat
 
 import numpy as np
 
-from .common import RepeatedBatches, durations, tail_of, write_log, write_runs
+from .common import (
+    RepeatedBatches,
+    add_inner_gaps,
+    durations,
+    stamp_runs,
+    tail_of,
+    write_log,
+    write_runs,
+)
 
 __all__ = ["decode_first_fill", "decode_first_fill_memory"]
 
@@ -109,11 +117,7 @@ def _write_back(engine, prefill_end, admitted, head, head_done, rows):
     tab.finish[ids[over]] = ends[(f + out - 1)[over]]
     # a request's gaps are those of iterations f+1 … f+emitted-1
     timed = emitted > 1
-    lo, hi = (f + 1)[timed], (f + emitted)[timed]
-    if lo.size:
-        bounds = np.column_stack([lo, hi]).ravel()
-        tab.tbt_max[ids[timed]] = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
-        engine.tbt.add_intervals(gaps, lo, hi, tab.cls[ids[timed]])
+    add_inner_gaps(engine, gaps, (f + 1)[timed], (f + emitted)[timed], ids[timed])
     if head < admitted and head_done:
         tab.prefilled[head] = head_done
     rid = np.arange(admitted)
@@ -345,26 +349,11 @@ def _write_back_memory(engine, admitted, runs, segments, filled, recomputed, res
         running = open_[rid] & tail_of(rid) & tab.in_decode[rid]
         tab.decoded[rid[running]] = tab.recomputed[rid[running]] + count[running]
         tab.decoded[ids[over]] = tab.output[ids[over]]
-        lead = np.ones(rid.size, dtype=bool)
-        lead[1:] = rid[1:] != rid[:-1]                 # each request's first residency
-        tab.first_token[rid[lead]] = ends[first[lead]]
-        tail = tail_of(rid)
-        tab.last_token[rid[tail]] = ends[last[tail]]
-        cls = tab.cls[rid]
-        # within a residency: the gaps of iterations first+1 … last
+        # first and last tokens; across a preemption, from the last token before it to
+        # the first after it; within a residency, the gaps of iterations first+1 … last
+        stamp_runs(engine, rid, ends[first], ends[last])
         timed = count > 1
-        if np.count_nonzero(timed):
-            lo, hi = (first + 1)[timed], (last + 1)[timed]
-            bounds = np.column_stack([lo, hi]).ravel()
-            inner = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
-            np.maximum.at(tab.tbt_max, rid[timed], inner)
-            engine.tbt.add_intervals(gaps, lo, hi, cls[timed])
-        # across a preemption: from the last token before it to the first after it
-        again = ~lead
-        if np.count_nonzero(again):
-            stall = ends[first[again]] - ends[last[np.flatnonzero(again) - 1]]
-            np.maximum.at(tab.tbt_max, rid[again], stall)
-            engine.tbt.add(cls[again], stall)
+        add_inner_gaps(engine, gaps, (first + 1)[timed], (last + 1)[timed], rid[timed])
     engine.live = np.sort(np.array(resident + list(waiting), dtype=np.int64))
 
 

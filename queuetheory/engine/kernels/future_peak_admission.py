@@ -45,7 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .common import durations, tail_of, write_log
+from .common import add_inner_gaps, durations, stamp_runs, tail_of, write_log
 
 __all__ = ["future_peak_admission", "Books"]
 
@@ -431,23 +431,8 @@ def _write_back(engine, admitted, rows, residencies):
     talked = count > 0
     rid, first, count = rid[talked], first[talked], count[talked]
     final = first + count - 1
-    lead = np.ones(rid.size, dtype=bool)
-    lead[1:] = rid[1:] != rid[:-1]                       # each request's first tokens
-    tab.first_token[rid[lead]] = ends[first[lead]]
-    tail = tail_of(rid)
-    tab.last_token[rid[tail]] = ends[final[tail]]
-    cls = tab.cls[rid]
+    stamp_runs(engine, rid, ends[first], ends[final])   # across a restart: the stall
     timed = count > 1                                    # gaps inside a residency
-    if np.count_nonzero(timed):
-        lo, hi = (first + 1)[timed], (final + 1)[timed]
-        bounds = np.column_stack([lo, hi]).ravel()
-        inner = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
-        np.maximum.at(tab.tbt_max, rid[timed], inner)
-        engine.tbt.add_intervals(gaps, lo, hi, cls[timed])
-    again = ~lead                                        # across a restart
-    if np.count_nonzero(again):
-        stall = ends[first[again]] - ends[final[np.flatnonzero(again) - 1]]
-        np.maximum.at(tab.tbt_max, rid[again], stall)
-        engine.tbt.add(cls[again], stall)
+    add_inner_gaps(engine, gaps, (first + 1)[timed], (final + 1)[timed], rid[timed])
     ids = np.arange(admitted)
     engine.live = ids[np.isnan(tab.finish[:admitted])]

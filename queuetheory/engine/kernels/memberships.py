@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import tail_of, write_log
+from .common import add_inner_gaps, stamp_runs, write_log
 
 __all__ = ["write_back"]
 
@@ -58,25 +58,10 @@ def write_back(engine, admitted, rows, hists, memberships, decoded, prefill_end,
     gaps = np.zeros(at.size)                             # between consecutive entries
     gaps[1:] = at[1:] - at[:-1]
     gaps[off[:-1][sizes > 0]] = 0.0                      # (a group's first entry: none)
-    timed = hi > lo                   # within memberships (in the order given: the rules
-    if np.count_nonzero(timed):       # list them by first entry, nearly sorted already)
-        lo_t, hi_t = lo[timed] + 1, hi[timed] + 1
-        by_lo = np.argsort(lo_t, kind="stable")       # the ranges between ranges stay short
-        bounds = np.column_stack([lo_t[by_lo], hi_t[by_lo]]).ravel()
-        inner = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
-        np.maximum.at(tab.tbt_max, rid[timed][by_lo], inner)
-        engine.tbt.add_intervals(gaps, lo_t, hi_t, tab.cls[rid[timed]])
+    timed = np.flatnonzero(hi > lo)   # within memberships (in the order given: the rules
+    timed = timed[np.argsort(lo[timed], kind="stable")]   # list them by first entry)
+    add_inner_gaps(engine, gaps, lo[timed] + 1, hi[timed] + 1, rid[timed])
     by_rid = np.argsort(rid, kind="stable")              # each request's in time order
     rid, lo, hi = rid[by_rid], lo[by_rid], hi[by_rid]
-    cls = tab.cls[rid]
-    lead = np.ones(rid.size, dtype=bool)
-    lead[1:] = rid[1:] != rid[:-1]
-    tab.first_token[rid[lead]] = at[lo[lead]]
-    tail = tail_of(rid)
-    tab.last_token[rid[tail]] = at[hi[tail]]
-    again = ~lead                       # from the last token of one membership to the next
-    if np.count_nonzero(again):
-        stall = at[lo[again]] - at[hi[np.flatnonzero(again) - 1]]
-        np.maximum.at(tab.tbt_max, rid[again], stall)
-        engine.tbt.add(cls[again], stall)
+    stamp_runs(engine, rid, at[lo], at[hi])   # and from one membership's last token to the next
     return out

@@ -7,7 +7,7 @@ from functools import partial
 
 import numpy as np
 
-from .common import durations, tail_of, write_log
+from .common import add_inner_gaps, durations, stamp_runs, tail_of, write_log
 from .decode_prefix import VLLM, run_decode_prefix
 
 __all__ = ["prefill_batches_kernel", "most_decoding", "prefill_batches", "vllm_decode_prefix"]
@@ -244,27 +244,14 @@ def _write_back_batches(engine, admitted, rows, decode_iters, segments, filled, 
     head = ends[q] if e else dec_end[first]           # a residency's first token ...
     tail_time = np.where(count > 0, np.append(dec_end, 0.0)[np.maximum(last_dec, 0)],
                          ends[q])                                      # ... and last
-    lead = np.ones(rid.size, dtype=bool)
-    lead[1:] = rid[1:] != rid[:-1]
-    tab.first_token[rid[lead]] = head[lead]
-    tab.last_token[rid[tail]] = tail_time[tail]
-    cls = tab.cls[rid]
+    stamp_runs(engine, rid, head, tail_time)        # and the stall across a preemption
     gaps = np.concatenate([[0.0], dec_end[1:] - dec_end[:-1]])   # between decode batches
     timed = count > 1
-    if np.count_nonzero(timed):
-        lo, hi = (first + 1)[timed], (first + count)[timed]
-        bounds = np.column_stack([lo, hi]).ravel()
-        inner = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
-        np.maximum.at(tab.tbt_max, rid[timed], inner)
-        engine.tbt.add_intervals(gaps, lo, hi, cls[timed])
-    single = []
-    if e:                       # from the prefill's token to the first decode-only batch
-        step = count > 0
-        single.append((rid[step], dec_end[first[step]] - ends[q[step]]))
-    again = np.flatnonzero(~lead)      # across a preemption
-    single.append((rid[again], head[again] - tail_time[again - 1]))
-    for who, gap in single:
-        if who.size:
-            np.maximum.at(tab.tbt_max, who, gap)
-            engine.tbt.add(tab.cls[who], gap)
+    add_inner_gaps(engine, gaps, (first + 1)[timed], (first + count)[timed], rid[timed])
+    step = count > 0
+    if e and np.count_nonzero(step):   # from the prefill's token to the first decode batch
+        who = rid[step]
+        gap = dec_end[first[step]] - ends[q[step]]
+        np.maximum.at(tab.tbt_max, who, gap)
+        engine.tbt.add(tab.cls[who], gap)
     engine.live = np.sort(np.array(resident + list(waiting), dtype=np.int64))
