@@ -641,7 +641,7 @@ class StabilityVerdict:
     ----------
     verdict : str
         ``"stable"``, ``"unstable"`` or ``"inconclusive"``
-        (:data:`~queuetheory.metrics.VERDICT_RULE`).
+        (:data:`VERDICT_RULE`).
     drift : float
         The pooled batch-means drift of the backlog, relative to the offered token rate.
     drift_interval : tuple of float
@@ -825,7 +825,7 @@ def stability(workload, policy, time_model, *, horizon=None, n_requests=None,
 
     ``simulate_kwargs`` go to :func:`~queuetheory.simulate` (``memory``, ``token_budget``,
     ``first_token``, …). A workload without arrivals is ``stable`` at once (nothing can
-    grow), with zero drift. The verdict (:data:`~queuetheory.metrics.VERDICT_RULE`), with
+    grow), with zero drift. The verdict (:data:`VERDICT_RULE`), with
     the drifts relative to the offered token rate:
 
     Parameters
@@ -870,7 +870,7 @@ def stability(workload, policy, time_model, *, horizon=None, n_requests=None,
         ``n_requests`` are given, the horizon is not finite and positive or shorter than
         one lone request's lifetime, ``max_horizon`` is below the horizon or would draw more
         than ``MAX_REQUESTS`` requests per run, or a test argument breaks its rule
-        (:func:`~queuetheory.metrics.check_test_arguments`).
+        (:func:`check_test_arguments`).
     """
     if not isinstance(workload, Workload) or workload._trace is not None:
         raise ValueError(f"workload={workload!r}: stability needs a Workload that draws "
@@ -1008,5 +1008,7 @@ def _no_arrivals(seeds, level, tolerance) -> StabilityVerdict:
                             0.0, 0.0, runs, backlog, 0, 0.0, None)
 
 
-stability.__doc__ += "\n" + "\n".join(
+# the verdict's rule, once, before the Parameters section
+stability.__doc__ = stability.__doc__.replace("\n    Parameters\n", "\n" + "\n".join(
     "    " + line if line else "" for line in VERDICT_RULE.splitlines())
+    + "\n\n    Parameters\n", 1)
