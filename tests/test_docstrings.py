@@ -77,6 +77,7 @@ COVERED = [
     "queuetheory.validate",
     "queuetheory.timing.profile",
     "queuetheory.workload",
+    "queuetheory.capacity",
 ]
 
 #: Every module with a public API, covered or not (for the report only).
