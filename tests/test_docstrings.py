@@ -78,6 +78,7 @@ COVERED = [
     "queuetheory.timing.profile",
     "queuetheory.workload",
     "queuetheory.capacity",
+    "queuetheory.claims",
 ]
 
 #: Every module with a public API, covered or not (for the report only).
