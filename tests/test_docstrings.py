@@ -77,6 +77,8 @@ COVERED = [
     "queuetheory.validate",
     "queuetheory.timing.profile",
     "queuetheory.workload",
+    "queuetheory.capacity",
+    "queuetheory.claims",
 ]
 
 #: Every module with a public API, covered or not (for the report only).

@@ -31,24 +31,36 @@ class Bracket:
 
     Attributes
     ----------
-    table : one row per bound: ``name``, ``rate`` (requests per time unit), ``kind``
+    table : pandas.DataFrame
+        One row per bound: ``name``, ``rate`` (requests per time unit), ``kind``
         (``upper``: no scheduler is stable above it; ``lower``: a theorem says this
         scheduler is stable below it; ``scheduler``: the paper's rate for this scheduler, a
         fluid or heuristic value, neither side proven; ``estimate``: a fluid estimate of a
         bound, tight where stated), ``source``, ``formula`` and ``premises`` (what the bound
         assumes: a ``lower`` or ``upper`` row is returned only where its premises hold;
-        outside them a rate is absent or of kind ``scheduler``, a heuristic)
-    lower, upper : the bracket: the largest proven-stable rate (0 when no theorem covers the
-        scheduler) and the smallest upper bound (``inf`` when none is proven for the time
-        model: an operator profile's, whose estimate is the ``compute (full batch)`` row)
-    binding : the name of the upper bound that binds (the smallest)
-    start : where a search starts: the proven-stable rate where a theorem gives one, else the
-        smallest of the upper, scheduler and estimate rates
-    stats : the workload's :class:`RequestStats` (its prompt tokens before any cache)
-    violated : why no rate is stable (the bracket is empty), or ``None``
-    prefix : the prefix-cache hit ratio the compute and memory bounds use
+        outside them a rate is absent or of kind ``scheduler``, a heuristic).
+    lower : float
+        The bracket's lower end: the largest proven-stable rate (0 when no theorem covers
+        the scheduler).
+    upper : float
+        The bracket's upper end: the smallest upper bound (``inf`` when none is proven for
+        the time model: an operator profile's, whose estimate is the
+        ``compute (full batch)`` row).
+    binding : str
+        The name of the upper bound that binds (the smallest).
+    start : float
+        Where a search starts: the proven-stable rate where a theorem gives one, else the
+        smallest of the upper, scheduler and estimate rates.
+    stats : RequestStats
+        The workload's :class:`RequestStats` (its prompt tokens before any cache).
+    first_token : {"prefill", "decode"}
+        The first-token convention the bounds were computed under.
+    violated : str or None
+        Why no rate is stable (the bracket is empty), or ``None``.
+    prefix : PrefixShare or None
+        The prefix-cache hit ratio the compute and memory bounds use
         (:class:`~queuetheory.capacity.prefix.PrefixShare`: ``proven`` or ``estimate``), or
-        ``None`` where no cache applies
+        ``None`` where no cache applies.
     """
 
     table: pd.DataFrame
@@ -63,9 +75,27 @@ class Bracket:
 
     @property
     def empty(self) -> bool:
+        """Whether the bracket is empty: no rate is stable (``violated`` says why)."""
         return self.violated is not None
 
     def rate(self, name: str) -> float:
+        """The rate of the bound named ``name`` in :attr:`table`.
+
+        Parameters
+        ----------
+        name : str
+            A bound's ``name`` (e.g. ``"compute"``, ``"memory"``, ``"vLLM λ*"``).
+
+        Returns
+        -------
+        float
+            Its rate, in requests per time unit.
+
+        Raises
+        ------
+        KeyError
+            If the table has no bound of that name.
+        """
         return float(self.table.set_index("name").loc[name, "rate"])
 
     def __repr__(self) -> str:
@@ -147,27 +177,42 @@ def bounds(workload, time_model, *, token_budget=None, memory=None, policy=None,
 
     Parameters
     ----------
-    workload : a :class:`~queuetheory.Workload` or a recorded
-        :class:`~queuetheory.workload.Trace`
-    time_model : the batch time model, or a :class:`~queuetheory.engine.Server` (its
-        settings then stand for ``token_budget``, ``memory`` and ``first_token``)
-    token_budget : ``b``, the most tokens one batch serves (default: the policy's own)
-    memory : KV tokens ``M`` (``None``: the policy's KV blocks, else unlimited)
-    policy : the scheduler (its scheduler-specific rows, batch cap and prefix cache)
-    first_token : ``"prefill"`` or ``"decode"``
-    hit_ratio : a prefix-cache hit ratio in ``[0, 1)`` for an estimate row (``None``: the
-        proven offline ratio alone, where the trace has ids)
+    workload : Workload or Trace
+        A :class:`~queuetheory.Workload` or a recorded
+        :class:`~queuetheory.workload.Trace`.
+    time_model : TimeModel or Server
+        The batch-time model, or a whole :class:`~queuetheory.engine.Server` (its settings
+        then stand for ``token_budget``, ``memory`` and ``first_token``; given again, they
+        must agree).
+    token_budget : int, optional
+        ``b``, the most tokens one batch serves (default: the policy's own).
+    memory : int, optional
+        KV tokens ``M`` (``None``: the policy's KV blocks, else unlimited).
+    policy : Policy, optional
+        The scheduler (its scheduler-specific rows, batch cap and prefix cache); ``None``:
+        the bounds that hold for any scheduler.
+    first_token : {"prefill", "decode"}, optional
+        Whether the prefill iteration emits the first output token; default
+        ``"prefill"``.
+    hit_ratio : float, optional
+        A prefix-cache hit ratio in ``[0, 1)`` for an estimate row (``None``: the proven
+        offline ratio alone, where the trace has ids).
 
     Returns
     -------
     Bracket
+        The bounds, one row each, and the bracket ``[lower, upper]`` they give.
 
     Raises
     ------
     ValueError
         A time model that is not a queuetheory one, a budget or memory that is not a
-        positive integer, a hit ratio outside ``[0, 1)`` or positive with the policy's cache
-        off.
+        positive integer (or no budget at all), a loose setting that contradicts the
+        :class:`~queuetheory.engine.Server`, a ``first_token`` that is neither value, a hit
+        ratio outside ``[0, 1)`` or positive with the policy's cache off, a slotted
+        :class:`~queuetheory.timing.AffineTokenTime`, a tile model with a request of no
+        decode iteration, or a memory-full batch too large to build
+        (``MAX_BATCH_MEMBERS``).
     """
     time_model, token_budget, memory, first_token = server_settings(
         time_model, token_budget, memory, first_token)
@@ -445,7 +490,26 @@ def _lone_service(workload, tm, b, st):
 def vllm_unit_time_rate(token_budget: int, decode_tokens: float) -> float:
     """Li, Dai, Peng's ``λ*`` of vanilla vLLM in unit time: the root of ``λ m_d = e^{−λ} b``
     (a round decodes only after a round without arrivals, which has probability
-    ``e^{−λ}``, and then serves at most ``b`` decodes)."""
+    ``e^{−λ}``, and then serves at most ``b`` decodes).
+
+    Parameters
+    ----------
+    token_budget : int
+        ``b``, the most decodes one round serves.
+    decode_tokens : float
+        ``m_d``, the mean decode iterations of a request (> 0).
+
+    Returns
+    -------
+    float
+        ``λ*``, in requests per round.
+
+    Raises
+    ------
+    ValueError
+        If ``token_budget`` is not a positive integer or ``decode_tokens`` not a positive
+        number.
+    """
     check_positive("token_budget", token_budget, integer=True)
     check_positive("decode_tokens", decode_tokens)
     return float(optimize.brentq(lambda lam: lam * decode_tokens - np.exp(-lam) * token_budget,

@@ -96,7 +96,32 @@ def _cli_parser():
 
 def capacity_main(argv) -> int:
     """``queuetheory capacity``: print the bracket, the boundary and the goodput; draw the
-    latency and attainment curves into ``--out``."""
+    latency and attainment curves into ``--out``.
+
+    With ``--rate`` the command sizes a fleet instead (``sizing_cli.sizing_main``:
+    :func:`size_fleet`).
+
+    Parameters
+    ----------
+    argv : list of str
+        The command-line arguments after ``capacity`` (``queuetheory capacity --help``
+        lists them).
+
+    Returns
+    -------
+    int
+        The exit status: 0, or 1 when the bracket is empty (no rate is stable).
+
+    Raises
+    ------
+    ValueError
+        For ``--prompt``/``--output`` given with ShareGPT's or a trace's lengths, a count
+        (``--budget``, ``--requests``, ``--points``, ``--prompt``, ``--output``,
+        ``--memory``) below 1, a negative ``--seed``, an unreadable ``--time`` spec, or
+        arguments the searches refuse.
+    SystemExit
+        From :mod:`argparse`, for arguments it cannot parse (and for ``--help``).
+    """
     from pathlib import Path
 
     if any(arg == "--rate" or arg.startswith("--rate=") for arg in argv):

@@ -10,13 +10,17 @@ def smallest_count(meets, at_least: int, most: int) -> int | None:
 
     Parameters
     ----------
-    meets : ``K -> bool``, called once per count tried
-    at_least : the first count (fewer are known to miss: a stability bound)
-    most : the largest count tried
+    meets : callable
+        ``K -> bool``, called once per count tried.
+    at_least : int
+        The first count (fewer are known to miss: a stability bound).
+    most : int
+        The largest count tried.
 
     Returns
     -------
-    int or None : the count, ``None`` when none up to ``most`` meets
+    int or None
+        The count, ``None`` when none up to ``most`` meets.
     """
     if at_least > most:                             # the bounds rule out every count allowed
         return None

@@ -15,7 +15,49 @@ def load_curve(workload, policy, time_model, rates, *, slo=None, token_budget=No
                memory=None, n_requests: int = 2000, warmup: float = 0.2, seeds=(0,),
                first_token: str = "prefill") -> pd.DataFrame:
     """P50/P99 latency (completed requests) and SLO attainment at each of ``rates``, over
-    the steady-state window of :func:`goodput` (one row per rate, with ``unfinished``)."""
+    the steady-state window of :func:`goodput` (one row per rate, with ``unfinished``).
+
+    Parameters
+    ----------
+    workload : Workload or Trace
+        The workload, its total rate set to each of ``rates`` (:func:`at_rate`), or a
+        recorded :class:`~queuetheory.workload.Trace` replayed at each (:func:`replay`).
+    policy : Policy
+        The scheduler.
+    time_model : TimeModel
+        The batch-time model.
+    rates : iterable of float
+        The arrival rates, in requests per time unit (e.g. :func:`curve_rates`).
+    slo : dict, optional
+        The latency targets (:data:`SLO_KEYS`); default ``{"ttft": 1.0, "tbt": 0.1}``.
+    token_budget : int, optional
+        ``b``, the most tokens one batch serves; default the policy's own.
+    memory : int, optional
+        The KV-cache capacity ``M``, in tokens; default unlimited.
+    n_requests : int, default 2000
+        The expected arrivals of each run's window (at least ``MIN_LIFETIMES`` lone
+        lifetimes).
+    warmup : float, default 0.2
+        The share of the window left out at its start.
+    seeds : iterable of int, default (0,)
+        The seeds, one run each, pooled per rate.
+    first_token : {"prefill", "decode"}, default "prefill"
+        Whether the prefill iteration emits the first output token.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per rate: ``rate`` and :func:`slo_attainment`'s figures (``requests``,
+        ``met``, ``unfinished``, ``attainment``, ``p50_latency``, ``p99_latency``,
+        ``{key}_p90``, ``undecided``) plus ``drain``, the cool-down run past the window.
+
+    Raises
+    ------
+    ValueError
+        If ``slo`` is not a valid dict of targets, no token budget is given or the policy's
+        is not a positive integer, ``seeds`` are not distinct integers >= 0, or
+        :func:`~queuetheory.simulate` refuses the settings.
+    """
     slo = _check_slo({"ttft": 1.0, "tbt": 0.1} if slo is None else slo)
     b = _budget_of(policy, token_budget)
     seeds = check_seeds(seeds)
@@ -31,7 +73,29 @@ def curve_rates(boundary: float, points: int, *, goodput: float | None = None) -
     """``points`` arrival rates for :func:`load_curve` from 0.3 to 1.1 of ``boundary`` (the
     simulated boundary's upper end), reaching down to half the ``goodput`` where that lies
     lower, so the attainment curve shows where it crosses its target; evenly spaced, or
-    geometrically where the span exceeds 10× (the figure's rate axis is then logarithmic)."""
+    geometrically where the span exceeds 10× (the figure's rate axis is then logarithmic).
+
+    Parameters
+    ----------
+    boundary : float
+        The simulated boundary's upper end (``MaxRate.interval[1]``), in requests per time
+        unit (> 0).
+    points : int
+        How many rates (at least 2).
+    goodput : float, optional
+        The goodput (``Goodput.rate``); where half of it lies below ``0.3·boundary`` the
+        rates reach down to it.
+
+    Returns
+    -------
+    numpy.ndarray
+        The ``points`` rates, increasing.
+
+    Raises
+    ------
+    ValueError
+        If ``boundary`` is not a positive number or ``points`` is not an integer >= 2.
+    """
     check_positive("boundary", boundary)
     if not check_positive("points", points, integer=True) >= 2:
         raise ValueError(f"points={points}: need at least 2 rates")
@@ -51,7 +115,37 @@ def plot_capacity(curve: pd.DataFrame, bracket: Bracket, *, max_rate_result=None
     target). The analytic upper bounds, the simulated boundary (its interval as a band) and
     the goodput are vertical reference lines. A rate past the stability boundary (the upper
     end of the simulated interval, else the bracket's upper bound) has no steady state: its
-    points are crossed out in red and not joined to the others. Returns the Axes."""
+    points are crossed out in red and not joined to the others. Returns the Axes.
+
+    Parameters
+    ----------
+    curve : pandas.DataFrame
+        The output of :func:`load_curve`.
+    bracket : Bracket
+        The analytic bracket (:func:`bounds`); its ``upper``, ``scheduler`` and ``estimate``
+        rows are drawn.
+    max_rate_result : MaxRate, optional
+        The simulated boundary (:func:`max_rate`), drawn as a line and its interval as a
+        band.
+    goodput_result : Goodput, optional
+        The goodput (:func:`goodput`), drawn where it met its target.
+    attainment : float, optional
+        The attainment target, drawn on the attainment panel.
+    unit : str, default "s"
+        The time unit, for the labels.
+    title : str, default ""
+        Appended to the latency panel's title.
+    axes : sequence of matplotlib.axes.Axes, optional
+        Where to draw (two panels, three with ``slo``); default a new figure.
+    slo : dict, optional
+        The latency targets; given, a third panel shows each target's metric at P90 over
+        the target.
+
+    Returns
+    -------
+    sequence of matplotlib.axes.Axes
+        The panels drawn on.
+    """
     from ..plotting import finish, reference, series_style
 
     keys = [k for k in (slo or {}) if f"{k}_p90" in curve]

@@ -16,7 +16,32 @@ def fleet_trace(workload, rate: float, horizon: float, seed: int) -> Trace:
     """The arrivals a fleet sees up to ``horizon``: ``workload`` drawn at the total
     ``rate`` (a :class:`~queuetheory.Workload`), or a recorded trace replayed at that mean
     rate with its burstiness kept (:func:`~queuetheory.capacity.replay`, started at a
-    seeded random offset into the trace so that seeds are distinct replications)."""
+    seeded random offset into the trace so that seeds are distinct replications).
+
+    Parameters
+    ----------
+    workload : Workload or Trace
+        A :class:`~queuetheory.Workload`, or a recorded
+        :class:`~queuetheory.workload.Trace`.
+    rate : float
+        The fleet's total arrival rate, in requests per time unit (> 0).
+    horizon : float
+        Where the arrivals end, in the time unit (> 0).
+    seed : int
+        The seed of the draw, or of the replay's offset.
+
+    Returns
+    -------
+    Trace
+        The arrivals up to ``horizon``.
+
+    Raises
+    ------
+    ValueError
+        If ``rate`` or ``horizon`` is not a positive number, ``workload`` is a Workload
+        whose total rate is 0, or the replay would hold more than ``MAX_REQUESTS``
+        requests.
+    """
     from .rescale import at_rate, replay
 
     if isinstance(workload, Trace):

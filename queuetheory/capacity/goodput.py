@@ -28,21 +28,46 @@ SPREAD = 0.03
 class Goodput:
     """The answer of :func:`goodput`.
 
-    rate : the goodput: the mean over the seeds (independent replications) of each seed's
-        own answer, the middle of its search's last bracket (0 when no rate meets)
-    interval : the Student-t sampling interval of that mean at ``level`` over the seeds
-        (NaN with one seed), clipped to ``[0, stability limit]``: a physical bound is never
-        crossed; ``per_seed`` the seeds' answers, ``spread`` the interval's half-width over
-        the rate, ``note`` says when it exceeds ``SPREAD`` (±3 %)
-    search : ``(largest rate found to meet, smallest found to miss)`` pooled over the
-        seeds' searches: the bisection's own tolerance, not an interval
-    met : whether every seed found a rate that meets the targets; ``best_attainment`` the
-        highest attainment seen (what the user can get, when ``met`` is False)
-    probes : one row per probed rate: ``attainment``, ``requests`` in the steady-state
-        window, ``met`` requests, ``unfinished`` (counted as misses), ``undecided`` (of
-        those, the ones that had missed no target when the run stopped),
+    Attributes
+    ----------
+    rate : float
+        The goodput: the mean over the seeds (independent replications) of each seed's own
+        answer, the middle of its search's last bracket (0 when no rate meets), in requests
+        per time unit.
+    interval : tuple of float
+        The Student-t sampling interval of that mean at ``level`` over the seeds (NaN with
+        one seed), clipped to ``[0, stability limit]``: a physical bound is never crossed;
+        ``per_seed`` the seeds' answers, ``spread`` the interval's half-width over the
+        rate, ``note`` says when it exceeds ``SPREAD`` (±3 %).
+    met : bool
+        Whether every seed found a rate that meets the targets.
+    best_attainment : float
+        The highest attainment seen (what the user can get, when ``met`` is False).
+    slo : dict
+        The latency targets judged (:data:`SLO_KEYS`).
+    attainment : float
+        The share of requests that must meet every target.
+    probes : pandas.DataFrame
+        One row per probed rate and seed: ``seed``, ``rate``, ``attainment``, ``requests``
+        in the steady-state window, ``met`` requests, ``unfinished`` (counted as misses),
+        ``undecided`` (of those, the ones that had missed no target when the run stopped),
         ``p50_latency``, ``p99_latency``, ``drain`` (how long the run went on past the
-        window), ``meets``
+        window), ``meets``.
+    bracket : Bracket
+        The analytic bracket the search started from.
+    converged : bool
+        Whether every seed's search closed to ``high / low − 1 ≤ tol``.
+    wall_s : float
+        Wall-clock seconds the search took.
+    per_seed : tuple of float
+        Each seed's answer.
+    search : tuple of float
+        ``(largest rate found to meet, smallest found to miss)`` pooled over the seeds'
+        searches: the bisection's own tolerance, not an interval.
+    level : float
+        The confidence level of ``interval``.
+    note : str
+        What the user should know (a wide spread, one seed), or ``""``.
     """
 
     rate: float
@@ -62,6 +87,7 @@ class Goodput:
 
     @property
     def spread(self) -> float:
+        """The interval's half-width over the rate (NaN with one seed or a zero rate)."""
         lo, hi = self.interval
         return (hi - lo) / 2 / self.rate if self.rate > 0 and hi == hi else float("nan")
 
@@ -117,6 +143,67 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
     spread across seeds, never the bisection's tolerance (that is ``search``). Where the
     interval's half-width exceeds ``SPREAD`` (±3 %) of the rate, ``note`` says so: more
     seeds or a larger ``n_requests`` narrow it.
+
+    Parameters
+    ----------
+    workload : Workload or Trace
+        A :class:`~queuetheory.Workload` (its rate scaled, :func:`at_rate`) or a recorded
+        :class:`~queuetheory.workload.Trace` (replayed, :func:`replay`).
+    policy : Policy
+        The scheduler.
+    time_model : TimeModel or Server
+        The batch-time model, or a whole :class:`~queuetheory.engine.Server` (its
+        ``token_budget``, ``memory`` and ``first_token`` then stand for those arguments;
+        given again, they must agree).
+    slo : dict, optional
+        The latency targets, keys among :data:`SLO_KEYS`, in the time model's unit;
+        default ``{"ttft": 1.0, "tbt": 0.1}``.
+    attainment : float, default 0.9
+        The share of the window's requests that must meet every target, in ``(0, 1]``.
+    token_budget : int, optional
+        ``b``, the most tokens one batch serves; default the policy's own.
+    memory : int, optional
+        The KV-cache capacity ``M``, in tokens; default unlimited (or the policy's own
+        blocks, in the bracket).
+    tol : float, default 0.02
+        The bisection's relative tolerance: it stops at ``high / low − 1 ≤ tol``.
+    seeds : iterable of int, default (0, 1, 2, 3, 4)
+        The seeds, one independent search each.
+    n_requests : int, default 2000
+        The expected arrivals of each probe's window.
+    warmup : float, default 0.2
+        The share of the window left out at its start, in ``[0, 1)``.
+    first_token : {"prefill", "decode"}, optional
+        Whether the prefill iteration emits the first output token; default ``"prefill"``.
+    max_probes : int, default 16
+        The most probes of one seed's search.
+    bracket : Bracket, optional
+        The analytic bracket, if already computed; default :func:`bounds`.
+    stable_limit : float, optional
+        A stability limit lower than the bracket's upper bound (e.g. the upper end of
+        :func:`max_rate`'s interval).
+    progress : bool, default False
+        Whether to show a tqdm bar of the probes.
+    level : float, default 0.95
+        The confidence level of the seeds' interval.
+
+    Returns
+    -------
+    Goodput
+        The goodput, its interval over the seeds and the probes.
+
+    Raises
+    ------
+    ValueError
+        If ``slo`` is not a valid dict of targets, an argument breaks its rule
+        (``attainment`` in ``(0, 1]``, ``warmup`` in ``[0, 1)``, ``tol``,
+        ``n_requests``, ``max_probes``, ``stable_limit`` positive, ``seeds`` distinct
+        integers >= 0, ``first_token`` one of the two), a loose setting contradicts the
+        :class:`~queuetheory.engine.Server`, no token budget is given, or the bracket
+        refuses its inputs (:func:`bounds`).
+    UnsupportedSettingError
+        If the policy refuses the server's settings (``Policy.supports``), before any
+        probe.
     """
     t0 = time.perf_counter()
     slo = _check_slo({"ttft": 1.0, "tbt": 0.1} if slo is None else slo)

@@ -34,13 +34,18 @@ def backlog_size(bracket, time_model, token_budget: int) -> int:
 
     Parameters
     ----------
-    bracket : the :class:`~queuetheory.capacity.Bracket` of the workload
-    time_model : the engine's time model
-    token_budget : the token budget ``b``
+    bracket : Bracket
+        The :class:`~queuetheory.capacity.Bracket` of the workload (its upper bound ``U``
+        and request figures).
+    time_model : TimeModel
+        The engine's batch-time model (``t_b``).
+    token_budget : int
+        The token budget ``b``.
 
     Returns
     -------
-    int : the backlog, in requests
+    int
+        The backlog, in requests.
     """
     st = bracket.stats
     mix = st.prompt / st.work
@@ -68,20 +73,40 @@ def loaded_verdict(workload, rate: float, policy, time_model, *, horizon: float,
 
     Parameters
     ----------
-    workload : a :class:`~queuetheory.Workload` that draws arrivals
-    rate : the total arrival rate
-    policy, time_model : the engine
-    horizon : simulated time of each run
-    backlog : requests queued at time 0 (:func:`backlog_size`)
-    seeds : independent replications
-    level, tolerance : the verdict's confidence and drift tolerance
-    blocks : batch-means blocks of the test
-    **simulate_kwargs : ``memory``, ``token_budget``, ``first_token``
+    workload : Workload
+        A :class:`~queuetheory.Workload` that draws arrivals.
+    rate : float
+        The total arrival rate, in requests per time unit.
+    policy : Policy
+        The scheduler.
+    time_model : TimeModel
+        The batch-time model.
+    horizon : float
+        Simulated time of each run.
+    backlog : int
+        Requests queued at time 0 (:func:`backlog_size`).
+    seeds : iterable of int
+        Independent replications, one run each.
+    level : float
+        The verdict's confidence level.
+    tolerance : float
+        The verdict's drift tolerance, relative to the offered work.
+    blocks : int, default 10
+        Batch-means blocks of the test.
+    **simulate_kwargs
+        To :func:`~queuetheory.simulate`: ``memory``, ``token_budget``, ``first_token``.
 
     Returns
     -------
-    dict : ``verdict``, ``drift`` (the mean of the seeds' relative drifts), ``drift_low``,
-        ``drift_high`` (the widest over seeds), ``arrived``, ``unfinished``, ``wall_s``
+    dict
+        ``verdict``, ``drift`` (the mean of the seeds' relative drifts), ``drift_low``,
+        ``drift_high`` (the widest over seeds), ``arrived``, ``unfinished``, ``wall_s``.
+
+    Raises
+    ------
+    ValueError
+        If ``rate`` is not a positive number or the workload cannot be rescaled
+        (:func:`at_rate`), or :func:`~queuetheory.simulate` refuses the settings.
     """
     t0 = time.perf_counter()
     wl = at_rate(workload, rate)
@@ -140,18 +165,36 @@ def saturated_rate(workload, policy, time_model, *, bracket, token_budget: int, 
 
     Parameters
     ----------
-    workload : a :class:`~queuetheory.Workload` (its length law)
-    policy, time_model : the engine
-    bracket : the workload's :class:`~queuetheory.capacity.Bracket` (its upper bound)
-    token_budget : the per-batch budget
-    seeds : independent replications (at least two for an interval)
-    n_requests : the backlog queued at time 0
-    level : the interval's confidence
-    **simulate_kwargs : ``memory``, ``first_token``
+    workload : Workload
+        A :class:`~queuetheory.Workload` (its length law).
+    policy : Policy
+        The scheduler.
+    time_model : TimeModel
+        The batch-time model.
+    bracket : Bracket
+        The workload's :class:`~queuetheory.capacity.Bracket` (its upper bound).
+    token_budget : int
+        The per-batch token budget ``b``.
+    seeds : iterable of int, default (0, 1, 2)
+        Independent replications (at least two for an interval).
+    n_requests : int, default 1500
+        The backlog queued at time 0.
+    level : float, default 0.95
+        The interval's confidence level.
+    **simulate_kwargs
+        To :func:`~queuetheory.simulate`: ``memory``, ``first_token``.
 
     Returns
     -------
-    dict : ``rate``, ``interval`` (``(low, high)``, NaN with one seed), ``per_seed``
+    dict
+        ``rate`` (requests per time unit, at most the bracket's upper bound), ``interval``
+        (``(low, high)``, NaN with one seed), ``per_seed``.
+
+    Raises
+    ------
+    ValueError
+        If the workload cannot be rescaled (:func:`at_rate`), or
+        :func:`~queuetheory.simulate` refuses the settings.
     """
     from scipy import stats
 

@@ -59,16 +59,21 @@ class PrefixShare:
 
     Attributes
     ----------
-    hit_ratio : the token-weighted ratio ``h`` the compute bound's prefill work
-        ``(1 − h)·m_p`` uses (eq. P2 when proven)
-    kind : ``"proven"`` (``h`` is the trace's offline unbounded-cache ratio: no run
-        does better) or ``"estimate"`` (a ratio given: a realised or an assumed one)
-    offline : the trace's offline unbounded-cache ratio as an exact fraction (eq. P2) where
-        it bounds the run (a trace with prefix ids, a policy that caches prefixes or any
-        policy), else ``None``: the proven compute bound uses it whatever ``hit_ratio`` is
-    private_area : the mean private KV area ``E[a_priv]`` (eq. P3), where ``offline`` is
-        given, else ``None``
-    source : where ``h`` comes from, in words
+    hit_ratio : float
+        The token-weighted ratio ``h`` the compute bound's prefill work ``(1 − h)·m_p``
+        uses (eq. P2 when proven), in ``[0, 1)``.
+    kind : {"proven", "estimate"}
+        ``"proven"`` (``h`` is the trace's offline unbounded-cache ratio: no run does
+        better) or ``"estimate"`` (a ratio given: a realised or an assumed one).
+    offline : fractions.Fraction or None
+        The trace's offline unbounded-cache ratio as an exact fraction (eq. P2) where it
+        bounds the run (a trace with prefix ids, a policy that caches prefixes or any
+        policy), else ``None``: the proven compute bound uses it whatever ``hit_ratio`` is.
+    private_area : float or None
+        The mean private KV area ``E[a_priv]`` (eq. P3), in KV-token-iterations, where
+        ``offline`` is given, else ``None``.
+    source : str
+        Where ``h`` comes from, in words.
     """
 
     hit_ratio: float
@@ -83,12 +88,14 @@ def offline_token_ratio(trace, block_size: int | None = None) -> Fraction:
 
     Parameters
     ----------
-    trace : a :class:`~queuetheory.workload.Trace` with prefix ids (``blocks``)
-    block_size : the engine's KV block size in tokens (vLLM's 16); ``None``: the trace's.
-        Where it divides the trace's block size each engine block is keyed by its trace
-        block and place, and the ratio is the trace's own; where the trace's block size
-        divides it, an engine block is keyed by the id of the last trace block in it, as
-        :func:`~queuetheory.policies.vllm.prefix_keys` keys it
+    trace : Trace
+        A :class:`~queuetheory.workload.Trace` with prefix ids (``blocks``).
+    block_size : int, optional
+        The engine's KV block size in tokens (vLLM's 16); ``None``: the trace's. Where it
+        divides the trace's block size each engine block is keyed by its trace block and
+        place, and the ratio is the trace's own; where the trace's block size divides it,
+        an engine block is keyed by the id of the last trace block in it, as
+        :func:`~queuetheory.policies.vllm.prefix_keys` keys it.
 
     Returns
     -------
@@ -148,12 +155,17 @@ def prefix_share(workload, policy, hit_ratio, first_token: str,
 
     Parameters
     ----------
-    workload : a Workload or a Trace (with or without prefix ids)
-    policy : the scheduler, or ``None`` (any scheduler)
-    hit_ratio : ``None`` (the trace's proven ratio, eq. P2, where it has ids and the policy
-        caches prefixes) or a number in ``[0, 1)``: an estimate
-    first_token : the convention (for the private KV area)
-    block_size : the engine's KV block size (default the policy's ``block_size``)
+    workload : Workload or Trace
+        A Workload or a Trace (with or without prefix ids).
+    policy : Policy or None
+        The scheduler, or ``None`` (any scheduler).
+    hit_ratio : float or None
+        ``None`` (the trace's proven ratio, eq. P2, where it has ids and the policy caches
+        prefixes) or a number in ``[0, 1)``: an estimate.
+    first_token : {"prefill", "decode"}
+        The first-token convention (for the private KV area).
+    block_size : int, optional
+        The engine's KV block size (default the policy's ``block_size``).
 
     Returns
     -------

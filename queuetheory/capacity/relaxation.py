@@ -29,6 +29,25 @@ def arrival_variability(workload, rate: float) -> float:
       of its gaps, as if they were renewal (the correlation of successive gaps, part of a
       production trace's burstiness, is left out; the rate does not change it, since
       :func:`~queuetheory.capacity.replay` scales every gap by one factor).
+
+    Parameters
+    ----------
+    workload : Workload or Trace
+        A :class:`~queuetheory.Workload`, or a recorded
+        :class:`~queuetheory.workload.Trace` (its gaps).
+    rate : float
+        The total arrival rate, in requests per time unit (> 0).
+
+    Returns
+    -------
+    float
+        ``c_a²``, dimensionless.
+
+    Raises
+    ------
+    ValueError
+        If ``rate`` is not a positive number, or ``workload`` is neither a Workload nor a
+        Trace.
     """
     check_positive("rate", rate)
     if isinstance(workload, Trace):
@@ -66,6 +85,31 @@ def relaxation_time(workload, rate: float, capacity: float,
     scale, so a run of a few relaxation times is still filling up and reads as growth.
     Infinite at ``ρ ≥ 1``. ``workload``: a Workload, or a recorded Trace (its lengths and
     its gaps).
+
+    Parameters
+    ----------
+    workload : Workload or Trace
+        A :class:`~queuetheory.Workload`, or a recorded
+        :class:`~queuetheory.workload.Trace` (its lengths and its gaps).
+    rate : float
+        The arrival rate ``λ``, in requests per time unit (> 0).
+    capacity : float
+        The capacity the load ``ρ = rate/capacity`` is taken against, in the same unit
+        (> 0).
+    first_token : {"prefill", "decode"}, default "prefill"
+        Whether the prefill iteration emits the first output token; fixes the decode
+        iterations of a request's work.
+
+    Returns
+    -------
+    float
+        ``σ²/μ²``, in the time unit of ``capacity``; ``inf`` at ``ρ ≥ 1``.
+
+    Raises
+    ------
+    ValueError
+        If ``rate`` or ``capacity`` is not a positive number, ``first_token`` is neither
+        value, or ``workload`` is neither a Workload nor a Trace.
     """
     check_positive("rate", rate)
     check_positive("capacity", capacity)

@@ -26,7 +26,29 @@ from .stats import _lone_lifetime
 class Replicas:
     """The answer of :func:`replicas`: the fewest engines ``count`` (``None`` when even
     ``max_replicas`` miss), the lower bound ``at_least`` from the analytic bracket (fewer
-    engines cannot even be stable), and one row per replica count tried in ``probes``."""
+    engines cannot even be stable), and one row per replica count tried in ``probes``.
+
+    Attributes
+    ----------
+    count : int or None
+        The fewest engines that meet the targets, ``None`` when even ``max_replicas`` miss.
+    at_least : int
+        Fewer engines cannot be stable: ``ceil(target_rate / upper)``, ``upper`` the
+        bracket's upper bound of one engine (:func:`bounds`).
+    target_rate : float
+        The total arrival rate, in requests per time unit.
+    router : str
+        The router in front of the engines.
+    slo : dict
+        The latency targets judged (:data:`SLO_KEYS`).
+    attainment : float
+        The share of requests that must meet every target.
+    probes : pandas.DataFrame
+        One row per count tried: ``engines``, ``requests``, ``met``, ``unfinished``,
+        ``attainment``, ``p50_latency``, ``p99_latency``, ``undecided``, ``meets``.
+    wall_s : float
+        Wall-clock seconds the search took.
+    """
 
     count: int | None
     at_least: int
@@ -94,6 +116,67 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
     cache (``VLLMV1``, any router including ``"cache_aware"``) is sized with the cache on:
     ``at_least`` comes from the proven bound at the trace's offline hit ratio
     (:mod:`~queuetheory.capacity.prefix`); with ``enable_prefix_caching=False``, off.
+
+    Parameters
+    ----------
+    target_rate : float
+        The total arrival rate, in requests per time unit (> 0).
+    workload : Workload or Trace
+        A :class:`~queuetheory.Workload` that draws arrivals, split among the engines; a
+        recorded :class:`~queuetheory.workload.Trace` goes to :func:`size_fleet`.
+    policy : Policy
+        Each engine's scheduler (copied per engine).
+    time_model : TimeModel or Server
+        Each engine's batch-time model, or a whole :class:`~queuetheory.engine.Server`
+        (its ``token_budget``, ``memory`` and ``first_token`` then stand for those
+        arguments; given again, they must agree; its memory or first-token convention
+        sends the call to :func:`size_fleet`).
+    slo : dict, optional
+        The latency targets, keys among :data:`SLO_KEYS`; default
+        ``{"ttft": 1.0, "tbt": 0.1}``.
+    attainment : float, default 0.9
+        The share of the requests that must meet every target, in ``(0, 1]``.
+    router : str, default "round_robin"
+        ``random``, ``round_robin``, ``least_requests`` or ``least_tokens`` (the networks
+        layer); another key of :data:`~queuetheory.networks.FLEET_ROUTERS` sends the call
+        to :func:`size_fleet`.
+    token_budget : int, optional
+        ``b``, the most tokens one batch serves; default the policy's own.
+    n_requests : int, default 2000
+        The expected arrivals per engine of each run's window.
+    warmup : float, default 0.2
+        The share of the window left out at its start, in ``[0, 1)``.
+    seeds : iterable of int, default (0,)
+        The seeds, one run each, pooled per count.
+    max_replicas : int, default 64
+        The largest count tried.
+    memory : int, optional
+        KV-cache tokens per engine; given, the call goes to :func:`size_fleet`.
+    percentiles : dict, optional
+        Per-metric percentile targets (``{"p99_ttft": 2.0}``); given, the call goes to
+        :func:`size_fleet`.
+    first_token : {"prefill", "decode"}, optional
+        Given, the call goes to :func:`size_fleet` with it; else the networks layer's
+        ``"decode"``.
+
+    Returns
+    -------
+    Replicas or FleetSize
+        :class:`Replicas` from the networks layer, or :class:`FleetSize` where the call
+        went to :func:`size_fleet`.
+
+    Raises
+    ------
+    ValueError
+        If ``target_rate`` is not a positive number, ``workload`` does not draw arrivals,
+        ``router`` is not a known one, ``slo`` is not a valid dict of targets, an argument
+        breaks its rule (``attainment`` in ``(0, 1]``, ``warmup`` in ``[0, 1)``,
+        ``n_requests`` and ``max_replicas`` positive integers, ``seeds`` distinct integers
+        >= 0), a loose setting contradicts the :class:`~queuetheory.engine.Server`, no
+        token budget is given, or the bracket refuses its inputs (:func:`bounds`); and what
+        :func:`size_fleet` raises where the call goes there.
+    UnsupportedSettingError
+        If the policy refuses the settings (``Policy.supports``).
     """
     from ..networks.fleet import FLEET_ROUTERS
     from ..workload import Trace

@@ -15,7 +15,27 @@ from ..workload.traces import mean_rate, with_rate
 
 def at_rate(workload: Workload, rate: float) -> Workload:
     """``workload`` with its total arrival rate set to ``rate``: every class's rate scaled by
-    the same factor, its length laws, arrival process, predictor and slot kept."""
+    the same factor, its length laws, arrival process, predictor and slot kept.
+
+    Parameters
+    ----------
+    workload : Workload
+        A workload that draws arrivals (not a recorded trace).
+    rate : float
+        The new total arrival rate, in requests per time unit of the time model (> 0).
+
+    Returns
+    -------
+    Workload
+        The rescaled workload.
+
+    Raises
+    ------
+    ValueError
+        If ``rate`` is not a positive number, ``workload`` is a recorded trace (it has its
+        own arrival times: use :func:`replay`), or its total rate is 0 (no length mix to
+        rescale).
+    """
     check_positive("rate", rate)
     if workload._trace is not None:
         raise ValueError("workload: a recorded trace has its own arrival times; capacity "
@@ -38,7 +58,28 @@ def replay(trace: Trace, rate: float, horizon: float) -> Trace:
     own ids (copy ``c`` shifts the trace's ids, numbered densely ``0 … D − 1``, by ``c·D``):
     the copies stand for other users, and a prefix cache reuses within a copy what it would
     in the trace, never a whole earlier copy (eq. P1 of :mod:`~queuetheory.capacity.prefix`
-    then holds per copy)."""
+    then holds per copy).
+
+    Parameters
+    ----------
+    trace : Trace
+        The recorded trace (:class:`~queuetheory.workload.Trace`), not empty.
+    rate : float
+        The mean arrival rate of the replay, in requests per time unit (> 0).
+    horizon : float
+        Where the replay ends, in the trace's time unit (> 0).
+
+    Returns
+    -------
+    Trace
+        The rescaled copies, end to end, cut at ``horizon``.
+
+    Raises
+    ------
+    ValueError
+        If ``rate`` or ``horizon`` is not a positive number, the trace is empty, or the
+        replay would hold more than ``MAX_REQUESTS`` requests.
+    """
     check_positive("horizon", horizon)
     check_positive("rate", rate)
     if not len(trace):

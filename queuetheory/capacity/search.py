@@ -74,22 +74,37 @@ class MaxRate:
 
     Attributes
     ----------
-    rate : the estimated largest stable rate: the geometric middle of the largest rate
-        judged stable and the smallest judged unstable (or the analytic upper bound)
-    interval : ``(low, high)``: ``high`` the smallest rate judged unstable (or the analytic
-        upper bound), ``low`` the largest rate judged stable lowered by the verdict's
-        ``tolerance`` (a "stable" verdict means the engine serves at least ``1 − tolerance``
-        of the offered work, so no less is certain)
-    probes : one row per probe: ``rate``, ``load`` (over the upper bound), ``verdict``,
+    rate : float
+        The estimated largest stable rate: the geometric middle of the largest rate judged
+        stable and the smallest judged unstable (or the analytic upper bound), in requests
+        per time unit (0 when nothing was found stable).
+    interval : tuple of float
+        ``(low, high)``: ``high`` the smallest rate judged unstable (or the analytic upper
+        bound), ``low`` the largest rate judged stable lowered by the verdict's
+        ``tolerance`` (a "stable" verdict means the engine serves at least
+        ``1 − tolerance`` of the offered work, so no less is certain).
+    probes : pandas.DataFrame
+        One row per probe: ``rate``, ``load`` (over the upper bound), ``verdict``,
         ``drift``/``drift_low``/``drift_high`` (relative to the offered work), ``horizon``,
         ``relaxation`` (:func:`relaxation_time` at that rate), ``rounds``, ``arrived`` and
         ``unfinished`` (requests, all seeds of the last round), ``wall_s``, ``decided_by``
         (``"loaded start"``, ``"empty start"`` or ``"neither"``) and ``loaded_drift`` (the
-        loaded-start run's relative drift)
-    bracket : the analytic :class:`Bracket`; ``binding`` its binding bound
-    efficiency : ``rate`` over the analytic upper bound
-    converged : whether the stable and unstable probes are within ``(1 + tol)/(1 − tol)``
-    inconclusive : how many probes were inconclusive (treated as unknown)
+        loaded-start run's relative drift).
+    bracket : Bracket
+        The analytic :class:`Bracket`; ``binding`` its binding bound.
+    efficiency : float
+        ``rate`` over the analytic upper bound.
+    converged : bool
+        Whether the stable and unstable probes are within ``(1 + tol)/(1 − tol)``.
+    tol : float
+        The search's relative tolerance.
+    tolerance : float
+        The verdicts' drift tolerance, relative to the offered work.
+    wall_s : float
+        Wall-clock seconds the search took.
+    note : str
+        What the user should know (not converged, an inconclusive band, conflicting
+        verdicts, an unstable verdict below a proven rate), or ``""``.
     """
 
     rate: float
@@ -105,10 +120,12 @@ class MaxRate:
 
     @property
     def binding(self) -> str:
+        """The name of the bracket's binding upper bound (:attr:`Bracket.binding`)."""
         return self.bracket.binding
 
     @property
     def inconclusive(self) -> int:
+        """How many probes were inconclusive (treated as unknown)."""
         return int((self.probes["verdict"] == "inconclusive").sum())
 
     def __repr__(self) -> str:
@@ -272,6 +289,68 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
     no-cache bound, never past that one. The capacity with the cache off is the same call
     with ``enable_prefix_caching=False``; ``MaxRate.bracket.prefix`` says which ratio the
     bound used.
+
+    Parameters
+    ----------
+    workload : Workload or Trace
+        A :class:`~queuetheory.Workload` (its rate scaled, :func:`at_rate`) or a recorded
+        :class:`~queuetheory.workload.Trace` (replayed, :func:`replay`).
+    policy : Policy
+        The scheduler.
+    time_model : TimeModel or Server
+        The batch-time model, or a whole :class:`~queuetheory.engine.Server` (its
+        ``token_budget``, ``memory`` and ``first_token`` then stand for those arguments;
+        given again, they must agree).
+    token_budget : int, optional
+        ``b``, the most tokens one batch serves; default the policy's own.
+    memory : int, optional
+        The KV-cache capacity ``M``, in tokens; default unlimited (or the policy's own
+        blocks).
+    tol : float, default 0.01
+        The search's relative tolerance, in ``(0, 0.5)``: it stops when the stable and
+        unstable probes are within ``(1 + tol)/(1 − tol)``.
+    seeds : iterable of int, default (0,)
+        The seeds of each probe's runs (distinct integers >= 0).
+    first_token : {"prefill", "decode"}, optional
+        Whether the prefill iteration emits the first output token; default
+        ``"prefill"``.
+    n_requests : int, optional
+        The expected arrivals of a probe's first run (at least ``MIN_LIFETIMES`` lone
+        lifetimes); default stability's own horizon.
+    max_horizon_factor : float, default 4.0
+        How many times a run may be doubled while inconclusive (>= 1).
+    tolerance : float, default 0.03
+        The verdicts' drift tolerance, relative to the offered work, in ``(0, 1)``.
+    level : float, default 0.99
+        The verdicts' confidence level, in ``(0, 1)``.
+    max_probes : int, default 24
+        The most probes.
+    max_probe_requests : float, default MAX_PROBE_REQUESTS
+        The most expected arrivals one probe may draw.
+    bracket : Bracket, optional
+        The analytic bracket, if already computed; default :func:`bounds`.
+    progress : bool, default False
+        Whether to show a tqdm bar of the probes.
+    start : {"both", "empty"}, default "both"
+        Whether each rung of a probe also runs from a loaded start, or from empty only.
+
+    Returns
+    -------
+    MaxRate
+        The boundary, its interval, the probes and the bracket.
+
+    Raises
+    ------
+    ValueError
+        If an argument breaks its rule (``tol`` in ``(0, 0.5)``, ``tolerance`` and
+        ``level`` in ``(0, 1)``, ``seeds`` distinct integers >= 0, ``max_probes`` and
+        ``n_requests`` positive integers, ``max_horizon_factor`` >= 1,
+        ``max_probe_requests`` positive, ``start`` one of ``STARTS``, ``first_token`` one of
+        the two), a loose setting contradicts the :class:`~queuetheory.engine.Server`, no
+        token budget is given, the bracket refuses its inputs (:func:`bounds`), or a trace
+        replayed ``2·blocks`` times would draw more than ``max_probe_requests``.
+    UnsupportedSettingError
+        If the policy refuses the settings (``Policy.supports``), before any probe.
     """
     t0 = time.perf_counter()
     given = time_model

@@ -35,20 +35,48 @@ class FleetSize:
 
     Attributes
     ----------
-    count : the fewest engines that meet every target (pooled over the seeds), ``None``
-        when even ``max_replicas`` miss
-    at_least : fewer engines cannot be stable: ``ceil(rate / upper)``, ``upper`` the
-        bracket's upper bound of one engine (with its KV limit and batch cap)
-    seeds_meeting : ``(k, n)``: at ``count``, ``k`` of the ``n`` seeds (independent
-        replications) meet every target on their own; ``below``: the same at
-        ``count − 1``
-    binding : the resource most used at ``count`` (:data:`RESOURCES`), ``use`` all three
-        (compute: the per-engine rate over the compute bound; KV memory: time-average KV
-        over the limit; batch cap: time-average batch size over ``max_reqs``)
-    best : when ``count`` is None, the attainment and percentiles at the largest count tried
-    probes : one row per (count, seed): ``engines``, ``seed``, ``attainment``,
-        ``requests``, ``unfinished``, each percentile target's ``value`` and ``meets``;
-        ``report``: the pooled percentile table per count tried
+    count : int or None
+        The fewest engines that meet every target (pooled over the seeds), ``None`` when
+        even ``max_replicas`` miss.
+    at_least : int
+        Fewer engines cannot be stable: ``ceil(rate / upper)``, ``upper`` the bracket's
+        upper bound of one engine (with its KV limit and batch cap).
+    target_rate : float
+        The total arrival rate, in requests per time unit.
+    router : str
+        The router in front of the engines (:data:`~queuetheory.networks.FLEET_ROUTERS`).
+    memory : int or None
+        KV-cache tokens per engine (``None``: unlimited).
+    slo : dict or None
+        The joint latency targets (:data:`SLO_KEYS`), ``None`` when only percentile
+        targets are judged.
+    attainment : float
+        The share of requests that must meet every ``slo`` target.
+    percentiles : dict or None
+        The per-metric percentile targets as given, or ``None``.
+    seeds_meeting : tuple of int
+        ``(k, n)``: at ``count``, ``k`` of the ``n`` seeds (independent replications) meet
+        every target on their own (at the largest count tried when ``count`` is None).
+    below : tuple of int or None
+        The same at ``count − 1``, ``None`` where it was not judged.
+    binding : str or None
+        The resource most used at ``count`` (:data:`RESOURCES`).
+    use : dict
+        All three resources' use (compute: the per-engine rate over the compute bound; KV
+        memory: time-average KV over the limit; batch cap: time-average batch size over
+        ``max_reqs``; NaN where there is no limit).
+    bracket : Bracket
+        One engine's analytic bracket (:func:`bounds`).
+    probes : pandas.DataFrame
+        One row per (count, seed): ``engines``, ``seed``, ``attainment``, ``requests``,
+        ``unfinished``, each percentile target's ``value`` and ``meets``.
+    report : dict
+        The pooled percentile table (:func:`percentile_report`) per count tried, ``None``
+        values without percentile targets.
+    best : dict or None
+        When ``count`` is None, the attainment and percentiles at the largest count tried.
+    wall_s : float
+        Wall-clock seconds the search took.
     """
 
     count: int | None
@@ -116,30 +144,56 @@ def size_fleet(target_rate, workload, policy, time_model, *, memory=None,
 
     Parameters
     ----------
-    target_rate : total requests per time unit
-    workload : a :class:`~queuetheory.Workload` or a recorded trace
-    policy, time_model : each engine's scheduler and batch time
-    memory : KV-cache tokens per engine (``None``: unlimited)
-    router : a key of :data:`~queuetheory.networks.FLEET_ROUTERS`
-    slo, attainment : joint targets (:data:`~queuetheory.capacity.SLO_KEYS`) and the share
-        that must meet them all; ``None`` with ``percentiles`` given: no joint target
-    percentiles : per-metric percentile targets
-    token_budget : the per-batch budget (default the policy's)
-    seeds : independent replications
-    n_requests : arrivals per engine in each run
-    warmup : the share of the window discarded as warm-up
-    max_replicas : the largest count tried
-    first_token : ``"prefill"`` or ``"decode"``
+    target_rate : float
+        Total requests per time unit (> 0).
+    workload : Workload or Trace
+        A :class:`~queuetheory.Workload` or a recorded
+        :class:`~queuetheory.workload.Trace`.
+    policy : Policy
+        Each engine's scheduler.
+    time_model : TimeModel or Server
+        Each engine's batch-time model, or a whole :class:`~queuetheory.engine.Server` (its
+        ``token_budget``, ``memory`` and ``first_token`` then stand for those arguments;
+        given again, they must agree).
+    memory : int, optional
+        KV-cache tokens per engine (``None``: unlimited).
+    router : str, default "round_robin"
+        A key of :data:`~queuetheory.networks.FLEET_ROUTERS`.
+    slo : dict, optional
+        Joint targets (:data:`~queuetheory.capacity.SLO_KEYS`); default
+        ``{"ttft": 1.0, "tbt": 0.1}`` without ``percentiles``, none with them.
+    attainment : float, default 0.9
+        The share of requests that must meet every ``slo`` target, in ``(0, 1]``.
+    percentiles : dict, optional
+        Per-metric percentile targets (:func:`check_percentiles`).
+    token_budget : int, optional
+        The per-batch token budget ``b`` (default the policy's).
+    seeds : iterable of int, default (0, 1, 2)
+        Independent replications.
+    n_requests : int, default 600
+        Arrivals per engine in each run's window.
+    warmup : float, default 0.2
+        The share of the window discarded as warm-up, in ``[0, 1)``.
+    max_replicas : int, default 64
+        The largest count tried.
+    first_token : {"prefill", "decode"}, optional
+        Whether the prefill iteration emits the first output token; default
+        ``"prefill"``.
 
     Returns
     -------
     FleetSize
+        The count, its bound, the seeds' spread, the binding resource and the probes.
 
     Raises
     ------
-    ValueError : a bad rate, router, target, attainment, window or count;
-        :class:`~queuetheory.errors.UnsupportedSettingError` for a setting the policy
-        refuses
+    ValueError
+        A bad rate, router, target, attainment, window or count, a loose setting that
+        contradicts the :class:`~queuetheory.engine.Server`, no token budget, a bracket
+        that refuses its inputs (:func:`bounds`), or an empty bracket (no count can be
+        stable).
+    UnsupportedSettingError
+        For a setting the policy refuses (``Policy.supports``).
     """
     t0 = time.perf_counter()
     check_positive("target_rate", target_rate)

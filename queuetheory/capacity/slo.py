@@ -49,7 +49,38 @@ def slo_attainment(requests: pd.DataFrame, slo: dict, *, start: float, end: floa
     unfinished requests that had missed no target yet when the run stopped (latency and
     TTFT deadlines past ``run_end``, TTFT met or pending, no token gap over ``tbt``), which
     a longer run might have seen meet them all: misses here, so attainment is a lower
-    bound by at most ``undecided / requests``."""
+    bound by at most ``undecided / requests``.
+
+    Parameters
+    ----------
+    requests : pandas.DataFrame
+        One row per request, with ``arrival``, ``output``, ``first_token``, ``finish`` and
+        ``tbt_max`` columns (:attr:`~queuetheory.Result.requests`; ``NaN`` where not yet
+        reached).
+    slo : dict
+        The latency targets, ``{key: target}`` with keys among :data:`SLO_KEYS`, each
+        target positive, in the time model's unit.
+    start : float
+        The window's start: requests arriving at or after it count.
+    end : float
+        The window's end: requests arriving before it count.
+    run_end : float, optional
+        When the run stopped; given, the answer also counts ``undecided``.
+
+    Returns
+    -------
+    dict
+        ``requests`` (in the window), ``met``, ``unfinished``, ``attainment`` (``met`` over
+        ``requests``; ``NaN`` for an empty window), ``p50_latency`` and ``p99_latency``
+        (completed requests), ``{key}_p90`` per target, and with ``run_end``,
+        ``undecided``.
+
+    Raises
+    ------
+    ValueError
+        If ``slo`` is not a non-empty dict, has a key outside :data:`SLO_KEYS`, or a target
+        that is not a positive number.
+    """
     slo = _check_slo(slo)
     r = requests[(requests["arrival"] >= start) & (requests["arrival"] < end)]
     done = r["finish"].notna().to_numpy()

@@ -23,16 +23,25 @@ class RequestStats:
 
     Attributes
     ----------
-    prompt, output : mean prompt and output tokens
-    decode : mean decode iterations (``output − 1`` when prefill emits the first token)
-    work : mean tokens of compute, ``prompt + decode`` (Li, Dai, Peng's ``m_p + m_d``)
-    kv_area : mean KV-token-iterations ``E[a]``: the KV tokens a request holds after each of
-        its iterations, summed (Ao et al.'s memory work ``(l'+1)(l + l'/2)`` under
-        ``"decode"``; ``o·p + o(o−1)/2`` under ``"prefill"``)
-    peak : the largest KV footprint a request of the workload reaches (``p + o − 1`` under
-        ``"prefill"``), over the law's support (quantile grid for distributions)
-    work2 : the second moment ``E[(p + d)²]`` of a request's tokens of compute (prompt and
-        output independent within a class unless the class draws them as pairs)
+    prompt : float
+        Mean prompt tokens (Li, Dai, Peng's ``m_p``).
+    output : float
+        Mean output tokens.
+    decode : float
+        Mean decode iterations (``output − 1`` when prefill emits the first token; Li, Dai,
+        Peng's ``m_d``).
+    work : float
+        Mean tokens of compute, ``prompt + decode`` (Li, Dai, Peng's ``m_p + m_d``).
+    kv_area : float
+        Mean KV-token-iterations ``E[a]``: the KV tokens a request holds after each of its
+        iterations, summed (Ao et al.'s memory work ``(l'+1)(l + l'/2)`` under
+        ``"decode"``; ``o·p + o(o−1)/2`` under ``"prefill"``).
+    peak : int
+        The largest KV footprint a request of the workload reaches (``p + o − 1`` under
+        ``"prefill"``), over the law's support (quantile grid for distributions), in tokens.
+    work2 : float
+        The second moment ``E[(p + d)²]`` of a request's tokens of compute (prompt and
+        output independent within a class unless the class draws them as pairs).
     """
 
     prompt: float
@@ -45,7 +54,28 @@ class RequestStats:
 
 
 def request_stats(workload, first_token: str = "prefill") -> RequestStats:
-    """The :class:`RequestStats` of ``workload`` (class means weighted by rate)."""
+    """The :class:`RequestStats` of ``workload`` (class means weighted by rate).
+
+    Parameters
+    ----------
+    workload : Workload
+        The workload (a :class:`~queuetheory.Workload`; a recorded trace goes through its
+        length law first).
+    first_token : {"prefill", "decode"}, default "prefill"
+        Whether the prefill iteration emits the first output token (the real engines'
+        convention) or every output token takes a decode iteration (Li, Dai, Peng's).
+
+    Returns
+    -------
+    RequestStats
+        The per-request means, KV area, peak and second moment of the work.
+
+    Raises
+    ------
+    ValueError
+        If ``first_token`` is neither value, or ``workload`` is not a
+        :class:`~queuetheory.Workload`.
+    """
     emit = int(check_first_token(first_token) == "prefill")
     classes = _classes(workload)
     w = np.array([c.rate for c in classes], dtype=float)

@@ -19,17 +19,20 @@ def check_percentiles(percentiles) -> dict:
 
     Parameters
     ----------
-    percentiles : dict mapping ``p<q>_<metric>`` (``q`` in (0, 100], ``metric`` a key of
-        :data:`SLO_KEYS`) to a target in the time model's unit
+    percentiles : dict
+        Maps ``p<q>_<metric>`` (``q`` in (0, 100], ``metric`` a key of :data:`SLO_KEYS`) to
+        a target in the time model's unit.
 
     Returns
     -------
-    dict : key -> ``(q, metric, target)``
+    dict
+        key -> ``(q, metric, target)``.
 
     Raises
     ------
-    ValueError : not a dict, a key of another form, a percentile outside (0, 100] or a
-        target that is not positive
+    ValueError
+        Not a non-empty dict, a key of another form, a percentile outside (0, 100] or a
+        target that is not positive.
     """
     if not isinstance(percentiles, dict) or not percentiles:
         raise ValueError(f"percentiles={percentiles!r}: give a dict such as "
@@ -54,12 +57,15 @@ def metric_values(requests: pd.DataFrame, metric: str) -> np.ndarray:
 
     Parameters
     ----------
-    requests : needs ``arrival``, ``output``, ``first_token``, ``finish``, ``tbt_max``
-    metric : ``"ttft"``, ``"tbt"``, ``"tpot"`` or ``"latency"``
+    requests : pandas.DataFrame
+        Needs ``arrival``, ``output``, ``first_token``, ``finish``, ``tbt_max``.
+    metric : {"ttft", "tbt", "tpot", "latency"}
+        The metric (:data:`SLO_KEYS`).
 
     Returns
     -------
-    numpy.ndarray : one value per row
+    numpy.ndarray
+        One value per row, in the time model's unit.
     """
     arrival = requests["arrival"].to_numpy(float)
     first = requests["first_token"].to_numpy(float)
@@ -85,16 +91,27 @@ def percentile_report(requests: pd.DataFrame, percentiles: dict, *, start: float
 
     Parameters
     ----------
-    requests : the run's requests (:func:`metric_values`)
-    percentiles : targets (:func:`check_percentiles`)
-    start, end : the steady-state window of arrivals
+    requests : pandas.DataFrame
+        The run's requests (the columns :func:`metric_values` reads).
+    percentiles : dict
+        The targets (:func:`check_percentiles`).
+    start : float
+        The start of the steady-state window of arrivals.
+    end : float
+        The end of the window (arrivals before it count).
 
     Returns
     -------
-    pandas.DataFrame : one row per target: ``target``, ``percentile``, ``value`` (the
-        achieved percentile, ``inf`` when more than ``100 − q`` percent never reached the
-        metric), ``share`` (of requests within the target), ``meets``
-        (``share ≥ q/100``)
+    pandas.DataFrame
+        One row per target, indexed by its key: ``metric``, ``percentile``, ``target``,
+        ``value`` (the achieved percentile, ``inf`` when more than ``100 − q`` percent
+        never reached the metric), ``share`` (of requests within the target), ``meets``
+        (``share ≥ q/100``).
+
+    Raises
+    ------
+    ValueError
+        If ``percentiles`` breaks a rule of :func:`check_percentiles`.
     """
     parsed = check_percentiles(percentiles)
     arrival = requests["arrival"].to_numpy(float)

@@ -43,7 +43,31 @@ PAPERS = {
 
 @dataclass
 class Outcome:
-    """What a check measured: a verdict, a one-line headline figure and the raw numbers."""
+    """What a check measured: a verdict, a one-line headline figure and the raw numbers.
+
+    Attributes
+    ----------
+    verdict : str
+        One of :data:`VERDICTS` (``confirmed``, ``refuted``, ``erratum``, ``qualified``,
+        ``not-reproducible``).
+    figure : str
+        The one-line headline figure.
+    data : dict
+        The raw numbers measured.
+    note : str
+        What the verdict rests on, a correction or a counterexample, in words.
+    seconds : float
+        Wall-clock seconds the check took (set by :meth:`Claim.check`; NaN until then).
+    plot : callable or None
+        Optional ``plot(ax)`` drawing what was measured on a matplotlib Axes, in the style
+        of :mod:`queuetheory.plotting` (a title, labelled axes with units, bounds as
+        reference lines).
+
+    Raises
+    ------
+    ValueError
+        On construction, if ``verdict`` is not one of :data:`VERDICTS`.
+    """
 
     verdict: str
     figure: str
@@ -51,9 +75,6 @@ class Outcome:
     note: str = ""
     seconds: float = float("nan")
     plot: Callable | None = field(default=None, repr=False)
-    """Optional ``plot(ax)`` drawing what was measured on a matplotlib Axes, in the style of
-    :mod:`queuetheory.plotting` (a title, labelled axes with units, bounds as reference
-    lines)."""
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -62,27 +83,75 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Claim:
+    """A statement of a paper turned into a computation, as the ledger registers it
+    (:func:`claim`); :meth:`check` runs it.
+
+    Attributes
+    ----------
+    id : str
+        ``"<paper>.<name>"``, e.g. ``"li2025.theorem1a"``; the prefix is a key of
+        :func:`papers`.
+    paper : str
+        The paper's key (``"li2025"``, ``"ao2025"``, ...).
+    statement : str
+        The paper's statement, in words.
+    expected : str
+        The verdict the ledger records for the quick check (:data:`VERDICTS`).
+    run : callable
+        ``run(quick) -> Outcome``: the computation.
+    convention : str
+        Memory and first-token convention and model (discrete rounds, fluid, M → ∞).
+    scope : str
+        What the verdict covers: finite instances, asymptotic, fluid.
+    expected_full : str
+        The full check's recorded verdict (``expected`` when they agree).
+    full_differs : str
+        Why the full verdict differs from the quick one (empty when they agree).
+    """
+
     id: str
     paper: str
     statement: str
     expected: str
     run: Callable[[bool], Outcome] = field(repr=False, compare=False)
     convention: str = ""
-    """Memory and first-token convention and model (discrete rounds, fluid, M → ∞)."""
     scope: str = ""
-    """What the verdict covers: finite instances, asymptotic, fluid."""
     expected_full: str = ""
-    """The full check's recorded verdict (``expected`` when they agree)."""
     full_differs: str = ""
-    """Why the full verdict differs from the quick one (empty when they agree)."""
 
     def check(self, quick: bool = True) -> Outcome:
+        """Run the claim's computation and time it.
+
+        Parameters
+        ----------
+        quick : bool, default True
+            The quick check (short runs: ``queuetheory reproduce --quick`` and the test
+            suite) or the full one (``queuetheory reproduce``: longer runs, more
+            instances or seeds).
+
+        Returns
+        -------
+        Outcome
+            The verdict and what was measured, with ``seconds`` set.
+        """
         start = time.perf_counter()
         out = self.run(quick)
         out.seconds = time.perf_counter() - start
         return out
 
     def expected_for(self, quick: bool) -> str:
+        """The verdict the ledger records for the quick or the full check.
+
+        Parameters
+        ----------
+        quick : bool
+            The quick check (``expected``) or the full one (``expected_full``).
+
+        Returns
+        -------
+        str
+            One of :data:`VERDICTS`.
+        """
         return self.expected if quick else (self.expected_full or self.expected)
 
 
@@ -96,6 +165,36 @@ def claim(id: str, statement: str, expected: str, *, convention: str, scope: str
     ``convention`` and ``scope`` are required (see :class:`Claim`); ``expected_full`` is the
     full check's verdict when it differs from the quick one, and then ``full_differs`` says
     why.
+
+    Parameters
+    ----------
+    id : str
+        ``"<paper>.<name>"``, the paper's key (:func:`papers`) first.
+    statement : str
+        The paper's statement, in words (whitespace is collapsed).
+    expected : str
+        The quick check's recorded verdict (:data:`VERDICTS`).
+    convention : str
+        Memory and first-token convention and model; must not be blank.
+    scope : str
+        What the verdict covers; must not be blank.
+    expected_full : str, optional
+        The full check's recorded verdict, when it differs from ``expected``.
+    full_differs : str, default ""
+        Why the full verdict differs; given exactly when it does.
+
+    Returns
+    -------
+    callable
+        The decorator: it registers ``fn`` and returns it unchanged.
+
+    Raises
+    ------
+    ValueError
+        If the id's paper prefix is unknown, a verdict is not one of :data:`VERDICTS`,
+        ``convention`` or ``scope`` is blank, ``full_differs`` is given without a
+        differing ``expected_full`` or missing with one, or (when the decorator is applied)
+        the id is registered twice.
     """
     paper = id.split(".", 1)[0]
     if paper not in PAPERS:
@@ -122,13 +221,46 @@ def claim(id: str, statement: str, expected: str, *, convention: str, scope: str
 
 
 def all(paper: str | None = None) -> list[Claim]:  # noqa: A001 - the documented public name
-    """Every registered claim (of one paper if ``paper`` is given), in registration order."""
+    """Every registered claim (of one paper if ``paper`` is given), in registration order.
+
+    Parameters
+    ----------
+    paper : str, optional
+        A paper's key (:func:`papers`); default every paper.
+
+    Returns
+    -------
+    list of Claim
+        The claims, in registration order.
+
+    Raises
+    ------
+    ValueError
+        If ``paper`` is not a known key.
+    """
     if paper is not None and paper not in PAPERS:
         raise ValueError(f"paper={paper!r}: must be one of {sorted(PAPERS)}")
     return [c for c in _REGISTRY.values() if paper is None or c.paper == paper]
 
 
 def get(id: str) -> Claim:
+    """The registered claim ``id`` (e.g. ``qt.claims.get("li2025.theorem1a").check()``).
+
+    Parameters
+    ----------
+    id : str
+        The claim's id, ``"<paper>.<name>"``.
+
+    Returns
+    -------
+    Claim
+        The claim.
+
+    Raises
+    ------
+    KeyError
+        If no claim has that id (the message lists the known ones).
+    """
     try:
         return _REGISTRY[id]
     except KeyError:
@@ -136,6 +268,13 @@ def get(id: str) -> Claim:
 
 
 def papers() -> dict[str, str]:
+    """The papers of the ledger: key (the claim ids' prefix) -> authors and title.
+
+    Returns
+    -------
+    dict
+        ``{key: "authors — title"}``, a copy.
+    """
     return dict(PAPERS)
 
 

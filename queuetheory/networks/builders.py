@@ -30,7 +30,26 @@ def _poisson(mean):
 
 def length_law(mean, lengths: str = "poisson"):
     """A length law with the given mean: ``poisson`` (frozen scipy; the same object for the
-    same mean, so its quadrature mean is computed once) or ``fixed`` (int)."""
+    same mean, so its quadrature mean is computed once) or ``fixed`` (int).
+
+    Parameters
+    ----------
+    mean : float
+        The mean length, in tokens (> 0; an integer for ``fixed``).
+    lengths : {"poisson", "fixed"}, default "poisson"
+        The law's kind.
+
+    Returns
+    -------
+    scipy.stats distribution or int
+        The frozen Poisson law, or the fixed length.
+
+    Raises
+    ------
+    ValueError
+        If ``mean`` is not positive (not a positive integer for ``fixed``), or ``lengths``
+        is neither kind.
+    """
     if lengths == "poisson":
         check_positive("mean length", mean)
         return _poisson(float(mean))
@@ -58,6 +77,39 @@ def parallel(K: int = 4, router: str = "random", *, rho: float = 0.9, sizes=SHOR
     condition (4.1). ``router``: ``random``, ``round_robin``, ``least_requests`` or
     ``least_tokens`` (spec §4.1; ties go to the lowest index; counts include the requests
     and tokens of running batches). Every engine runs ``policy`` (default Sarathi).
+
+    Parameters
+    ----------
+    K : int, default 4
+        The number of engines.
+    router : str, default "random"
+        One of ``ROUTERS``.
+    rho : float, default 0.9
+        The load of condition (4.1), > 0.
+    sizes : tuple of float, default SHORT
+        ``(m_p, m_d)``, the mean prompt and output tokens (the short tasks, (32, 32)).
+    token_budget : int, default 768
+        ``b``, every agent's token budget (the paper's).
+    time_model : TimeModel, optional
+        Every agent's batch-time model; default :class:`~queuetheory.UnitTime` (one slot per
+        batch, the paper's).
+    policy : Policy, optional
+        Every engine's scheduler (copied); default FCFS Sarathi.
+    lengths : {"poisson", "fixed"}, default "poisson"
+        Poisson lengths with the given means (clipped to ≥ 1), or the means themselves
+        (:func:`length_law`).
+
+    Returns
+    -------
+    AgentNetwork
+        The network; ``net.graph["rho"]`` records ``rho``.
+
+    Raises
+    ------
+    ValueError
+        If ``K`` is not a positive integer, ``router`` is not one of ``ROUTERS``, ``rho`` is
+        not positive, a mean length or the lengths' kind is bad (:func:`length_law`), or an
+        agent's setting is refused (:meth:`AgentNetwork.add_agent`).
     """
     check_positive("K", K, integer=True)
     if router not in ROUTERS:
@@ -87,6 +139,36 @@ def two_type_engine(priority=None, *, rho: float = 0.9, sizes=(SHORT, LONG),
     default, spec §4.2); ``priority``: ``("short", "long")``, ``("long", "short")`` (static
     priority, most important first) or ``None`` (type-blind Sarathi FCFS). ``rho`` is the load
     of condition (4.2).
+
+    Parameters
+    ----------
+    priority : tuple of str, optional
+        ``("short", "long")`` or ``("long", "short")``, most important first; ``None``:
+        type-blind FCFS Sarathi.
+    rho : float, default 0.9
+        The load of condition (4.2), > 0.
+    sizes : tuple of tuple, default (SHORT, LONG)
+        ``(m_p, m_d)`` of the short and of the long type ((32, 32) and (512, 32)).
+    token_budget : int, default 768
+        ``b``, every agent's token budget (the paper's).
+    time_model : TimeModel, optional
+        Every agent's batch-time model; default :class:`~queuetheory.UnitTime` (one slot per
+        batch, the paper's).
+    lengths : {"poisson", "fixed"}, default "poisson"
+        Poisson lengths with the given means (clipped to ≥ 1), or the means themselves
+        (:func:`length_law`).
+
+    Returns
+    -------
+    AgentNetwork
+        The network; ``net.graph["rho"]`` records ``rho``.
+
+    Raises
+    ------
+    ValueError
+        If ``rho`` is not positive, a mean length or the lengths' kind is bad
+        (:func:`length_law`), or the agent's setting is refused
+        (:meth:`AgentNetwork.add_agent`).
     """
     rho = _check_rho(rho)
     tm = time_model or UnitTime()
@@ -108,6 +190,35 @@ def fork_join(rho: float = 0.9, *, sizes=FORK_JOIN, token_budget: int = 768, tim
 
     The paper gives no parameters; the defaults are spec §4.3's. ``λ`` is set so that the
     most loaded agent has load ``rho`` (Conjecture 1's condition (4.3) is ``max_j ρ_j < 1``).
+
+    Parameters
+    ----------
+    rho : float, default 0.9
+        The load of the most loaded agent, > 0.
+    sizes : tuple of tuple, default FORK_JOIN
+        ``(m_p, m_d)`` of the classes at agents 0, 1, 2 and 3.
+    token_budget : int, default 768
+        ``b``, every agent's token budget (the paper's).
+    time_model : TimeModel, optional
+        Every agent's batch-time model; default :class:`~queuetheory.UnitTime` (one slot per
+        batch, the paper's).
+    policy : Policy, optional
+        Every agent's scheduler (copied); default FCFS Sarathi.
+    lengths : {"poisson", "fixed"}, default "poisson"
+        Poisson lengths with the given means (clipped to ≥ 1), or the means themselves
+        (:func:`length_law`).
+
+    Returns
+    -------
+    AgentNetwork
+        The network; ``net.graph["rho"]`` records ``rho``.
+
+    Raises
+    ------
+    ValueError
+        If ``rho`` is not positive, a mean length or the lengths' kind is bad
+        (:func:`length_law`), or an agent's setting is refused
+        (:meth:`AgentNetwork.add_agent`).
     """
     rho = _check_rho(rho)
     tm = time_model or UnitTime()
@@ -137,6 +248,38 @@ def rybko_stolyar(priority: str = "up", rho: float = 0.9, *, short=SHORT, long=L
     ``priority="up"``: each agent favours the *exiting* long tasks (``B2`` at agent 1, ``A2``
     at agent 2), the paper's unstable policy; ``"down"`` reverses it. Within a class
     decode-priority FCFS; classes mix only when the favoured one cannot fill the batch.
+
+    Parameters
+    ----------
+    priority : {"up", "down"}, default "up"
+        ``"up"``: each agent favours the exiting long tasks (unstable); ``"down"``: the
+        entering short ones.
+    rho : float, default 0.9
+        Each agent's load, > 0.
+    short : tuple of float, default SHORT
+        ``(m_p, m_d)`` of the short tasks, (32, 32).
+    long : tuple of float, default LONG
+        ``(m_p, m_d)`` of the long tasks, (512, 32).
+    token_budget : int, default 768
+        ``b``, every agent's token budget (the paper's).
+    time_model : TimeModel, optional
+        Every agent's batch-time model; default :class:`~queuetheory.UnitTime` (one slot per
+        batch, the paper's).
+    lengths : {"poisson", "fixed"}, default "poisson"
+        Poisson lengths with the given means (clipped to ≥ 1), or the means themselves
+        (:func:`length_law`).
+
+    Returns
+    -------
+    AgentNetwork
+        The network; ``net.graph["rho"]`` records ``rho``.
+
+    Raises
+    ------
+    ValueError
+        If ``priority`` is neither value, ``rho`` is not positive, a mean length or the
+        lengths' kind is bad (:func:`length_law`), or an agent's setting is refused
+        (:meth:`AgentNetwork.add_agent`).
     """
     if priority not in ("up", "down"):
         raise ValueError(f"priority={priority!r}: must be 'up' or 'down'")

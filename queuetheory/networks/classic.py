@@ -32,7 +32,24 @@ PRIORITY = {"up": (3, 0, 1, 2), "down": (0, 3, 2, 1)}   # per station: most impo
 
 @dataclass(frozen=True)
 class ClassicRybkoStolyar:
-    """Arrival rate ``lam`` per type, mean service times ``means = (m_1, m_2, m_3, m_4)``."""
+    """Arrival rate ``lam`` per type, mean service times ``means = (m_1, m_2, m_3, m_4)``.
+
+    Attributes
+    ----------
+    lam : float
+        ``λ``, the Poisson arrival rate of each type (> 0).
+    means : tuple of float
+        ``(m_1, m_2, m_3, m_4)``, the mean exponential service time of each class (> 0).
+    priority : {"up", "down"}, default "up"
+        ``"up"`` favours the exiting classes (4 at station 1, 2 at station 2); ``"down"``
+        the entering ones.
+
+    Raises
+    ------
+    ValueError
+        On construction, if ``lam`` or a mean is not positive, ``means`` does not hold four
+        values, or ``priority`` is neither value.
+    """
 
     lam: float
     means: tuple
@@ -48,12 +65,25 @@ class ClassicRybkoStolyar:
             raise ValueError(f"priority={self.priority!r}: must be 'up' or 'down'")
 
     def ranks(self) -> tuple:
-        """Rank of each class at its station (0 = most important)."""
+        """Rank of each class at its station (0 = most important).
+
+        Returns
+        -------
+        tuple of int
+            One rank per class, classes 1 to 4.
+        """
         order = PRIORITY[self.priority]
         return tuple([c for c in order if STATION[c] == STATION[k]].index(k) for k in range(4))
 
     def stability_report(self) -> pd.DataFrame:
-        """Station loads and the virtual-station loads of the chosen priorities."""
+        """Station loads and the virtual-station loads of the chosen priorities.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by condition (``"rho[station1] < 1"``, ``"virtual[2+4] < 1"``, ...):
+            ``kind`` (``agent`` or ``virtual``), ``load`` and ``holds``.
+        """
         load = [self.lam * m for m in self.means]
         rows = [{"condition": f"rho[station{s + 1}] < 1", "kind": "agent",
                  "load": sum(load[k] for k in range(4) if STATION[k] == s)} for s in (0, 1)]
@@ -67,7 +97,19 @@ class ClassicRybkoStolyar:
 
 @dataclass(frozen=True)
 class ClassicResult:
-    """Jump times and the class counts ``x`` (one column per class) just after each jump."""
+    """Jump times and the class counts ``x`` (one column per class) just after each jump.
+
+    Attributes
+    ----------
+    time : numpy.ndarray
+        The jump times, 0 first.
+    counts : numpy.ndarray
+        The class counts just after each jump, one row per jump, one column per class.
+    horizon : float
+        The run's end.
+    lam : float
+        ``λ``, the arrival rate per type.
+    """
 
     time: np.ndarray
     counts: np.ndarray
@@ -87,7 +129,27 @@ class ClassicResult:
 
 
 def simulate_classic(model: ClassicRybkoStolyar, horizon: float, seed=0) -> ClassicResult:
-    """Exact simulation of the continuous-time Markov chain from empty until ``horizon``."""
+    """Exact simulation of the continuous-time Markov chain from empty until ``horizon``.
+
+    Parameters
+    ----------
+    model : ClassicRybkoStolyar
+        The network.
+    horizon : float
+        The run's end, in the unit of the mean service times (> 0).
+    seed : int or numpy.random.SeedSequence, default 0
+        The seed of the chain's random numbers.
+
+    Returns
+    -------
+    ClassicResult
+        The jump times and the class counts.
+
+    Raises
+    ------
+    ValueError
+        If ``horizon`` is not a positive number.
+    """
     check_positive("horizon", horizon)
     rng = np.random.default_rng(seed)
     mu = 1.0 / np.asarray(model.means, dtype=float)
@@ -127,5 +189,25 @@ def simulate_classic(model: ClassicRybkoStolyar, horizon: float, seed=0) -> Clas
 
 def rybko_stolyar_classic(priority: str = "up", lam: float = 1.0,
                           means=(0.1, 0.6, 0.1, 0.6)) -> ClassicRybkoStolyar:
-    """The classical network; the defaults have station loads 0.7 and virtual load 1.2."""
+    """The classical network; the defaults have station loads 0.7 and virtual load 1.2.
+
+    Parameters
+    ----------
+    priority : {"up", "down"}, default "up"
+        The static priorities (see :class:`ClassicRybkoStolyar`).
+    lam : float, default 1.0
+        ``λ``, the arrival rate per type.
+    means : sequence of float, default (0.1, 0.6, 0.1, 0.6)
+        ``(m_1, m_2, m_3, m_4)``, the mean service times.
+
+    Returns
+    -------
+    ClassicRybkoStolyar
+        The network.
+
+    Raises
+    ------
+    ValueError
+        If an argument breaks a rule of :class:`ClassicRybkoStolyar`.
+    """
     return ClassicRybkoStolyar(lam, tuple(float(m) for m in means), priority)

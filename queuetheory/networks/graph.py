@@ -55,6 +55,19 @@ class Agent:
     ``priority`` lists the agent's classes, most important first, and gives the
     work-conserving :class:`~queuetheory.policies.StaticPriority` (Li, Dai, Peng §4.3).
     With neither, the agent runs type-blind FCFS :class:`~queuetheory.policies.Sarathi`.
+
+    Attributes
+    ----------
+    name : str
+        The agent's name, a key of ``AgentNetwork.agents``.
+    time_model : TimeModel
+        The engine's batch-time model.
+    token_budget : int
+        ``b``, the most tokens one batch serves.
+    policy : Policy or None
+        The scheduler (copied for every run), or ``None``.
+    priority : tuple or None
+        The agent's class names, most important first (static priority), or ``None``.
     """
 
     name: str
@@ -64,7 +77,20 @@ class Agent:
     priority: tuple | None = None
 
     def make_policy(self, classes: list) -> Policy:
-        """A fresh policy for one run; ``classes`` are the agent's class names in local order."""
+        """A fresh policy for one run; ``classes`` are the agent's class names in local order.
+
+        Parameters
+        ----------
+        classes : list
+            The agent's class names, in local order (the order the engine numbers them).
+
+        Returns
+        -------
+        Policy
+            A deep copy of ``policy``; else :class:`~queuetheory.policies.StaticPriority`
+            over ``priority``; else FCFS :class:`~queuetheory.policies.Sarathi`, with the
+            agent's token budget.
+        """
         if self.policy is not None:
             return copy.deepcopy(self.policy)
         if self.priority is not None:
@@ -90,6 +116,19 @@ class AgentNetwork(nx.DiGraph):
     the builders :func:`parallel`, :func:`two_type_engine`, :func:`fork_join` and
     :func:`rybko_stolyar`. ``slot`` (optional) puts decisions on a slot grid: an arrival in
     ``(n−1, n]`` slots is admitted at slot ``n`` (Li, Dai, Peng's ``a_n``, (2.1)).
+
+    Parameters
+    ----------
+    incoming_graph_data : optional
+        As for :class:`networkx.DiGraph`: a graph to copy (with its ``graph["agents"]``).
+    slot : float, optional
+        The slot length of the decision grid, in the time unit; ``None``: decisions in
+        continuous time.
+    arrivals : str, default "poisson"
+        Every source's arrival process, as a :class:`~queuetheory.Workload`'s ``arrivals``
+        (``"poisson"``, ``"deterministic"``, ...).
+    **attr
+        Graph attributes, as for :class:`networkx.DiGraph`.
     """
 
     def __init__(self, incoming_graph_data=None, *, slot: float | None = None,
@@ -104,22 +143,55 @@ class AgentNetwork(nx.DiGraph):
     # ---- description ------------------------------------------------------------------------
     @property
     def agents(self) -> dict:
+        """The agents, name -> :class:`Agent`."""
         return self.graph["agents"]
 
     @property
     def slot(self):
+        """The slot length of the decision grid, or ``None`` (continuous time)."""
         return self.graph["slot"]
 
     def nodes_of(self, kind: str) -> list:
+        """The nodes of one kind, in the order they were added.
+
+        Parameters
+        ----------
+        kind : str
+            One of ``KINDS``: ``"source"``, ``"class"``, ``"router"``, ``"fork"``,
+            ``"join"``, ``"sink"``.
+
+        Returns
+        -------
+        list
+            Their names.
+        """
         return [v for v, k in self.nodes(data="kind") if k == kind]
 
     def classes_at(self, agent: str) -> list:
-        """The class names served by ``agent``, in the order they were added."""
+        """The class names served by ``agent``, in the order they were added.
+
+        Parameters
+        ----------
+        agent : str
+            An agent's name.
+
+        Returns
+        -------
+        list
+            Its class names.
+        """
         return [v for v, d in self.nodes(data=True)
                 if d.get("kind") == "class" and d["agent"] == agent]
 
     def agent_graph(self) -> nx.DiGraph:
-        """Agents as nodes; an edge ``i → j`` when a class at ``i`` feeds a class at ``j``."""
+        """Agents as nodes; an edge ``i → j`` when a class at ``i`` feeds a class at ``j``.
+
+        Returns
+        -------
+        networkx.DiGraph
+            The agent graph; each edge's ``classes`` lists the classes at ``i`` that feed
+            ``j``.
+        """
         g = nx.DiGraph()
         g.add_nodes_from(self.agents)
         for k in self.nodes_of("class"):
@@ -129,7 +201,18 @@ class AgentNetwork(nx.DiGraph):
         return g
 
     def next_classes(self, node) -> list:
-        """The classes reached from ``node`` through routers, forks and joins."""
+        """The classes reached from ``node`` through routers, forks and joins.
+
+        Parameters
+        ----------
+        node : hashable
+            A node of the class graph.
+
+        Returns
+        -------
+        list
+            The class names reached (the sink ends a path and is left out).
+        """
         out = []
         for v in self.successors(node):
             kind = self.nodes[v].get("kind")
@@ -142,7 +225,39 @@ class AgentNetwork(nx.DiGraph):
         """Add an LLM engine (see :class:`Agent`); ``time_model`` may be a whole
         :class:`~queuetheory.engine.Server`, whose ``token_budget`` then stands (the
         network's engines have no KV limit and emit the first token with a decode
-        iteration: a server that says otherwise is refused)."""
+        iteration: a server that says otherwise is refused).
+
+        Parameters
+        ----------
+        name : str
+            The agent's name, new to the network.
+        time_model : TimeModel or Server
+            The engine's batch-time model, or a whole :class:`~queuetheory.engine.Server`
+            (its ``token_budget`` then stands; given again, it must agree; its ``memory``
+            must be ``None`` and its ``first_token`` ``"decode"``).
+        token_budget : int, optional
+            ``b``, the most tokens one batch serves; required unless a server gives it.
+        policy : Policy, optional
+            The scheduler (copied for every run); not with ``priority``.
+        priority : sequence, optional
+            The agent's class names, most important first (static priority); not with
+            ``policy``.
+
+        Returns
+        -------
+        Agent
+            The agent added.
+
+        Raises
+        ------
+        ValueError
+            If the name is already taken, the server has a memory limit or
+            ``first_token="prefill"`` or contradicts ``token_budget``, no token budget is
+            given or it is not a positive integer, ``time_model`` is not a
+            :class:`~queuetheory.timing.TimeModel`, both ``policy`` and ``priority`` are
+            given, ``policy`` is not a :class:`~queuetheory.policies.Policy`, or its own
+            token budget exceeds the agent's.
+        """
         if name in self.agents:
             raise ValueError(f"agent={name!r}: already in the network")
         if isinstance(time_model, Server):
@@ -161,13 +276,37 @@ class AgentNetwork(nx.DiGraph):
         return agent
 
     def add_source(self, name, rate: float, to) -> None:
-        """External Poisson arrivals at ``rate`` per time unit, entering node ``to``."""
+        """External Poisson arrivals at ``rate`` per time unit, entering node ``to``.
+
+        Parameters
+        ----------
+        name : hashable
+            The source's node name.
+        rate : float
+            The arrival rate, in requests per time unit (checked by :meth:`validate`).
+        to : hashable
+            The node the arrivals enter (a class, router or fork).
+        """
         self.add_node(name, kind="source", rate=rate)
         self.add_edge(name, to)
 
     def add_class(self, name, agent, prompt, output, to=SINK) -> None:
         """A visit to ``agent`` with its own prompt/output length laws (int, frozen
-        ``scipy.stats`` distribution or samples, as in :class:`~queuetheory.RequestClass`)."""
+        ``scipy.stats`` distribution or samples, as in :class:`~queuetheory.RequestClass`).
+
+        Parameters
+        ----------
+        name : hashable
+            The class's node name.
+        agent : str
+            The agent that serves it.
+        prompt : int, scipy.stats distribution or array_like
+            The prompt length law, drawn afresh at every visit.
+        output : int, scipy.stats distribution or array_like
+            The output length law, drawn afresh at every visit.
+        to : hashable, default "sink"
+            Where a request goes on completion.
+        """
         self.add_node(name, kind="class", agent=agent,
                       lengths=RequestClass(prompt, output, rate=0.0, name=str(name)))
         self.add_edge(name, to)
@@ -175,7 +314,24 @@ class AgentNetwork(nx.DiGraph):
     def add_route(self, name, rate: float, stages, to=SINK) -> list:
         """A request type visiting ``stages = [(agent, prompt, output), ...]`` in order.
 
-        Its classes are named ``f"{name}{k}"`` for stage ``k = 1, 2, …``; returns them."""
+        Its classes are named ``f"{name}{k}"`` for stage ``k = 1, 2, …``; returns them.
+
+        Parameters
+        ----------
+        name : str
+            The request type's name; its source is ``f"src:{name}"``.
+        rate : float
+            Its external arrival rate, in requests per time unit.
+        stages : sequence of tuple
+            ``(agent, prompt, output)`` per stage, in visiting order.
+        to : hashable, default "sink"
+            Where a request goes after the last stage.
+
+        Returns
+        -------
+        list of str
+            The class names, one per stage.
+        """
         names = [f"{name}{k}" for k in range(1, len(stages) + 1)]
         for k, (agent, prompt, output) in enumerate(stages):
             self.add_class(names[k], agent, prompt, output,
@@ -185,17 +341,46 @@ class AgentNetwork(nx.DiGraph):
 
     def add_router(self, name, to, router: str = "random") -> None:
         """A load balancer sending each request to one of the classes ``to`` (Li, Dai, Peng
-        §4.1)."""
+        §4.1).
+
+        Parameters
+        ----------
+        name : hashable
+            The router's node name.
+        to : iterable
+            The classes it chooses among.
+        router : str, default "random"
+            One of ``ROUTERS``: ``random``, ``round_robin``, ``least_requests``,
+            ``least_tokens`` (checked by :meth:`validate`).
+        """
         self.add_node(name, kind="router", router=router)
         self.add_edges_from((name, v) for v in to)
 
     def add_fork(self, name, to) -> None:
-        """Each request becomes one task on every branch ``to`` (Li, Dai, Peng §4.3)."""
+        """Each request becomes one task on every branch ``to`` (Li, Dai, Peng §4.3).
+
+        Parameters
+        ----------
+        name : hashable
+            The fork's node name.
+        to : iterable
+            The first node of each branch (at least two).
+        """
         self.add_node(name, kind="fork")
         self.add_edges_from((name, v) for v in to)
 
     def add_join(self, name, fork, to=SINK) -> None:
-        """Releases a request once all the branches of ``fork`` have finished it."""
+        """Releases a request once all the branches of ``fork`` have finished it.
+
+        Parameters
+        ----------
+        name : hashable
+            The join's node name.
+        fork : hashable
+            The fork whose branches it waits for.
+        to : hashable, default "sink"
+            Where the request goes once released.
+        """
         self.add_node(name, kind="join", fork=fork)
         self.add_edge(name, to)
 
@@ -215,7 +400,25 @@ class AgentNetwork(nx.DiGraph):
                                  f"the agent's token_budget={a.token_budget}")
 
     def validate(self) -> AgentNetwork:
-        """Check the description; raise ``ValueError`` naming the node and the rule broken."""
+        """Check the description; raise ``ValueError`` naming the node and the rule broken.
+
+        Returns
+        -------
+        AgentNetwork
+            The network itself, valid.
+
+        Raises
+        ------
+        ValueError
+            Naming the node and the rule broken: a node referenced but never added, a sink
+            with successors, a class, source or join without exactly one successor, a source
+            with a rate that is not positive or with predecessors, a class whose agent is
+            not in the network or that no source reaches or that never reaches the sink, a
+            router of unknown kind or without class successors, a fork with fewer than two
+            branches, a join that does not match its fork, a cycle, no source, an agent with
+            a bad setting (as in :meth:`add_agent`), that serves no class or whose priority
+            does not list exactly its classes.
+        """
         for v, d in self.nodes(data=True):
             kind = d.get("kind")
             if kind not in KINDS:

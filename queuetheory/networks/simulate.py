@@ -32,6 +32,28 @@ class NetworkResult:
     ``join_waiting`` and per agent ``requests[a]`` and ``tokens[a]``. ``requests`` (one row
     per external request), ``per_agent``, ``per_type`` and ``per_class`` are DataFrames;
     ``engines`` maps each agent to its :class:`~queuetheory.engine.Engine`.
+
+    Attributes
+    ----------
+    net : AgentNetwork
+        The network run.
+    engines : dict
+        Agent name -> its :class:`~queuetheory.engine.Engine` (with its request table and
+        batch log).
+    paths : pandas.DataFrame
+        At every epoch: ``time``, ``requests``, ``join_waiting``, ``requests[a]`` and
+        ``tokens[a]`` per agent, and ``tokens`` (their sum).
+    requests : pandas.DataFrame
+        One row per external request: ``type`` (its source), ``arrival``, ``finish`` and
+        ``sojourn``.
+    horizon : float
+        The run's end, in the time unit.
+    tokens_in : int
+        The tokens that entered the agents over the run.
+    local : dict
+        Agent name -> its class names in local order.
+    job_of : dict
+        Agent name -> the external request of each of its visits (an array).
     """
 
     net: object
@@ -46,7 +68,26 @@ class NetworkResult:
     def growth_rate(self, quantity: str = "tokens", **kwargs):
         """Block-means slope of ``tokens`` or ``requests`` (see
         :func:`~queuetheory.stability.path_growth_rate`), relative to the tokens (requests) that
-        entered the agents per time unit."""
+        entered the agents per time unit.
+
+        Parameters
+        ----------
+        quantity : {"tokens", "requests"}, default "tokens"
+            The path tested.
+        **kwargs
+            To :func:`~queuetheory.stability.path_growth_rate` (``tail``, ``blocks``,
+            ``level``, ``tolerance``).
+
+        Returns
+        -------
+        GrowthRate
+            The verdict, the drift and its intervals.
+
+        Raises
+        ------
+        ValueError
+            If ``quantity`` is neither value, or a test argument breaks its rule.
+        """
         if quantity not in ("tokens", "requests"):
             raise ValueError(f"quantity={quantity!r}: must be 'tokens' or 'requests'")
         offered = (self.tokens_in if quantity == "tokens" else len(self.requests)) / self.horizon
@@ -54,7 +95,18 @@ class NetworkResult:
                                 end=self.horizon, offered=offered, quantity=quantity, **kwargs)
 
     def time_average(self, column: str) -> float:
-        """Time average of a ``paths`` column over ``[first epoch, horizon]``."""
+        """Time average of a ``paths`` column over ``[first epoch, horizon]``.
+
+        Parameters
+        ----------
+        column : str
+            A column of ``paths`` (``"requests"``, ``"tokens"``, ``"requests[a]"``, ...).
+
+        Returns
+        -------
+        float
+            Its time average (0 without epochs).
+        """
         t = self.paths["time"].to_numpy()
         y = self.paths[column].to_numpy(float)
         if t.size == 0:
@@ -64,6 +116,8 @@ class NetworkResult:
 
     @property
     def per_agent(self) -> pd.DataFrame:
+        """One row per agent: ``load`` (``ρ_j``), ``iterations``, ``busy_fraction``,
+        ``token_throughput``, ``mean_requests``, ``requests_end`` and ``tokens_end``."""
         loads = agent_loads(self.net)["load"]
         rows = []
         for a, eng in self.engines.items():
@@ -78,6 +132,8 @@ class NetworkResult:
 
     @property
     def per_type(self) -> pd.DataFrame:
+        """One row per request type (source): ``arrived``, ``completed``, ``mean_sojourn``
+        and ``p99_sojourn``."""
         r = self.requests
         g = r.groupby("type")
         return pd.DataFrame({"arrived": g.size(), "completed": g["finish"].count(),
@@ -101,6 +157,8 @@ class NetworkResult:
 
     @property
     def per_class(self) -> pd.DataFrame:
+        """One row per class: ``agent``, ``visits``, ``completed`` and ``mean_sojourn`` (of
+        the completed visits)."""
         rows = []
         for a, eng in self.engines.items():
             t = eng.table
@@ -116,6 +174,8 @@ class NetworkResult:
 
     @property
     def metrics(self) -> dict:
+        """The run's figures: ``horizon``, ``arrived``, ``completed``, ``mean_sojourn``,
+        ``mean_requests``, ``mean_tokens``, ``requests_end`` and ``tokens_end``."""
         r = self.requests
         done = r["finish"].notna()
         return {"horizon": self.horizon, "arrived": int(len(r)), "completed": int(done.sum()),
@@ -138,6 +198,29 @@ def simulate(net, *, horizon: float, seed=0, fast_path: bool = True) -> NetworkR
     (:mod:`~queuetheory.networks.stepped`, one engine decision per agent per epoch) about
     ten times faster on the paper's networks (benchmarks/networks_rs.py); ``False`` forces
     the general path. Other networks always take it.
+
+    Parameters
+    ----------
+    net : AgentNetwork
+        The network (validated first).
+    horizon : float
+        The run's end, in the time unit (> 0).
+    seed : int, default 0
+        The seed of the arrivals, lengths, routing and policies (the root of a
+        :class:`numpy.random.SeedSequence`).
+    fast_path : bool, default True
+        Whether networks the per-slot kernel covers go through it.
+
+    Returns
+    -------
+    NetworkResult
+        The paths, the requests and each agent's engine.
+
+    Raises
+    ------
+    ValueError
+        If ``net`` is not valid (:meth:`AgentNetwork.validate`) or ``horizon`` is not a
+        positive number.
     """
     net.validate()
     check_positive("horizon", horizon)

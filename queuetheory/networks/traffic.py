@@ -31,7 +31,23 @@ __all__ = ["class_rates", "traffic", "agent_loads", "virtual_station_loads",
 
 
 def class_rates(net) -> dict:
-    """Visit rate of every node of ``net`` from the traffic equations (topological order)."""
+    """Visit rate of every node of ``net`` from the traffic equations (topological order).
+
+    Parameters
+    ----------
+    net : AgentNetwork
+        The network (validated first).
+
+    Returns
+    -------
+    dict
+        node -> ``λ``, its visit rate in requests (or tasks) per time unit.
+
+    Raises
+    ------
+    ValueError
+        If ``net`` is not valid (:meth:`AgentNetwork.validate`).
+    """
     net.validate()
     rate = {}
     for v in nx.topological_sort(net):
@@ -50,7 +66,25 @@ def class_rates(net) -> dict:
 
 
 def traffic(net) -> pd.DataFrame:
-    """One row per class: agent, visit rate, mean lengths, token rate and token load."""
+    """One row per class: agent, visit rate, mean lengths, token rate and token load.
+
+    Parameters
+    ----------
+    net : AgentNetwork
+        The network (validated first).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by class: ``agent``, ``rate`` (``λ_k``), ``mean_prompt`` (``m_p^k``),
+        ``mean_output`` (``m_d^k``), ``token_rate`` (``λ_k (m_p^k + m_d^k)``) and ``load``
+        (its share of the agent's capacity ``b/t_b``, the summand of eqs. 4.1–4.3).
+
+    Raises
+    ------
+    ValueError
+        If ``net`` is not valid (:meth:`AgentNetwork.validate`).
+    """
     rate = class_rates(net)
     rows = []
     for k in net.nodes_of("class"):
@@ -65,7 +99,24 @@ def traffic(net) -> pd.DataFrame:
 
 
 def agent_loads(net) -> pd.DataFrame:
-    """One row per agent: budget ``b``, ``t_b``, capacity ``b/t_b``, token rate, load ``ρ_j``."""
+    """One row per agent: budget ``b``, ``t_b``, capacity ``b/t_b``, token rate, load ``ρ_j``.
+
+    Parameters
+    ----------
+    net : AgentNetwork
+        The network (validated first).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by agent: ``token_budget``, ``batch_time``, ``capacity``, ``token_rate``
+        and ``load`` (``ρ_j``, eqs. 4.1–4.3).
+
+    Raises
+    ------
+    ValueError
+        If ``net`` is not valid (:meth:`AgentNetwork.validate`).
+    """
     tr = traffic(net)
     rows = []
     for name, a in net.agents.items():
@@ -99,7 +150,24 @@ def virtual_pairs(station, rank, pred, load) -> list:
 
 
 def virtual_station_loads(net) -> pd.DataFrame:
-    """Virtual stations of ``net``'s static priorities, with their loads ``ρ_k + ρ_l``."""
+    """Virtual stations of ``net``'s static priorities, with their loads ``ρ_k + ρ_l``.
+
+    Parameters
+    ----------
+    net : AgentNetwork
+        The network (validated first).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per virtual station: ``classes`` (the pair), ``agents`` (theirs) and
+        ``load`` (``ρ_k + ρ_l``); empty without one.
+
+    Raises
+    ------
+    ValueError
+        If ``net`` is not valid (:meth:`AgentNetwork.validate`).
+    """
     tr = traffic(net)
     names = list(tr.index)
     index = {k: i for i, k in enumerate(names)}
@@ -128,6 +196,17 @@ class StabilityReport:
     ``scale = 1 / max load`` is the factor by which every rate can grow before the first
     condition binds. The conditions are necessary, not sufficient: ``all_hold`` does not
     prove stability (the paper proves it for one engine, parallel engines and two types).
+
+    Attributes
+    ----------
+    conditions : pandas.DataFrame
+        Indexed by condition (``"rho[agent] < 1"``, ``"pool[router] < 1"``,
+        ``"virtual[k+l] < 1"``): ``kind``, ``members``, ``load``, ``holds`` and ``margin``
+        (``1 − load``).
+    classes : pandas.DataFrame
+        The per-class traffic (:func:`traffic`).
+    agents : pandas.DataFrame
+        The per-agent loads (:func:`agent_loads`).
     """
 
     conditions: pd.DataFrame
@@ -136,23 +215,43 @@ class StabilityReport:
 
     @property
     def all_hold(self) -> bool:
+        """Whether every necessary condition holds (not a proof of stability)."""
         return bool(self.conditions["holds"].all())
 
     @property
     def max_load(self) -> float:
+        """The largest load over the conditions."""
         return float(self.conditions["load"].max())
 
     @property
     def binding(self) -> str:
+        """The name of the condition with the largest load."""
         return str(self.conditions["load"].idxmax())
 
     @property
     def virtual_station_loads(self) -> pd.DataFrame:
+        """The rows of ``conditions`` of kind ``virtual``."""
         return self.conditions[self.conditions["kind"] == "virtual"]
 
     def scale(self, kind: str | None = None) -> float:
         """``1 / max load`` over the conditions (of one ``kind``): the rate multiplier at
-        which the first condition reaches 1."""
+        which the first condition reaches 1.
+
+        Parameters
+        ----------
+        kind : {"agent", "pool", "virtual"}, optional
+            Only the conditions of this kind; default all.
+
+        Returns
+        -------
+        float
+            ``1 / max load``.
+
+        Raises
+        ------
+        ValueError
+            If the report has no condition of that kind.
+        """
         c = self.conditions if kind is None else self.conditions[self.conditions["kind"] == kind]
         if c.empty:
             raise ValueError(f"kind={kind!r}: the report has no such condition")
@@ -163,7 +262,23 @@ class StabilityReport:
 
 
 def stability_report(net) -> StabilityReport:
-    """List every necessary condition of ``net`` (agents, router pools, virtual stations)."""
+    """List every necessary condition of ``net`` (agents, router pools, virtual stations).
+
+    Parameters
+    ----------
+    net : AgentNetwork
+        The network (validated first).
+
+    Returns
+    -------
+    StabilityReport
+        The conditions with their loads, and the per-class and per-agent traffic.
+
+    Raises
+    ------
+    ValueError
+        If ``net`` is not valid (:meth:`AgentNetwork.validate`).
+    """
     tr = traffic(net)
     ag = agent_loads(net)
     rows = [{"condition": f"rho[{a}] < 1", "kind": "agent", "members": (a,),
