@@ -58,6 +58,10 @@ POLICIES = {
     "mcsf": lambda b: qt.policies.MCSF(),
     # Bari et al.'s SLAI, its TBT target 0.5 s in the time model's µs
     "slai": lambda b: qt.policies.SLAI(512, tbt=(5e5,)),
+    # Bari et al.'s tiled schedulers (tile t* = (128, 256, 32); no KV-memory rule)
+    "rad": lambda b: qt.policies.RAD((128, 256, 32)),
+    "cycle": lambda b: qt.policies.CycleScheduler((128, 256, 32), n=256),
+    "request-level": lambda b: qt.policies.RequestLevel(256),
 }
 
 

@@ -33,6 +33,10 @@ class Spy(qt.policies.Policy):
         self.log = []
 
     def _schedule(self, state):
+        # the columns the tests read, gathered now (a view gathers on first use: later
+        # they would show the table after the batch)
+        for column in ("remaining_prefill", "in_decode", "started"):
+            getattr(state, column)
         b = self.inner.schedule(state)
         self.log.append((state, b))
         return b

@@ -31,7 +31,6 @@ from ..engine.kernels import slo_slack
 from ..errors import check_positive
 from .base import (
     Policy,
-    admissible,
     check_budget,
     decides_as_shipped,
     fit_memory,
@@ -89,21 +88,31 @@ class _TiledPolicy(Policy):
         self._ric = 0
         self._cycles = []
 
-    def _continue_prefill(self, state):
-        """The one request whose prefill is under way, or None (prefills are never
-        interleaved with other work in RAD and Alg. 2)."""
-        partial = np.flatnonzero(~state.in_decode & (state.prefilled > 0))
+    @staticmethod
+    def _split(state):
+        """``D`` and ``P``: the positions in decode and the others, in arrival order."""
+        in_decode = state.in_decode
+        return in_decode.nonzero()[0], (~in_decode).nonzero()[0]
+
+    def _continue_prefill(self, state, P):
+        """The one request of ``P`` whose prefill is under way, or None (prefills are never
+        interleaved with other work in RAD and Alg. 2). Only ``P``'s progress is read."""
+        if not P.size:
+            return None
+        partial = P[state._t.prefilled[state.rid[P]] > 0]
         if partial.size == 0:
             return None
         j = partial[:1]
-        return Batch(j, np.minimum(self.t_lcm, state.remaining_prefill[j]))
+        return Batch(j, np.minimum(self.t_lcm, state.remaining_prefill_of(j)))
 
     def _start_prefill(self, state, P):
+        j = P[:1]
+        r = state.rid[j]
         if self._ric == 0:
             self._cycles.append({"start": state.time, "pending": state.n, "rids": []})
         self._ric += 1
-        self._cycles[-1]["rids"].append(int(state.rid[P[0]]))
-        return Batch(P[:1], np.minimum(self.t_lcm, state.prompt[P[:1]]))
+        self._cycles[-1]["rids"].append(int(r[0]))
+        return Batch(j, np.minimum(self.t_lcm, state._t.prompt[r]))
 
     def _full(self):
         return self.n is not None and self._ric >= self.n
@@ -142,11 +151,10 @@ class RAD(_TiledPolicy):
         self._last_decode = False
 
     def _schedule(self, state):
-        batch = self._continue_prefill(state)
+        D, P = self._split(state)
+        batch = self._continue_prefill(state, P)
         if batch is not None:
             return batch
-        D = np.flatnonzero(state.in_decode)
-        P = np.flatnonzero(~state.in_decode)
         if self._last_decode and D.size == 0 and (
                 not self.strict_cycles or self._full() or P.size == 0):
             self._ric = 0                                    # line 9: end of cycle
@@ -155,6 +163,22 @@ class RAD(_TiledPolicy):
             self._last_decode = True
             return Batch(decode=D)
         return self._start_prefill(state, P)
+
+    def steady(self, state, batch):
+        """A decode-only batch of RAD is line 4's ``Batch(decode=D)`` (an idle batch is never
+        repeated): no prefill was under way, and one of ``|D| >= t*_col``, ``P = ∅``, ``n``
+        started holds, with ``_last_decode`` set. While nothing arrives, nothing finishes and
+        only ``D`` decodes, no request leaves or enters ``D`` or ``P``, none starts a prefill
+        and the cycle count does not move: the same branch returns the same ``D`` (line 9's
+        cycle end needs ``D = ∅``), and ``_last_decode`` stays set."""
+        return decides_as_shipped(self) and bool(batch.decode.size)
+
+    def drains(self, state):
+        """Every request in decode (``P = ∅``, none part-way through its prefill) and
+        ``_last_decode`` already set: each call returns ``Batch(decode=D)`` for the requests
+        left, sets nothing new, and the cycle end of line 9 waits for the next call after the
+        system empties, which the engine makes as stepping would."""
+        return decides_as_shipped(self) and self._last_decode
 
 
 class CycleScheduler(_TiledPolicy):
@@ -166,11 +190,10 @@ class CycleScheduler(_TiledPolicy):
         self._mode = "prefill"
 
     def _schedule(self, state):
-        batch = self._continue_prefill(state)
+        D, P = self._split(state)
+        batch = self._continue_prefill(state, P)
         if batch is not None:
             return batch
-        D = np.flatnonzero(state.in_decode)
-        P = np.flatnonzero(~state.in_decode)
         if self._mode == "prefill":
             if P.size and not self._full():
                 return self._start_prefill(state, P)
@@ -179,6 +202,20 @@ class CycleScheduler(_TiledPolicy):
             return Batch(decode=D[: self.t_col])
         self._mode, self._ric = "prefill", 0
         return self._start_prefill(state, P)
+
+    def steady(self, state, batch):
+        """A decode-only batch is ``D[:t*_col]`` in decode mode (the call that returned it
+        left ``_mode = "decode"``, and no prefill was under way). While nothing arrives,
+        nothing finishes and only its members decode, ``D`` keeps its positions, no prefill
+        starts and the mode stays: the same ``t*_col`` oldest decodes, no state changed."""
+        return decides_as_shipped(self) and bool(batch.decode.size)
+
+    def drains(self, state):
+        """Every request in decode, in decode mode and no more of them than ``t*_col``: each
+        call returns ``D[:t*_col] = D`` for the requests left and changes nothing (the switch
+        back to prefill mode needs ``D = ∅``: the next call after the system empties)."""
+        return (decides_as_shipped(self) and self._mode == "decode"
+                and state.n <= self.t_col)
 
 
 class RequestLevel(Policy):
@@ -199,11 +236,22 @@ class RequestLevel(Policy):
         return None
 
     def _schedule(self, state):
-        D = np.flatnonzero(state.in_decode)
+        in_decode = state.in_decode
+        D = in_decode.nonzero()[0]
         if D.size:
             return Batch(decode=D)
-        S = np.flatnonzero(~state.in_decode)[: self.batch_size]
-        return Batch(S, state.remaining_prefill[S])
+        S = (~in_decode).nonzero()[0][: self.batch_size]
+        return Batch(S, state.remaining_prefill_of(S))
+
+    def steady(self, state, batch):
+        """A decode-only batch is every request in decode (``D ≠ ∅``); the policy keeps no
+        state. While nothing arrives, nothing finishes and only ``D`` decodes, ``D`` stays
+        the same: the same batch."""
+        return decides_as_shipped(self) and bool(batch.decode.size)
+
+    def drains(self, state):
+        """Every request in decode: each call decodes every request left; no state."""
+        return decides_as_shipped(self)
 
 
 class PrefillOnly(Policy):
@@ -316,6 +364,7 @@ class SLAI(Policy):
         self._e = np.full(1024, np.nan)
         self._mean, self._count = 0.0, 0
         self._prev_time, self._prev_rids = None, _EMPTY
+        self._repeatable = (None, False)
 
     def _observe(self, state):
         """Book the previous (non-empty) batch: its duration — the engine calls again at its
@@ -324,56 +373,142 @@ class SLAI(Policy):
         if rid.size and rid.max() >= self._e.size:
             self._e = np.concatenate([self._e, np.full(max(self._e.size, rid.max() + 1),
                                                        np.nan)])
-        if self._prev_rids.size and (state.arrival <= self._prev_time).any():
-            d = state.time - self._prev_time
-            self._count += 1
-            self._mean += (d - self._mean) / self._count
-            self._e[self._prev_rids] = state.time
+        if self._prev_rids.size:
+            arrival, prev = state._t.arrival, self._prev_time
+            if rid.size and (arrival[rid[0]] <= prev or (arrival[rid] <= prev).any()):
+                self._book(state.time)
+
+    def _book(self, time):
+        """The previous batch ended at ``time``: its duration, its members' token times."""
+        d = time - self._prev_time
+        self._count += 1
+        self._mean += (d - self._mean) / self._count
+        self._e[self._prev_rids] = time
 
     def _schedule(self, state):
         self._observe(state)
+        tab, rid, time = state._t, state.rid, state.time
         budget = self.token_budget
         beta = budget if self.beta is None else min(self.beta, budget)
         delta = self.delta
         if self.offset == "dynamic":
             use = 0.0 if state.memory is None else state.memory_used / state.memory
             delta = self.dynamic[0] if use < self.dynamic[2] else self.dynamic[1]
-        dec = np.flatnonzero(state.in_decode)
-        e = self._e[state.rid[dec]]
-        e = np.where(np.isnan(e), state.time, e)
-        target = self.tbt[np.minimum(state.cls[dec], self.tbt.size - 1)]
+        in_decode = state.in_decode
+        dec = in_decode.nonzero()[0]
+        rdec = rid[dec]
+        e = self._e[rdec]
+        e = np.where(np.isnan(e), time, e)
+        target = self.tbt[np.minimum(tab.cls[rdec], self.tbt.size - 1)]
         C = e + target - delta * self._mean
-        by_c = dec[np.argsort(C, kind="stable")]
-        crit = state.time >= np.sort(C, kind="stable")
+        order = np.argsort(C, kind="stable")
+        by_c = dec[order]
+        crit = time >= C[order]
         d1 = by_c[crit][:beta]
         tau = d1.size
-        started = state.started & ~state.in_decode
-        p1, c1 = take_prefills(np.flatnonzero(started), state.remaining_prefill[started],
-                               budget - tau)
+        # requests holding KV: part-way prefills (``started & ~in_decode``) and decodes
+        other = (~in_decode).nonzero()[0]
+        rother = rid[other]
+        remaining = tab.prefill_length(rother) - tab.prefilled[rother]
+        holds = tab.kv(rother) > 0
+        partial, partial_left = other[holds], remaining[holds]
+        promised = int(partial_left.sum())
+        p1, c1 = take_prefills(partial, partial_left, budget - tau)
         tau += int(c1.sum())
-        waiting = np.flatnonzero(~state.started)
-        if self.order == "spf":
-            keys = (state.prompt[waiting],)
-        else:
-            keys = ()
-        if self.paying_first:
-            keys = keys + (-state.priority[waiting],)
-        if keys:
-            waiting = waiting[np.lexsort(keys)]          # stable: ties by arrival
-        room = self.alpha - int(state.started.sum())
-        waiting = admissible(state, waiting[: max(room, 0)])
-        p2, c2 = take_prefills(waiting, state.remaining_prefill[waiting], budget - tau)
-        tau += int(c2.sum())
+        dec_holds = tab.kv(rdec) > 0
+        started = partial.size + int(np.count_nonzero(dec_holds))
+        room = self.alpha - started
+        p2 = c2 = _EMPTY
+        if room > 0:
+            waiting, left = other[~holds], remaining[~holds]
+            if started < dec.size + partial.size:          # decodes holding no KV wait too
+                waiting = np.concatenate([waiting, dec[~dec_holds]])
+                back = waiting.argsort(kind="stable")
+                waiting = waiting[back]
+                left = (tab.prefill_length(rid[waiting]) - tab.prefilled[rid[waiting]])
+            first = self._first_waiting(tab, rid, waiting, room)
+            waiting, left = waiting[first], left[first]
+            if state.memory is not None and waiting.size:
+                mem_room = state.memory_free - dec.size - promised
+                fits = np.cumsum(left) <= mem_room          # none holds KV: each is new
+                waiting, left = waiting[fits], left[fits]
+            p2, c2 = take_prefills(waiting, left, budget - tau)
+            tau += int(c2.sum())
         d2 = by_c[~crit][: max(0, min(budget - tau, beta - d1.size))]
         prefill, chunk = np.concatenate([p1, p2]), np.concatenate([c1, c2])
         decode = np.concatenate([d1, d2])
-        batch = Batch(prefill, chunk, decode)
         if state.memory is not None:
-            batch = fit_memory(state, batch.prefill, batch.chunk, batch.decode)
-        self._prev_time = state.time
-        self._prev_rids = state.rid[np.concatenate([batch.decode, batch.prefill])] \
+            free = state.memory_free - promised
+            if decode.size > free:
+                batch = fit_memory(state, prefill, chunk, decode)
+            elif p2.size:        # fit_memory: new requests in batch order while they fit
+                whole = np.cumsum(tab.prefill_length(rid[p2]) - tab.prefilled[rid[p2]])
+                keep = np.concatenate([np.ones(p1.size, dtype=bool),
+                                       whole <= free - decode.size])
+                batch = Batch(prefill[keep], chunk[keep], decode)
+            else:
+                batch = Batch(prefill, chunk, decode)
+        else:
+            batch = Batch(prefill, chunk, decode)
+        self._prev_time = time
+        self._prev_rids = rid[np.concatenate([batch.decode, batch.prefill])] \
             if not batch.empty else _EMPTY
+        # a decode-only batch of every decode, no prefill under way (see steady)
+        self._repeatable = (state, not partial.size and batch.decode.size == dec.size
+                            and dec.size < budget)
         return batch
+
+    def _first_waiting(self, tab, rid, waiting, k):
+        """Indices into ``waiting`` (ascending positions) of its first ``k`` in the order of
+        the waiting queue: SPF by prompt or FCFS, paying first with ``paying_first``, ties by
+        arrival (the stable ``lexsort`` of every waiting request, cut at ``k``)."""
+        w = waiting.size
+        if self.order == "fcfs" and not self.paying_first:
+            return slice(0, k)
+        keys = ()
+        if self.order == "spf":
+            keys = (tab.prompt[rid[waiting]],)
+        if self.paying_first:
+            keys = keys + (-tab.priority[rid[waiting]],)
+        if k >= w or len(keys) > 1:
+            return np.lexsort(keys)[:k]
+        key = keys[0]
+        lo, hi = int(key.min()), int(key.max())
+        if (hi - lo + 1) * w >= 1 << 62:
+            return np.lexsort(keys)[:k]
+        # one key: (key, index) as one unique integer, so the k smallest are the stable order
+        unique = (key - lo) * w + np.arange(w)
+        first = np.argpartition(unique, k - 1)[:k]
+        return first[unique[first].argsort()]
+
+    def steady(self, state, batch):
+        """The decode-only batch of every request in decode repeats while nothing arrives,
+        nothing finishes and only its members decode, when no prefill is under way and fewer
+        requests decode than the token budget; the books move (:meth:`repeated`).
+
+        Proof. Every decode is taken whatever the order ``C_j``: ``|D| <= min(β, budget)``
+        puts all critical ones in step (1) and leaves room for every other in step (4), and
+        with no prefill ``τ`` is step (1)'s count. No prefill starts: none is under way, and
+        a waiting request was not admitted now because ``α`` requests hold KV (the count
+        stays), or memory left no room for its whole prompt (the room only shrinks: each
+        repeat adds one token per decode; the queue's order stays), or nothing waits; the
+        budget was no reason, ``τ < budget``. With no part-way prefill promised memory is 0,
+        so :func:`fit_memory` evicts exactly where the batch overflows ``M``, which the
+        engine checks. The dynamic offset and the running mean change only ``C_j``."""
+        if not decides_as_shipped(self):
+            return False
+        seen, repeatable = self._repeatable
+        if seen is not state or not repeatable:
+            return False
+        return 1 << 62
+
+    def repeated(self, k, starts) -> None:
+        """The books of ``k`` calls at ``starts`` that each returned the same batch: each
+        books the one before (its duration and its members' token times) and sets itself
+        as the previous batch."""
+        for t in starts.tolist():
+            self._book(t)
+            self._prev_time = t
 
 
 # ---- moved: old names kept for one release -------------------------------------------------------

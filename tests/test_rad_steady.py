@@ -1,0 +1,105 @@
+"""The steady stretches of Bari, Hegde and de Veciana's stepped schedulers change nothing.
+
+RAD, the cycle scheduler (Alg. 2) and request-level batching (Alg. 3) promise ``steady`` and
+``drains``; SLAI with a KV-memory limit (no bulk rule there) promises ``steady`` with books
+(:meth:`SLAI.repeated`). Each run is made with ``fast_path=False`` and with the fast path:
+request stamps, the batch log row by row, the TBT histogram, every metric and the policy's
+own books identical, and the fast path must have skipped decisions.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from test_fast_path import ANCHOR_TIME, _same_records
+
+import queuetheory as qt
+from queuetheory.policies import RAD, SLAI, CycleScheduler, RequestLevel
+
+
+def _lognormal(median, sigma=0.8):
+    return stats.lognorm(s=sigma, scale=median)
+
+
+def _workload(rate, classes=1):
+    return qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(150), rate=rate / classes,
+                                        priority=c) for c in range(classes)])
+
+
+def _same_books(workload, make_policy, time_model, **kw):
+    policies = []
+
+    def made():
+        policies.append(make_policy())
+        return policies[-1]
+
+    slow, n_slow, n_fast = _same_records(workload, made, time_model, **kw)
+    assert 0 < n_fast < n_slow                           # decisions were skipped
+    return slow, policies
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("make_policy", [
+    lambda: SLAI(512, tbt=(0.5,)),
+    lambda: SLAI(512, tbt=(0.5, 0.1), paying_first=True, offset="dynamic", beta=24),
+    lambda: SLAI(256, alpha=12, beta=None, order="fcfs", tbt=(0.05,)),
+    lambda: SLAI.sarathi(512),
+], ids=["paper", "two-classes-dynamic", "alpha-fcfs", "sarathi"])
+def test_slai_with_memory_same_records_and_books(make_policy, first_token):
+    res, (slow, fast) = _same_books(_workload(6.0, classes=2), make_policy, ANCHOR_TIME,
+                                    n_requests=160, memory=6000, first_token=first_token)
+    assert res.metrics["completed"] == 160
+    assert (fast._mean, fast._count, fast._prev_time) == (slow._mean, slow._count,
+                                                          slow._prev_time)
+    np.testing.assert_array_equal(np.sort(slow._prev_rids), np.sort(fast._prev_rids))
+    np.testing.assert_array_equal(slow._e, fast._e)
+
+
+@pytest.mark.parametrize("cut", [{"horizon": 15.0}, {"max_iterations": 900}],
+                         ids=["horizon", "iteration-cap"])
+def test_slai_with_memory_stops_mid_stretch_the_same(cut):
+    _same_books(_workload(8.0), lambda: SLAI(512, tbt=(0.5,)), ANCHOR_TIME, n_requests=300,
+                memory=5000, **cut)
+
+
+TILE = (64, 128, 32)
+
+
+@pytest.mark.parametrize("make_policy", [
+    lambda: RAD(TILE),
+    lambda: RAD(TILE, n=6),
+    lambda: RAD(TILE, n=4, strict_cycles=True),
+    lambda: CycleScheduler(TILE, n=12),
+    lambda: CycleScheduler((32, 16, 32)),
+    lambda: RequestLevel(16),
+], ids=["rad", "rad-n", "rad-strict", "cycle", "cycle-small-tile", "request-level"])
+@pytest.mark.parametrize("rate", [1.0, 4.0], ids=["light", "heavy"])
+def test_tiled_schedulers_same_records_and_cycles(make_policy, rate):
+    res, (slow, fast) = _same_books(_workload(rate), make_policy, ANCHOR_TIME,
+                                    n_requests=150, first_token="prefill")
+    if hasattr(slow, "cycles"):
+        pd.testing.assert_frame_equal(slow.cycles(res), fast.cycles(res))
+
+
+@pytest.mark.parametrize("cut", [{"horizon": 20.0}, {"max_iterations": 700}],
+                         ids=["horizon", "iteration-cap"])
+@pytest.mark.parametrize("make_policy", [lambda: RAD(TILE), lambda: CycleScheduler(TILE, n=8),
+                                         lambda: RequestLevel(8)],
+                         ids=["rad", "cycle", "request-level"])
+def test_tiled_schedulers_stop_mid_stretch_the_same(make_policy, cut):
+    _same_books(_workload(4.0), make_policy, ANCHOR_TIME, n_requests=400, **cut)
+
+
+def test_a_subclass_that_decides_otherwise_steps():
+    class Mine(RAD):
+        def _schedule(self, state):
+            return super()._schedule(state)
+
+    class Slai(SLAI):
+        def _schedule(self, state):
+            return super()._schedule(state)
+
+    for make, kw in ((lambda: Mine(TILE), {}), (lambda: Slai(512), {"memory": 6000})):
+        res, n_slow, n_fast = _same_records(_workload(4.0), make, ANCHOR_TIME,
+                                            n_requests=80, **kw)
+        assert n_fast == n_slow == res.iterations
