@@ -215,7 +215,7 @@ class Engine:
             if promise > 0:          # a bounded stretch over which the policy's books move
                 return self._repeat, (dec, False, int(promise), True)
             return None
-        if pre.size == 1 and not batch.cached.size and not self.table.in_decode[pre[0]]:
+        if pre.size == 1 and not self.table.in_decode[pre[0]]:   # (a cache credit is once)
             promise = self.policy.steady(state, batch)     # only a count promises here
             if not isinstance(promise, bool | np.bool_) and promise > 0:
                 return self._repeat_chunk, (pre, batch.chunk, dec, int(promise))
@@ -228,7 +228,9 @@ class Engine:
         books moved by its ``repeated(k, starts)``. Returns the end of the stretch and the
         requests it finished.
 
-        Each batch is applied as :meth:`step` applies it, without asking the policy; what
+        Each batch is applied as :meth:`step` applies it (a prefix-cache credit of the
+        first one is not repeated: it comes with a request's first chunk only), without
+        asking the policy; what
         the check of a batch would see is checked here: the chunk leaves some of the prompt
         (the stretch stops before the last chunk), the decodes have output to emit (it
         stops after the first batch that finishes a request), the token load is the one

@@ -91,9 +91,10 @@ class Policy:
         promise is about the states reached while nothing arrives.
 
         Only such a count is taken after a batch with **one prefill chunk** (the engine asks
-        then too, where the chunk leaves some of the prompt, nothing was evicted or
-        credited from a cache and nothing finished; ``True`` is not a promise there): the
-        same batch — the same decodes, the same request with a chunk of the same size —
+        then too, where the chunk leaves some of the prompt, nothing was evicted and nothing
+        finished; ``True`` is not a promise there): the same batch — the same decodes, the
+        same request with a chunk of the same size, without the prefix-cache credit a first
+        chunk may carry —
         repeats at most ``n`` more times while more than a chunk of its prompt is left,
         ``schedule`` returning it each time, and the engine runs ``k <= n`` of them
         (stopping before the last chunk, after the first finish, or where KV memory would

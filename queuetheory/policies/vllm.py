@@ -374,7 +374,7 @@ class VLLMV1(Policy):
         self._queue_log: list[tuple[float, int, int, int]] = []
         self._queue_runs: list[tuple] = []    # stretches' rows: (place, starts, running,
         #                                       waiting, blocks after each step)
-        self._plain = False                   # the last step only decoded the running requests
+        self._plain = False                   # the last step served every running request
         self._stretch = None                  # (members, their KV tokens, the chunk)
 
     def _sync(self, state) -> None:
@@ -482,7 +482,9 @@ class VLLMV1(Policy):
             self._launched = None     # nothing in flight: the engine schedules at once
             return self._schedule(state)
         self._launched = state.time if scheduled else None
-        self._plain = (not preempted and not cached
+        # every running request served, none preempted (those admitted are prefill members:
+        # steady takes a batch with one, the last running, spending the budget, or none)
+        self._plain = (not preempted
                        and len(scheduled) == len(self.running) - len(self._finishing))
         self._stretch = None
         self._queue_log.append((state.time, len(self.running), len(self.waiting),
@@ -498,8 +500,8 @@ class VLLMV1(Policy):
         the same tokens each time, before anything this scheduler decides changes — with
         :meth:`repeated` keeping the books over them (0: ask again now).
 
-        The step just scheduled preempted nothing, admitted nothing and served every
-        running request but those that finished a step earlier (asynchronous scheduling:
+        The step just scheduled preempted nothing and served every running request but
+        those that finished a step earlier (asynchronous scheduling:
         the next step frees their blocks, allowed only while no request waits, as freed
         blocks could admit it); every request in the system has been seen (none arrived
         after the step in flight was launched). Then, while nothing arrives and no request
@@ -511,8 +513,9 @@ class VLLMV1(Policy):
           admissions), and over the stretch the free blocks only fall and its cached prefix
           only shrinks (an allocation evicts keys, a decode registers only keys of its own
           request), so the blocks it needs only grow;
-        - a batch of decodes and **one prefill chunk** that spends the whole token budget:
-          the prefilling request is the last running one (a request admitted after it would
+        - a batch of decodes and **one prefill chunk** that spends the whole token budget
+          (the step may have admitted that request, with its cached prefix): the
+          prefilling request is the last running one (a request admitted after it would
           have had budget left), the decodes ask one token each and it asks the same chunk
           again (the rest of the budget, as long as more than a chunk of its prompt is left:
           the stretch stops before its last chunk), and nothing is admitted, with no budget
