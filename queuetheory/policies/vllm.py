@@ -43,7 +43,9 @@ from __future__ import annotations
 import json
 import warnings
 from collections import deque
-from itertools import accumulate
+from functools import partial
+from itertools import accumulate, chain
+from operator import is_not
 from pathlib import Path
 
 import numpy as np
@@ -55,6 +57,8 @@ from .base import Policy, decides_as_shipped
 
 __all__ = ["VLLMV1", "BlockPool", "prefix_keys", "cudagraph_capture_sizes"]
 
+
+_is_key = partial(is_not, None)
 
 #: the largest count a setting takes (sequences, tokens, blocks): past it numpy's integers
 #: would overflow
@@ -221,8 +225,10 @@ class BlockPool:
         self._free -= n
         if self._key:
             keys = list(map(self._key.pop, popped.tolist(), [None] * n))
-            if keys.count(None) < n:
-                list(map(self._cached.__delitem__, [k for k in keys if k is not None]))
+            unkeyed = keys.count(None)
+            if unkeyed < n:
+                list(map(self._cached.__delitem__,
+                         filter(_is_key, keys) if unkeyed else keys))
         return popped
 
     def free(self, blocks) -> None:
@@ -634,7 +640,7 @@ class VLLMV1(Policy):
         registrations; otherwise step by step, a step's allocations in one call."""
         pool, blocks, keys = self.pool, self.blocks, self._keycache
         register = [(run[m], b0, b1) for _, kind, m, b0, b1 in events if kind]
-        new_keys = [key for r, b0, b1 in register for key in keys[r][b0:b1]]
+        new_keys = list(chain.from_iterable([keys[r][b0:b1] for r, b0, b1 in register]))
         if self._bulk_replay and pool._cached.keys().isdisjoint(new_keys):
             allocations = [(run[m], n) for _, kind, m, n, _ in events if not kind]
             got, at = pool.allocate(sum(n for _, n in allocations)), 0
@@ -642,8 +648,8 @@ class VLLMV1(Policy):
                 blocks[r] += got[at: at + n]
                 at += n
             if register:
-                pool.cache_many([b for r, b0, b1 in register for b in blocks[r][b0:b1]],
-                                new_keys)
+                pool.cache_many(list(chain.from_iterable(
+                    [blocks[r][b0:b1] for r, b0, b1 in register])), new_keys)
             return
         i, total = 0, len(events)
         while i < total:
