@@ -127,7 +127,7 @@ class BlockPool:
 
     def hits(self, keys, most: int) -> list[int]:
         """The cached blocks of the longest prefix of ``keys``, at most ``most`` of them."""
-        if not self.caching:
+        if not self.caching or not keys or keys[0] not in self._cached:
             return []
         get, found = self._cached.get, []
         most, start, step = min(most, len(keys)), 0, 8
@@ -270,13 +270,16 @@ class BlockPool:
             self._cached[key] = block
             self._key[block] = key
 
-    def cache_many(self, blocks, keys) -> None:
-        """:meth:`cache` each block of ``blocks`` under its key of ``keys``, in order."""
+    def cache_many(self, blocks, keys, fresh: bool = False) -> None:
+        """:meth:`cache` each block of ``blocks`` under its key of ``keys``, in order.
+        ``fresh``: the caller knows that none of the blocks holds a key and that the keys
+        are distinct (a request's own blocks since those it registered, its keys)."""
         if not self.caching:
             return
         cached, keyed = self._cached, self._key
-        if (cached.keys().isdisjoint(keys) and keyed.keys().isdisjoint(blocks)
-                and len(set(keys)) == len(keys)):   # the common case: every pair is new
+        if cached.keys().isdisjoint(keys) and (fresh or (
+                keyed.keys().isdisjoint(blocks) and len(set(keys)) == len(keys))):
+            # the common case: every pair is new
             cached.update(zip(keys, blocks, strict=True))
             keyed.update(zip(blocks, keys, strict=True))
             return
@@ -373,6 +376,7 @@ class VLLMV1(Policy):
         self.blocks: dict[int, list[int]] = {}
         self.keyed: dict[int, int] = {}       # full blocks of a request registered in the cache
         self._keycache: dict[int, list] = {}  # prefix keys of the requests in the system
+        self._repeating: set[int] = set()     # those of them with a key twice
         self._seen = 0                        # requests up to this id have joined `waiting`
         self._queued: list[float] = []        # when each request joined the waiting queue
         self._finishing: list[int] = []       # finished in the last step, not yet known (async)
@@ -446,6 +450,8 @@ class VLLMV1(Policy):
         keys = prefix_keys(tab.blocks[r], tab.block_size, bs)
         keys = keys[:total] + [("own", r, b) for b in range(len(keys), total)]
         self._keycache[r] = keys
+        if len(set(keys)) < len(keys):        # a trace's ids repeated in one prompt
+            self._repeating.add(r)
         return keys
 
     def _register(self, state, r: int, tokens: int) -> None:
@@ -453,7 +459,9 @@ class VLLMV1(Policy):
         full = tokens // self.block_size
         done = self.keyed[r]
         if full > done:
-            self.pool.cache_many(self.blocks[r][done:full], self._keys(state, r)[done:full])
+            # the blocks past those registered were allocated to r since: they hold no key
+            self.pool.cache_many(self.blocks[r][done:full], self._keys(state, r)[done:full],
+                                 fresh=r not in self._repeating)
             self.keyed[r] = full
 
     def _release(self, r: int, keep_keys: bool = False) -> None:
@@ -464,6 +472,7 @@ class VLLMV1(Policy):
         self.keyed.pop(r, None)
         if not keep_keys:
             self._keycache.pop(r, None)
+            self._repeating.discard(r)
 
     def _preempt(self, r: int) -> None:
         """Free ``r``'s blocks and put it back at the head of the waiting queue — unless it
