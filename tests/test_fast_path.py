@@ -165,16 +165,26 @@ def test_quick_batch_check_accepts_only_what_the_complete_check_accepts():
 
     wl = qt.Workload([qt.RequestClass(_lognormal(60), _lognormal(40), rate=40.0)])
     res = qt.simulate(wl, Sarathi(512), ANCHOR_TIME, n_requests=400, max_iterations=150)
-    state = State(res.table, res.live, 1.0, 512, None, kv_total=res.kv_left)
+    res.table.set_progress(res.live[-6:], 0, 0)   # some not begun: a cache may credit them
+    res.table.set_progress(res.live[-7:-6], 5, 0)  # and one part-way: it may not
+    state = State(res.table, res.live, 1.0, 512, None,
+                  kv_total=int(res.table.kv(res.live).sum()))
     rng = np.random.default_rng(7)
-    accepted = refused = unsorted = 0
-    for _ in range(3000):
+    accepted = refused = unsorted = credited = 0
+    for _ in range(4000):
         pre = rng.choice(state.n + 2, rng.integers(0, 4), replace=bool(rng.random() < 0.1)) - 1
         dec = rng.choice(state.n + 2, rng.integers(0, state.n), replace=False) - 1
         if rng.random() < 0.7:
             pre, dec = np.sort(pre), np.sort(dec)
         chunk = rng.integers(0, 80, pre.size)
-        batch = Batch(pre, chunk, dec)
+        cached = np.empty(0, np.int64)         # a prefix-cache credit (vLLM's hits)
+        if rng.random() < 0.3:          # the requests not yet begun, and two others
+            pre = np.sort(rng.choice(np.arange(state.n - 8, state.n + 1),
+                                     rng.integers(1, 3), replace=False))
+            chunk = rng.integers(0, 80, pre.size)
+            dec = dec[dec < state.n - 8]
+            cached = rng.integers(-1, 60, pre.size + int(rng.random() < 0.05))
+        batch = Batch(pre, chunk, dec, cached=cached)
         budget, memory = rng.choice([None, 512, 200]), rng.choice([None, 20000, 10**6])
         quick = _feasible_used(state, batch, budget, memory)
         try:
@@ -185,9 +195,10 @@ def test_quick_batch_check_accepts_only_what_the_complete_check_accepts():
         assert quick is None or quick == full
         accepted += quick is not None
         refused += full is None
+        credited += quick is not None and bool(np.count_nonzero(cached))
         # positions in another order (a policy listing its classes one after another)
         unsorted += quick is not None and bool(np.count_nonzero(np.diff(dec) < 0))
-    assert accepted > 100 and refused > 100 and unsorted > 10
+    assert accepted > 100 and refused > 100 and unsorted > 10 and credited > 30
 
 
 @pytest.mark.parametrize("n_classes", [1, 3])

@@ -52,6 +52,11 @@ def _fleet(monkeypatch, trace, policy, router, fast, engines=2):
             super().__init__(*a, **kw)
             made.append(self)
 
+        def _repeat_chunk(self, *a):
+            chunks[0] += 1
+            return super()._repeat_chunk(*a)
+
+    chunks = [0]
     monkeypatch.setattr(fleet_module, "Engine", Recorded)
     calls = [0]
     schedule = qt.policies.VLLMV1._schedule
@@ -64,6 +69,8 @@ def _fleet(monkeypatch, trace, policy, router, fast, engines=2):
     res = qt.networks.simulate_fleet(trace, policy, TIME, engines, router=router,
                                      fast_path=fast)
     monkeypatch.undo()
+    for engine in made:
+        engine.chunk_stretches = chunks[0]
     return res, made, calls[0]
 
 
@@ -91,6 +98,7 @@ def test_vllm_fleet_fast_path_same_records_and_books(monkeypatch, crowded, route
         assert _books(a.policy) == _books(b.policy)
     assert n_slow == len(slow.batches)
     assert n_fast < 0.7 * n_slow                               # many steps were not asked
+    assert fast_engines[0].chunk_stretches > 10       # prefill chunks repeated in closed form
 
 
 def test_vllm_simulate_fast_path_same_records_and_books(crowded):
@@ -109,6 +117,41 @@ def test_vllm_simulate_fast_path_same_records_and_books(crowded):
     assert slow.metrics["restarts"] > 0
     assert _books(p_slow) == _books(p_fast)
     np.testing.assert_array_equal(p_slow.queued, p_fast.queued)
+
+
+@pytest.mark.parametrize("time_model", ["affine", "memory"])
+@pytest.mark.parametrize("threshold, async_scheduling, seqs", [
+    (0, True, 32), (0, False, 32), (300, True, 32), (0, True, 3)])
+def test_vllm_prefill_chunk_stretches_same_records_and_books(monkeypatch, crowded, time_model,
+                                                             threshold, async_scheduling, seqs):
+    """A request prefilling in chunks beside the decodes repeats the same batch; with a
+    time model that reads each member's context (the chunk's grows), with a prefill
+    threshold (a chunk that leaves budget: no stretch), with few sequences at once."""
+    time = TIME if time_model == "affine" else qt.LinearMemoryTime(0.01, 2e-6)
+    chunks = [0]
+    engine_repeat = qt.engine.Engine._repeat_chunk
+
+    def counted(self, *a):
+        chunks[0] += 1
+        return engine_repeat(self, *a)
+
+    monkeypatch.setattr(qt.engine.Engine, "_repeat_chunk", counted)
+    runs = []
+    for fast in (False, True):
+        policy = qt.policies.VLLMV1(seqs, 1024, num_gpu_blocks=1500,
+                                    reserve_full_sequence=False,
+                                    long_prefill_token_threshold=threshold,
+                                    async_scheduling=async_scheduling)
+        runs.append((qt.simulate(crowded, policy, time, fast_path=fast), policy))
+    (slow, p_slow), (fast, p_fast) = runs
+    for records in ("requests", "batches"):
+        pd.testing.assert_frame_equal(getattr(slow, records), getattr(fast, records),
+                                      check_exact=True)
+    np.testing.assert_array_equal(slow.engine.tbt.counts, fast.engine.tbt.counts)
+    assert _books(p_slow) == _books(p_fast)
+    np.testing.assert_array_equal(p_slow.queued, p_fast.queued)
+    assert (slow.metrics["restarts"] > 0) == (seqs > 3)      # preemptions replayed too
+    assert (chunks[0] > 5) == (threshold == 0)
 
 
 def test_a_vllm_subclass_that_decides_otherwise_is_asked_every_step(crowded):

@@ -92,26 +92,39 @@ def _feasible_used(state, batch: Batch, budget, memory) -> int | None:
 
     Sound but incomplete: it accepts only batches :func:`check_batch` accepts (unique
     positions; a chunk ``1 <= c <= remaining`` puts a prefill member outside the decode part,
-    so the two parts cannot overlap), in a few array operations.
+    so the two parts cannot overlap; a cached prefix only on a request with nothing
+    prefilled, the chunk within what it leaves), in a few array operations.
     """
-    pre, chunk, d = batch.prefill, batch.chunk, batch.decode
+    pre, chunk, d, cached = batch.prefill, batch.chunk, batch.decode, batch.cached
     n = state.n
-    if batch.evict.size or batch.cached.size or chunk.shape != pre.shape:
+    if batch.evict.size or chunk.shape != pre.shape or (cached.size
+                                                         and cached.shape != pre.shape):
         return None
     if not (_positions_ok(pre, n) and _positions_ok(d, n)):
         return None
     # the members' fields straight from the table (the state's columns gather every request)
     tab, rid = state._t, state.rid
-    chunk_sum = 0
+    chunk_sum = credit = 0
     if pre.size == 1:
         chunk_sum = int(chunk[0])
         r = int(rid[pre[0]])
         length = int(tab.prompt[r]) + (int(tab.recomputed[r]) if tab.recomputing else 0)
-        if not 1 <= chunk_sum <= length - int(tab.prefilled[r]):
+        prefilled = int(tab.prefilled[r])
+        if cached.size:             # a cached prefix, credited to a request not yet begun
+            credit = int(cached[0])
+            if credit < 0 or (credit and prefilled):
+                return None
+        if not 1 <= chunk_sum <= length - prefilled - credit:
             return None
     elif pre.size:
         r = rid[pre]
-        rem = tab.prefill_length(r) - tab.prefilled[r]
+        prefilled = tab.prefilled[r]
+        rem = tab.prefill_length(r) - prefilled
+        if cached.size:
+            if np.count_nonzero(cached < 0) or np.count_nonzero((cached > 0) & (prefilled > 0)):
+                return None
+            rem = rem - cached
+            credit = int(cached.sum())
         if np.count_nonzero(chunk < 1) or np.count_nonzero(chunk > rem):
             return None
         chunk_sum = int(chunk.sum())
@@ -122,7 +135,7 @@ def _feasible_used(state, batch: Batch, budget, memory) -> int | None:
             return None
     if budget is not None and chunk_sum + d.size > budget:
         return None
-    used = state.memory_used + chunk_sum + int(d.size)
+    used = state.memory_used + credit + chunk_sum + int(d.size)
     if memory is not None and used > memory:
         return None
     return used

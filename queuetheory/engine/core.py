@@ -140,7 +140,7 @@ class Engine:
         if resume is not None and max_iterations > 1 and resume[0] == t:
             # the stretch an earlier call cut at ``until`` goes on: nothing arrived since,
             # so the policy's promise still holds and asking it again would change nothing
-            end, finished = self._repeat(*resume[1:], t, until, max_iterations)
+            end, finished = resume[1](*resume[2], t, until, max_iterations)
             if end > t:
                 return end - t, finished, end
         state = self.state(t)
@@ -155,11 +155,25 @@ class Engine:
             self._evict(state.rid[batch.evict])
         if batch.empty:
             return batch
-        tab = self.table
         pre, chunk, dec = state.rid[batch.prefill], batch.chunk, state.rid[batch.decode]
         chunk_sum = _total(chunk)
         if batch.cached.size:
             self._credit_cached(pre, batch.cached)
+        duration, finished, end = self._run(t, pre, chunk, chunk_sum, dec, used, state.n,
+                                            batch.evict.size)
+        if max_iterations > 1 and end < until:
+            stretch = self._stretch(state, batch, pre, dec, finished, end)
+            if stretch is not None:
+                end, more = stretch[0](*stretch[1], end, until, max_iterations - 1)
+                if more.size:
+                    finished = np.union1d(finished, more) if finished.size else more
+        return duration, finished, end
+
+    def _run(self, t, pre, chunk, chunk_sum, dec, used, n, evicted):
+        """Apply a checked batch (request ids ``pre`` with their ``chunk``, ``dec``) that
+        starts at ``t`` with ``n`` requests in the system and leaves ``used`` KV tokens:
+        the books, the stamps and the log row. Returns ``(duration, finished, end)``."""
+        tab = self.table
         duration = self._duration(pre, chunk, chunk_sum, dec)
         end = t + duration
 
@@ -175,20 +189,15 @@ class Engine:
         finished = self._finish(emitted, end)
         self.peak_memory = max(self.peak_memory, used)
         self.log.append(t, duration, pre.size, chunk_sum, dec.size,
-                        chunk_sum + dec.size, batch.evict.size, used, state.n, self.work)
+                        chunk_sum + dec.size, evicted, used, n, self.work)
         self.iteration += 1
-        if max_iterations > 1 and end < until:
-            stretch = self._stretch(state, batch, dec, finished, end)
-            if stretch is not None:
-                end, more = self._repeat(*stretch, end, until, max_iterations - 1)
-                if more.size:
-                    finished = np.union1d(finished, more) if finished.size else more
         return duration, finished, end
 
-    def _stretch(self, state, batch, dec, finished, end):
-        """The decode-only stretch the policy promises after this batch, if any:
-        ``(members, through, limit, books)``; see :meth:`Policy.drains` and
-        :meth:`Policy.steady` (``members`` ``None``: every request in the system)."""
+    def _stretch(self, state, batch, pre, dec, finished, end):
+        """The stretch the policy promises after this batch, if any: ``(runner, args)``,
+        the runner :meth:`_repeat` (decode-only: :meth:`Policy.drains`,
+        :meth:`Policy.steady`) or :meth:`_repeat_chunk` (one prefill chunk beside the
+        decodes: an integer :meth:`Policy.steady`)."""
         live = self.live
         if (live.size and np.count_nonzero(self.table.in_decode[live]) == live.size
                 and self.policy.drains(self.state(end))):
@@ -196,14 +205,62 @@ class Engine:
                 raise InfeasibleBatchError(self.policy, self.iteration, "2.5d",
                                            f"promised to decode all {live.size} requests, "
                                            f"over the budget {self.budget}")
-            return None, True, np.inf, False
-        if not batch.prefill.size and not batch.evict.size and not finished.size:
+            return self._repeat, (None, True, np.inf, False)
+        if batch.evict.size or finished.size:
+            return None
+        if not batch.prefill.size:
             promise = self.policy.steady(state, batch)
             if isinstance(promise, bool | np.bool_):
-                return (dec, False, np.inf, False) if promise else None
+                return (self._repeat, (dec, False, np.inf, False)) if promise else None
             if promise > 0:          # a bounded stretch over which the policy's books move
-                return dec, False, int(promise), True
+                return self._repeat, (dec, False, int(promise), True)
+            return None
+        if pre.size == 1 and not self.table.in_decode[pre[0]]:   # (a cache credit is once)
+            promise = self.policy.steady(state, batch)     # only a count promises here
+            if not isinstance(promise, bool | np.bool_) and promise > 0:
+                return self._repeat_chunk, (pre, batch.chunk, dec, int(promise))
         return None
+
+    def _repeat_chunk(self, pre, chunk, dec, limit, t, until, most):
+        """The fast path of a batch with one prefill chunk: from ``t``, the request ``pre``
+        (one id) gets the same ``chunk`` again and again beside the decodes ``dec``, at
+        most ``limit`` times (the policy's bound, :meth:`Policy.steady`), the policy's
+        books moved by its ``repeated(k, starts)``. Returns the end of the stretch and the
+        requests it finished.
+
+        Each batch is applied as :meth:`step` applies it (a prefix-cache credit of the
+        first one is not repeated: it comes with a request's first chunk only), without
+        asking the policy; what
+        the check of a batch would see is checked here: the chunk leaves some of the prompt
+        (the stretch stops before the last chunk), the decodes have output to emit (it
+        stops after the first batch that finishes a request), the token load is the one
+        checked, KV memory stays within ``M``. It stops before the first batch that would
+        start at or after ``until``, after ``most`` batches or at ``limit``; stopped by
+        ``until`` or ``most`` alone, it is kept to go on with (:meth:`_iterate`) unless a
+        request arrives first."""
+        tab = self.table
+        c = int(chunk[0])
+        length = int(tab.prefill_length(pre)[0])
+        starts, finished, cut = [], _NONE, False
+        while len(starts) < min(most, limit) and t < until:
+            if int(tab.prefilled[pre[0]]) + c >= length:
+                cut = True                   # the last chunk: the policy is asked
+                break
+            used = self.kv_total + c + dec.size
+            if self.memory is not None and used > self.memory:
+                cut = True
+                break
+            starts.append(t)
+            _, finished, t = self._run(t, pre, chunk, c, dec, used, self.live.size, 0)
+            if finished.size:
+                cut = True
+                break
+        k = len(starts)
+        if k:
+            self.policy.repeated(k, np.array(starts))
+        if k and k < limit and not cut:      # stopped by `until` or `most` alone
+            self._resume = (t, self._repeat_chunk, (pre, chunk, dec, limit - k))
+        return t, finished
 
     def _duration(self, pre, chunk, chunk_sum, dec) -> float:
         """The batch's duration, from the token counts alone where the model allows."""
@@ -382,7 +439,8 @@ class Engine:
             self.policy.repeated(k, ends[:-1])
         end = float(ends[-1])
         if k < promised and not cut:        # stopped by `until` or `most` alone
-            self._resume = (end, None if through else dec, through, limit - k, books)
+            self._resume = (end, self._repeat,
+                            (None if through else dec, through, limit - k, books))
         done = int(left.searchsorted(k, side="right"))     # members with left <= k
         if not done:
             return end, _NONE

@@ -89,6 +89,16 @@ class Policy:
         that the engine cut at the next arrival or its iteration cap alone goes on at the
         next call without asking again, unless a request arrived at this engine: the
         promise is about the states reached while nothing arrives.
+
+        Only such a count is taken after a batch with **one prefill chunk** (the engine asks
+        then too, where the chunk leaves some of the prompt, nothing was evicted and nothing
+        finished; ``True`` is not a promise there): the same batch — the same decodes, the
+        same request with a chunk of the same size, without the prefix-cache credit a first
+        chunk may carry —
+        repeats at most ``n`` more times while more than a chunk of its prompt is left,
+        ``schedule`` returning it each time, and the engine runs ``k <= n`` of them
+        (stopping before the last chunk, after the first finish, or where KV memory would
+        overflow) and calls ``repeated(k, starts)`` as above.
         """
         return False
 

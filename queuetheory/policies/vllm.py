@@ -43,7 +43,9 @@ from __future__ import annotations
 import json
 import warnings
 from collections import deque
-from itertools import accumulate
+from functools import partial
+from itertools import accumulate, chain
+from operator import is_not
 from pathlib import Path
 
 import numpy as np
@@ -55,6 +57,8 @@ from .base import Policy, decides_as_shipped
 
 __all__ = ["VLLMV1", "BlockPool", "prefix_keys", "cudagraph_capture_sizes"]
 
+
+_is_key = partial(is_not, None)
 
 #: the largest count a setting takes (sequences, tokens, blocks): past it numpy's integers
 #: would overflow
@@ -123,7 +127,7 @@ class BlockPool:
 
     def hits(self, keys, most: int) -> list[int]:
         """The cached blocks of the longest prefix of ``keys``, at most ``most`` of them."""
-        if not self.caching:
+        if not self.caching or not keys or keys[0] not in self._cached:
             return []
         get, found = self._cached.get, []
         most, start, step = min(most, len(keys)), 0, 8
@@ -221,8 +225,10 @@ class BlockPool:
         self._free -= n
         if self._key:
             keys = list(map(self._key.pop, popped.tolist(), [None] * n))
-            if keys.count(None) < n:
-                list(map(self._cached.__delitem__, [k for k in keys if k is not None]))
+            unkeyed = keys.count(None)
+            if unkeyed < n:
+                list(map(self._cached.__delitem__,
+                         filter(_is_key, keys) if unkeyed else keys))
         return popped
 
     def free(self, blocks) -> None:
@@ -264,13 +270,16 @@ class BlockPool:
             self._cached[key] = block
             self._key[block] = key
 
-    def cache_many(self, blocks, keys) -> None:
-        """:meth:`cache` each block of ``blocks`` under its key of ``keys``, in order."""
+    def cache_many(self, blocks, keys, fresh: bool = False) -> None:
+        """:meth:`cache` each block of ``blocks`` under its key of ``keys``, in order.
+        ``fresh``: the caller knows that none of the blocks holds a key and that the keys
+        are distinct (a request's own blocks since those it registered, its keys)."""
         if not self.caching:
             return
         cached, keyed = self._cached, self._key
-        if (cached.keys().isdisjoint(keys) and keyed.keys().isdisjoint(blocks)
-                and len(set(keys)) == len(keys)):   # the common case: every pair is new
+        if cached.keys().isdisjoint(keys) and (fresh or (
+                keyed.keys().isdisjoint(blocks) and len(set(keys)) == len(keys))):
+            # the common case: every pair is new
             cached.update(zip(keys, blocks, strict=True))
             keyed.update(zip(blocks, keys, strict=True))
             return
@@ -367,6 +376,7 @@ class VLLMV1(Policy):
         self.blocks: dict[int, list[int]] = {}
         self.keyed: dict[int, int] = {}       # full blocks of a request registered in the cache
         self._keycache: dict[int, list] = {}  # prefix keys of the requests in the system
+        self._repeating: set[int] = set()     # those of them with a key twice
         self._seen = 0                        # requests up to this id have joined `waiting`
         self._queued: list[float] = []        # when each request joined the waiting queue
         self._finishing: list[int] = []       # finished in the last step, not yet known (async)
@@ -374,8 +384,8 @@ class VLLMV1(Policy):
         self._queue_log: list[tuple[float, int, int, int]] = []
         self._queue_runs: list[tuple] = []    # stretches' rows: (place, starts, running,
         #                                       waiting, blocks after each step)
-        self._plain = False                   # the last step only decoded the running requests
-        self._stretch = None                  # (members, their KV tokens) over a steady stretch
+        self._plain = False                   # the last step served every running request
+        self._stretch = None                  # (members, their KV tokens, the chunk)
 
     def _sync(self, state) -> None:
         """Free the blocks of the requests that finished; queue the new arrivals. With
@@ -440,6 +450,8 @@ class VLLMV1(Policy):
         keys = prefix_keys(tab.blocks[r], tab.block_size, bs)
         keys = keys[:total] + [("own", r, b) for b in range(len(keys), total)]
         self._keycache[r] = keys
+        if len(set(keys)) < len(keys):        # a trace's ids repeated in one prompt
+            self._repeating.add(r)
         return keys
 
     def _register(self, state, r: int, tokens: int) -> None:
@@ -447,7 +459,9 @@ class VLLMV1(Policy):
         full = tokens // self.block_size
         done = self.keyed[r]
         if full > done:
-            self.pool.cache_many(self.blocks[r][done:full], self._keys(state, r)[done:full])
+            # the blocks past those registered were allocated to r since: they hold no key
+            self.pool.cache_many(self.blocks[r][done:full], self._keys(state, r)[done:full],
+                                 fresh=r not in self._repeating)
             self.keyed[r] = full
 
     def _release(self, r: int, keep_keys: bool = False) -> None:
@@ -458,6 +472,7 @@ class VLLMV1(Policy):
         self.keyed.pop(r, None)
         if not keep_keys:
             self._keycache.pop(r, None)
+            self._repeating.discard(r)
 
     def _preempt(self, r: int) -> None:
         """Free ``r``'s blocks and put it back at the head of the waiting queue — unless it
@@ -482,7 +497,9 @@ class VLLMV1(Policy):
             self._launched = None     # nothing in flight: the engine schedules at once
             return self._schedule(state)
         self._launched = state.time if scheduled else None
-        self._plain = (not preempted and not cached
+        # every running request served, none preempted (those admitted are prefill members:
+        # steady takes a batch with one, the last running, spending the budget, or none)
+        self._plain = (not preempted
                        and len(scheduled) == len(self.running) - len(self._finishing))
         self._stretch = None
         self._queue_log.append((state.time, len(self.running), len(self.waiting),
@@ -492,60 +509,85 @@ class VLLMV1(Policy):
                                        f"over the {self.pool.capacity} usable")
         return self._batch(state, scheduled, cached, preempted)
 
-    # ---- decode-only stretches in closed form (the engine's fast path) ------------------------
+    # ---- stretches in closed form (the engine's fast path) ----------------------------------
     def steady(self, state, batch) -> int:
-        """How many more times the decode-only ``batch`` just run repeats, every running
-        request decoding one token each time, before anything this scheduler decides
-        changes — with :meth:`repeated` keeping the books over them (0: ask again now).
+        """How many more times the ``batch`` just run repeats, every running request asking
+        the same tokens each time, before anything this scheduler decides changes — with
+        :meth:`repeated` keeping the books over them (0: ask again now).
 
-        The step just scheduled preempted nothing, admitted nothing and decoded every
-        running request but those that finished a step earlier (asynchronous scheduling:
+        The step just scheduled preempted nothing and served every running request but
+        those that finished a step earlier (asynchronous scheduling:
         the next step frees their blocks, allowed only while no request waits, as freed
         blocks could admit it); every request in the system has been seen (none arrived
         after the step in flight was launched). Then, while nothing arrives and no request
-        finishes, each next step frees nothing more, queues nothing, asks one token of each
-        running request
-        (the budget took them all once, it does again), and admits nothing: the waiting
-        head was refused for want of blocks (or the budget or ``max_num_seqs`` stopped the
-        admissions), and over the stretch the free blocks only fall and its cached prefix
-        only shrinks (an allocation evicts keys, a decode registers only keys of its own
-        request), so the blocks it needs only grow. What changes is the block ledger: a
-        request allocates a block at each step whose token starts one, and registers a
-        block in the prefix cache at each step that fills one. The stretch ends before the
-        first step whose allocations exceed the free blocks (that step preempts), or at the
-        first member's last token (the engine stops there too).
+        finishes, each next step frees nothing more and queues nothing, and:
+
+        - a **decode-only** batch: each running request asks one token (the budget took
+          them all once, it does again), and nothing is admitted: the waiting head was
+          refused for want of blocks (or the budget or ``max_num_seqs`` stopped the
+          admissions), and over the stretch the free blocks only fall and its cached prefix
+          only shrinks (an allocation evicts keys, a decode registers only keys of its own
+          request), so the blocks it needs only grow;
+        - a batch of decodes and **one prefill chunk** that spends the whole token budget
+          (the step may have admitted that request, with its cached prefix): the
+          prefilling request is the last running one (a request admitted after it would
+          have had budget left), the decodes ask one token each and it asks the same chunk
+          again (the rest of the budget, as long as more than a chunk of its prompt is left:
+          the stretch stops before its last chunk), and nothing is admitted, with no budget
+          left.
+
+        What changes is the block ledger: a request allocates the blocks its new tokens
+        start, and registers in the prefix cache the blocks they fill. The stretch ends
+        before the first step whose allocations exceed the free blocks (that step
+        preempts), or at the first member's last token (the engine stops there too).
         """
         finishing = self._finishing
-        if not (self._plain and decides_as_shipped(self) and not batch.prefill.size
-                and batch.decode.size == len(self.running) - len(finishing)
+        if not (self._plain and decides_as_shipped(self)
                 and not (finishing and self.waiting)
                 and (not state.n or int(state.rid[-1]) < self._seen)):
             return 0
-        tab, bs = state._t, self.block_size
         members = [r for r in self.running if r not in finishing] if finishing \
             else self.running.copy()
+        tab, bs = state._t, self.block_size
+        chunk = 0
+        if batch.prefill.size:      # one chunk spending the budget, by the last running
+            if (batch.prefill.size != 1 or batch.decode.size != len(members) - 1
+                    or int(state.rid[batch.prefill[0]]) != members[-1]):
+                return 0
+            chunk = int(batch.chunk[0])
+            if chunk + batch.decode.size != self.token_budget:
+                return 0
+        elif batch.decode.size != len(members):
+            return 0
         run = np.array(members, dtype=np.int64)
         kv = tab.kv(run)
         held = np.fromiter((len(self.blocks[r]) for r in members), np.int64, run.size)
         keyed = np.fromiter((self.keyed[r] for r in members), np.int64, run.size)
+        decodes = run[:-1] if chunk else run
         if (np.count_nonzero(held != ceil_div(kv, bs)) or np.count_nonzero(keyed != kv // bs)
-                or np.count_nonzero(~tab.in_decode[run])):
+                or np.count_nonzero(~tab.in_decode[decodes])):
             return 0
-        most = int((tab.output[run] - tab.decoded[run]).min())
-        first = (-kv) % bs + 1                # the first step of the stretch that allocates
+        rate = np.ones(run.size, dtype=np.int64)
+        most = int((tab.output[decodes] - tab.decoded[decodes]).min()) if decodes.size \
+            else MAX_COUNT
+        if chunk:
+            p = members[-1]                   # steps whose chunk leaves some of its prompt
+            most = min(most, (int(tab.prompt[p] + tab.decoded[p] - kv[-1]) - 1) // chunk)
+            rate[-1] = chunk
         free = self.pool.num_free             # (before the finished requests free theirs)
+        base = ceil_div(kv, bs)
 
         def allocations(j):                   # blocks allocated by steps 1 … j
-            return int(np.where(j >= first, (j - first) // bs + 1, 0).sum())
+            return int((ceil_div(kv + j * rate, bs) - base).sum())
 
-        if allocations(most) > free:          # the first step that would preempt, less one
-            lo, hi = 0, most                  # allocations(lo) <= free < allocations(hi)
+        if most > 0 and allocations(most) > free:   # the first step that would preempt,
+            lo, hi = 0, most                  # less one: allocations(lo) <= free < (hi)
             while hi - lo > 1:
                 mid = (lo + hi) // 2
                 lo, hi = (mid, hi) if allocations(mid) <= free else (lo, mid)
             most = lo
-        self._stretch = (members, kv.tolist())
-        return most
+        self._stretch = (members, kv.tolist(), chunk)
+        return max(most, 0)
 
     def repeated(self, k: int, starts) -> None:
         """The books of ``k`` steps of the stretch :meth:`steady` promised, started at
@@ -556,61 +598,83 @@ class VLLMV1(Policy):
         for r in self._finishing:     # the first step's sync frees the requests that
             self._release(r)          # finished before the stretch (asynchronous scheduling)
         self._finishing = []
-        run, kv = self._stretch
+        run, kv, chunk = self._stretch
         bs, caching = self.block_size, self.pool.caching
-        events = []          # (step, 0: allocate / 1: register, member), in stepping's order
-        for m, tokens in enumerate(kv):
-            events += [(j, 0, m) for j in range((-tokens) % bs + 1, k + 1, bs)]
+        # (step, 0: allocate / 1: register, member, count / first block, end block), in
+        # stepping's order
+        events = []
+        last = len(run) - 1 if chunk else len(run)
+        for m in range(last):                    # decodes: a block at a time
+            tokens = kv[m]
+            events += [(j, 0, m, 1, 0) for j in range((-tokens) % bs + 1, k + 1, bs)]
             if caching:      # step j fills a block where tokens + j is a multiple of bs
-                events += [(j, 1, m) for j in range((-tokens - 1) % bs + 1, k + 1, bs)]
+                events += [(j, 1, m, (tokens + j) // bs - 1, (tokens + j) // bs)
+                           for j in range((-tokens - 1) % bs + 1, k + 1, bs)]
+        if chunk:                                # the prefill: a chunk's blocks each step
+            tokens, held, full = kv[last], -(-kv[last] // bs), kv[last] // bs
+            for j in range(1, k + 1):
+                tokens += chunk
+                more, filled = -(-tokens // bs), tokens // bs
+                if more > held:
+                    events.append((j, 0, last, more - held, 0))
+                if caching and filled > full:
+                    events.append((j, 1, last, full, filled))
+                held, full = more, filled
         events.sort()
         per_step = [0] * (k + 1)
-        for j, kind, _ in events:
+        for j, kind, _, n, _ in events:
             if not kind:
-                per_step[j] += 1
+                per_step[j] += n
         per_step[0] = self.pool.used
         used = np.fromiter(accumulate(per_step), np.int64, k + 1)[1:]  # held after each step
         if events:
-            self._replay(run, kv, events)
-        for r, tokens in zip(run, kv, strict=True):
-            self.keyed[r] = (tokens + k) // bs
+            self._replay(run, events)
+        rates = [1] * last + [chunk] * (len(run) - last)
+        for r, tokens, rate in zip(run, kv, rates, strict=True):
+            self.keyed[r] = (tokens + k * rate) // bs
         self._queue_runs.append((len(self._queue_log), starts.copy(), len(run),
                                  len(self.waiting), used))
         self._launched = float(starts[-1])
-        self._stretch = (run, [tokens + k for tokens in kv])
+        self._stretch = (run, [tokens + k * rate for tokens, rate in zip(kv, rates,
+                                                                          strict=True)],
+                         chunk)
 
-    def _replay(self, run, kv, events) -> None:
-        """Allocations (kind 0) and cache registrations (kind 1) of the members, in order.
+    def _replay(self, run, events) -> None:
+        """Allocations (kind 0: ``n`` blocks) and cache registrations (kind 1: blocks
+        ``b0`` to ``b1``) of the members, in order.
 
         Where none of the keys to register is cached yet, no allocation can change what a
         registration does (an allocation only evicts keys; the blocks registered are held,
         never taken), so all the allocations are made in one call, in order, and then the
         registrations; otherwise step by step, a step's allocations in one call."""
-        pool, blocks, keys, bs = self.pool, self.blocks, self._keycache, self.block_size
-        register = [(run[m], (kv[m] + j) // bs - 1) for j, kind, m in events if kind]
-        if self._bulk_replay and pool._cached.keys().isdisjoint(
-                [keys[r][b] for r, b in register]):
-            allocations = [run[m] for _, kind, m in events if not kind]
-            for r, b in zip(allocations, pool.allocate(len(allocations)), strict=True):
-                blocks[r].append(b)
+        pool, blocks, keys = self.pool, self.blocks, self._keycache
+        register = [(run[m], b0, b1) for _, kind, m, b0, b1 in events if kind]
+        new_keys = list(chain.from_iterable([keys[r][b0:b1] for r, b0, b1 in register]))
+        if self._bulk_replay and pool._cached.keys().isdisjoint(new_keys):
+            allocations = [(run[m], n) for _, kind, m, n, _ in events if not kind]
+            got, at = pool.allocate(sum(n for _, n in allocations)), 0
+            for r, n in allocations:
+                blocks[r] += got[at: at + n]
+                at += n
             if register:
-                pool.cache_many([blocks[r][b] for r, b in register],
-                                [keys[r][b] for r, b in register])
+                pool.cache_many(list(chain.from_iterable(
+                    [blocks[r][b0:b1] for r, b0, b1 in register])), new_keys)
             return
         i, total = 0, len(events)
         while i < total:
-            step, kind, m = events[i]
+            step, kind, m, b0, b1 = events[i]
             if not kind:
                 j = i + 1
                 while j < total and events[j][0] == step and not events[j][1]:
                     j += 1
-                for (_, _, m), b in zip(events[i:j], pool.allocate(j - i), strict=True):
-                    blocks[run[m]].append(b)
+                got, at = pool.allocate(sum(e[3] for e in events[i:j])), 0
+                for _, _, m, n, _ in events[i:j]:
+                    blocks[run[m]] += got[at: at + n]
+                    at += n
                 i = j
                 continue
             r = run[m]
-            b = (kv[m] + step) // bs - 1
-            pool.cache(blocks[r][b], keys[r][b])
+            pool.cache_many(blocks[r][b0:b1], keys[r][b0:b1])
             i += 1
 
     def _queue_rows(self) -> list[tuple]:
