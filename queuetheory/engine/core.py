@@ -241,6 +241,8 @@ class Engine:
         tab = self.table
         c = int(chunk[0])
         length = int(tab.prefill_length(pre)[0])
+        if self.time_model.counts_only:
+            return self._repeat_chunk_closed(pre, chunk, c, length, dec, limit, t, until, most)
         starts, finished, cut = [], _NONE, False
         while len(starts) < min(most, limit) and t < until:
             if int(tab.prefilled[pre[0]]) + c >= length:
@@ -261,6 +263,75 @@ class Engine:
         if k and k < limit and not cut:      # stopped by `until` or `most` alone
             self._resume = (t, self._repeat_chunk, (pre, chunk, dec, limit - k))
         return t, finished
+
+    def _repeat_chunk_closed(self, pre, chunk, c, length, dec, limit, t, until, most):
+        """:meth:`_repeat_chunk` in closed form, where the duration is the token counts'
+        alone (the same for every batch of the stretch): the stretch's batches, their
+        ends, KV loads and stamps computed at once, the same as batch after batch."""
+        tab = self.table
+        duration = self.time_model.count_duration(c, dec.size)
+        if not duration > 0:
+            raise ValueError(f"{self.time_model!r} returned a non-positive duration {duration}")
+        d = dec.size
+        p0 = int(tab.prefilled[pre[0]])
+        bound = min(most, limit)                          # the loop's own count
+        short = max((length - p0 - 1) // c, 0)            # batches whose chunk leaves some
+        if d:
+            decoded = tab.decoded[dec]
+            first = int((tab.output[dec] - decoded).min())   # the batch finishing a member
+        else:
+            first = bound + short + 1
+        n = min(bound, short, first)
+        ends = np.full(n + 1, duration)
+        ends[0] = t
+        ends = ends.cumsum()                              # sequential, as t += duration
+        within = int(ends.searchsorted(until, side="left"))   # batches starting before
+        if tab.emit_first and d:                          # KV written by the j-th batch
+            base = decoded - tab.recomputed[dec] if tab.recomputing else decoded
+            steps = np.arange(1, n + 1)
+            grown = c + (base[None, :] + steps[:, None] > 1).sum(axis=1)
+        else:
+            grown = np.full(n, c + d)
+        before = self.kv_total + np.concatenate([[0], grown[:-1].cumsum()]) if n else grown
+        used = before + (c + d)
+        fits = n
+        if self.memory is not None:
+            over = (used > self.memory).nonzero()[0]
+            if over.size:
+                fits = int(over[0])
+        run = min(bound, within)
+        k = min(run, short, fits, first)
+        if k < 1:
+            return t, _NONE
+        cut = not (run <= short and run <= fits and run < first)
+        ends = ends[: k + 1]
+        starts, used = ends[:-1], used[:k]
+        if d:
+            tab.decoded[dec] = decoded + k
+        self.kv_total += int(grown[:k].sum())
+        self.work -= k * (c + d)
+        tab.prefilled[pre] += k * c
+        if d:
+            self._stamp_tokens(dec, t, ends[1])           # gaps of any length, first tokens
+            if k > 1:
+                gaps = ends[2:] - ends[1:-1]
+                tab.tbt_max[dec] = np.fmax(tab.tbt_max[dec], gaps.max())
+                tab.last_token[dec] = ends[k]
+                if self.tbt.single:
+                    self.tbt.add_counted(gaps, np.full(k - 1, d))
+                else:
+                    self.tbt.add_intervals(gaps, np.zeros(d, np.int64),
+                                           np.full(d, k - 1, np.int64), tab.cls[dec])
+        live = self.live.size
+        finished = self._finish(dec, ends[k]) if k == first else _NONE
+        self.peak_memory = max(self.peak_memory, int(used.max()))
+        self.log.extend(k, starts, duration, 1, c, d, c + d, 0, used, live,
+                        self.work + (c + d) * np.arange(k - 1, -1, -1))
+        self.iteration += k
+        self.policy.repeated(k, starts)
+        if k < limit and not cut:            # stopped by `until` or `most` alone
+            self._resume = (float(ends[k]), self._repeat_chunk, (pre, chunk, dec, limit - k))
+        return float(ends[k]), finished
 
     def _duration(self, pre, chunk, chunk_sum, dec) -> float:
         """The batch's duration, from the token counts alone where the model allows."""
