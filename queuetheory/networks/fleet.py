@@ -137,6 +137,7 @@ class _Router:
         self.rule, self.fleet, self.rng, self.bs = rule, fleet, rng, block_size
         self.threshold, self.abs, self.rel = cache_threshold, balance_abs, balance_rel
         self.turn = 0
+        self.keys = None        # the prefix keys of the request routed last, if computed
 
     def _kv(self) -> np.ndarray:
         out = []
@@ -152,6 +153,7 @@ class _Router:
 
     def __call__(self, trace: Trace, i: int) -> int:
         rule, fleet = self.rule, self.fleet
+        self.keys = None
         if rule == "round_robin":
             self.turn += 1
             return (self.turn - 1) % len(fleet)
@@ -167,6 +169,7 @@ class _Router:
             return int(np.argmin(loads))
         keys = [] if trace.blocks is None else prefix_keys(trace.blocks[i], trace.block_size,
                                                            self.bs)
+        self.keys = keys
         most = (int(trace.prompt[i]) - 1) // self.bs
         match = np.array([len(e.policy.pool.hits(keys, most)) if hasattr(e.policy, "pool")
                           else 0 for e in fleet]) * self.bs / int(trace.prompt[i])
@@ -285,6 +288,8 @@ def simulate_fleet(trace, policy, time_model, engines: int = 1, *,
             if plan is not None:
                 one = dataclasses.replace(one, arrival=arrival[i:i + 1])
             where[i] = k, fleet[k].add(one)[0]
+            if route.keys is not None and hasattr(fleet[k].policy, "share_keys"):
+                fleet[k].policy.share_keys(int(where[i, 1]), route.keys)   # computed once
             rows_of[k].append(i)
             free[k] = max(free[k], float(arrival[i]))
     routed = where[:, 0] >= 0           # a horizon leaves later arrivals unrouted

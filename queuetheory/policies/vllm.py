@@ -376,6 +376,7 @@ class VLLMV1(Policy):
         self.blocks: dict[int, list[int]] = {}
         self.keyed: dict[int, int] = {}       # full blocks of a request registered in the cache
         self._keycache: dict[int, list] = {}  # prefix keys of the requests in the system
+        self._shared: dict[int, list] = {}    # their prompts' keys, as a router computed them
         self._repeating: set[int] = set()     # those of them with a key twice
         self._seen = 0                        # requests up to this id have joined `waiting`
         self._queued: list[float] = []        # when each request joined the waiting queue
@@ -447,12 +448,20 @@ class VLLMV1(Policy):
             return keys
         tab, bs = state._t, self.block_size
         total = ceil_div(tab.prompt[r] + tab.output[r], bs)
-        keys = prefix_keys(tab.blocks[r], tab.block_size, bs)
+        keys = self._shared.pop(r, None)
+        if keys is None:
+            keys = prefix_keys(tab.blocks[r], tab.block_size, bs)
         keys = keys[:total] + [("own", r, b) for b in range(len(keys), total)]
         self._keycache[r] = keys
         if len(set(keys)) < len(keys):        # a trace's ids repeated in one prompt
             self._repeating.add(r)
         return keys
+
+    def share_keys(self, r: int, keys: list) -> None:
+        """Request ``r``'s prompt keys as ``prefix_keys(blocks, id_block, block_size)``
+        gives them with this policy's ``block_size`` (a fleet's router computed them to
+        route it): not computed again. Not copied: the list is only read."""
+        self._shared[r] = keys
 
     def _register(self, state, r: int, tokens: int) -> None:
         """Key the blocks of ``r`` that ``tokens`` computed tokens fill."""
