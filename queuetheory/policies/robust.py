@@ -99,12 +99,16 @@ class _RoundPolicy(Policy):
             rounds = est[order] - int(state.emit_first)
             admit = order[peak.admit(state.prompt[order], rounds, on_fail=self.on_fail)]
         if admit.size == 0 and running.size == 0 and waiting.size:
-            j = order[0]
-            raise QueueTheoryError(
-                f"{type(self).__name__} cannot start request {int(state.rid[j])}: its prompt "
-                f"{int(state.prompt[j])} plus assumed length {int(est[j])} exceeds "
-                f"memory={state.memory}")
+            self._cannot_start(state, order[0], int(est[order[0]]))
         return Batch(admit, state.prompt[admit], running, evict)
+
+    def _cannot_start(self, state, j, est=None):
+        """Raise: an empty system cannot start its first candidate (position ``j``)."""
+        if est is None:
+            est = int(self._estimate(state)[j])
+        raise QueueTheoryError(
+            f"{type(self).__name__} cannot start request {int(state.rid[j])}: its prompt "
+            f"{int(state.prompt[j])} plus assumed length {est} exceeds memory={state.memory}")
 
     def bulk(self, engine):
         """The rule ``future_peak_admission``
@@ -288,6 +292,8 @@ class AEll(_LowerBounds):
         super()._reset()
         self._queue = np.empty(0)
         self._tail = 0.0
+        self._fast = decides_as_shipped(self)
+        self._last = None         # the running jobs of a decode-only decision (steady)
 
     def _enqueue(self, rid):
         if rid.size:
@@ -310,6 +316,103 @@ class AEll(_LowerBounds):
 
     def _order(self, state, waiting):
         return np.argsort(self._queue[state.rid[waiting]])
+
+    def _schedule(self, state):
+        """The loop of :class:`_RoundPolicy` with what it reads cut to what the decision
+        needs (the same batch, the same draws): the queue is sorted only as far as
+        admission can reach — a candidate is admitted only while the prompts admitted so
+        far fit the memory left after this round, and admission stops at the first that
+        fails — and the estimates are gathered for the running jobs and those candidates
+        alone. A subclass that changes a hook runs the shared loop."""
+        if not (self._fast and self.on_fail == "break"):
+            return super()._schedule(state)
+        rid = state.rid
+        self._see_new(rid, state)
+        started = state.started
+        running = np.flatnonzero(started)
+        a = state.decoded[running]
+        lb = self._lb[rid[running]]
+        out = a >= lb
+        evict = running[out]
+        if evict.size:
+            self._lb[rid[evict]] = state.hi[evict]
+            self._enqueue(rid[evict])
+            keep = ~out
+            running, a, lb = running[keep], a[keep], lb[keep]
+            started = started.copy()
+            started[evict] = False
+        waiting = np.flatnonzero(~started)
+        kv = state.kv[running]
+        now = int(kv.sum()) + running.size                  # memory after this round
+        admit = waiting[:0]
+        blocked = True          # no candidate, or the first fails at this round and later
+        if waiting.size:
+            keys = self._queue[rid[waiting]]
+            head = int(keys.argmin())
+            if now + int(state.prompt[waiting[head]]) <= state.memory:
+                blocked = False
+                admit = self._admit(state, waiting, keys, running, kv, a, lb)
+            elif not running.size:
+                self._cannot_start(state, waiting[head])
+        self._last = (running, a, lb) if blocked and not evict.size else None
+        return Batch(admit, state.prompt[admit], running, evict)
+
+    def steady(self, state, batch):
+        """A decode-only batch whose first candidate failed the memory test (``now`` plus
+        its prompt over ``M``), or with none waiting, repeats until a job finishes: ``now``
+        only grows, the queue is unchanged while nothing arrives, and no job reaches its
+        eviction point ``õ`` first (checked: at the decisions of the stretch a job has
+        ``a + 1 … a + k`` tokens, ``k + 1`` the fewest tokens a member still owes)."""
+        last, self._last = self._last, None
+        if last is None or batch.prefill.size or not batch.decode.size:
+            return False
+        running, a, lb = last
+        if running.size != batch.decode.size:
+            return False
+        owed = state.output[running] - a                 # >= 2: none finishes in this batch
+        return bool((lb - a).min() >= owed.min())
+
+    def drains(self, state):
+        """Every job running and none waiting: all decode to the end unless one reaches
+        its eviction point first (``õ < o``), which is checked; nothing is admitted."""
+        return (self._fast and self.on_fail == "break" and state.n > 0
+                and not np.count_nonzero(self._lb[state.rid] < state.output)
+                and not np.count_nonzero(state.kv == 0))
+
+    def _admit(self, state, waiting, keys, running, kv, a, lb):
+        """Admission in queue order (§5 #11): the future-peak check on the first
+        candidates, all of the queue only where they all fit."""
+        # lb >= a + 1 for every job still running (the others were just evicted): §5 #5
+        peak = FuturePeak(state.memory, 0, kv + 1, np.maximum(lb, a + 1) - a - 1)
+        few = 16
+        if keys.size > few:
+            first = np.argpartition(keys, few)[:few]
+            order = waiting[first[np.argsort(keys[first])]]
+            ok = peak.admit(state.prompt[order], self._lb[state.rid[order]]
+                            - int(state.emit_first), on_fail="break")
+            if not ok.all():
+                return order[ok]
+            peak = FuturePeak(state.memory, 0, kv + 1, np.maximum(lb, a + 1) - a - 1)
+        order = waiting[np.argsort(keys)]
+        ok = peak.admit(state.prompt[order], self._lb[state.rid[order]] - int(state.emit_first),
+                        on_fail="break")
+        admit = order[ok]
+        if not admit.size and not running.size:
+            self._cannot_start(state, order[0])
+        return admit
+
+    def _see_new(self, rid, state):
+        """:meth:`_see` of both books at once: a request never queued is new to both (the
+        bound of one already seen is never 0 unless its ``lo`` is, which it keeps)."""
+        if not rid.size:
+            return
+        top = int(rid.max()) + 1
+        self._lb = _grown(self._lb, top, 0)
+        self._queue = _grown(self._queue, top, -1.0)
+        new = self._queue[rid] < 0
+        if new.any():
+            self._lb[rid[new]] = state.lo[new]
+            self._enqueue(rid[new])
 
 
 def _as_float(value) -> float:
@@ -349,12 +452,38 @@ class AdaptiveRobust(Policy):
 
     def _schedule(self, state):
         if self._inner is None:
-            alpha = float(state.lo.min()) / float(state.hi.max())
-            self._inner = AEll() if alpha < self.threshold else AMin(self.evict_key)
-            self.chosen = type(self._inner).__name__
-            self._inner.rng = self.rng
-            self._inner._reset()
+            self._choose(state.lo, state.hi)
         return self._inner._schedule(state)
+
+    def _choose(self, lo, hi):
+        alpha = float(lo.min()) / float(hi.max())
+        self._inner = AEll() if alpha < self.threshold else AMin(self.evict_key)
+        self.chosen = type(self._inner).__name__
+        self._inner.rng = self.rng
+        self._inner._reset()
+
+    def bulk(self, engine):
+        """The chosen scheduler's runner (A_min's bulk rule; A_ℓ has none). ``simulate``'s
+        first decision sees exactly the requests that arrive first (every arrival tied with
+        the earliest), so the choice is made here as :meth:`schedule` would make it there,
+        and kept only if that decision comes (the first arrival before the horizon)."""
+        tab = engine.table
+        if not tab.n or not decides_as_shipped(self):
+            return None
+        arrival = tab.column("arrival")
+        first = arrival == arrival[0]
+        self._choose(tab.column("lo")[first], tab.column("hi")[first])
+        inner = self._inner.bulk(engine)
+        if inner is None:
+            self._reset()
+            return None
+
+        def run(t, stop, limit):
+            if not (arrival[0] < stop and limit >= 1):
+                self._reset()            # no decision is made: nothing chosen
+                return t
+            return inner(t, stop, limit)
+        return run
 
     def _params(self):
         return {"threshold": self.threshold, "evict_key": self.evict_key}
