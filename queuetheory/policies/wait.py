@@ -53,11 +53,19 @@ from .base import Policy, decides_as_shipped, round_model
 
 __all__ = ["WAIT", "NestedWAIT", "FCFSRestart"]
 
+_NONE = np.empty(0, dtype=np.int64)
+
 
 def _first_per_group(positions: np.ndarray, group: np.ndarray, quota: np.ndarray) -> np.ndarray:
     """The first ``quota[g]`` of ``positions`` (already in FIFO order) of each group ``g``."""
     if positions.size == 0:
         return positions
+    present = np.flatnonzero(np.bincount(group))
+    if present.size <= 8:               # a few groups: each one's first members, no sort
+        keep = np.zeros(positions.size, dtype=bool)
+        for g in present.tolist():
+            keep[np.flatnonzero(group == g)[: quota[g]]] = True
+        return positions[keep]
     order = np.argsort(group, kind="stable")
     g = group[order]
     rank = np.empty_like(order)
@@ -283,8 +291,22 @@ class FCFSRestart(Policy):
         need = np.where(started, state.kv + 1, state.prompt)
         k = state.n if state.memory is None else int(
             np.searchsorted(np.cumsum(need), state.memory, side="right"))
-        pos = np.arange(state.n)
-        run = pos < k
-        pre = np.flatnonzero(run & ~started)
-        return Batch(pre, state.prompt[pre], np.flatnonzero(run & started),
-                     np.flatnonzero(~run & started))
+        head, tail = started[:k], started[k:]
+        pre = np.flatnonzero(~head)
+        return Batch(pre, state.prompt[pre], np.flatnonzero(head),
+                     k + np.flatnonzero(tail) if tail.any() else _NONE)
+
+    def steady(self, state, batch):
+        """A decode-only batch is the arrival-order prefix ``[0, k)`` of every resident
+        request (nothing of it to prefill, nothing resident after it). While only its
+        members decode, the prefix sum of next-iteration memory grows: the first waiting
+        request (position ``k``), which did not fit, never fits, and the prefix is cut
+        before ``k`` (an eviction) only once the members' memory after the batch exceeds
+        ``M``, which the engine's check stops before. The policy keeps no state."""
+        return (decides_as_shipped(self) and not batch.prefill.size
+                and not batch.evict.size)
+
+    def drains(self, state):
+        """Every request prefilled and resident: all of them decode, each iteration, while
+        their memory after the batch fits ``M`` (the engine's check), to the end."""
+        return decides_as_shipped(self) and not np.count_nonzero(state.kv == 0)
