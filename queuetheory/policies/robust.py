@@ -329,7 +329,7 @@ class AEll(_LowerBounds):
         rid = state.rid
         self._see_new(rid, state)
         started = state.started
-        running = np.flatnonzero(started)
+        running = started.nonzero()[0]
         a = state.decoded[running]
         lb = self._lb[rid[running]]
         out = a >= lb
@@ -341,7 +341,7 @@ class AEll(_LowerBounds):
             running, a, lb = running[keep], a[keep], lb[keep]
             started = started.copy()
             started[evict] = False
-        waiting = np.flatnonzero(~started)
+        waiting = (~started).nonzero()[0]
         kv = state.kv[running]
         now = int(kv.sum()) + running.size                  # memory after this round
         admit = waiting[:0]
@@ -380,26 +380,30 @@ class AEll(_LowerBounds):
                 and not np.count_nonzero(state.kv == 0))
 
     def _admit(self, state, waiting, keys, running, kv, a, lb):
-        """Admission in queue order (§5 #11): the future-peak check on the first
-        candidates, all of the queue only where they all fit."""
+        """Admission in queue order (§5 #11), the future-peak check candidate by candidate:
+        the next in the queue is the smallest key left (``keys`` is the policy's own copy),
+        the rest of the queue sorted only when many are admitted."""
         # lb >= a + 1 for every job still running (the others were just evicted): §5 #5
         peak = FuturePeak(state.memory, 0, kv + 1, np.maximum(lb, a + 1) - a - 1)
-        few = 16
-        if keys.size > few:
-            first = np.argpartition(keys, few)[:few]
-            order = waiting[first[np.argsort(keys[first])]]
-            ok = peak.admit(state.prompt[order], self._lb[state.rid[order]]
-                            - int(state.emit_first), on_fail="break")
-            if not ok.all():
-                return order[ok]
-            peak = FuturePeak(state.memory, 0, kv + 1, np.maximum(lb, a + 1) - a - 1)
-        order = waiting[np.argsort(keys)]
-        ok = peak.admit(state.prompt[order], self._lb[state.rid[order]] - int(state.emit_first),
-                        on_fail="break")
-        admit = order[ok]
-        if not admit.size and not running.size:
-            self._cannot_start(state, order[0])
-        return admit
+        prompt, rid, emit = state.prompt, state.rid, int(state.emit_first)
+        admit = []
+        for _ in range(min(16, keys.size)):
+            j = int(keys.argmin())
+            c = int(waiting[j])
+            m, e = int(prompt[c]), int(self._lb[rid[c]]) - emit
+            if not peak.fits(m, e):
+                break
+            peak.add(m, e)
+            admit.append(c)
+            keys[j] = np.inf
+        else:
+            if len(admit) < keys.size:          # 16 admitted: the rest in queue order
+                order = waiting[np.argsort(keys)[: keys.size - len(admit)]]
+                ok = peak.admit(prompt[order], self._lb[rid[order]] - emit, on_fail="break")
+                admit += order[ok].tolist()
+        if not admit and not running.size:
+            self._cannot_start(state, waiting[int(keys.argmin())])
+        return np.array(admit, dtype=np.int64)
 
     def _see_new(self, rid, state):
         """:meth:`_see` of both books at once: a request never queued is new to both (the
@@ -407,8 +411,9 @@ class AEll(_LowerBounds):
         if not rid.size:
             return
         top = int(rid.max()) + 1
-        self._lb = _grown(self._lb, top, 0)
-        self._queue = _grown(self._queue, top, -1.0)
+        if top > min(self._queue.size, self._lb.size):
+            self._lb = _grown(self._lb, top, 0)
+            self._queue = _grown(self._queue, top, -1.0)
         new = self._queue[rid] < 0
         if new.any():
             self._lb[rid[new]] = state.lo[new]
