@@ -114,3 +114,16 @@ def test_future_peak_is_counting_every_round(seed):
     ok = FuturePeak(memory, t, m0, last).admit([c[0] for c in cands], [c[1] for c in cands],
                                                on_fail="skip")
     assert ok.tolist() == _brute_fits(memory, t, m0, last, cands)
+
+
+@pytest.mark.parametrize("make_policy", [P.HSF, P.AMax, P.ARandom, P.AMin,
+                                         lambda: P.AMin("dynamic", "generated+1"),
+                                         P.AdaptiveRobust, lambda: P.AdaptiveRobust(2.0)])
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+def test_round_schedulers_stepping_stretches_same_records(make_policy, first_token):
+    """A time model that reads the KV contexts: no bulk rule, the schedulers step, and
+    their blocked decode-only decisions and drains repeat."""
+    _, n_slow, n_fast = _same_records(_workload(interval=True), make_policy,
+                                      qt.LinearMemoryTime(16.1e3, 0.05), memory=3000,
+                                      first_token=first_token)
+    assert n_fast < n_slow

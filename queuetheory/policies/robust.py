@@ -62,9 +62,29 @@ class _RoundPolicy(Policy):
             return "the round model's admission rule (eq. 3) needs a KV capacity M"
         return None
 
+    #: whether ``_order`` draws a fresh uniform per waiting request at every decision
+    _draws = False
+
     def _reset(self):
         self._rank = np.empty(0)           # one uniform key per request id (a permutation σ)
         self._ranked = 0                   # ... drawn for the ids below this
+        self._blocked = False
+
+    def steady(self, state, batch):
+        """A decode-only decision whose first candidate failed the memory test (``now``, the
+        memory after this round, plus its prompt over ``M``), or with none waiting, repeats
+        while only the running jobs decode: ``now`` only grows and the order of the waiting
+        jobs is kept (no arrival, so no new key; nothing drawn, which rules out the orders
+        that draw fresh uniforms at each decision while a job waits); an eviction of A_min
+        comes only with memory over ``M``, which the engine's check stops before."""
+        blocked, self._blocked = self._blocked, False
+        return (blocked and decides_as_shipped(self) and not batch.prefill.size
+                and batch.decode.size > 0)
+
+    def drains(self, state):
+        """Every job running, none waiting: each decides the decode of all of them (no draw,
+        no admission; A_min evicts only over ``M``, which the engine checks)."""
+        return decides_as_shipped(self) and not np.count_nonzero(state.kv == 0)
 
     def _ranks(self, rid):
         if rid.size and rid.max() >= self._ranked:
@@ -88,7 +108,10 @@ class _RoundPolicy(Policy):
         est = self._estimate(state)
         a = state.decoded
         now = int(state.kv[running].sum()) + running.size      # memory after this round
-        if order.size == 0 or now + int(state.prompt[order[0]]) > state.memory:
+        blocked = order.size == 0 or now + int(state.prompt[order[0]]) > state.memory
+        # a blocked decode-only decision repeats (steady) unless it draws fresh uniforms
+        self._blocked = blocked and not evict.size and not (self._draws and order.size)
+        if blocked:
             admit = order[:0]                                  # the first candidate cannot fit
         else:
             est_run = np.maximum(est[running], a[running] + 1)          # spec §5 #5
@@ -163,6 +186,8 @@ class HSF(_RoundPolicy):
     while eq. (3) holds with the true lengths; never evicts. The benchmark of Def. 3.1. With
     equal prompts the longest feasible shortest-first prefix is Alg. 3's largest feasible set;
     with unequal prompts it is the same greedy rule, not a knapsack optimum."""
+
+    _draws = True
 
     def _estimate(self, state):
         return state.output
@@ -250,6 +275,8 @@ class AMin(_LowerBounds):
             raise ValueError(f"bound={bound!r}: must be 'generated' or 'generated+1'")
         self.evict_key = evict_key
         self.bound = bound
+
+    _draws = True
 
     def _evict(self, state, running):
         need = state.kv[running] + 1                       # projected memory at t+1 (§5 #6)
@@ -459,6 +486,16 @@ class AdaptiveRobust(Policy):
         if self._inner is None:
             self._choose(state.lo, state.hi)
         return self._inner._schedule(state)
+
+    def steady(self, state, batch):
+        """The chosen scheduler's promise (:meth:`AEll.steady`, :meth:`_RoundPolicy.steady`)."""
+        return (self._inner is not None and decides_as_shipped(self)
+                and self._inner.steady(state, batch))
+
+    def drains(self, state):
+        """The chosen scheduler's promise."""
+        return (self._inner is not None and decides_as_shipped(self)
+                and self._inner.drains(state))
 
     def _choose(self, lo, hi):
         alpha = float(lo.min()) / float(hi.max())
