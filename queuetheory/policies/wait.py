@@ -324,14 +324,25 @@ class FCFSRestart(Policy):
     no_token_budget = round_model("Ao et al.")
 
     def _schedule(self, state):
-        started = state.kv > 0
-        need = np.where(started, state.kv + 1, state.prompt)
-        k = state.n if state.memory is None else int(
-            np.searchsorted(np.cumsum(need), state.memory, side="right"))
-        head, tail = started[:k], started[k:]
+        kv, prompt, n = state.kv, state.prompt, state.n
+        started = kv > 0
+        resident = int(np.count_nonzero(started))
+        k = n
+        if state.memory is not None:
+            # the prefix sums of a window past the residents, the whole queue only when the
+            # window fits entirely (every need is at least one token)
+            w = min(n, resident + 64)
+            while True:
+                need = np.where(started[:w], kv[:w] + 1, prompt[:w]).cumsum()
+                if w == n or need[-1] > state.memory:
+                    break
+                w = n
+            k = int(need.searchsorted(state.memory, side="right"))
+        head = started[:k]
         pre = (~head).nonzero()[0]
-        return Batch(pre, state.prompt[pre], head.nonzero()[0],
-                     k + tail.nonzero()[0] if tail.any() else _NONE)
+        dec = head.nonzero()[0]
+        evict = _NONE if dec.size == resident else k + started[k:].nonzero()[0]
+        return Batch(pre, prompt[pre], dec, evict)
 
     def steady(self, state, batch):
         """A decode-only batch is the arrival-order prefix ``[0, k)`` of every resident
