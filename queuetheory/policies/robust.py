@@ -346,11 +346,11 @@ class AEll(_LowerBounds):
 
     def _schedule(self, state):
         """The loop of :class:`_RoundPolicy` with what it reads cut to what the decision
-        needs (the same batch, the same draws): the queue is sorted only as far as
-        admission can reach — a candidate is admitted only while the prompts admitted so
-        far fit the memory left after this round, and admission stops at the first that
-        fails — and the estimates are gathered for the running jobs and those candidates
-        alone. A subclass that changes a hook runs the shared loop."""
+        needs (the same batch, the same draws): the queue is not sorted — admission stops
+        at the first candidate that fails, so the next one is the smallest key left
+        (:meth:`_admit`), and none is tried when the first one's prompt does not fit the
+        memory after this round — and the estimates are gathered for the running jobs and
+        the candidates tried alone. A subclass that changes a hook runs the shared loop."""
         if not (self._fast and self.on_fail == "break"):
             return super()._schedule(state)
         rid = state.rid
