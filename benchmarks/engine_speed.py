@@ -56,13 +56,23 @@ POLICIES = {
     "amax": lambda b: qt.policies.AMax(),
     "amin": lambda b: qt.policies.AMin(),
     "mcsf": lambda b: qt.policies.MCSF(),
+    "aell": lambda b: qt.policies.AEll(),
+    "adaptive": lambda b: qt.policies.AdaptiveRobust(),
+    "hsf": lambda b: qt.policies.HSF(),
+    "arandom": lambda b: qt.policies.ARandom(),
+    "mcsf-fcfs": lambda b: qt.policies.FCFS(),
+    "alpha": lambda b: qt.policies.AlphaProtection(0.1),
     # Bari et al.'s SLAI, its TBT target 0.5 s in the time model's µs
     "slai": lambda b: qt.policies.SLAI(512, tbt=(5e5,)),
     # Bari et al.'s tiled schedulers (tile t* = (128, 256, 32); no KV-memory rule)
     "rad": lambda b: qt.policies.RAD((128, 256, 32)),
     "cycle": lambda b: qt.policies.CycleScheduler((128, 256, 32), n=256),
     "request-level": lambda b: qt.policies.RequestLevel(256),
+    # vLLM v1 keeps its own KV blocks (run without --memory)
+    "vllm-v1": lambda b: qt.policies.VLLMV1(256, 2048),
 }
+# Ao et al.'s schedulers, in their paper's setting (:func:`ao_et_al`)
+AO = ("wait", "nested-wait", "fcfs-restart")
 
 
 # policies that need requests of several classes: how many, drawn uniformly per request
@@ -85,7 +95,8 @@ def trace(n: int, sharegpt: bool, load: float, seed: int = 0):
     return tr.arrival, tr.prompt, tr.output
 
 
-def ao_et_al(name: str, arrival, prompt, output, fast_path: bool = True) -> dict:
+def ao_et_al(name: str, arrival, prompt, output, fast_path: bool = True,
+             memory=None) -> dict:
     """WAIT or Nested WAIT (Ao et al.) on the trace, timed as :func:`benchmarks.anchor.ours`.
 
     The paper's §6.2 setting: output lengths in bins of 50 decode stages — WAIT's types (a
@@ -93,12 +104,31 @@ def ao_et_al(name: str, arrival, prompt, output, fast_path: bool = True) -> dict
     longest output) — and thresholds with a batch limit ``B = 512``: WAIT the §6.1 rule
     ``n_j = max(1, ⌊Bρ_j/(l'_j+1)⌋)`` (``l'_j`` the bin's last stage, ``ρ_j`` its share),
     Nested WAIT the tail-sum rule of (10) in the authors' form ``⌈BΛ_i/Σ_k w_k Λ_k⌉``.
-    Their convention ``first_token="decode"``; no KV limit (Nested WAIT ``overflow="soft"``)."""
+    Their convention ``first_token="decode"``. With ``memory`` the schedulers keep to it
+    (WAIT without classes and Nested WAIT ``overflow="gate"``, module notes of
+    :mod:`queuetheory.policies.wait`); without it Nested WAIT is ``overflow="soft"``.
+    ``"fcfs-restart"`` is the baseline of Props. 4–5 on the same trace."""
     from pyserq_driver import TIME
+
+    policy, trace = ao_policy(name, arrival, prompt, output, memory)
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = qt.simulate(trace, policy, TIME, memory=memory, fast_path=fast_path,
+                      first_token="decode")
+    m = res.metrics
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"wall_s": wall, "cpu_s": cpu, "iterations": m["iterations"],
+            "iterations_per_cpu_s": m["iterations"] / cpu, "completed": m["completed"],
+            "mean_latency_s": float(res.requests["latency"].mean()) / 1e6}
+
+
+def ao_policy(name: str, arrival, prompt, output, memory=None):
+    """The policy and trace of :func:`ao_et_al`."""
 
     width, B = 50, 512
     kind = (output - 1) // width
     share = np.bincount(kind).astype(float)
+    if name == "fcfs-restart":
+        return qt.policies.FCFSRestart(), qt.Workload.from_arrays(arrival, prompt, output)
     if name == "wait":
         classes = [qt.RequestClass(prompt=int(prompt.mean()), output=width * (j + 1),
                                    rate=max(r, 1e-9)) for j, r in enumerate(share)]
@@ -108,16 +138,10 @@ def ao_et_al(name: str, arrival, prompt, output, fast_path: bool = True) -> dict
     else:
         seg = qt.fluid.Segments(int(prompt.mean()), width * np.arange(1, share.size + 1), share)
         policy = qt.policies.NestedWAIT(seg, qt.fluid.nested_thresholds(
-            seg, 1.0, 0.0, rule="tail_sum", batch_limit=B))
+            seg, 1.0, 0.0, rule="tail_sum", batch_limit=B),
+            overflow="soft" if memory is None else "gate")
         trace = qt.Workload.from_arrays(arrival, prompt, output)
-    print(f"  thresholds {policy.thresholds}")
-    t0, c0 = time.perf_counter(), time.process_time()
-    res = qt.simulate(trace, policy, TIME, fast_path=fast_path, first_token="decode")
-    m = res.metrics
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return {"wall_s": wall, "cpu_s": cpu, "iterations": m["iterations"],
-            "iterations_per_cpu_s": m["iterations"] / cpu, "completed": m["completed"],
-            "mean_latency_s": float(res.requests["latency"].mean()) / 1e6}
+    return policy, trace
 
 
 def single_server(n: int, load: float = 0.8, seed: int = 5):
@@ -145,11 +169,57 @@ def single_server(n: int, load: float = 0.8, seed: int = 5):
           f"{ours / theirs:.2f}; largest departure difference {gap:.2g}")
 
 
+def run_one(name: str, arrival, prompt, output, memory, fast_path: bool = True) -> dict:
+    """One scheduler on the trace (``memory``: the KV limit or ``None``), timed."""
+    if name in AO:
+        return ao_et_al(name, arrival, prompt, output, fast_path, memory)
+    budget = max(2048, int((prompt + output).max())) if name == "vllm" else 512
+    k = CLASSES.get(name, 1)
+    cls = np.random.default_rng(1).integers(0, k, len(arrival)) if k > 1 else None
+    out = ours(arrival, prompt, output, POLICIES[name](budget), memory, fast_path, cls=cls)
+    out["iterations_per_cpu_s"] = out["iterations"] / out["cpu_s"]
+    return out
+
+
+def supported(name: str, memory, arrival, prompt, output) -> bool:
+    """Does the scheduler run with this KV ``memory`` (its own ``supports``)?"""
+    if name in AO:
+        policy = ao_policy(name, arrival, prompt, output, memory)[0]
+        first = "decode"
+    else:
+        policy, first = POLICIES[name](512), "prefill"
+    return policy.supports(memory=memory, first_token=first) is None
+
+
+def table(ns, memory: int, load: float, names, fast_path: bool = True):
+    """``--all``: every scheduler of ``names`` on the ShareGPT trace, without and with the KV
+    limit ``memory`` where it runs there, FCFS Sarathi beside it in the same run; one
+    markdown row each (iterations per CPU second, and the ratio to Sarathi's)."""
+    print("| scheduler | requests | KV limit | iterations | CPU s | iterations / CPU s "
+          "| Sarathi it / CPU s |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for n in ns:
+        arrival, prompt, output = trace(n, True, load)
+        for mem in (None, memory):
+            mem = mem and max(mem, int((prompt + output).max()))
+            ref = run_one("sarathi", arrival, prompt, output, mem)
+            for name in names:
+                if not supported(name, mem, arrival, prompt, output):
+                    continue
+                out = run_one(name, arrival, prompt, output, mem, fast_path)
+                print(f"| {name} | {n:,} | {mem or '—'} | {out['iterations']:,} | "
+                      f"{out['cpu_s']:.3f} | {out['iterations_per_cpu_s']:.3g} | "
+                      f"{ref['iterations'] / ref['cpu_s']:.3g} |", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("-n", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--sharegpt", action="store_true")
-    ap.add_argument("--policy", choices=(*POLICIES, "wait", "nested-wait"), default="sarathi")
+    ap.add_argument("--policy", choices=(*POLICIES, *AO), default="sarathi")
+    ap.add_argument("--all", nargs="*", metavar="POLICY", default=None,
+                    help="a table of every scheduler (or those named), ShareGPT lengths, "
+                         "without and with --memory (default 30000)")
     ap.add_argument("--memory", type=int, default=None)
     ap.add_argument("--load", type=float, default=0.9)
     ap.add_argument("--pyserq", action="store_true")
@@ -161,12 +231,16 @@ def main():
         for n in args.n:
             single_server(n)
         return
+    if args.all is not None:
+        table(args.n, args.memory or 30_000, args.load, args.all or [*POLICIES, *AO],
+              args.fast_path == "on")
+        return
     for n in args.n:
         arrival, prompt, output = trace(n, args.sharegpt, args.load)
-        if args.policy in ("wait", "nested-wait"):
-            print(f"n={n:,} policy={args.policy}")
+        if args.policy in AO:
+            print(f"n={n:,} policy={args.policy} memory={args.memory}")
             show("simulate", ao_et_al(args.policy, arrival, prompt, output,
-                                      args.fast_path == "on"))
+                                      args.fast_path == "on", args.memory))
             continue
         memory = args.memory and max(args.memory, int((prompt + output).max()))
         budget = max(2048, int((prompt + output).max())) if args.policy == "vllm" else 512

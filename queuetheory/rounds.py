@@ -163,13 +163,17 @@ class FuturePeak:
         self.memory, self.t = memory, t
         m0 = np.asarray(m0, dtype=np.int64)
         last = np.asarray(last, dtype=np.int64)
-        if np.any(last < t):
+        if last.size and last.min() < t:
             raise ValueError("last: every running job must still be running in round t")
         # load(τ) = Σ_{k: last_k ≥ τ} (m0_k + τ − t);  count(τ) = #{k: last_k ≥ τ}: the jobs
         # alive at τ are a suffix of the jobs sorted by last round, so suffix sums give both
         order = np.argsort(last, kind="stable")
         last, m0 = last[order], m0[order]
-        self.taus, first = np.unique(last, return_index=True)
+        if last.size:                 # the first of each run of equal last rounds
+            first = np.flatnonzero(np.concatenate(([True], last[1:] != last[:-1])))
+        else:
+            first = np.empty(0, dtype=np.int64)
+        self.taus = last[first]
         held = np.concatenate([m0[::-1].cumsum()[::-1], [0]])     # Σ m0 over k ≥ i
         self.count = last.size - first
         self.load = held[first] + self.count * (self.taus - t)
@@ -185,7 +189,7 @@ class FuturePeak:
         return int(self.load.max()) if self.load.size else 0
 
     def _load_at(self, tau: int) -> int:
-        k = int(np.searchsorted(self.taus, tau, side="left"))
+        k = int(self.taus.searchsorted(tau, side="left"))
         if k == self.taus.size:
             return 0
         # the jobs alive at τ are those alive at the next checkpoint
@@ -218,10 +222,11 @@ class FuturePeak:
         """
         if e < self.t:
             raise ValueError(f"e={e}: a job's last round cannot precede t={self.t}")
-        before = self.taus <= e
-        if np.count_nonzero(self.load[before] + m + self.taus[before] - self.t > self.memory):
+        k = int(self.taus.searchsorted(e, side="right"))       # the checkpoints τ <= e
+        room = self.memory - m + self.t
+        if k and int((self.load[:k] + self.taus[:k]).max()) > room:
             return False
-        return bool(self._load_at(e) + m + e - self.t <= self.memory)
+        return bool(self._load_at(e) + e <= room)
 
     def add(self, m: int, e: int) -> None:
         """Admit a job (without checking); keeps the profile exact.
@@ -233,15 +238,15 @@ class FuturePeak:
         e : int
             The job's last round (``≥ t``).
         """
-        k = int(np.searchsorted(self.taus, e, side="left"))
+        k = int(self.taus.searchsorted(e, side="left"))
         if k == self.taus.size or self.taus[k] != e:
             load, count = self._load_at(e), (int(self.count[k]) if k < self.taus.size else 0)
             self.taus = _insert(self.taus, k, e)
             self.load = _insert(self.load, k, load)
             self.count = _insert(self.count, k, count)
-        before = self.taus <= e
-        self.load[before] += m + self.taus[before] - self.t
-        self.count[before] += 1
+        k += 1                                                  # the checkpoints τ <= e
+        self.load[:k] += m - self.t + self.taus[:k]
+        self.count[:k] += 1
 
     def admit(self, m, e, on_fail: str = "break") -> np.ndarray:
         """Greedy admission of candidates in the given order; returns the admitted mask.
@@ -270,12 +275,12 @@ class FuturePeak:
         """
         if on_fail not in ("break", "skip"):
             raise ValueError(f"on_fail={on_fail!r}: must be 'break' or 'skip'")
-        m = np.asarray(m, dtype=np.int64)
-        e = np.asarray(e, dtype=np.int64)
-        ok = np.zeros(m.size, dtype=bool)
-        for i in range(m.size):
-            if self.fits(int(m[i]), int(e[i])):
-                self.add(int(m[i]), int(e[i]))
+        m = np.asarray(m, dtype=np.int64).tolist()
+        e = np.asarray(e, dtype=np.int64).tolist()
+        ok = np.zeros(len(m), dtype=bool)
+        for i, (mi, ei) in enumerate(zip(m, e, strict=True)):
+            if self.fits(mi, ei):
+                self.add(mi, ei)
                 ok[i] = True
             elif on_fail == "break":
                 break

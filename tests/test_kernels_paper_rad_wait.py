@@ -321,11 +321,12 @@ def test_cohorts_rule_only_where_it_applies():
         qt.simulate(trace, WAIT((1, 1)), tm, **PAPER)
     with pytest.raises(ValueError, match="exceeds the last segment boundary 20"):
         qt.simulate(trace, NestedWAIT((5, 20), (1, 1)), tm, **PAPER)
-    # with a memory limit the gate decides every iteration
+    # with a memory limit the gate decides every iteration but the relieving stretches
+    # (issue 33: a batch that decodes every resident request repeats), the same records
     trace = _random_trace(np.random.default_rng(5), 60)
     res, n_fast = _same_records(trace, lambda: NestedWAIT((10, 119), (3, 2), overflow="gate"),
                                 tm, memory=4_000, **PAPER)
-    assert n_fast >= res.iterations > 0
+    assert 0 < n_fast < res.iterations
 
 
 @pytest.mark.parametrize("first_token", ["decode", "prefill"])

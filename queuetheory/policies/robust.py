@@ -62,9 +62,29 @@ class _RoundPolicy(Policy):
             return "the round model's admission rule (eq. 3) needs a KV capacity M"
         return None
 
+    #: whether ``_order`` draws a fresh uniform per waiting request at every decision
+    _draws = False
+
     def _reset(self):
         self._rank = np.empty(0)           # one uniform key per request id (a permutation σ)
         self._ranked = 0                   # ... drawn for the ids below this
+        self._blocked = False
+
+    def steady(self, state, batch):
+        """A decode-only decision whose first candidate failed the memory test (``now``, the
+        memory after this round, plus its prompt over ``M``), or with none waiting, repeats
+        while only the running jobs decode: ``now`` only grows and the order of the waiting
+        jobs is kept (no arrival, so no new key; nothing drawn, which rules out the orders
+        that draw fresh uniforms at each decision while a job waits); an eviction of A_min
+        comes only with memory over ``M``, which the engine's check stops before."""
+        blocked, self._blocked = self._blocked, False
+        return (blocked and decides_as_shipped(self) and not batch.prefill.size
+                and batch.decode.size > 0)
+
+    def drains(self, state):
+        """Every job running, none waiting: each decides the decode of all of them (no draw,
+        no admission; A_min evicts only over ``M``, which the engine checks)."""
+        return decides_as_shipped(self) and not np.count_nonzero(state.kv == 0)
 
     def _ranks(self, rid):
         if rid.size and rid.max() >= self._ranked:
@@ -88,7 +108,10 @@ class _RoundPolicy(Policy):
         est = self._estimate(state)
         a = state.decoded
         now = int(state.kv[running].sum()) + running.size      # memory after this round
-        if order.size == 0 or now + int(state.prompt[order[0]]) > state.memory:
+        blocked = order.size == 0 or now + int(state.prompt[order[0]]) > state.memory
+        # a blocked decode-only decision repeats (steady) unless it draws fresh uniforms
+        self._blocked = blocked and not evict.size and not (self._draws and order.size)
+        if blocked:
             admit = order[:0]                                  # the first candidate cannot fit
         else:
             est_run = np.maximum(est[running], a[running] + 1)          # spec §5 #5
@@ -99,12 +122,16 @@ class _RoundPolicy(Policy):
             rounds = est[order] - int(state.emit_first)
             admit = order[peak.admit(state.prompt[order], rounds, on_fail=self.on_fail)]
         if admit.size == 0 and running.size == 0 and waiting.size:
-            j = order[0]
-            raise QueueTheoryError(
-                f"{type(self).__name__} cannot start request {int(state.rid[j])}: its prompt "
-                f"{int(state.prompt[j])} plus assumed length {int(est[j])} exceeds "
-                f"memory={state.memory}")
+            self._cannot_start(state, order[0], int(est[order[0]]))
         return Batch(admit, state.prompt[admit], running, evict)
+
+    def _cannot_start(self, state, j, est=None):
+        """Raise: an empty system cannot start its first candidate (position ``j``)."""
+        if est is None:
+            est = int(self._estimate(state)[j])
+        raise QueueTheoryError(
+            f"{type(self).__name__} cannot start request {int(state.rid[j])}: its prompt "
+            f"{int(state.prompt[j])} plus assumed length {est} exceeds memory={state.memory}")
 
     def bulk(self, engine):
         """The rule ``future_peak_admission``
@@ -159,6 +186,8 @@ class HSF(_RoundPolicy):
     while eq. (3) holds with the true lengths; never evicts. The benchmark of Def. 3.1. With
     equal prompts the longest feasible shortest-first prefix is Alg. 3's largest feasible set;
     with unequal prompts it is the same greedy rule, not a knapsack optimum."""
+
+    _draws = True
 
     def _estimate(self, state):
         return state.output
@@ -247,6 +276,8 @@ class AMin(_LowerBounds):
         self.evict_key = evict_key
         self.bound = bound
 
+    _draws = True
+
     def _evict(self, state, running):
         need = state.kv[running] + 1                       # projected memory at t+1 (§5 #6)
         excess = int(need.sum()) - state.memory
@@ -288,6 +319,8 @@ class AEll(_LowerBounds):
         super()._reset()
         self._queue = np.empty(0)
         self._tail = 0.0
+        self._fast = decides_as_shipped(self)
+        self._last = None         # the running jobs of a decode-only decision (steady)
 
     def _enqueue(self, rid):
         if rid.size:
@@ -310,6 +343,108 @@ class AEll(_LowerBounds):
 
     def _order(self, state, waiting):
         return np.argsort(self._queue[state.rid[waiting]])
+
+    def _schedule(self, state):
+        """The loop of :class:`_RoundPolicy` with what it reads cut to what the decision
+        needs (the same batch, the same draws): the queue is not sorted — admission stops
+        at the first candidate that fails, so the next one is the smallest key left
+        (:meth:`_admit`), and none is tried when the first one's prompt does not fit the
+        memory after this round — and the estimates are gathered for the running jobs and
+        the candidates tried alone. A subclass that changes a hook runs the shared loop."""
+        if not (self._fast and self.on_fail == "break"):
+            return super()._schedule(state)
+        rid = state.rid
+        self._see_new(rid, state)
+        started = state.started
+        running = started.nonzero()[0]
+        a = state.decoded[running]
+        lb = self._lb[rid[running]]
+        out = a >= lb
+        evict = running[out]
+        if evict.size:
+            self._lb[rid[evict]] = state.hi[evict]
+            self._enqueue(rid[evict])
+            keep = ~out
+            running, a, lb = running[keep], a[keep], lb[keep]
+            started = started.copy()
+            started[evict] = False
+        waiting = (~started).nonzero()[0]
+        kv = state.kv[running]
+        now = int(kv.sum()) + running.size                  # memory after this round
+        admit = waiting[:0]
+        blocked = True          # no candidate, or the first fails at this round and later
+        if waiting.size:
+            keys = self._queue[rid[waiting]]
+            head = int(keys.argmin())
+            if now + int(state.prompt[waiting[head]]) <= state.memory:
+                blocked = False
+                admit = self._admit(state, waiting, keys, running, kv, a, lb)
+            elif not running.size:
+                self._cannot_start(state, waiting[head])
+        self._last = (running, a, lb) if blocked and not evict.size else None
+        return Batch(admit, state.prompt[admit], running, evict)
+
+    def steady(self, state, batch):
+        """A decode-only batch whose first candidate failed the memory test (``now`` plus
+        its prompt over ``M``), or with none waiting, repeats until a job finishes: ``now``
+        only grows, the queue is unchanged while nothing arrives, and no job reaches its
+        eviction point ``õ`` first (checked: at the decisions of the stretch a job has
+        ``a + 1 … a + k`` tokens, ``k + 1`` the fewest tokens a member still owes)."""
+        last, self._last = self._last, None
+        if last is None or batch.prefill.size or not batch.decode.size:
+            return False
+        running, a, lb = last
+        if running.size != batch.decode.size:
+            return False
+        owed = state.output[running] - a                 # >= 2: none finishes in this batch
+        return bool((lb - a).min() >= owed.min())
+
+    def drains(self, state):
+        """Every job running and none waiting: all decode to the end unless one reaches
+        its eviction point first (``õ < o``), which is checked; nothing is admitted."""
+        return (self._fast and self.on_fail == "break" and state.n > 0
+                and not np.count_nonzero(self._lb[state.rid] < state.output)
+                and not np.count_nonzero(state.kv == 0))
+
+    def _admit(self, state, waiting, keys, running, kv, a, lb):
+        """Admission in queue order (§5 #11), the future-peak check candidate by candidate:
+        the next in the queue is the smallest key left (``keys`` is the policy's own copy),
+        the rest of the queue sorted only when many are admitted."""
+        # lb >= a + 1 for every job still running (the others were just evicted): §5 #5
+        peak = FuturePeak(state.memory, 0, kv + 1, np.maximum(lb, a + 1) - a - 1)
+        prompt, rid, emit = state.prompt, state.rid, int(state.emit_first)
+        admit = []
+        for _ in range(min(16, keys.size)):
+            j = int(keys.argmin())
+            c = int(waiting[j])
+            m, e = int(prompt[c]), int(self._lb[rid[c]]) - emit
+            if not peak.fits(m, e):
+                break
+            peak.add(m, e)
+            admit.append(c)
+            keys[j] = np.inf
+        else:
+            if len(admit) < keys.size:          # 16 admitted: the rest in queue order
+                order = waiting[np.argsort(keys)[: keys.size - len(admit)]]
+                ok = peak.admit(prompt[order], self._lb[rid[order]] - emit, on_fail="break")
+                admit += order[ok].tolist()
+        if not admit and not running.size:
+            self._cannot_start(state, waiting[int(keys.argmin())])
+        return np.array(admit, dtype=np.int64)
+
+    def _see_new(self, rid, state):
+        """:meth:`_see` of both books at once: a request never queued is new to both (the
+        bound of one already seen is never 0 unless its ``lo`` is, which it keeps)."""
+        if not rid.size:
+            return
+        top = int(rid.max()) + 1
+        if top > min(self._queue.size, self._lb.size):
+            self._lb = _grown(self._lb, top, 0)
+            self._queue = _grown(self._queue, top, -1.0)
+        new = self._queue[rid] < 0
+        if new.any():
+            self._lb[rid[new]] = state.lo[new]
+            self._enqueue(rid[new])
 
 
 def _as_float(value) -> float:
@@ -349,12 +484,48 @@ class AdaptiveRobust(Policy):
 
     def _schedule(self, state):
         if self._inner is None:
-            alpha = float(state.lo.min()) / float(state.hi.max())
-            self._inner = AEll() if alpha < self.threshold else AMin(self.evict_key)
-            self.chosen = type(self._inner).__name__
-            self._inner.rng = self.rng
-            self._inner._reset()
+            self._choose(state.lo, state.hi)
         return self._inner._schedule(state)
+
+    def steady(self, state, batch):
+        """The chosen scheduler's promise (:meth:`AEll.steady`, :meth:`_RoundPolicy.steady`)."""
+        return (self._inner is not None and decides_as_shipped(self)
+                and self._inner.steady(state, batch))
+
+    def drains(self, state):
+        """The chosen scheduler's promise."""
+        return (self._inner is not None and decides_as_shipped(self)
+                and self._inner.drains(state))
+
+    def _choose(self, lo, hi):
+        alpha = float(lo.min()) / float(hi.max())
+        self._inner = AEll() if alpha < self.threshold else AMin(self.evict_key)
+        self.chosen = type(self._inner).__name__
+        self._inner.rng = self.rng
+        self._inner._reset()
+
+    def bulk(self, engine):
+        """The chosen scheduler's runner (A_min's bulk rule; A_ℓ has none). ``simulate``'s
+        first decision sees exactly the requests that arrive first (every arrival tied with
+        the earliest), so the choice is made here as :meth:`schedule` would make it there,
+        and kept only if that decision comes (the first arrival before the horizon)."""
+        tab = engine.table
+        if not tab.n or not decides_as_shipped(self):
+            return None
+        arrival = tab.column("arrival")
+        first = arrival == arrival[0]
+        self._choose(tab.column("lo")[first], tab.column("hi")[first])
+        inner = self._inner.bulk(engine)
+        if inner is None:
+            self._reset()
+            return None
+
+        def run(t, stop, limit):
+            if not (arrival[0] < stop and limit >= 1):
+                self._reset()            # no decision is made: nothing chosen
+                return t
+            return inner(t, stop, limit)
+        return run
 
     def _params(self):
         return {"threshold": self.threshold, "evict_key": self.evict_key}

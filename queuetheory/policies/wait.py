@@ -53,54 +53,99 @@ from .base import Policy, decides_as_shipped, round_model
 
 __all__ = ["WAIT", "NestedWAIT", "FCFSRestart"]
 
+_NONE = np.empty(0, dtype=np.int64)
+
 
 def _first_per_group(positions: np.ndarray, group: np.ndarray, quota: np.ndarray) -> np.ndarray:
     """The first ``quota[g]`` of ``positions`` (already in FIFO order) of each group ``g``."""
     if positions.size == 0:
         return positions
-    order = np.argsort(group, kind="stable")
-    g = group[order]
+    counts = np.bincount(group)
+    present = counts.nonzero()[0]
+    if present.size <= 8:               # a few groups: each one's first members, no sort
+        keep = np.zeros(positions.size, dtype=bool)
+        for g in present.tolist():
+            keep[(group == g).nonzero()[0][: quota[g]]] = True
+        return positions[keep]
+    # a stable sort of small integers is a radix sort (the same order, in linear time)
+    order = np.argsort(group.astype(np.int16) if counts.size < 1 << 15 else group,
+                       kind="stable")
     rank = np.empty_like(order)
-    rank[order] = np.arange(order.size) - np.searchsorted(g, g, side="left")
+    rank[order] = np.arange(order.size) - (np.cumsum(counts) - counts)[group[order]]
     return positions[rank < quota[group]]
 
 
-def _relieve(state) -> Batch:
+def _relieve(state) -> tuple[Batch, bool]:
     """The batch when no cohort step fits the memory: decodes of resident requests, furthest
     along first (most tokens decoded: the policy reads stages, never output lengths), as many
     as fit; or, if not one token fits, evict the last started. With nothing resident, the
     waiting prompts whose whole prefill fits, in arrival order (at least the first: a lone
-    request always fits, ``simulate`` checks it)."""
-    resident = np.flatnonzero(state.in_decode & (state.kv > 0))
+    request always fits, ``simulate`` checks it). Also whether every resident request
+    decodes (nothing evicted)."""
+    resident = (state.in_decode & (state.kv > 0)).nonzero()[0]
     if resident.size == 0:
-        waiting = np.flatnonzero(state.prefilled == 0)
+        waiting = (state.prefilled == 0).nonzero()[0]
         fits = np.cumsum(state.prompt[waiting]) <= state.memory_free
         new = waiting[: max(1, int(fits.sum()))] if waiting.size else waiting
-        return Batch(new, state.prompt[new])
+        return Batch(new, state.prompt[new]), False
     room, evict = int(state.memory_free), resident[:0]
     if room < 1:                     # the engine idles on an eviction alone: decode too
         evict, resident = resident[-1:], resident[:-1]
         room += int(state.kv[evict[0]])
     if state.budget is not None:
         room = min(room, int(state.budget))
+    if room >= resident.size and not evict.size:      # every resident request decodes
+        return Batch(decode=resident), True
     order = resident[np.argsort(-state.decoded[resident], kind="stable")]
-    return Batch(decode=np.sort(order[:room]), evict=evict)
+    return Batch(decode=np.sort(order[:room]), evict=evict), False
+
+
+class _Gated(Policy):
+    """Ao et al.'s schedulers with the memory gate of the module notes: the batches of
+    :func:`_relieve` that decode every resident request repeat (:meth:`steady`)."""
+
+    def _reset(self):
+        self._relieved = None     # the resident requests of the last relieving batch
+
+    def _relieve(self, state) -> Batch:
+        batch, whole = _relieve(state)
+        if whole:
+            self._relieved = batch.decode
+        return batch
+
+    def schedule(self, state) -> Batch:
+        self._relieved = None
+        return super().schedule(state)
+
+    def steady(self, state, batch):
+        """A relieving batch that decodes every resident request repeats while only they
+        decode: nothing arrives, so the ready types (segments) and their waiting prompts stay;
+        a type's step that did not fit the memory left never fits less of it (Nested WAIT:
+        a request that crosses out of segment 1 takes one token off its step, and the
+        memory left falls by one for every resident request); and all residents decode
+        again as long as their memory after the batch fits ``M``, which the engine checks.
+        The policy keeps no other state."""
+        relieved, self._relieved = self._relieved, None
+        return (relieved is not None and decides_as_shipped(self)
+                and batch.decode.size == relieved.size and not batch.prefill.size)
 
 
 def _fitting_groups(state, group: np.ndarray, need: np.ndarray, groups: int) -> np.ndarray:
     """Whether each of ``groups`` step groups (types or segments) joins the batch: in index
     order, a group joins while the tokens its members add (``need``) still fit ``memory``."""
     per = np.bincount(group, weights=need, minlength=groups)
-    keep = np.zeros(groups, dtype=bool)
     room = state.memory_free
-    for g in np.flatnonzero(per > 0):
-        if per[g] <= room:
+    if per.sum() <= room:                # all of them fit together
+        return per > 0
+    keep = np.zeros(groups, dtype=bool)
+    for g, x in enumerate(per.tolist()):
+        if 0 < x <= room:
             keep[g] = True
-            room -= per[g]
+            room -= x
     return keep
 
 
-class WAIT(Policy):
+class WAIT(_Gated):
     """WAIT (Algorithm 1): type ``j`` joins a batch only when at least
     ``n_j = thresholds[j]`` type-``j`` prompts wait for prefill; it then prefills the first
     ``n_j`` of them and advances every in-progress type-``j`` cohort by one stage. Other
@@ -161,9 +206,9 @@ class WAIT(Policy):
         if not ready.any():
             return Batch()
         mine = ready[cls]
-        new = np.flatnonzero(waiting & mine)
+        new = (waiting & mine).nonzero()[0]
         prefill = _first_per_group(new, cls[new], self._n)
-        decode = np.flatnonzero(~waiting & mine)
+        decode = (~waiting & mine).nonzero()[0]
         if state.memory is not None and self.memory_bound is None:
             members = np.concatenate([prefill, decode])
             need = np.concatenate([state.prompt[prefill], np.ones(decode.size, np.int64)])
@@ -171,11 +216,11 @@ class WAIT(Policy):
             if not keep.all():
                 prefill, decode = prefill[keep[cls[prefill]]], decode[keep[cls[decode]]]
                 if prefill.size + decode.size == 0:
-                    return _relieve(state)
+                    return self._relieve(state)
         return Batch(prefill, state.prompt[prefill], decode)
 
 
-class NestedWAIT(Policy):
+class NestedWAIT(_Gated):
     """Nested WAIT (Algorithm 2, stage indices corrected).
 
     ``segments``: the boundaries ``b_1 < … < b_L`` (last stage of each segment) or a
@@ -251,9 +296,9 @@ class NestedWAIT(Policy):
         k = L if full.all() else int(np.argmin(full))       # I*: longest ready prefix
         if k == 0:
             return Batch()
-        ent = np.flatnonzero(entry & (seg < k))
+        ent = (entry & (seg < k)).nonzero()[0]
         admitted = _first_per_group(ent, seg[ent], self._n)
-        members = np.sort(np.concatenate([admitted, np.flatnonzero(~entry & (seg < k))]))
+        members = np.sort(np.concatenate([admitted, (~entry & (seg < k)).nonzero()[0]]))
         if self.overflow == "gate" and state.memory is not None:
             new = state.prefilled[members] == 0
             add = np.where(new, state.prompt[members], 1)
@@ -261,7 +306,7 @@ class NestedWAIT(Policy):
             fits = state.memory_used + np.cumsum(per_seg) <= state.memory
             k = int(np.argmin(fits)) if not fits.all() else k
             if k == 0:
-                return _relieve(state)
+                return self._relieve(state)
             members = members[seg[members] < k]
         pre = members[state.prefilled[members] == 0]
         dec = members[state.prefilled[members] > 0]
@@ -279,12 +324,37 @@ class FCFSRestart(Policy):
     no_token_budget = round_model("Ao et al.")
 
     def _schedule(self, state):
-        started = state.kv > 0
-        need = np.where(started, state.kv + 1, state.prompt)
-        k = state.n if state.memory is None else int(
-            np.searchsorted(np.cumsum(need), state.memory, side="right"))
-        pos = np.arange(state.n)
-        run = pos < k
-        pre = np.flatnonzero(run & ~started)
-        return Batch(pre, state.prompt[pre], np.flatnonzero(run & started),
-                     np.flatnonzero(~run & started))
+        kv, prompt, n = state.kv, state.prompt, state.n
+        started = kv > 0
+        resident = int(np.count_nonzero(started))
+        k = n
+        if state.memory is not None:
+            # the prefix sums of a window past the residents, the whole queue only when the
+            # window fits entirely (every need is at least one token)
+            w = min(n, resident + 64)
+            while True:
+                need = np.where(started[:w], kv[:w] + 1, prompt[:w]).cumsum()
+                if w == n or need[-1] > state.memory:
+                    break
+                w = n
+            k = int(need.searchsorted(state.memory, side="right"))
+        head = started[:k]
+        pre = (~head).nonzero()[0]
+        dec = head.nonzero()[0]
+        evict = _NONE if dec.size == resident else k + started[k:].nonzero()[0]
+        return Batch(pre, prompt[pre], dec, evict)
+
+    def steady(self, state, batch):
+        """A decode-only batch is the arrival-order prefix ``[0, k)`` of every resident
+        request (nothing of it to prefill, nothing resident after it). While only its
+        members decode, the prefix sum of next-iteration memory grows: the first waiting
+        request (position ``k``), which did not fit, never fits, and the prefix is cut
+        before ``k`` (an eviction) only once the members' memory after the batch exceeds
+        ``M``, which the engine's check stops before. The policy keeps no state."""
+        return (decides_as_shipped(self) and not batch.prefill.size
+                and not batch.evict.size)
+
+    def drains(self, state):
+        """Every request prefilled and resident: all of them decode, each iteration, while
+        their memory after the batch fits ``M`` (the engine's check), to the end."""
+        return decides_as_shipped(self) and not np.count_nonzero(state.kv == 0)

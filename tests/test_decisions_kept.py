@@ -1,0 +1,129 @@
+"""Decisions that keep their state (issue 33): A_ℓ's queue sorted only as far as admission
+reaches, its steady and draining stretches, AdaptiveRobust's bulk rule through the
+scheduler it picks, FCFSRestart's stretches, WAIT's quota without a sort and the
+future-peak check without its second sort — each the same records as deciding every
+iteration (``fast_path=False``), and the check the same as counting every round."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_fast_path import _same_records
+
+import queuetheory as qt
+from queuetheory.rounds import FuturePeak
+
+P = qt.policies
+TM = qt.AffineTokenTime(16.1e3, 57.8, 39.5)
+
+
+def _arrays(n=600, seed=3):
+    rng = np.random.default_rng(seed)
+    prompt = rng.integers(1, 400, n)
+    output = rng.integers(1, 300, n)
+    return np.cumsum(rng.exponential(2.0e4, n)), prompt, output
+
+
+def _workload(n=600, interval=False, seed=3):
+    arrival, prompt, output = _arrays(n, seed)
+    if interval:
+        return qt.Workload.from_arrays(arrival, prompt, output, lo=np.maximum(1, output // 2),
+                                       hi=output + output // 2 + 1)
+    return qt.Workload.from_arrays(arrival, prompt, output)
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("interval", [False, True])
+@pytest.mark.parametrize("memory", [1500, 6000])
+def test_aell_stretches_same_records(first_token, interval, memory):
+    slow, n_slow, n_fast = _same_records(_workload(interval=interval), P.AEll, TM,
+                                         memory=memory, first_token=first_token)
+    assert n_fast < n_slow           # the stretches are taken
+    if interval:
+        assert slow.metrics["restarts"] > 0       # promotions happen, and are kept
+
+
+@pytest.mark.parametrize("threshold", [0.0, 2.0, None])
+@pytest.mark.parametrize("interval", [False, True])
+def test_adaptive_runs_the_chosen_rule_same_records(threshold, interval):
+    slow, *_ = _same_records(_workload(interval=interval),
+                             lambda: P.AdaptiveRobust(threshold=threshold), TM, memory=3000)
+    chosen = []
+    for fast in (False, True):
+        pol = P.AdaptiveRobust(threshold=threshold)
+        qt.simulate(_workload(interval=interval), pol, TM, memory=3000, fast_path=fast)
+        chosen.append(pol.chosen)
+    assert chosen[0] == chosen[1] is not None
+
+
+def test_adaptive_chooses_nothing_before_its_first_decision():
+    wl = _workload()
+    first = float(_arrays()[0][0])
+    for fast in (False, True):
+        pol = P.AdaptiveRobust(threshold=0.0)
+        qt.simulate(wl, pol, TM, memory=3000, horizon=first / 2, fast_path=fast)
+        assert pol.chosen is None
+
+
+@pytest.mark.parametrize("memory", [None, 1500, 6000])
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+def test_fcfs_restart_stretches_same_records(memory, first_token):
+    _, n_slow, n_fast = _same_records(_workload(), P.FCFSRestart, TM, memory=memory,
+                                      first_token=first_token)
+    assert n_fast < n_slow
+
+
+@pytest.mark.parametrize("memory", [None, 6000])
+def test_wait_and_nested_wait_gate_same_records(memory):
+    arrival, prompt, output = _arrays(n=400)
+    wl = qt.Workload.from_arrays(arrival, prompt, output)
+    typed = qt.Workload.from_arrays(arrival, prompt, output, np.minimum((output - 1) // 50, 5))
+    _same_records(typed, lambda: P.WAIT([3, 2, 2, 1, 1, 1]), TM, memory=memory,
+                  first_token="decode")
+    _, n_slow, n_fast = _same_records(
+        wl, lambda: P.NestedWAIT([50, 100, 200, 300], [3, 2, 1, 1],
+                                 overflow="soft" if memory is None else "gate"),
+        TM, memory=memory, first_token="decode")
+    if memory is not None:
+        assert n_fast < n_slow           # relieving stretches are taken
+
+
+def _brute_fits(memory, t, m0, last, cands):
+    """Admission by counting every round's memory: the reference of the checkpoints."""
+    m0, last = list(m0), list(last)
+    ok = []
+    for m, e in cands:
+        fits = all(sum(a + tau - t for a, b in zip(m0, last, strict=True) if b >= tau)
+                   + m + tau - t <= memory for tau in range(t, e + 1))
+        ok.append(fits)
+        if fits:
+            m0.append(m)
+            last.append(e)
+    return ok
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_future_peak_is_counting_every_round(seed):
+    rng = np.random.default_rng(seed)
+    t = int(rng.integers(0, 5))
+    r = int(rng.integers(0, 8))
+    m0 = rng.integers(1, 30, r)
+    last = t + rng.integers(0, 12, r)
+    cands = [(int(rng.integers(1, 30)), t + int(rng.integers(0, 15))) for _ in range(8)]
+    memory = int(rng.integers(20, 200))
+    ok = FuturePeak(memory, t, m0, last).admit([c[0] for c in cands], [c[1] for c in cands],
+                                               on_fail="skip")
+    assert ok.tolist() == _brute_fits(memory, t, m0, last, cands)
+
+
+@pytest.mark.parametrize("make_policy", [P.HSF, P.AMax, P.ARandom, P.AMin,
+                                         lambda: P.AMin("dynamic", "generated+1"),
+                                         P.AdaptiveRobust, lambda: P.AdaptiveRobust(2.0)])
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+def test_round_schedulers_stepping_stretches_same_records(make_policy, first_token):
+    """A time model that reads the KV contexts: no bulk rule, the schedulers step, and
+    their blocked decode-only decisions and drains repeat."""
+    _, n_slow, n_fast = _same_records(_workload(interval=True), make_policy,
+                                      qt.LinearMemoryTime(16.1e3, 0.05), memory=3000,
+                                      first_token=first_token)
+    assert n_fast < n_slow
