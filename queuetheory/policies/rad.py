@@ -495,8 +495,8 @@ class SLAI(Policy):
         budget was no reason, ``τ < budget``. With no part-way prefill promised memory is 0,
         so :func:`fit_memory` evicts exactly where the batch overflows ``M``, which the
         engine checks. The dynamic offset and the running mean change only ``C_j``."""
-        if not decides_as_shipped(self):
-            return False
+        if not decides_as_shipped(self) or batch.prefill.size:
+            return False        # a count after a prefill chunk would promise a chunk stretch
         seen, repeatable = self._repeatable
         if seen is not state or not repeatable:
             return False
