@@ -11,11 +11,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..engine.conventions import check_first_token
-from ..engine.server import server_settings
 from ..errors import check_between, check_positive, check_seeds
 from .bounds import Bracket, bounds
-from .inputs import _budget_of, _ProbeBar, _refuse_unsupported
+from .inputs import _budget_of, _checked_settings, _ProbeBar
 from .rescale import _length_law
 from .slo import _check_slo, _window_run
 
@@ -214,11 +212,8 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
     check_positive("max_probes", max_probes, integer=True)
     if stable_limit is not None:
         check_positive("stable_limit", stable_limit)
-    given = time_model
-    time_model, token_budget, memory, first_token = server_settings(
-        time_model, token_budget, memory, first_token)
-    first_token = check_first_token(first_token or "prefill")
-    _refuse_unsupported("goodput", policy, given, memory, first_token, token_budget)
+    time_model, token_budget, memory, first_token = _checked_settings(
+        "goodput", policy, time_model, token_budget, memory, first_token)
     b = _budget_of(policy, token_budget)
     seeds = check_seeds(seeds)
     br = bracket or bounds(_length_law(workload), time_model, token_budget=b, memory=memory,

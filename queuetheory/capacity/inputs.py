@@ -7,13 +7,16 @@ from ..engine.server import as_server
 from ..errors import check_positive
 
 
-def _refuse_unsupported(who: str, policy, time_model, memory, first_token,
-                        token_budget=None) -> None:
-    """Refuse, before any bound or probe, a server ``policy`` says it cannot run on
-    (:meth:`~queuetheory.engine.Server.check`; ``time_model`` may be the
-    :class:`~queuetheory.engine.Server` itself)."""
-    as_server(time_model, token_budget=token_budget, memory=memory,
-              first_token=first_token).check(policy, where=f"qt.capacity.{who}")
+def _checked_settings(who: str, policy, time_model, token_budget, memory, first_token):
+    """The settings of a capacity question — a :class:`~queuetheory.engine.Server` given as
+    ``time_model``, or a time model and the loose settings (``first_token=None``:
+    ``"prefill"``) — validated once and refused, before any bound or probe, where ``policy``
+    cannot run (:meth:`~queuetheory.engine.Server.check`): ``(time_model, token_budget,
+    memory, first_token)``."""
+    server = as_server(time_model, token_budget=token_budget, memory=memory,
+                       first_token=first_token)
+    server.check(policy, where=f"qt.capacity.{who}")
+    return server.time_model, server.token_budget, server.memory, server.first_token
 
 
 def _budget_of(policy, token_budget):

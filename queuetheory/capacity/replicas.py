@@ -17,7 +17,7 @@ from ..timing import UnitTime
 from ..workload import Workload
 from .bounds import bounds
 from .counts import smallest_count
-from .inputs import _budget_of, _refuse_unsupported
+from .inputs import _budget_of, _checked_settings
 from .slo import _check_slo, cooldown_time, slo_attainment
 from .stats import _lone_lifetime
 
@@ -211,7 +211,7 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
     warmup = check_between("warmup", warmup, 0, 1, low_closed=True)
     check_positive("n_requests", n_requests, integer=True)
     check_positive("max_replicas", max_replicas, integer=True)
-    _refuse_unsupported("replicas", policy, time_model, None, "decode", token_budget)
+    _checked_settings("replicas", policy, time_model, token_budget, None, "decode")
     b = _budget_of(policy, token_budget)
     seeds = check_seeds(seeds)
     br = bounds(workload, time_model, token_budget=b, policy=policy, first_token="decode")

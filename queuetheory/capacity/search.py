@@ -12,13 +12,11 @@ import numpy as np
 import pandas as pd
 
 from ..engine import simulate
-from ..engine.conventions import check_first_token
-from ..engine.server import server_settings
 from ..errors import CensoredRunWarning, check_between, check_positive, check_seeds
 from ..stability import default_horizon, growth_rate, run_longer, stability
 from ..workload import Trace
 from .bounds import Bracket, bounds
-from .inputs import _budget_of, _ProbeBar, _refuse_unsupported
+from .inputs import _budget_of, _checked_settings, _ProbeBar
 from .loaded import backlog_size, loaded_verdict
 from .relaxation import relaxation_time
 from .rescale import _length_law, at_rate, replay
@@ -353,12 +351,8 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
         If the policy refuses the settings (``Policy.supports``), before any probe.
     """
     t0 = time.perf_counter()
-    given = time_model
-    time_model, token_budget, memory, first_token = server_settings(
-        time_model, token_budget, memory, first_token)
-    first_token = check_first_token(first_token or "prefill")
-    _refuse_unsupported("max_rate", policy, given, memory, first_token,
-                        token_budget)
+    time_model, token_budget, memory, first_token = _checked_settings(
+        "max_rate", policy, time_model, token_budget, memory, first_token)
     trace = workload if isinstance(workload, Trace) else None
     workload = _length_law(workload)
     b = _budget_of(policy, token_budget)

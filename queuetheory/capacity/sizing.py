@@ -12,14 +12,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..engine.conventions import check_first_token
-from ..engine.server import server_settings
 from ..errors import CensoredRunWarning, check_positive
 from ..networks.fleet import FLEET_ROUTERS, simulate_fleet
 from .bounds import Bracket, bounds
 from .counts import smallest_count
 from .fleet import fleet_trace
-from .inputs import _budget_of, _refuse_unsupported
+from .inputs import _budget_of, _checked_settings
 from .rescale import _length_law
 from .slo import _check_slo, cooldown_time, slo_attainment
 from .stats import MIN_LIFETIMES, _lone_lifetime
@@ -209,11 +207,8 @@ def size_fleet(target_rate, workload, policy, time_model, *, memory=None,
         raise ValueError(f"warmup={warmup}: must lie in [0, 1)")
     check_positive("n_requests", n_requests, integer=True)
     check_positive("max_replicas", max_replicas, integer=True)
-    given = time_model
-    time_model, token_budget, memory, first_token = server_settings(
-        time_model, token_budget, memory, first_token)
-    first_token = check_first_token(first_token or "prefill")
-    _refuse_unsupported("size_fleet", policy, given, memory, first_token, token_budget)
+    time_model, token_budget, memory, first_token = _checked_settings(
+        "size_fleet", policy, time_model, token_budget, memory, first_token)
     b = _budget_of(policy, token_budget)
     seeds = tuple(int(s) for s in np.atleast_1d(seeds))
     lengths = _length_law(workload)
