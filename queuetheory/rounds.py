@@ -5,8 +5,9 @@ consecutive rounds and holds ``s_i + k`` KV tokens in its ``k``-th one (``k = 0`
 prefill round); capacity ``M``. Here live what both the schedulers
 (:mod:`queuetheory.policies.kvcache`, :mod:`queuetheory.policies.robust`) and the bounds
 (:mod:`queuetheory.bounds`) use: the timing conventions, the future-peak KV check
-(Jaillet et al., eqs. (1)–(2)) and the MC-SF reference schedule. It imports nothing above
-:mod:`queuetheory.errors`.
+(Jaillet et al., eqs. (1)–(2)) and the MC-SF reference schedule. It sits above the engine
+only for the engine's first-token convention (:mod:`queuetheory.engine.conventions`), which
+its two timing conventions are.
 
 Timing conventions — the one place where they are mapped
 --------------------------------------------------------
@@ -38,6 +39,7 @@ import warnings
 
 import numpy as np
 
+from .engine.conventions import check_first_token
 from .errors import check_positive
 
 __all__ = ["CONVENTIONS", "first_token_of", "takes_first_token", "durations", "FuturePeak",
@@ -75,10 +77,7 @@ def first_token_of(first_token) -> str:
                       f'release: use first_token="{CONVENTIONS[first_token]}"',
                       DeprecationWarning, stacklevel=3)
         return CONVENTIONS[first_token]
-    if first_token not in ("prefill", "decode"):
-        raise ValueError(f"first_token={first_token!r}: must be 'prefill' (Jaillet et al.'s "
-                         "App. B.1, \"ip\") or 'decode' (their Eq. (1), \"eq1\")")
-    return first_token
+    return check_first_token(first_token)
 
 
 def takes_first_token(func):

@@ -18,11 +18,11 @@ ROOT = Path(__file__).resolve().parent.parent / "queuetheory"
 #: Lowest first. A room may import rooms of lower layers only (and itself).
 LAYERS = [
     {"errors", "plotting", "_argparse", "metrics", "sweep"},
-    {"_quiet", "rounds", "timing"},
+    {"_quiet", "timing"},
     {"workload"},
     {"data"},
     {"engine"},
-    {"fluid"},
+    {"fluid", "rounds"},
     {"bounds"},
     {"policies"},
     {"stability"},
