@@ -146,10 +146,30 @@ def finish(ax, *, title: str, xlabel: str, ylabel: str, x=None, y=None, logx=Non
     return ax
 
 
+def _span_locator():
+    """The major-tick locator of :func:`readable_log_ticks`: its ticks chosen for the span
+    of the view when the figure is drawn."""
+    from matplotlib import ticker
+
+    class SpanLocator(ticker.LogLocator):
+        def tick_values(self, vmin, vmax):
+            lo, hi = sorted((vmin, vmax))
+            decades = np.log10(hi / lo) if lo > 0 else np.inf
+            if decades < 1:
+                return ticker.MaxNLocator(nbins=4).tick_values(lo, hi)
+            self.set_params(subs=(1.0,) if decades > 2.5 else (1.0, 2.0, 5.0))
+            return super().tick_values(vmin, vmax)
+
+    return SpanLocator(base=10)
+
+
 def readable_log_ticks(axis) -> None:
     """Ticks at 1, 2 and 5 per decade labelled as plain numbers (``0.5``, ``20``,
     ``5000``; powers of ten beyond 10⁵), minor ticks unlabelled: a reader finds a value
-    between the decades.
+    between the decades. Where the axis spans more than 2.5 decades the labels are the
+    powers of ten only, and where it spans less than one, four or so round values: their
+    labels would otherwise run into one another (decided when the figure is drawn, on the
+    axis's final limits).
 
     Parameters
     ----------
@@ -167,7 +187,7 @@ def readable_log_ticks(axis) -> None:
         lead = v / 10.0 ** exp
         return f"$10^{{{exp}}}$" if abs(lead - 1) < 1e-6 else f"${lead:g}·10^{{{exp}}}$"
 
-    axis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_locator(_span_locator())
     axis.set_major_formatter(ticker.FuncFormatter(label))
     axis.set_minor_formatter(ticker.NullFormatter())
 
