@@ -115,7 +115,7 @@ class BlockPool:
         self._q = np.empty(2 * size, dtype=np.int64)    # the free queue, stale entries too
         self._head = self._tail = 0
         self._free = 0                          # blocks in the free queue
-        self._key: dict[int, object] = {}       # block -> its key, while it has one
+        self._keyof = np.full(size, None, dtype=object)   # block -> its key, or None
         self._cached: dict[object, int] = {}    # key -> block
         self._next = 0
         self.caching = caching
@@ -199,8 +199,9 @@ class BlockPool:
                 self._head = head
                 slot[b] = -1
                 self._free -= 1
-                key = self._key.pop(b, None)
+                key = self._keyof[b]
                 if key is not None:
+                    self._keyof[b] = None
                     del self._cached[key]
                 return b
         self._head = head
@@ -223,8 +224,10 @@ class BlockPool:
         self._head = head
         slot[popped] = -1
         self._free -= n
-        if self._key:
-            keys = list(map(self._key.pop, popped.tolist(), [None] * n))
+        if self._cached:
+            keys = self._keyof[popped]
+            self._keyof[popped] = None
+            keys = keys.tolist()
             unkeyed = keys.count(None)
             if unkeyed < n:
                 list(map(self._cached.__delitem__,
@@ -263,30 +266,27 @@ class BlockPool:
         size = max(2 * self._refs.size, need)
         self._refs = np.concatenate([self._refs, np.zeros(size - self._refs.size, np.int64)])
         self._slot = np.concatenate([self._slot, np.full(size - self._slot.size, -1, np.int64)])
+        self._keyof = np.concatenate([self._keyof,
+                                      np.full(size - self._keyof.size, None, dtype=object)])
 
     def cache(self, block: int, key) -> None:
         """Register a full block under its prefix key (a key already held stays put)."""
-        if self.caching and key not in self._cached and block not in self._key:
+        if self.caching and key not in self._cached and self._keyof[block] is None:
             self._cached[key] = block
-            self._key[block] = key
+            self._keyof[block] = key
 
-    def cache_many(self, blocks, keys, fresh: bool = False) -> None:
-        """:meth:`cache` each block of ``blocks`` under its key of ``keys``, in order.
-        ``fresh``: the caller knows that none of the blocks holds a key and that the keys
-        are distinct (a request's own blocks since those it registered, its keys)."""
-        if not self.caching:
+    def cache_many(self, blocks: list, keys: list) -> None:
+        """:meth:`cache` each block of ``blocks`` under its key of ``keys``, in order, where
+        none of the blocks holds a key (a request's blocks past those it registered were
+        allocated to it since). A key already held stays put, its block unkeyed: one
+        ``setdefault`` per pair does both, the first of a key repeated in ``keys`` winning."""
+        if not self.caching or not blocks:
             return
-        cached, keyed = self._cached, self._key
-        if cached.keys().isdisjoint(keys) and (fresh or (
-                keyed.keys().isdisjoint(blocks) and len(set(keys)) == len(keys))):
-            # the common case: every pair is new
-            cached.update(zip(keys, blocks, strict=True))
-            keyed.update(zip(blocks, keys, strict=True))
-            return
-        for block, key in zip(blocks, keys, strict=True):
-            if key not in cached and block not in keyed:
-                cached[key] = block
-                keyed[block] = key
+        got = list(map(self._cached.setdefault, keys, blocks))
+        if got != blocks:                      # some keys were held: those blocks stay unkeyed
+            new = [i for i, (g, b) in enumerate(zip(got, blocks, strict=True)) if g == b]
+            blocks, keys = [blocks[i] for i in new], [keys[i] for i in new]
+        self._keyof[blocks] = np.fromiter(keys, dtype=object, count=len(keys))
 
     def snapshot(self) -> dict:
         """The pool's state, for comparisons: the free queue in order with each block's
@@ -295,8 +295,9 @@ class BlockPool:
         held = np.flatnonzero(refs)
         seg = self._q[self._head: self._tail]
         queue = seg[self._slot[seg] == np.arange(self._head, self._tail)].tolist()
-        return {"queue": [(b, self._key.get(b)) for b in queue], "cached": dict(self._cached),
-                "key": dict(self._key), "refs": dict(zip(held.tolist(), refs[held].tolist(),
+        keyed = {b: k for b, k in enumerate(self._keyof[: self._next].tolist()) if k is not None}
+        return {"queue": [(b, keyed.get(b)) for b in queue], "cached": dict(self._cached),
+                "key": keyed, "refs": dict(zip(held.tolist(), refs[held].tolist(),
                                                          strict=True)),
                 "next": self._next, "fresh": self._fresh, "used": self.used}
 
@@ -377,7 +378,6 @@ class VLLMV1(Policy):
         self.keyed: dict[int, int] = {}       # full blocks of a request registered in the cache
         self._keycache: dict[int, list] = {}  # prefix keys of the requests in the system
         self._shared: dict[int, list] = {}    # their prompts' keys, as a router computed them
-        self._repeating: set[int] = set()     # those of them with a key twice
         self._seen = 0                        # requests up to this id have joined `waiting`
         self._queued: list[float] = []        # when each request joined the waiting queue
         self._finishing: list[int] = []       # finished in the last step, not yet known (async)
@@ -453,8 +453,6 @@ class VLLMV1(Policy):
             keys = prefix_keys(tab.blocks[r], tab.block_size, bs)
         keys = keys[:total] + [("own", r, b) for b in range(len(keys), total)]
         self._keycache[r] = keys
-        if len(set(keys)) < len(keys):        # a trace's ids repeated in one prompt
-            self._repeating.add(r)
         return keys
 
     def share_keys(self, r: int, keys: list) -> None:
@@ -469,8 +467,7 @@ class VLLMV1(Policy):
         done = self.keyed[r]
         if full > done:
             # the blocks past those registered were allocated to r since: they hold no key
-            self.pool.cache_many(self.blocks[r][done:full], self._keys(state, r)[done:full],
-                                 fresh=r not in self._repeating)
+            self.pool.cache_many(self.blocks[r][done:full], self._keys(state, r)[done:full])
             self.keyed[r] = full
 
     def _release(self, r: int, keep_keys: bool = False) -> None:
@@ -481,7 +478,6 @@ class VLLMV1(Policy):
         self.keyed.pop(r, None)
         if not keep_keys:
             self._keycache.pop(r, None)
-            self._repeating.discard(r)
 
     def _preempt(self, r: int) -> None:
         """Free ``r``'s blocks and put it back at the head of the waiting queue — unless it
