@@ -225,3 +225,32 @@ def test_cli_prints_the_estimate_row_of_a_hit_ratio(tmp_path, capsys):
     with pytest.raises((SystemExit, ValueError), match="--hit-ratio 0.5"):
         main(["capacity", "--rate", "2", "--prompt", "48", "--output", "12", "--time", "unit",
               "--hit-ratio", "0.5", "--out", str(tmp_path)])
+
+
+def test_cli_bounds_of_vllm_v1_on_a_mooncake_file_are_the_proven_prefix_rows(tmp_path, capsys):
+    """``--trace`` keeps a Mooncake file's hash ids, ``--policy vllm-v1`` caches prefixes: the
+    compute row is the proven one at the trace's offline ratio; ``--bounds-only`` stops
+    there."""
+    import json
+
+    from queuetheory.cli import main
+
+    tr = shared_trace(n=30, system=1024, bs=512)       # 512-token ids, as Mooncake's
+    rows = [{"timestamp": float(a) * 1000, "input_length": int(p), "output_length": int(o),
+             "hash_ids": b.tolist()} for a, p, o, b in zip(tr.arrival, tr.prompt, tr.output,
+                                                         tr.blocks, strict=True)]
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    rc = main(["capacity", "--trace", str(path), "--policy", "vllm-v1", "--budget", "256",
+               "--time", "affine:0.01,5e-5,4e-5", "--memory", "16000", "--bounds-only",
+               "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "simulated boundary" not in out
+    h = offline_token_ratio(read := qt.workload.read_trace(path), 16)
+    assert 0 < h < 1
+    row = next(line for line in out.splitlines() if line.strip().startswith("compute "))
+    assert "[upper]" in row and f"h_off = {float(h):.4g}" in row
+    policy = qt.policies.VLLMV1(256, 256, num_gpu_blocks=16000 // 16 + 1,
+                                enable_prefix_caching=True)
+    expected = qt.capacity.bounds(read, TM, token_budget=256, policy=policy)
+    assert f"{expected.rate('compute'):10.4g}" in row

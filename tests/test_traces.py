@@ -57,6 +57,64 @@ def test_mooncake_jsonl_timestamps_in_ms(tmp_path):
     np.testing.assert_allclose(tr_ms.arrival, [0.0, 250.0, 1000.0])
 
 
+def test_mooncake_hash_ids_become_full_prefix_blocks(tmp_path):
+    """A Mooncake file's ``hash_ids`` are the trace's 512-token prefix blocks, the partial
+    last block dropped; they follow the rows dropped, the window and the rescaling."""
+    lines = _mooncake_lines() + [{"timestamp": 1500, "input_length": 1024, "output_length": 0,
+                                  "hash_ids": [7, 8]},
+                                 {"timestamp": 2000, "input_length": 1100, "output_length": 3,
+                                  "hash_ids": [0, 9, 10]}]
+    path = tmp_path / "m.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in lines))
+    with pytest.warns(UserWarning, match="1 request"):        # the zero output dropped
+        tr = read_trace(path)
+    assert tr.block_size == 512
+    assert [b.tolist() for b in tr.blocks] == [[0, 1], [], [], [0, 9]]
+    with pytest.warns(UserWarning):
+        late = read_trace(path, window=(0.5, 3.0), rate=2.0)
+    assert [b.tolist() for b in late.blocks] == [[], [0, 9]]
+    assert qt.workload.prefix_hit_ratio(tr, details=True).reused == 1     # id 0 again
+    as_text = pd.DataFrame(lines).assign(hash_ids=lambda d: d["hash_ids"].map(json.dumps))
+    as_text.to_csv(tmp_path / "m.csv", index=False)
+    with pytest.warns(UserWarning):
+        from_csv = read_trace(tmp_path / "m.csv", format="mooncake")
+    assert [b.tolist() for b in from_csv.blocks] == [b.tolist() for b in tr.blocks]
+
+
+def test_a_custom_blocks_column_needs_its_block_size_and_integer_ids():
+    df = pd.DataFrame({"t": [0.0, 1.0], "p": [40, 33], "o": [2, 2], "ids": [[1, 2], [1, 3]]})
+    cols = {"arrival": "t", "prompt": "p", "output": "o", "blocks": "ids"}
+    tr = read_trace(df, columns=cols, block_size=16)
+    assert tr.block_size == 16 and [b.tolist() for b in tr.blocks] == [[1, 2], [1, 3]]
+    assert [b.tolist() for b in read_trace(df, columns=cols, block_size=32).blocks] == [[1], [1]]
+    with pytest.raises(ValueError, match="needs block_size="):
+        read_trace(df, columns=cols)
+    with pytest.raises(ValueError, match="block_size"):
+        read_trace(df, columns=cols, block_size=0)
+    bad = df.assign(ids=[[1, 2], ["x"]])
+    with pytest.raises(ValueError, match="row 1 .*'ids'.*not a list of integer block ids"):
+        read_trace(bad, columns=cols, block_size=16)
+    assert read_trace(df.drop(columns="ids"), columns={"arrival": "t", "prompt": "p",
+                                                       "output": "o"}).blocks is None
+
+
+def test_shipped_mooncake_file_reads_as_the_named_trace():
+    from importlib import resources
+
+    name = qt.data.mooncake.MOONCAKE_TRACES["synthetic"]
+    with resources.as_file(resources.files("queuetheory.data").joinpath("mooncake", name)) as f:
+        from_file = read_trace(f)
+    named = qt.data.open_trace("mooncake:synthetic")
+    np.testing.assert_array_equal(from_file.arrival, named.arrival)
+    assert all(np.array_equal(a, b) for a, b in zip(from_file.blocks, named.blocks,
+                                                   strict=True))
+    assert (np.array([len(b) for b in named.blocks]) == named.prompt // 512).all()
+    with pytest.raises(ValueError, match="format='azure'"):
+        qt.data.open_trace("mooncake:synthetic", format="azure")
+    with pytest.raises(ValueError, match="name='toolagent'"):
+        qt.data.open_trace("mooncake:toolagent")
+
+
 def test_burstgpt_classes_and_zero_outputs():
     with pytest.warns(UserWarning, match="1 request.*0 prompt or 0 output tokens dropped"):
         tr = read_trace(_burstgpt())

@@ -13,16 +13,22 @@ from .search import max_rate
 from .slo import SLO_KEYS, _check_slo
 
 _ANCHOR = "affine:16.1e-3,57.8e-6,39.5e-6"
-POLICIES = ("sarathi", "orca", "vllm", "fastertransformer", "slai")
+POLICIES = ("sarathi", "orca", "vllm", "vllm-v1", "fastertransformer", "slai")
 
 
-def _cli_policy(name: str, budget: int):
+def _cli_policy(name: str, budget: int, memory: int | None):
+    """The scheduler ``name`` with token budget ``budget``, and the memory the searches pass
+    beside it: ``vllm-v1`` (vLLM V1 with its prefix cache, 16-token blocks) keeps ``memory``
+    as its own KV blocks, so none is passed."""
     from .. import policies as P
 
+    if name == "vllm-v1":
+        blocks = None if memory is None else memory // 16 + 1     # one is vLLM's null block
+        return P.VLLMV1(256, budget, num_gpu_blocks=blocks, enable_prefix_caching=True), None
     if name == "slai":
-        return P.SLAI(budget)
+        return P.SLAI(budget), memory
     return {"sarathi": P.Sarathi, "orca": P.Orca, "vllm": P.VLLMVanilla,
-            "fastertransformer": P.FasterTransformer}[name](budget)
+            "fastertransformer": P.FasterTransformer}[name](budget), memory
 
 
 def _cli_time_model(spec: str):
@@ -54,8 +60,10 @@ def _cli_parser():
                         "fixed (the default when --prompt or --output is given)")
     p.add_argument("--trace", metavar="FILE",
                    help="a production trace (.csv, .jsonl, .parquet; "
-                        "queuetheory.workload.read_trace), or 'conv' / 'code' (also "
-                        "'azure-conv' / 'azure-code') for the shipped Azure 2023 traces, "
+                        "queuetheory.workload.read_trace; a Mooncake file's hash_ids kept "
+                        "as prefix blocks), 'conv' / 'code' (also 'azure-conv' / "
+                        "'azure-code') for the shipped Azure 2023 traces, or "
+                        "'mooncake:conversation' / 'mooncake:synthetic', "
                         "instead: replayed at each rate searched with its arrival gaps "
                         "scaled by one factor, so its burstiness is kept")
     p.add_argument("--format", help="the trace's format: azure, burstgpt, mooncake "
@@ -72,7 +80,10 @@ def _cli_parser():
     p.add_argument("--memory", type=int, help="KV-cache capacity M in tokens (default: "
                    "unlimited)")
     p.add_argument("--policy", choices=POLICIES, default="sarathi", help="scheduler "
-                   "(default sarathi)")
+                   "(default sarathi); vllm-v1 caches prefixes: on a trace with prefix "
+                   "blocks the bounds gain the proven prefix-cache rows")
+    p.add_argument("--bounds-only", action="store_true", dest="bounds_only",
+                   help="print the analytic bounds and stop (no simulated search)")
     for key in SLO_KEYS:
         p.add_argument(f"--{key}", type=float, help=f"SLO target, in the time model's unit "
                        f"(seconds for affine): {SLO_KEYS[key]}")
@@ -156,11 +167,11 @@ def capacity_main(argv) -> int:
         from ..workload import RequestClass
 
         wl = Workload([RequestClass(a.prompt or 256, a.output or 256, 1.0)])
-    policy = _cli_policy(a.policy, a.budget)
+    policy, memory = _cli_policy(a.policy, a.budget, a.memory)
     slo = {k: getattr(a, k) for k in SLO_KEYS if getattr(a, k) is not None} or None
     slo = _check_slo({"ttft": 1.0, "tbt": 0.1} if slo is None else slo)
     per = f"requests/{unit}"
-    br = bounds(wl, tm, token_budget=a.budget, memory=a.memory, policy=policy,
+    br = bounds(wl, tm, token_budget=a.budget, memory=memory, policy=policy,
                 hit_ratio=a.hit_ratio)
     st = br.stats
     print(f"lengths: {a.trace or a.lengths}; SLO targets {slo} in {unit}")
@@ -174,13 +185,15 @@ def capacity_main(argv) -> int:
         print(f"empty bracket: {br.violated}")
         return 1
     print(f"bracket: [{br.lower:.4g}, {br.upper:.4g}] {per}; {br.binding} binds")
-    m = max_rate(wl, policy, tm, memory=a.memory, tol=a.tol, seeds=(a.seed,), bracket=br,
+    if a.bounds_only:
+        return 0
+    m = max_rate(wl, policy, tm, memory=memory, tol=a.tol, seeds=(a.seed,), bracket=br,
                  progress=a.progress)
     lo, hi = m.interval
     print(f"simulated boundary: {m.rate:.4g} {per} [{lo:.4g}, {hi:.4g}], efficiency "
           f"{m.efficiency:.3f} of the {m.binding} bound; {len(m.probes)} probes "
           f"({m.inconclusive} inconclusive){'; ' + m.note if m.note else ''}")
-    g = goodput(wl, policy, tm, slo=slo, attainment=a.attainment, memory=a.memory,
+    g = goodput(wl, policy, tm, slo=slo, attainment=a.attainment, memory=memory,
                 tol=a.tol, seeds=tuple(range(a.seed, a.seed + 5)), n_requests=a.requests,
                 bracket=br,
                 stable_limit=m.interval[1], progress=a.progress)
@@ -193,7 +206,7 @@ def capacity_main(argv) -> int:
               f"best attainment found is {g.best_attainment:.1%}")
     top = m.interval[1] if m.rate > 0 else br.upper   # the curve spans the boundary found
     rates = curve_rates(top, max(2, a.points), goodput=g.rate if g.met else None)
-    curve = load_curve(wl, policy, tm, rates, slo=slo, memory=a.memory,
+    curve = load_curve(wl, policy, tm, rates, slo=slo, memory=memory,
                        n_requests=a.requests, seeds=(a.seed,))
     import matplotlib
 

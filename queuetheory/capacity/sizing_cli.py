@@ -112,7 +112,7 @@ def sizing_main(argv) -> int:
         memory = a.memory
         hw = f"{tm!r}; KV cache {memory or 'unlimited'}"
     wl, what = _workload(a)
-    policy = _cli_policy(a.policy, a.budget)
+    policy, memory = _cli_policy(a.policy, a.budget, memory)
     slo = {k: getattr(a, k) for k in SLO_KEYS if getattr(a, k) is not None} or None
     if slo is None and not pct:
         slo = {"ttft": 1.0, "tbt": 0.1}

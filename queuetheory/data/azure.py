@@ -70,14 +70,16 @@ def azure_trace(name: str = "conv", **options):
 
 def open_trace(source, *, format=None, **options):
     """A trace from a file (:func:`~queuetheory.workload.traces.read_trace`), or a shipped
-    Azure trace named ``"conv"`` or ``"code"`` where no file of that name exists: what the
-    command line's ``--trace`` accepts.
+    trace by name where no file of that name exists — Azure's ``"conv"`` or ``"code"``, a
+    Mooncake trace ``"mooncake:conversation"`` or ``"mooncake:synthetic"`` (with its prefix
+    blocks): what the command line's ``--trace`` accepts.
 
     Parameters
     ----------
     source : str, path-like or pandas.DataFrame
-        A trace file or DataFrame (see :func:`~queuetheory.workload.traces.read_trace`), or
-        ``"conv"`` / ``"code"`` for a shipped Azure trace (:func:`azure_trace`).
+        A trace file or DataFrame (see :func:`~queuetheory.workload.traces.read_trace`),
+        ``"conv"`` / ``"code"`` for a shipped Azure trace (:func:`azure_trace`), or
+        ``"mooncake:NAME"`` for a shipped Mooncake trace (:func:`mooncake_trace`).
     format : str, optional
         The trace layout (``read_trace``'s ``format``); for a shipped trace only ``None`` or
         ``"azure"``.
@@ -92,8 +94,9 @@ def open_trace(source, *, format=None, **options):
     Raises
     ------
     ValueError
-        If ``format`` is given and not ``"azure"`` for a shipped trace, or ``read_trace``
-        rejects the file or an option.
+        If ``format`` is given and not the shipped trace's (``"azure"``, ``"mooncake"``), the
+        Mooncake name is not a shipped trace, or ``read_trace`` rejects the file or an
+        option.
     """
     from pathlib import Path
 
@@ -103,4 +106,11 @@ def open_trace(source, *, format=None, **options):
         if format not in (None, "azure"):
             raise ValueError(f"format={format!r}: the shipped trace {source!r} is Azure's")
         return azure_trace(source, **options)
+    if isinstance(source, str) and source.startswith("mooncake:") and not Path(source).exists():
+        from .mooncake import mooncake_table
+
+        if format not in (None, "mooncake"):
+            raise ValueError(f"format={format!r}: the shipped trace {source!r} is Mooncake's")
+        return read_trace(mooncake_table(source.partition(":")[2]), format="mooncake",
+                          **options)
     return read_trace(source, format=format, **options)

@@ -24,15 +24,17 @@ import json
 from functools import cache
 from importlib import resources
 
-import numpy as np
 import pandas as pd
+
+from ..workload.traces import FORMATS, read_trace
 
 __all__ = ["mooncake_trace", "mooncake_table", "MOONCAKE_TRACES", "MOONCAKE_BLOCK"]
 
 MOONCAKE_TRACES = {"conversation": "conversation_trace.jsonl.gz",
                    "synthetic": "synthetic_trace.jsonl.gz"}
-#: tokens per hash id of the Mooncake traces
-MOONCAKE_BLOCK = 512
+#: tokens per hash id of the Mooncake traces (the ``mooncake`` format of
+#: :func:`~queuetheory.workload.traces.read_trace`)
+MOONCAKE_BLOCK = FORMATS["mooncake"].block_size
 
 
 @cache
@@ -94,20 +96,4 @@ def mooncake_trace(name: str = "conversation", *, time_unit: str = "s"):
     ValueError
         If ``name`` is not a shipped trace or ``time_unit`` is not ``"s"`` or ``"ms"``.
     """
-    from ..workload import Trace
-
-    scale = {"s": 1e-3, "ms": 1.0}
-    if time_unit not in scale:
-        raise ValueError(f"time_unit={time_unit!r}: must be 's' or 'ms'")
-    rows = _rows(name)
-    prompt = np.array([r["input_length"] for r in rows], dtype=np.int64)
-    output = np.array([r["output_length"] for r in rows], dtype=np.int64)
-    arrival = np.array([r["timestamp"] for r in rows], dtype=float)
-    blocks = np.empty(len(rows), dtype=object)
-    for i, r in enumerate(rows):
-        blocks[i] = np.asarray(r["hash_ids"][: r["input_length"] // MOONCAKE_BLOCK], np.int64)
-    order = np.argsort(arrival, kind="stable")
-    zeros = np.zeros(len(rows), np.int64)
-    return Trace((arrival[order] - arrival[order][0]) * scale[time_unit], prompt[order],
-                 output[order], zeros, output[order].copy(), output[order].copy(), zeros,
-                 blocks=blocks[order], block_size=MOONCAKE_BLOCK)
+    return read_trace(mooncake_table(name), format="mooncake", time_unit=time_unit)

@@ -33,8 +33,16 @@ format     columns (arrival, prompt, output)             timestamps
 ========== ============================================= ===================================
 azure      TIMESTAMP, ContextTokens, GeneratedTokens     date-time strings (Azure LLM 2023)
 burstgpt   Timestamp, Request tokens, Response tokens    seconds; ``Model`` gives the class
-mooncake   timestamp, input_length, output_length        milliseconds (``hash_ids`` unused)
+mooncake   timestamp, input_length, output_length        milliseconds; ``hash_ids`` (one id
+                                                         per 512-token block) kept as the
+                                                         trace's prefix blocks
 ========== ============================================= ===================================
+
+**Prefix blocks.** A column of per-request id lists (``hash_ids`` in the Mooncake format, or
+``columns={"blocks": ...}`` with ``block_size=``) becomes :attr:`Trace.blocks`: the ids of
+each prompt's **full** blocks of ``block_size`` tokens (an id of a partial last block is
+dropped, as a prefix cache keys full blocks only), kept through every row dropped, the window
+and the rescaling. Lists are read as JSON arrays where a CSV holds them as text.
 
 Any other table is read with ``columns={"arrival": ..., "prompt": ..., "output": ...}``
 (and optionally ``"class"``) and ``timestamp_unit`` (``"s"``, ``"ms"``, ``"us"``, ``"ns"``
@@ -58,16 +66,20 @@ __all__ = ["read_trace", "mean_rate", "with_rate", "TraceFormat", "FORMATS", "TI
 #: seconds per unit of the returned arrival times
 TIME_UNITS = {"s": 1.0, "ms": 1e-3}
 _TIMESTAMP_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "datetime": None}
-ROLES = ("arrival", "prompt", "output", "class")
+ROLES = ("arrival", "prompt", "output", "class", "blocks")
 
 
 @dataclass(frozen=True)
 class TraceFormat:
-    """A public trace layout: which column plays which role, and the timestamps' unit."""
+    """A public trace layout: which column plays which role, and the timestamps' unit;
+    ``blocks`` names a column of prefix-block ids read where the table has it, of
+    ``block_size`` tokens each."""
 
     name: str
     columns: dict
     timestamp_unit: str
+    blocks: str | None = None
+    block_size: int | None = None
 
     def detect(self, present) -> bool:
         need = [self.columns[r] for r in ("arrival", "prompt", "output")]
@@ -80,7 +92,8 @@ FORMATS = {
     "burstgpt": TraceFormat("burstgpt", {"arrival": "Timestamp", "prompt": "Request tokens",
                                          "output": "Response tokens", "class": "Model"}, "s"),
     "mooncake": TraceFormat("mooncake", {"arrival": "timestamp", "prompt": "input_length",
-                                         "output": "output_length"}, "ms"),
+                                         "output": "output_length"}, "ms",
+                           blocks="hash_ids", block_size=512),
 }
 
 
@@ -123,6 +136,8 @@ def _resolve_format(df, format, columns, timestamp_unit):
     else:
         raise ValueError(f"format={format!r}: must be one of {(*FORMATS, 'custom')} or None")
     mapping = dict(fmt.columns)
+    if fmt.blocks is not None and fmt.blocks in df.columns:
+        mapping["blocks"] = fmt.blocks
     if columns is not None:
         unknown = set(columns) - set(ROLES)
         if unknown:
@@ -196,9 +211,32 @@ def _bad_rows(t, lengths: dict, mapping) -> tuple[np.ndarray, list]:
     return bad, [(int(i), *rules[reason[i]]) for i in rows]
 
 
+def _prefix_blocks(col, rows, prompt, block_size: int, name: str) -> np.ndarray:
+    """Per request, its full blocks' ids (int64) from the column ``name`` (lists, arrays or
+    JSON text; missing: none), data rows ``rows``."""
+    import json
+
+    out = np.empty(len(col), dtype=object)
+    for i, (ids, p) in enumerate(zip(col, prompt.tolist(), strict=True)):
+        try:
+            if isinstance(ids, str):
+                ids = json.loads(ids)
+            elif ids is None or (isinstance(ids, float) and np.isnan(ids)):
+                ids = []
+            arr = np.asarray(ids)
+            if arr.ndim != 1 or (arr.size and (arr.dtype.kind not in "iuf"
+                                               or not np.all(arr == np.floor(arr)))):
+                raise ValueError
+        except (ValueError, TypeError):
+            raise ValueError(f"row {int(rows[i])} (0-based data row), column {name!r}: "
+                             f"{ids!r} is not a list of integer block ids") from None
+        out[i] = arr[: p // block_size].astype(np.int64)
+    return out
+
+
 def read_trace(source, *, format=None, columns=None, timestamp_unit=None, time_unit="s",
                window=None, speedup=None, rate=None, drop_bad=False,
-               zero_tokens="drop") -> Trace:
+               zero_tokens="drop", block_size=None) -> Trace:
     """Read a production trace (arrival times, prompt and output tokens) into a Trace.
 
     See the module docstring for the conventions (output tokens include the first one).
@@ -211,9 +249,10 @@ def read_trace(source, *, format=None, columns=None, timestamp_unit=None, time_u
     format : {"azure", "burstgpt", "mooncake", "custom"}, optional
         The preset; None detects the preset from the columns.
     columns : dict, optional
-        ``{"arrival": ..., "prompt": ..., "output": ..., "class": ...}``, the column of each
-        role (overrides the preset's); ``"class"`` (optional) becomes the class index,
-        numbered in sorted order of its values.
+        ``{"arrival": ..., "prompt": ..., "output": ..., "class": ..., "blocks": ...}``, the
+        column of each role (overrides the preset's); ``"class"`` (optional) becomes the
+        class index, numbered in sorted order of its values; ``"blocks"`` (optional) the
+        prefix-block ids of each prompt (module docstring), with ``block_size``.
     timestamp_unit : {"s", "ms", "us", "ns", "datetime"}, optional
         Unit of the arrival column (default: the preset's; for a custom table, date-times
         for text and seconds for numbers).
@@ -232,6 +271,9 @@ def read_trace(source, *, format=None, columns=None, timestamp_unit=None, time_u
     zero_tokens : {"drop", "clip"}, default "drop"
         ``"drop"`` or ``"clip"`` (to 1) requests with 0 prompt or output tokens; either way
         a warning gives the count.
+    block_size : int, optional
+        Tokens per prefix-block id (default: the preset's, 512 for Mooncake); needed with a
+        ``"blocks"`` column of a custom table.
 
     Returns
     -------
@@ -248,7 +290,8 @@ def read_trace(source, *, format=None, columns=None, timestamp_unit=None, time_u
         type or a DataFrame, a role has no column (or a column is missing or repeated), a
         row is bad (without ``drop_bad``: the first is named by row and column), no request
         is left, ``window`` holds none or is not ``0 ≤ start < end``, ``speedup`` or ``rate``
-        is not positive, or the rescaled arrivals pass :data:`MAX_ARRIVAL`.
+        is not positive, the rescaled arrivals pass :data:`MAX_ARRIVAL`, a ``"blocks"``
+        column comes without a block size or holds a value that is not a list of integers.
 
     Warns
     -----
@@ -285,12 +328,22 @@ def read_trace(source, *, format=None, columns=None, timestamp_unit=None, time_u
     if "class" in mapping:
         cls = pd.factorize(df[mapping["class"]].to_numpy()[keep], sort=True)[0]
         cls = np.maximum(cls, 0).astype(np.int64)
+    blocks, size = None, None
+    if "blocks" in mapping:
+        size = block_size if block_size is not None else fmt.block_size
+        if size is None:
+            raise ValueError(f"columns: the blocks column {mapping['blocks']!r} needs "
+                             "block_size= (tokens per id)")
+        check_positive("block_size", size, integer=True)
+        blocks = _prefix_blocks(df[mapping["blocks"]].to_numpy()[keep], np.flatnonzero(keep),
+                                prompt, int(size), mapping["blocks"])
 
     zero = (prompt == 0) | (output == 0)
     if zero.any():
         count = int(zero.sum())
         if zero_tokens == "drop":
             prompt, output, t, cls = prompt[~zero], output[~zero], t[~zero], cls[~zero]
+            blocks = None if blocks is None else blocks[~zero]
             what = "dropped"
         else:
             prompt, output = np.maximum(prompt, 1), np.maximum(output, 1)
@@ -308,12 +361,14 @@ def read_trace(source, *, format=None, columns=None, timestamp_unit=None, time_u
             raise ValueError(f"window={window!r}: no request arrives in it (the trace spans "
                              f"[0, {arrival[-1]:.6g}] {time_unit})")
         arrival, prompt, output, cls = (a[sel] for a in (arrival, prompt, output, cls))
+        blocks = None if blocks is None else blocks[sel]
         arrival = arrival - start
     if speedup is not None:
         check_positive("speedup", speedup)
         arrival = _scaled(arrival, 1 / float(speedup), "speedup", speedup)
     zeros = np.zeros(arrival.size, np.int64)
-    trace = Trace(arrival, prompt, output, cls, output.copy(), output.copy(), zeros)
+    trace = Trace(arrival, prompt, output, cls, output.copy(), output.copy(), zeros,
+                  blocks=blocks, block_size=None if blocks is None else int(size))
     return trace if rate is None else with_rate(trace, rate)
 
 
