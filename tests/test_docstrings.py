@@ -79,6 +79,7 @@ COVERED = [
     "queuetheory.workload",
     "queuetheory.capacity",
     "queuetheory.claims",
+    "queuetheory.papers",
 ]
 
 #: Every module with a public API, covered or not (for the report only).
