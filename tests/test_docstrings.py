@@ -80,6 +80,8 @@ COVERED = [
     "queuetheory.capacity",
     "queuetheory.claims",
     "queuetheory.papers",
+    "queuetheory.engine",
+    "queuetheory.engine.conventions",
 ]
 
 #: Every module with a public API, covered or not (for the report only).
