@@ -82,6 +82,7 @@ COVERED = [
     "queuetheory.papers",
     "queuetheory.engine",
     "queuetheory.engine.conventions",
+    "queuetheory.policies",
 ]
 
 #: Every module with a public API, covered or not (for the report only).

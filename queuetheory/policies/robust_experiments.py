@@ -30,7 +30,30 @@ __all__ = ["paper_trace", "run_rounds", "tel", "input_sequence", "corresponding_
 
 def paper_trace(output, prompt=1, lo=None, hi=None) -> Trace:
     """The engine trace of a paper instance: ``n`` jobs at ``t = 0`` with prompt ``s`` (scalar
-    or per job), true ``output`` and intervals ``[lo, hi]`` (default exact)."""
+    or per job), true ``output`` and intervals ``[lo, hi]`` (default exact).
+
+    Parameters
+    ----------
+    output : array_like of int
+        The true output length ``o_i`` of each job, ``>= 1``.
+    prompt : int or array_like of int, default 1
+        The paper's prompt ``s`` (scalar or per job), ``>= 0``; the trace's is ``s + 1``.
+    lo : int or array_like of int, optional
+        The lower ends of the intervals, ``1 <= lo <= output``; ``None``: ``output``.
+    hi : int or array_like of int, optional
+        The upper ends, ``>= output``; ``None``: ``output``.
+
+    Returns
+    -------
+    Trace
+        The jobs, all arriving at 0, in class 0.
+
+    Raises
+    ------
+    ValueError
+        For no job, an output below 1, a negative prompt, or an interval that does not hold
+        its job's output or starts below 1.
+    """
     output = np.asarray(output, dtype=np.int64)
     n = output.size
     prompt = np.broadcast_to(np.asarray(prompt, dtype=np.int64), (n,))
@@ -45,7 +68,26 @@ def paper_trace(output, prompt=1, lo=None, hi=None) -> Trace:
 
 
 def run_rounds(policy, trace: Trace, memory: int, seed=0, max_iterations=None):
-    """Run ``policy`` on ``trace`` in the paper's round model (``UnitTime``, emit-first)."""
+    """Run ``policy`` on ``trace`` in the paper's round model (``UnitTime``, emit-first).
+
+    Parameters
+    ----------
+    policy : Policy
+        The scheduler (:class:`~queuetheory.policies.AMin`, ...).
+    trace : Trace
+        The jobs (:func:`paper_trace`).
+    memory : int
+        The KV capacity ``M`` in tokens.
+    seed : int, default 0
+        Seeds the policy's randomness.
+    max_iterations : int, optional
+        Hard cap on the number of rounds.
+
+    Returns
+    -------
+    Result
+        The run (:func:`~queuetheory.engine.simulate`), one batch per round.
+    """
     return simulate(trace, policy, UnitTime(), memory=memory, seed=seed, first_token="prefill",
                     max_iterations=max_iterations)
 
@@ -99,7 +141,23 @@ def is_delayed(seq1, seq2) -> bool:
 
 @dataclass(frozen=True)
 class FixedInterval:
-    """Every request gets the same interval ``[lo, hi]`` (Exp. 1: ``[1, 1000]``)."""
+    """Every request gets the same interval ``[lo, hi]`` (Exp. 1: ``[1, 1000]``).
+
+    Called as ``predictor(rng, output, cls)`` it returns the ``(lo, hi)`` arrays, and raises
+    ``ValueError`` when an output falls outside the interval.
+
+    Attributes
+    ----------
+    lo : int
+        The interval's lower end, ``>= 1``.
+    hi : int
+        Its upper end, ``>= lo``.
+
+    Raises
+    ------
+    ValueError
+        Unless ``1 <= lo <= hi``.
+    """
 
     lo: int
     hi: int
@@ -117,7 +175,20 @@ class FixedInterval:
 @dataclass(frozen=True)
 class BucketInterval:
     """``[w⌊(o−1)/w⌋ + 1, w⌊(o−1)/w⌋ + w]``: the bucket of width ``w`` holding the true length
-    (Exp. 2 with ``w = 100``; Alg. 5's disjoint intervals)."""
+    (Exp. 2 with ``w = 100``; Alg. 5's disjoint intervals).
+
+    Called as ``predictor(rng, output, cls)`` it returns the ``(lo, hi)`` arrays.
+
+    Attributes
+    ----------
+    width : int, default 100
+        The bucket width ``w``.
+
+    Raises
+    ------
+    ValueError
+        For a ``width`` that is not an integer ``>= 1``.
+    """
 
     width: int = 100
 

@@ -304,26 +304,42 @@ class BlockPool:
 class VLLMV1(Policy):
     """vLLM's V1 scheduler (module docstring) as a policy of this engine.
 
-    Parameters
-    ----------
-    max_num_seqs : the most requests running at once
-    max_num_batched_tokens : tokens per step (the token budget)
-    num_gpu_blocks : KV cache size in blocks (``None``: unlimited)
-    block_size : tokens per KV block
-    enable_prefix_caching : reuse cached full blocks (keys from the trace's prefix blocks,
-        :attr:`~queuetheory.workload.Trace.blocks`, whose block size and ``block_size`` must
-        divide one another; without them a request only finds its own blocks after
-        preemption)
-    long_prefill_token_threshold : most prefill tokens of one request per step (0: none)
-    max_model_len : longest sequence (prompt + output) accepted; a longer request raises
-    reserve_full_sequence : admit a waiting request only when its whole sequence fits
-        (vLLM's ``scheduler_reserve_full_isl``, on by default)
-    async_scheduling : schedule each step while the previous one runs (module docstring);
-        vLLM 0.19's default, on here too
-
     Runs under the real engines' convention (``first_token="prefill"``) and keeps its own
     block ledger: run it with ``memory=None`` (the engine's token count would count a shared
     block once per request). Every step's blocks are checked against ``num_gpu_blocks``.
+
+    Parameters
+    ----------
+    max_num_seqs : int, default 256
+        The most requests running at once.
+    max_num_batched_tokens : int, default 2048
+        Tokens per step (the token budget).
+    num_gpu_blocks : int, optional
+        KV cache size in blocks, at least 2 (one is vLLM's null block); ``None``: unlimited.
+    block_size : int, default 16
+        Tokens per KV block.
+    enable_prefix_caching : bool, default True
+        Reuse cached full blocks (keys from the trace's prefix blocks,
+        :attr:`~queuetheory.workload.Trace.blocks`, whose block size and ``block_size`` must
+        divide one another; without them a request only finds its own blocks after
+        preemption).
+    long_prefill_token_threshold : int, default 0
+        Most prefill tokens of one request per step (0: no limit).
+    max_model_len : int, optional
+        Longest sequence (prompt + output) accepted; a longer request raises
+        ``ValueError`` when it arrives. ``None``: no limit.
+    reserve_full_sequence : bool, default True
+        Admit a waiting request only when its whole sequence fits (vLLM's
+        ``scheduler_reserve_full_isl``, on by default).
+    async_scheduling : bool, default True
+        Schedule each step while the previous one runs (module docstring); vLLM 0.19's
+        default, on here too.
+
+    Raises
+    ------
+    ValueError
+        For a count that is not a positive integer (``long_prefill_token_threshold``: not
+        ``>= 0``) or is over :data:`MAX_COUNT`, or fewer than 2 ``num_gpu_blocks``.
     """
 
     preemption = "recompute"
@@ -460,7 +476,15 @@ class VLLMV1(Policy):
     def share_keys(self, r: int, keys: list) -> None:
         """Request ``r``'s prompt keys as ``prefix_keys(blocks, id_block, block_size)``
         gives them with this policy's ``block_size`` (a fleet's router computed them to
-        route it): not computed again. Not copied: the list is only read."""
+        route it): not computed again. Not copied: the list is only read.
+
+        Parameters
+        ----------
+        r : int
+            The request id.
+        keys : list
+            Its prompt's block keys (:func:`prefix_keys`).
+        """
         self._shared[r] = keys
 
     def _register(self, state, r: int, tokens: int) -> None:
@@ -549,6 +573,18 @@ class VLLMV1(Policy):
         start, and registers in the prefix cache the blocks they fill. The stretch ends
         before the first step whose allocations exceed the free blocks (that step
         preempts), or at the first member's last token (the engine stops there too).
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        int
+            The further repeats promised (0: ask again now).
         """
         finishing = self._finishing
         if not (self._plain and decides_as_shipped(self)
@@ -603,7 +639,15 @@ class VLLMV1(Policy):
         ``starts``: each step's allocations, in the order of the running requests, then its
         full blocks registered in the cache — the block ids, the free queue's order and the
         cache as stepping leaves them — its row of :attr:`queue_log`, and the step in
-        flight."""
+        flight.
+
+        Parameters
+        ----------
+        k : int
+            The number of steps the engine ran, ``<=`` the count :meth:`steady` promised.
+        starts : numpy.ndarray
+            Their start times, in order.
+        """
         for r in self._finishing:     # the first step's sync frees the requests that
             self._release(r)          # finished before the stretch (asynchronous scheduling)
         self._finishing = []
@@ -846,6 +890,30 @@ class VLLMV1(Policy):
         Arguments that change the schedule and are not modelled are listed in a
         :class:`UserWarning`, never dropped silently; a KV cache size the arguments do not
         record is taken as unlimited, with a warning.
+
+        Parameters
+        ----------
+        args : str, pathlib.Path or dict
+            The path of a ``vllm_meta.json``, its contents, or a flat dict of engine
+            arguments (``max_num_seqs``, ``max_num_batched_tokens``, ``num_gpu_blocks``, ...;
+            a missing one takes this class's default).
+
+        Returns
+        -------
+        VLLMV1
+            The scheduler with those settings (asynchronous scheduling unless
+            ``async_scheduling`` says otherwise).
+
+        Raises
+        ------
+        ValueError
+            For ``enable_chunked_prefill=False`` (only chunked prefill is modelled), ``args``
+            that is neither a dict nor a path, or a setting the constructor refuses.
+
+        Warns
+        -----
+        UserWarning
+            Naming the arguments not modelled, or when the KV cache size is missing.
         """
         flat, resolved = _flatten(args)
         if "async_scheduling" not in flat:
