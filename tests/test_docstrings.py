@@ -83,6 +83,12 @@ COVERED = [
     "queuetheory.engine",
     "queuetheory.engine.conventions",
     "queuetheory.policies",
+    "queuetheory.policies.base",
+    "queuetheory.policies.kvcache",
+    "queuetheory.policies.robust_experiments",
+    "queuetheory.policies.vllm",
+    "queuetheory.engine.log",
+    "queuetheory.engine.server",
 ]
 
 #: Every module with a public API, covered or not (for the report only).

@@ -358,7 +358,22 @@ def admissible(state, cands: np.ndarray, decodes: int | None = None) -> np.ndarr
     """Prefill candidates that memory allows to run: every request already holding KV, and
     new requests, in order, while their whole prefills fit in the memory left after the
     batch's ``decodes`` decode tokens (default: one for each request in decode) and the
-    unfinished prefills of resident ones (see :func:`fit_memory`)."""
+    unfinished prefills of resident ones (see :func:`fit_memory`).
+
+    Parameters
+    ----------
+    state : State
+        The view the candidates index.
+    cands : numpy.ndarray
+        Prefill candidates, positions in priority order.
+    decodes : int, optional
+        The decode tokens of the batch; ``None``: one per request in decode.
+
+    Returns
+    -------
+    numpy.ndarray
+        The candidates kept, in their order (all of them without a memory limit).
+    """
     if state.memory is None or cands.size == 0:
         return cands
     kv = state.kv

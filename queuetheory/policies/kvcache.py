@@ -64,6 +64,31 @@ def kv_token_limit(params: float, layers: int, hidden: int, dtype_bytes: int, n_
     For Llama2-70B on two A100s (``P = 70e9, L = 80, H = 8192, D = 2``, 80 GB each) it gives
     7,629.39 tokens (8,192 if memory and model are both counted in GiB), not the 16,492 the
     paper states.
+
+    Parameters
+    ----------
+    params : float
+        ``P``: the model's parameters.
+    layers : int
+        ``L``: its layers.
+    hidden : int
+        ``H``: its hidden size.
+    dtype_bytes : int
+        ``D``: bytes per parameter and per KV value.
+    n_gpus : int
+        The GPUs holding the model and the cache.
+    gpu_bytes : float
+        Memory of each GPU, in bytes.
+
+    Returns
+    -------
+    fractions.Fraction
+        The KV capacity in tokens, exact (not rounded).
+
+    Raises
+    ------
+    ValueError
+        For an argument that is not a positive number, or GPUs that cannot hold the model.
     """
     for name, v in (("params", params), ("layers", layers), ("hidden", hidden),
                     ("dtype_bytes", dtype_bytes), ("n_gpus", n_gpus), ("gpu_bytes", gpu_bytes)):

@@ -77,7 +77,22 @@ def prefix_keys(ids, id_block: int | None, block_size: int) -> list:
     """Cache keys of the KV blocks of ``block_size`` tokens that a prompt's prefix-block ids
     (blocks of ``id_block`` tokens, :attr:`~queuetheory.workload.Trace.blocks`) identify: a
     KV block is keyed by the id of the prefix block it ends in, with its place in that block
-    where prefix blocks are larger (the Mooncake traces' 512 tokens against vLLM's 16)."""
+    where prefix blocks are larger (the Mooncake traces' 512 tokens against vLLM's 16).
+
+    Parameters
+    ----------
+    ids : array_like of int or None
+        The prompt's prefix-block ids, in order (``None`` or empty: no keys).
+    id_block : int
+        Tokens per prefix block of ``ids``.
+    block_size : int
+        Tokens per KV block; one of the two sizes divides the other.
+
+    Returns
+    -------
+    list
+        One key per full KV block the ids cover.
+    """
     if ids is None or not len(ids):
         return []
     if id_block >= block_size:
@@ -104,6 +119,14 @@ class BlockPool:
     place in it (``-1`` once taken: its entry goes stale and is skipped when the head
     reaches it), reference counts are an array, and the cache's dicts are read and written
     by C-level ``map``.
+
+    Parameters
+    ----------
+    num_blocks : int or None
+        vLLM's ``num_gpu_blocks``, the null block included (``capacity`` is one less);
+        ``None``: unlimited.
+    caching : bool, default True
+        Whether full blocks are registered and found in the prefix cache.
     """
 
     def __init__(self, num_blocks: int | None, caching: bool = True):
@@ -123,10 +146,24 @@ class BlockPool:
 
     @property
     def num_free(self) -> float:
+        """The blocks an allocation may take: never used, then free (``inf``: unlimited)."""
         return self._fresh + self._free
 
     def hits(self, keys, most: int) -> list[int]:
-        """The cached blocks of the longest prefix of ``keys``, at most ``most`` of them."""
+        """The cached blocks of the longest prefix of ``keys``, at most ``most`` of them.
+
+        Parameters
+        ----------
+        keys : list
+            A request's block keys, in order (:func:`prefix_keys`).
+        most : int
+            The most blocks to find.
+
+        Returns
+        -------
+        list of int
+            The blocks found, in order (empty with caching off).
+        """
         if not self.caching or not keys or keys[0] not in self._cached:
             return []
         get, found = self._cached.get, []
@@ -141,13 +178,30 @@ class BlockPool:
         return found
 
     def evictable(self, blocks) -> int:
-        """How many of ``blocks`` sit in the free queue (taking them uses free blocks)."""
+        """How many of ``blocks`` sit in the free queue (taking them uses free blocks).
+
+        Parameters
+        ----------
+        blocks : list of int
+            Block ids (a cached prefix: :meth:`hits`).
+
+        Returns
+        -------
+        int
+            Those held by no request.
+        """
         if not blocks:
             return 0
         return int(np.count_nonzero(self._slot[np.array(blocks, dtype=np.int64)] >= 0))
 
     def touch(self, blocks) -> None:
-        """Take references to ``blocks`` (a request's cached prefix: distinct blocks)."""
+        """Take references to ``blocks`` (a request's cached prefix: distinct blocks).
+
+        Parameters
+        ----------
+        blocks : list of int
+            The block ids; those in the free queue leave it.
+        """
         if not blocks:
             return
         blocks = np.array(blocks, dtype=np.int64)
@@ -160,6 +214,24 @@ class BlockPool:
         self._refs[blocks] += 1
 
     def allocate(self, n: int) -> list[int]:
+        """Take ``n`` blocks: never-used ones first, then the least recently freed (their
+        keys evicted from the cache).
+
+        Parameters
+        ----------
+        n : int
+            How many blocks (none at ``<= 0``).
+
+        Returns
+        -------
+        list of int
+            The block ids, each with one reference.
+
+        Raises
+        ------
+        RuntimeError
+            When fewer than ``n`` blocks are free.
+        """
         if n > self.num_free:
             raise RuntimeError(f"{n} blocks asked of {self.num_free} free")
         if n <= 0:
@@ -232,7 +304,14 @@ class BlockPool:
         return popped
 
     def free(self, blocks) -> None:
-        """Release a request's blocks, last first (so its tail is reused first)."""
+        """Release a request's blocks, last first (so its tail is reused first).
+
+        Parameters
+        ----------
+        blocks : list of int
+            The request's blocks, in its order; those left with no reference join the free
+            queue, keeping their keys.
+        """
         if not blocks:
             return
         order = np.array(blocks[::-1], dtype=np.int64)
@@ -265,7 +344,15 @@ class BlockPool:
         self._slot = np.concatenate([self._slot, np.full(size - self._slot.size, -1, np.int64)])
 
     def cache(self, block: int, key) -> None:
-        """Register a full block under its prefix key (a key already held stays put)."""
+        """Register a full block under its prefix key (a key already held stays put).
+
+        Parameters
+        ----------
+        block : int
+            The block id.
+        key : object
+            Its prefix key (:func:`prefix_keys`).
+        """
         if self.caching and key not in self._cached and block not in self._key:
             self._cached[key] = block
             self._key[block] = key
@@ -273,7 +360,17 @@ class BlockPool:
     def cache_many(self, blocks, keys, fresh: bool = False) -> None:
         """:meth:`cache` each block of ``blocks`` under its key of ``keys``, in order.
         ``fresh``: the caller knows that none of the blocks holds a key and that the keys
-        are distinct (a request's own blocks since those it registered, its keys)."""
+        are distinct (a request's own blocks since those it registered, its keys).
+
+        Parameters
+        ----------
+        blocks : list of int
+            The block ids.
+        keys : list
+            Their keys, as many.
+        fresh : bool, default False
+            Whether the caller knows the pairs are all new (a shortcut, the same result).
+        """
         if not self.caching:
             return
         cached, keyed = self._cached, self._key
@@ -290,7 +387,15 @@ class BlockPool:
 
     def snapshot(self) -> dict:
         """The pool's state, for comparisons: the free queue in order with each block's
-        key, the cache, each block's key, the references held, the blocks never used."""
+        key, the cache, each block's key, the references held, the blocks never used.
+
+        Returns
+        -------
+        dict
+            ``queue`` (``(block, key)`` pairs), ``cached`` (key → block), ``key`` (block →
+            key), ``refs`` (block → references, held blocks only), ``next``, ``fresh`` and
+            ``used``.
+        """
         refs = self._refs[: self._next]
         held = np.flatnonzero(refs)
         seg = self._q[self._head: self._tail]
@@ -983,7 +1088,23 @@ def cudagraph_capture_sizes(args, *, max_num_seqs: int | None = None,
     otherwise vLLM's default (``VllmConfig._set_cudagraph_sizes``, vLLM 0.19): up to
     ``min(2 · max_num_seqs, 512, max_num_batched_tokens)``, 1, 2, 4, then every 8 below 256,
     then every 16. ``max_num_seqs`` and ``max_num_batched_tokens`` override the arguments'
-    (a what-if scheduler); a recorded list is then not used where they differ."""
+    (a what-if scheduler); a recorded list is then not used where they differ.
+
+    Parameters
+    ----------
+    args : str, pathlib.Path or dict
+        The path of a ``vllm_meta.json``, its contents, or a flat dict of engine arguments.
+    max_num_seqs : int, optional
+        A scheduler's ``max_num_seqs`` in place of the arguments' (``None``: theirs, else
+        256).
+    max_num_batched_tokens : int, optional
+        A token budget in place of the arguments' (``None``: theirs, else 2048).
+
+    Returns
+    -------
+    tuple of int
+        The capture sizes, ascending, none above the token budget.
+    """
     flat, resolved = _flatten(args)
     comp = {**resolved.get("compilation_config", {}),
             **(flat.get("compilation_config") or {})}
