@@ -40,29 +40,6 @@ class Engine:
     What an eviction does is the policy's ``preemption`` (:data:`PREEMPTION`):
     ``"recompute"`` (vLLM's) keeps the generated tokens and prefills them again with the
     prompt; ``"restart"`` (the papers' model) discards them.
-
-    Parameters
-    ----------
-    policy : Policy
-        The scheduler: its ``schedule(state)`` returns each iteration's :class:`Batch`; its
-        ``preemption`` (``"restart"`` when it has none) fixes what an eviction does.
-    time_model : TimeModel
-        The batch durations (its time unit is the run's).
-    memory : int, optional
-        The KV capacity ``M`` in tokens; ``None``: unlimited.
-    budget : int, optional
-        The per-batch token budget ``b`` (2.5d); ``None``: none.
-    first_token : {"prefill", "decode"}
-        Which iteration emits a request's first output token (see above).
-    n_classes : int, default 1
-        The request classes the time-between-tokens histogram keeps apart.
-    capacity : int, default 1024
-        Rows the request table starts with (it grows by doubling).
-
-    Raises
-    ------
-    ValueError
-        For an unknown ``first_token`` or policy ``preemption``.
     """
 
     def __init__(self, policy, time_model, *, memory=None, budget=None,

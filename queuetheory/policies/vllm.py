@@ -344,15 +344,7 @@ class BlockPool:
         self._slot = np.concatenate([self._slot, np.full(size - self._slot.size, -1, np.int64)])
 
     def cache(self, block: int, key) -> None:
-        """Register a full block under its prefix key (a key already held stays put).
-
-        Parameters
-        ----------
-        block : int
-            The block id.
-        key : object
-            Its prefix key (:func:`prefix_keys`).
-        """
+        """Register a full block under its prefix key (a key already held stays put)."""
         if self.caching and key not in self._cached and block not in self._key:
             self._cached[key] = block
             self._key[block] = key
@@ -360,17 +352,7 @@ class BlockPool:
     def cache_many(self, blocks, keys, fresh: bool = False) -> None:
         """:meth:`cache` each block of ``blocks`` under its key of ``keys``, in order.
         ``fresh``: the caller knows that none of the blocks holds a key and that the keys
-        are distinct (a request's own blocks since those it registered, its keys).
-
-        Parameters
-        ----------
-        blocks : list of int
-            The block ids.
-        keys : list
-            Their keys, as many.
-        fresh : bool, default False
-            Whether the caller knows the pairs are all new (a shortcut, the same result).
-        """
+        are distinct (a request's own blocks since those it registered, its keys)."""
         if not self.caching:
             return
         cached, keyed = self._cached, self._key
