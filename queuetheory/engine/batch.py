@@ -20,16 +20,27 @@ def _ints(x) -> np.ndarray:
 class Batch:
     """One iteration's work, as positions in the :class:`State` the policy was given.
 
-    prefill : positions that get a prefill chunk;  chunk : its size for each of them
-    decode : positions that get one decode token
-    evict : positions whose KV cache is dropped before the batch runs (progress lost)
-    until : for an empty batch, the time to wait until (default: the next arrival)
-    cached : for each prefill member, prompt tokens found in a prefix cache (vLLM's automatic
-    prefix caching): prefilled before the chunk, never computed; only on a request with
-    nothing prefilled yet (empty: none)
-
     Immutable; the position arrays are 1-d int64 (a policy builds one every iteration, so
     the constructor is kept to a few attribute stores).
+
+    Parameters
+    ----------
+    prefill : array_like of int, optional
+        Positions that get a prefill chunk (empty: none).
+    chunk : array_like of int, optional
+        The chunk of each ``prefill`` member, in prompt tokens, in the same order (Li, Dai,
+        Peng's 2.5b: at least 1, at most the prefill left).
+    decode : array_like of int, optional
+        Positions that get one decode token (empty: none).
+    evict : array_like of int, optional
+        Positions whose KV cache is dropped before the batch runs (progress lost, or the
+        generated tokens put back into the prefill under ``preemption="recompute"``).
+    until : float, optional
+        For an empty batch, the time to wait until (``None``: the next arrival).
+    cached : array_like of int, optional
+        For each prefill member, prompt tokens found in a prefix cache (vLLM's automatic
+        prefix caching): prefilled before the chunk, never computed; only on a request with
+        nothing prefilled yet (empty: none).
     """
 
     __slots__ = ("prefill", "chunk", "decode", "evict", "until", "cached")
@@ -54,13 +65,23 @@ class Batch:
 
     @property
     def empty(self) -> bool:
+        """Whether the batch has no prefill and no decode member (the policy idles)."""
         return self.prefill.size == 0 and self.decode.size == 0
 
     @property
     def token_load(self) -> int:
+        """The tokens the batch processes: its chunks plus one per decode member (what the
+        token budget ``b`` bounds, 2.5d)."""
         return int(self.chunk.sum()) + int(self.decode.size)
 
     def members(self) -> np.ndarray:
+        """The positions of every member of the batch.
+
+        Returns
+        -------
+        numpy.ndarray
+            The prefill positions, then the decode positions (int64).
+        """
         return np.concatenate([self.prefill, self.decode])
 
 
@@ -145,7 +166,44 @@ def check_batch(state, batch: Batch, *, policy, iteration: int, budget, memory,
                 emit_first: bool, recompute: bool = False) -> int:
     """Check Li, Dai, Peng's rules (2.5a–d), the token budget and KV memory; return the memory
     of all resident requests after the batch. Raise :class:`InfeasibleBatchError` otherwise.
-    ``recompute``: evictions keep the generated tokens (``preemption="recompute"``)."""
+    ``recompute``: evictions keep the generated tokens (``preemption="recompute"``).
+
+    Parameters
+    ----------
+    state : State
+        The view the policy was given (the batch's positions index it).
+    batch : Batch
+        The policy's batch.
+    policy : Policy
+        The policy that built it (named in the error).
+    iteration : int
+        The iteration's index (named in the error).
+    budget : int or None
+        The per-batch token budget ``b`` (2.5d); ``None``: none.
+    memory : int or None
+        The KV capacity ``M`` in tokens; ``None``: unlimited.
+    emit_first : bool
+        Whether the prefill iteration emits the first output token
+        (``first_token="prefill"``), which then holds no KV until the next decode.
+    recompute : bool, default False
+        Whether evictions keep the generated tokens (``preemption="recompute"``) instead of
+        discarding them.
+
+    Returns
+    -------
+    int
+        The resident KV tokens after the batch (evictions, cached prefixes, chunks and
+        decode tokens counted), at most ``memory``.
+
+    Raises
+    ------
+    InfeasibleBatchError
+        Naming the first rule the batch breaks: a position out of range or listed twice,
+        an eviction of a request holding no KV, a request in both parts (2.5a), a decode
+        before the prefill is done (2.5a), a chunk below 1 or past the prefill left (2.5b),
+        a decode past the output (2.5c), the token budget (2.5d), a bad cached prefix, or
+        the KV memory.
+    """
     used = _feasible_used(state, batch, budget, memory)
     if used is not None:
         return used

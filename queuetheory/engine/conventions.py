@@ -60,7 +60,23 @@ PREEMPTION = ("recompute", "restart")
 
 
 def check_first_token(first_token) -> str:
-    """``first_token`` itself, or a ``ValueError`` naming the valid values."""
+    """``first_token`` itself, or a ``ValueError`` naming the valid values.
+
+    Parameters
+    ----------
+    first_token : str
+        The convention asked for.
+
+    Returns
+    -------
+    str
+        ``first_token``, one of :data:`FIRST_TOKEN`.
+
+    Raises
+    ------
+    ValueError
+        When it is neither ``"prefill"`` nor ``"decode"``.
+    """
     if first_token not in FIRST_TOKEN:
         raise ValueError(f"first_token={first_token!r}: must be 'prefill' (the prefill "
                          "iteration emits the first output token, as vLLM does) or 'decode' "
@@ -69,7 +85,23 @@ def check_first_token(first_token) -> str:
 
 
 def check_preemption(preemption) -> str:
-    """``preemption`` itself, or a ``ValueError`` naming the valid values."""
+    """``preemption`` itself, or a ``ValueError`` naming the valid values.
+
+    Parameters
+    ----------
+    preemption : str
+        The rule asked for.
+
+    Returns
+    -------
+    str
+        ``preemption``, one of :data:`PREEMPTION`.
+
+    Raises
+    ------
+    ValueError
+        When it is neither ``"recompute"`` nor ``"restart"``.
+    """
     if preemption not in PREEMPTION:
         raise ValueError(f"preemption={preemption!r}: must be 'recompute' (vLLM: a preempted "
                          "request keeps its output tokens and prefills them again with its "

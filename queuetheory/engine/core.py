@@ -66,19 +66,40 @@ class Engine:
     def load(self, trace, final: bool = False) -> None:
         """Pre-load a whole trace; rows are admitted by :meth:`admit_until` as time passes.
         ``final``: nothing arrives after it (a run that drains), so once it is all admitted
-        policies see ``State.arrivals_done``."""
+        policies see ``State.arrivals_done``.
+
+        Parameters
+        ----------
+        trace : Trace
+            The requests, in arrival order.
+        final : bool, default False
+            Whether nothing arrives after the trace.
+        """
         self.table.append(trace)
         self._arrival = self.table.column("arrival")
         self._final = bool(final)
 
     def admit_until(self, t: float) -> None:
-        """Admit the pre-loaded requests that arrived at or before ``t``."""
+        """Admit the pre-loaded requests that arrived at or before ``t``.
+
+        Parameters
+        ----------
+        t : float
+            The current time.
+        """
         stop = int(self._arrival.searchsorted(t, side="right"))
         if stop > self._pending:
             self._admit(np.arange(self._pending, stop), slice(self._pending, stop))
             self._pending = stop
 
     def next_arrival(self) -> float:
+        """The arrival time of the next pre-loaded request not yet admitted.
+
+        Returns
+        -------
+        float
+            That time, or ``inf`` when every pre-loaded request is admitted.
+        """
         return float(self._arrival[self._pending]) if self._pending < self.table.n else np.inf
 
     def add(self, trace, ready=None) -> np.ndarray:
@@ -87,7 +108,28 @@ class Engine:
         With ``ready`` (one time per request) they arrive with their prompt prefilled and
         their first output token out at those times, KV cache and all: the decode node of a
         disaggregated server, whose engine emits the first token with the prefill
-        (``first_token="prefill"``)."""
+        (``first_token="prefill"``).
+
+        Parameters
+        ----------
+        trace : Trace
+            The requests to admit.
+        ready : array_like of float, optional
+            Per request, the time its prompt was prefilled and its first token emitted
+            elsewhere; ``None``: they arrive with nothing done.
+
+        Returns
+        -------
+        numpy.ndarray
+            Their request ids (rows of :attr:`table`).
+
+        Raises
+        ------
+        ValueError
+            For ``ready`` on an engine with ``first_token="decode"``, or a trace whose prefix
+            blocks have another size than the engine's requests'
+            (:meth:`RequestTable.append`).
+        """
         ids = self.table.append(trace)
         self._admit(ids)
         if ready is not None:
@@ -111,13 +153,47 @@ class Engine:
 
     # ---- one iteration ----------------------------------------------------------------------
     def state(self, t: float) -> State:
+        """The view a policy gets of the requests in the system at ``t``.
+
+        Parameters
+        ----------
+        t : float
+            The decision epoch.
+
+        Returns
+        -------
+        State
+            The live requests, with the engine's budget, memory and resident KV.
+        """
         return State(self.table, self.live, t, self.budget, self.memory,
                      kv_total=self.kv_total,
                      arrivals_done=self._final and self._pending >= self.table.n)
 
     def step(self, t: float):
         """Run one batch starting at ``t``. Returns ``(duration, finished_ids)`` or the
-        policy's empty :class:`Batch` when it idles."""
+        policy's empty :class:`Batch` when it idles.
+
+        Parameters
+        ----------
+        t : float
+            The batch's start.
+
+        Returns
+        -------
+        tuple or Batch
+            ``(duration, finished_ids)``: the batch's duration and the ids of the requests
+            it finished (sorted); or the empty batch when the policy idles (its ``until``
+            says how long).
+
+        Raises
+        ------
+        TypeError
+            When the policy's ``schedule`` returns no :class:`Batch`.
+        InfeasibleBatchError
+            When the batch breaks a rule (:func:`check_batch`).
+        ValueError
+            When the time model returns a duration that is not positive.
+        """
         out = self._iterate(t)
         return out if isinstance(out, Batch) else out[:2]
 
@@ -131,6 +207,31 @@ class Engine:
         Every skipped iteration is checked analytically (output lengths, token budget and
         KV memory over the whole stretch) and recorded exactly as :meth:`step` would, row
         by row in the batch log. Returns ``(end_time, finished_ids)`` or the idle Batch.
+
+        Parameters
+        ----------
+        t : float
+            The first batch's start.
+        until : float, default inf
+            No repeat starts at or after this time.
+        max_iterations : int, default 1
+            The most batches to run (1: :meth:`step`, ending at the batch's end).
+
+        Returns
+        -------
+        tuple or Batch
+            ``(end_time, finished_ids)``: the end of the last batch run and the ids of the
+            requests finished on the way (sorted); or the empty batch when the policy idles.
+
+        Raises
+        ------
+        TypeError
+            When the policy's ``schedule`` returns no :class:`Batch`.
+        InfeasibleBatchError
+            When the batch breaks a rule (:func:`check_batch`), or a promised decode of
+            every request exceeds the token budget.
+        ValueError
+            When the time model returns a duration that is not positive.
         """
         out = self._iterate(t, until, max_iterations)
         return out if isinstance(out, Batch) else (out[2], out[1])

@@ -13,7 +13,15 @@ class ColumnLog:
 
     Writes are held and stored together, column by column, before any read (or once many
     are held): ``append`` holds a row as a tuple (one list append on the engine's hot path),
-    ``extend`` its columns as they are, at its place among the rows."""
+    ``extend`` its columns as they are, at its place among the rows.
+
+    Parameters
+    ----------
+    columns : dict
+        ``{name: dtype}`` of the columns, in the order of a row.
+    capacity : int, default 4096
+        Rows allocated at the start.
+    """
 
     FLUSH = 1 << 14
 
@@ -29,16 +37,32 @@ class ColumnLog:
 
     @property
     def n(self) -> int:
+        """The number of rows written, held ones included."""
         return self._stored + len(self._rows) + self._in_blocks
 
     def append(self, *values):
+        """Append one row.
+
+        Parameters
+        ----------
+        *values
+            One value per column, in the order of ``columns``.
+        """
         rows = self._rows
         rows.append(values)
         if len(rows) >= self.FLUSH:
             self._flush()
 
     def extend(self, k: int, *columns):
-        """Append ``k`` rows at once: each value an array of length ``k`` or a scalar."""
+        """Append ``k`` rows at once: each value an array of length ``k`` or a scalar.
+
+        Parameters
+        ----------
+        k : int
+            The number of rows.
+        *columns
+            One array of length ``k`` or scalar per column, in the order of ``columns``.
+        """
         if not self.n and k > len(self._cols[self._names[0]]):
             # a first bulk write: keep its arrays as they are
             self._cols = {name: (c if type(c) is np.ndarray and c.dtype == self._dtypes[name]
@@ -54,7 +78,16 @@ class ColumnLog:
     def extend_lazy(self, k: int, source):
         """Append ``k`` rows whose columns ``source.column(name)`` gives, each read from it
         only when first asked for (a bulk run's log, mostly read for a few columns). Kept
-        so only as the log's first write; any later write expands them all."""
+        so only as the log's first write; any later write expands them all.
+
+        Parameters
+        ----------
+        k : int
+            The number of rows.
+        source : object
+            Gives each column by ``column(name)`` (and, read without expanding,
+            ``column(name, at)``, ``path_at(name, edges)`` and ``ends_at(at)``).
+        """
         if self.n:
             self.extend(k, *(source.column(name) for name in self._names))
             return
@@ -108,7 +141,20 @@ class ColumnLog:
 
     def column(self, name: str, at: np.ndarray | None = None) -> np.ndarray:
         """Column ``name``, or its values at the rows ``at`` only (read from a lazily kept
-        source without expanding the column, where the source can)."""
+        source without expanding the column, where the source can).
+
+        Parameters
+        ----------
+        name : str
+            The column.
+        at : numpy.ndarray, optional
+            Row indices; ``None``: every row.
+
+        Returns
+        -------
+        numpy.ndarray
+            The values (the stored column itself, not a copy, when ``at`` is ``None``).
+        """
         if at is not None and self._lazy_only() and name not in self._cols:
             return np.asarray(self._lazy.column(name, at), dtype=self._dtypes[name])
         self._read_lazy(name)
@@ -120,7 +166,22 @@ class ColumnLog:
         """The step path of column ``name`` against the iterations' ends (start plus
         duration) at the sorted times ``edges``: its values and integrals
         (:func:`~queuetheory.metrics.step_path_at`), from a lazily kept source a row at a
-        time, without expanding it, where the source can."""
+        time, without expanding it, where the source can.
+
+        Parameters
+        ----------
+        name : str
+            The column.
+        edges : numpy.ndarray
+            Sorted times.
+
+        Returns
+        -------
+        values : numpy.ndarray
+            The column's value at each edge.
+        integrals : numpy.ndarray
+            Its integral up to each edge.
+        """
         if self._lazy_only():
             return self._lazy.path_at(name, edges)
         from ..metrics import step_path_at
@@ -128,12 +189,30 @@ class ColumnLog:
         return step_path_at(self.ends(), self.column(name).astype(float), edges)
 
     def ends(self, at: np.ndarray | None = None) -> np.ndarray:
-        """Each iteration's end (start plus duration), or those of the iterations ``at``."""
+        """Each iteration's end (start plus duration), or those of the iterations ``at``.
+
+        Parameters
+        ----------
+        at : numpy.ndarray, optional
+            Row indices; ``None``: every row.
+
+        Returns
+        -------
+        numpy.ndarray
+            The end times.
+        """
         if at is not None and self._lazy_only():
             return self._lazy.ends_at(at)
         return self.column("start", at) + self.column("duration", at)
 
     def frame(self) -> pd.DataFrame:
+        """The log as a table.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per iteration, one column per name.
+        """
         self._expand()
         self._flush()
         return pd.DataFrame({k: self._cols[k][: self._stored] for k in self._names})
@@ -146,6 +225,11 @@ class TBTHistogram:
     1.2 % relative, for gaps from ``1e-12`` to ``1e12`` time units. Gaps are held as they
     come and binned in bulk; the gap that most requests of a batch share (each also emitted
     in the previous batch) is held once, with its count.
+
+    Parameters
+    ----------
+    n_classes : int
+        The request classes kept apart (at least one row of counts).
     """
 
     PER_DECADE = 200
@@ -195,12 +279,30 @@ class TBTHistogram:
             self.counts  # noqa: B018  (bins what is held)
 
     def add(self, cls: np.ndarray, gaps: np.ndarray):
-        """One gap per request, of classes ``cls``."""
+        """One gap per request, of classes ``cls``.
+
+        Parameters
+        ----------
+        cls : numpy.ndarray
+            Each request's class.
+        gaps : numpy.ndarray
+            Its gap, in time units.
+        """
         self._hold(cls, gaps, np.ones(gaps.size))
 
     def add_shared(self, gap: float, count: int, cls=None):
         """``gap`` once for each of ``count`` requests, of classes ``cls`` (an array, read
-        only when the histogram has several classes)."""
+        only when the histogram has several classes).
+
+        Parameters
+        ----------
+        gap : float
+            The gap, in time units.
+        count : int
+            The requests that had it.
+        cls : numpy.ndarray, optional
+            Their classes (needed with several classes).
+        """
         if self.single:
             self._gaps.append(gap)
             self._weights.append(count)
@@ -214,12 +316,34 @@ class TBTHistogram:
             self.counts  # noqa: B018  (bins what is held)
 
     def add_counted(self, gaps: np.ndarray, counts: np.ndarray, cls: int = 0):
-        """Gap ``gaps[j]`` once for each of ``counts[j]`` requests of class ``cls``."""
+        """Gap ``gaps[j]`` once for each of ``counts[j]`` requests of class ``cls``.
+
+        Parameters
+        ----------
+        gaps : numpy.ndarray
+            The gaps, in time units.
+        counts : numpy.ndarray
+            How many requests had each.
+        cls : int, default 0
+            Their class.
+        """
         self._hold(np.full(gaps.size, cls, dtype=np.int64), gaps, counts.astype(float))
 
     def add_intervals(self, gaps: np.ndarray, lo: np.ndarray, hi: np.ndarray, cls: np.ndarray):
         """Gap ``gaps[g]`` once for each request ``i`` with ``lo[i] <= g < hi[i]``, of class
-        ``cls[i]``: the gaps of iterations that requests decode through one after another."""
+        ``cls[i]``: the gaps of iterations that requests decode through one after another.
+
+        Parameters
+        ----------
+        gaps : numpy.ndarray
+            The gaps of consecutive iterations, in time units.
+        lo : numpy.ndarray
+            Per request, the first gap it closes.
+        hi : numpy.ndarray
+            Per request, one past the last gap it closes.
+        cls : numpy.ndarray
+            Per request, its class.
+        """
         bins = None
         for c in np.unique(cls).tolist():
             mine = cls == c
@@ -239,6 +363,20 @@ class TBTHistogram:
         return np.clip(k, 0, self.width - 1).astype(np.int64)
 
     def quantile(self, q: float, cls: int | None = None) -> float:
+        """The ``q``-quantile of the gaps: the upper edge of the bin that holds it.
+
+        Parameters
+        ----------
+        q : float
+            The level, in ``[0, 1]``.
+        cls : int, optional
+            One class's gaps; ``None``: every class's.
+
+        Returns
+        -------
+        float
+            The quantile, in time units (within 1.2 % relative), or NaN with no gap.
+        """
         c = self.counts.sum(axis=0) if cls is None else self.counts[cls]
         total = c.sum()
         if total == 0:

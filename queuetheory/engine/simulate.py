@@ -25,28 +25,47 @@ __all__ = ["simulate", "Result"]
 class Result:
     """The records of one run of :func:`simulate`, not the engine that made them.
 
-    Attributes
-    ----------
-    trace : the :class:`~queuetheory.workload.Trace` that arrived
-    horizon : the time after which no batch started (``inf`` for a run that drains)
-    end_time : the time the run ended
-    policy, time_model : what ran
-    warmup : the time before which :attr:`metrics` discards requests and tokens
-    table : the request table (:class:`~queuetheory.engine.RequestTable`): one array per
-        field, indexed by request id; :attr:`requests` is its frame
-    log : the batch log (:class:`~queuetheory.engine.log.ColumnLog`), one row per
-        iteration; :attr:`batches` is its frame, :attr:`paths` its queue paths
-    tbt : the token-level time-between-tokens histogram per class
-        (:class:`~queuetheory.engine.log.TBTHistogram`: ``counts``, ``quantile``)
-    iterations : batches run
-    admitted : requests admitted into the engine (the first ``admitted`` rows of ``table``)
-    live : ids of the requests still in the system at ``end_time``
-    work_left : their unprocessed prompt and output tokens, ``|X(n)|``
-    kv_left : their resident KV tokens
-    peak_memory : the largest KV cache held at once
-
     ``requests``, ``batches``, ``paths`` (DataFrames) and ``metrics`` (a dict) are read from
     the records. ``engine`` (deprecated) is the engine of the run, kept for one release.
+
+    Attributes
+    ----------
+    trace : Trace
+        The :class:`~queuetheory.workload.Trace` that arrived.
+    horizon : float
+        The time after which no batch started (``inf`` for a run that drains).
+    end_time : float
+        The time the run ended.
+    policy : Policy
+        The scheduler that ran.
+    time_model : TimeModel
+        The batch-time model it ran on.
+    warmup : float
+        The time before which :attr:`metrics` discards requests and tokens.
+    table : RequestTable
+        The request table (:class:`~queuetheory.engine.RequestTable`): one array per
+        field, indexed by request id; :attr:`requests` is its frame.
+    log : ColumnLog
+        The batch log (:class:`~queuetheory.engine.log.ColumnLog`), one row per
+        iteration; :attr:`batches` is its frame, :attr:`paths` its queue paths.
+    tbt : TBTHistogram
+        The token-level time-between-tokens histogram per class
+        (:class:`~queuetheory.engine.log.TBTHistogram`: ``counts``, ``quantile``).
+    iterations : int
+        Batches run.
+    admitted : int
+        Requests admitted into the engine (the first ``admitted`` rows of ``table``).
+    live : numpy.ndarray
+        Ids of the requests still in the system at ``end_time``.
+    work_left : int
+        Their unprocessed prompt and output tokens, ``|X(n)|``.
+    kv_left : int
+        Their resident KV tokens.
+    peak_memory : int
+        The largest KV cache held at once, in tokens.
+    _engine : Engine or None
+        The engine of the run, behind the deprecated :attr:`engine` (``None``: records
+        alone).
     """
 
     trace: Trace
@@ -73,11 +92,16 @@ class Result:
 
         Parameters
         ----------
-        engine : the :class:`~queuetheory.engine.Engine` that ran
-        trace : what arrived
-        horizon : the run's horizon (``inf``: it drained)
-        end_time : the time the run ended
-        warmup : the start of the steady-state window of :attr:`metrics`
+        engine : Engine
+            The :class:`~queuetheory.engine.Engine` that ran.
+        trace : Trace
+            What arrived.
+        horizon : float
+            The run's horizon (``inf``: it drained).
+        end_time : float
+            The time the run ended.
+        warmup : float, default 0.0
+            The start of the steady-state window of :attr:`metrics`.
 
         Returns
         -------
@@ -164,7 +188,20 @@ class Result:
     def window(self, t0: float, t1: float | None = None) -> dict:
         """Figures of the window ``[t0, t1]`` (default: to the end): latency and TTFT of
         the requests that arrived in it, output tokens emitted in it per unit time, the
-        time-average number in system over it (:func:`~queuetheory.metrics.window`)."""
+        time-average number in system over it (:func:`~queuetheory.metrics.window`).
+
+        Parameters
+        ----------
+        t0 : float
+            The window's start.
+        t1 : float, optional
+            The window's end; ``None``: the end of the run.
+
+        Returns
+        -------
+        dict
+            The window's figures, as :func:`~queuetheory.metrics.window` gives them.
+        """
         from ..metrics import window
 
         return window(self, t0, t1)
@@ -175,39 +212,81 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
              first_token=None, fast_path=True, warmup: float = 0.0) -> Result:
     """Run ``policy`` on ``workload`` with batch durations from ``time_model``.
 
-    Parameters
-    ----------
-    workload : Workload or Trace
-    policy : a :class:`~queuetheory.policies.Policy`
-    time_model : a :class:`~queuetheory.timing.TimeModel`, or a whole
-        :class:`~queuetheory.engine.Server` (then ``memory``, ``token_budget`` and
-        ``first_token`` are its own, and giving one again must agree)
-    memory : KV-cache capacity ``M`` in tokens (None: unlimited)
-    token_budget : the engine's per-batch token limit ``b`` (default: the policy's own)
-    horizon : stop starting batches at this time; arrivals are drawn up to it
-    n_requests : number of requests to draw; without a horizon the run drains them all
-    seed : seeds the workload's random draws and the policy's
-    max_iterations : hard cap on the number of batches
-    progress : show a tqdm progress bar: simulated time against ``horizon`` when one is
-        given, else requests completed against the number drawn, each with its ETA (the
-        bulk rule of FCFS Sarathi reports once, at the end)
-    first_token : ``"prefill"`` (the default, the real engines': the prefill iteration emits the
-        first output token, which the output length counts) or ``"decode"`` (Li, Dai, Peng's
-        model: every output token takes a decode iteration); see
-        :mod:`~queuetheory.engine.conventions`
-    fast_path : run a policy's decision rule in bulk where it has one
-        (:meth:`~queuetheory.policies.Policy.bulk`) and repeat steady decode-only batches
-        in closed form (:meth:`Engine.advance`); the records are the same as with
-        ``fast_path=False``, which decides every iteration
-    warmup : the time before which ``metrics`` discards requests and tokens (steady-state
-        figures; see :meth:`Result.window`)
-
     A policy that cannot build feasible batches with this ``memory`` and ``first_token``
     (:meth:`Policy.supports`), or that has no token budget when one below ``memory`` is
     given (``Policy.no_token_budget``: the round models), is refused with
     :class:`UnsupportedSettingError` before the run starts (:meth:`Server.check`). A run that
     ends with requests unfinished — any, when it should drain (no ``horizon``), or more than
     1 % of the arrivals at the horizon — warns :class:`CensoredRunWarning`, saying how many and why.
+
+    Parameters
+    ----------
+    workload : Workload or Trace
+        What arrives: a workload to draw from, or a trace to replay (cut at ``horizon`` and
+        to ``n_requests``).
+    policy : Policy
+        The :class:`~queuetheory.policies.Policy` that builds every batch.
+    time_model : TimeModel or Server
+        A :class:`~queuetheory.timing.TimeModel`, or a whole
+        :class:`~queuetheory.engine.Server` (then ``memory``, ``token_budget`` and
+        ``first_token`` are its own, and giving one again must agree).
+    memory : int, optional
+        KV-cache capacity ``M`` in tokens (``None``: unlimited).
+    token_budget : int, optional
+        The engine's per-batch token limit ``b`` (``None``: the policy's own).
+    horizon : float, optional
+        Stop starting batches at this time; arrivals are drawn up to it (``None``: the run
+        drains every request).
+    n_requests : int, optional
+        Number of requests to draw; without a horizon the run drains them all.
+    seed : int, default 0
+        Seeds the workload's random draws and the policy's.
+    max_iterations : int, optional
+        Hard cap on the number of batches.
+    progress : bool, default False
+        Show a tqdm progress bar: simulated time against ``horizon`` when one is
+        given, else requests completed against the number drawn, each with its ETA (the
+        bulk rule of FCFS Sarathi reports once, at the end).
+    first_token : {"prefill", "decode"}, optional
+        ``"prefill"`` (the default, the real engines': the prefill iteration emits the
+        first output token, which the output length counts) or ``"decode"`` (Li, Dai, Peng's
+        model: every output token takes a decode iteration); see
+        :mod:`~queuetheory.engine.conventions`.
+    fast_path : bool, default True
+        Run a policy's decision rule in bulk where it has one
+        (:meth:`~queuetheory.policies.Policy.bulk`) and repeat steady decode-only batches
+        in closed form (:meth:`Engine.advance`); the records are the same as with
+        ``fast_path=False``, which decides every iteration.
+    warmup : float, default 0.0
+        The time before which ``metrics`` discards requests and tokens (steady-state
+        figures; see :meth:`Result.window`).
+
+    Returns
+    -------
+    Result
+        The run's records: the request table, the batch log, the TBT histogram and the
+        end state.
+
+    Raises
+    ------
+    UnsupportedSettingError
+        For a policy that cannot run with these settings (:meth:`Server.check`).
+    ValueError
+        For a ``policy`` that is no policy, a ``workload`` that is neither a
+        :class:`~queuetheory.workload.Workload` nor a :class:`~queuetheory.workload.Trace`,
+        a ``token_budget`` below the policy's own, a setting that is not a positive integer
+        (``token_budget``, ``max_iterations``), a negative ``warmup`` or one at or past the
+        horizon, a bad ``seed`` or ``first_token``, a setting that contradicts a
+        :class:`Server`'s, or a ``memory`` smaller than some request's KV peak.
+    InfeasibleBatchError
+        When the policy builds a batch that breaks a rule (:func:`check_batch`).
+    RuntimeError
+        When the policy idles and asks to wait until a time that is not in the future.
+
+    Warns
+    -----
+    CensoredRunWarning
+        When the run ends with requests unfinished (see above).
     """
     server = as_server(time_model, token_budget=token_budget, memory=memory,
                        first_token=first_token)

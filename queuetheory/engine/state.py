@@ -23,6 +23,14 @@ class RequestTable:
     (output tokens a recompute preemption put back into the prefill: the request's prefill
     is ``prompt + recomputed`` tokens long, see :mod:`~queuetheory.engine.conventions`) up
     to date.
+
+    Parameters
+    ----------
+    emit_first : bool
+        Whether the prefill iteration emits the first output token
+        (``first_token="prefill"``); kept as the int ``emit_first`` (1 or 0).
+    capacity : int, default 1024
+        Rows allocated at the start (at least 16).
     """
 
     def __init__(self, emit_first: bool, capacity: int = 1024):
@@ -51,7 +59,24 @@ class RequestTable:
         self._cap = cap
 
     def append(self, trace) -> np.ndarray:
-        """Add the requests of a :class:`~queuetheory.workload.Trace`; return their ids."""
+        """Add the requests of a :class:`~queuetheory.workload.Trace`; return their ids.
+
+        Parameters
+        ----------
+        trace : Trace
+            The requests, with their prefix blocks when it carries them.
+
+        Returns
+        -------
+        numpy.ndarray
+            The new rows' request ids, consecutive.
+
+        Raises
+        ------
+        ValueError
+            When the trace's prefix blocks have another size than those of the requests
+            already in the table.
+        """
         k = len(trace)
         if self.n + k > self._cap:
             self._grow(max(2 * self._cap, self.n + k))
@@ -70,7 +95,17 @@ class RequestTable:
 
     def set_progress(self, ids, prefilled, decoded=0) -> None:
         """Place requests part-way through: ``prefilled`` prompt and ``decoded`` output
-        tokens done (states built by hand, requests handed over with their KV)."""
+        tokens done (states built by hand, requests handed over with their KV).
+
+        Parameters
+        ----------
+        ids : array_like of int
+            The request ids.
+        prefilled : int or array_like of int
+            Prompt tokens prefilled, per request or for all (``>= prompt``: in decode).
+        decoded : int or array_like of int, default 0
+            Output tokens emitted, per request or for all (none recomputed).
+        """
         self.prefilled[ids] = prefilled
         self.decoded[ids] = decoded
         self.recomputed[ids] = 0
@@ -78,14 +113,37 @@ class RequestTable:
 
     def prefill_length(self, rid: np.ndarray) -> np.ndarray:
         """Tokens of each request's current prefill: its prompt, plus the output tokens a
-        recompute preemption put back (``recomputed``)."""
+        recompute preemption put back (``recomputed``).
+
+        Parameters
+        ----------
+        rid : numpy.ndarray
+            Request ids.
+
+        Returns
+        -------
+        numpy.ndarray
+            The prefill length of each, in tokens.
+        """
         if not self.recomputing:
             return self.prompt[rid]
         return self.prompt[rid] + self.recomputed[rid]
 
     def kv(self, rid: np.ndarray) -> np.ndarray:
         """Resident KV tokens: prefill tokens (prompt and recomputed output) plus the output
-        tokens written back since."""
+        tokens written back since.
+
+        Parameters
+        ----------
+        rid : numpy.ndarray
+            Request ids.
+
+        Returns
+        -------
+        numpy.ndarray
+            The KV tokens each holds (under ``first_token="prefill"`` the newest output
+            token's KV is not written yet).
+        """
         if self.recomputing:
             return self.prefilled[rid] + np.maximum(
                 self.decoded[rid] - self.recomputed[rid] - self.emit_first, 0)
@@ -94,6 +152,18 @@ class RequestTable:
         return self.prefilled[rid] + np.maximum(self.decoded[rid] - self.emit_first, 0)
 
     def column(self, name: str) -> np.ndarray:
+        """One field over the requests seen so far (a view, not a copy).
+
+        Parameters
+        ----------
+        name : str
+            The field (``"arrival"``, ``"prompt"``, ``"decoded"``, ``"finish"``, ...).
+
+        Returns
+        -------
+        numpy.ndarray
+            Its first :attr:`n` entries, indexed by request id.
+        """
         return getattr(self, name)[: self.n]
 
     def timed_gaps(self) -> tuple[np.ndarray, np.ndarray]:
@@ -101,7 +171,15 @@ class RequestTable:
 
         Every output token after a request's first one closes a gap, tokens emitted again
         after an eviction included; the gaps chain from token to token, so their sum
-        telescopes to the time between the first and the last token."""
+        telescopes to the time between the first and the last token.
+
+        Returns
+        -------
+        count : numpy.ndarray
+            Gaps of each request (0 before its first token).
+        total : numpy.ndarray
+            Their summed length, in time units.
+        """
         first, last = self.column("first_token"), self.column("last_token")
         emitted = self.column("decoded") + self.column("discarded")
         started = ~np.isnan(first)
@@ -150,6 +228,28 @@ class State:
     ``memory_used`` and ``memory_free``; ``arrivals_done`` is true when no request will arrive
     any more in a run that drains (``simulate`` without a horizon, once the whole trace is
     admitted), so that a policy waiting for cohorts finishes its leftovers.
+
+    Parameters
+    ----------
+    table : RequestTable
+        The engine's request table.
+    live : numpy.ndarray
+        Ids of the requests in the system, in arrival order (position ``i`` is
+        ``live[i]``, kept as ``rid``).
+    time : float
+        The decision epoch.
+    budget : int or None
+        The per-batch token budget ``b``; ``None``: none.
+    memory : int or None
+        The KV capacity ``M`` in tokens; ``None``: unlimited.
+    outside_kv : int, default 0
+        KV tokens held by requests outside the view (a :meth:`subset`'s others), counted
+        in ``memory_used``.
+    kv_total : int, optional
+        The resident KV tokens of the live requests when the caller keeps the sum (the
+        engine); ``None``: summed from ``kv`` on first use.
+    arrivals_done : bool, default False
+        Whether no request will arrive any more.
     """
 
     def __init__(self, table: RequestTable, live: np.ndarray, time: float, budget, memory,
@@ -186,7 +286,18 @@ class State:
 
     def remaining_prefill_of(self, positions: np.ndarray) -> np.ndarray:
         """``remaining_prefill[positions]``, gathering only those requests unless the whole
-        column is already at hand."""
+        column is already at hand.
+
+        Parameters
+        ----------
+        positions : numpy.ndarray
+            Positions in the view.
+
+        Returns
+        -------
+        numpy.ndarray
+            The prefill tokens each has left.
+        """
         whole = self.__dict__.get("remaining_prefill")
         if whole is not None:
             return whole[positions]
@@ -208,10 +319,23 @@ class State:
 
     @property
     def memory_free(self) -> float:
+        """KV tokens free: ``memory − memory_used`` (``inf`` without a memory limit)."""
         return np.inf if self.memory is None else self.memory - self.memory_used
 
     def subset(self, positions: np.ndarray) -> State:
-        """The view restricted to ``positions`` (sorted); memory of the others still counts."""
+        """The view restricted to ``positions`` (sorted); memory of the others still counts.
+
+        Parameters
+        ----------
+        positions : array_like of int
+            Positions in this view, in any order.
+
+        Returns
+        -------
+        State
+            The view of those requests, in arrival order, whose ``outside_kv`` is the others'
+            KV (so ``memory_used`` is unchanged).
+        """
         positions = np.sort(np.asarray(positions, dtype=np.int64))
         rest = self.memory_used - int(self.kv[positions].sum())
         return State(self._t, self.rid[positions], self.time, self.budget, self.memory, rest,

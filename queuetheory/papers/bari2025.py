@@ -90,6 +90,7 @@ def theory_workload(rate):
     Returns
     -------
     Workload
+        One class drawing ``(p, d + 1)`` pairs from the theory pmf, at ``rate``.
     """
     p, d, _ = theory_pmf()
     return Workload([RequestClass.from_samples(p, d + 1, rate)])

@@ -33,7 +33,28 @@ class _CountingPeak(FuturePeak):
 def admission_work(memory: int, *, seed: int = 0, rounds: int = 40) -> int:
     """Largest number of checkpoint evaluations of one round of Algorithm 1 on a saturated
     semi-online instance (prompt 1, outputs uniform on ``1 … M/8``), replaying each round of
-    the run; also checks the replay admits exactly what :func:`mcsf_schedule` admitted."""
+    the run; also checks the replay admits exactly what :func:`mcsf_schedule` admitted.
+
+    Parameters
+    ----------
+    memory : int
+        The KV capacity ``M`` in tokens (``>= 8``): ``4M`` requests arrive at round 0.
+    seed : int, default 0
+        Seed of the output lengths.
+    rounds : int, default 40
+        How many rounds to replay (fewer when the run starts its last request earlier).
+
+    Returns
+    -------
+    int
+        The most checkpoint evaluations (one per checkpoint per admission check, Proposition
+        4.1) any replayed round made.
+
+    Raises
+    ------
+    AssertionError
+        If a round's replay admits other requests than :func:`mcsf_schedule` started then.
+    """
     rng = np.random.default_rng(seed)
     n = 4 * memory
     o = rng.integers(1, memory // 8 + 1, n)
@@ -53,7 +74,22 @@ def admission_work(memory: int, *, seed: int = 0, rounds: int = 40) -> int:
 
 
 def bernoulli_arrivals(horizon: int, probs, seed: int) -> np.ndarray:
-    """Arrival rounds with an i.i.d. number of arrivals per round, ``P(k) = probs[k]``."""
+    """Arrival rounds with an i.i.d. number of arrivals per round, ``P(k) = probs[k]``.
+
+    Parameters
+    ----------
+    horizon : int
+        The number of rounds ``T``: rounds ``0 … T-1``.
+    probs : sequence of float
+        ``probs[k]`` the weight of ``k`` arrivals in a round (normalised to sum to 1).
+    seed : int
+        Seed of the counts.
+
+    Returns
+    -------
+    numpy.ndarray
+        The arrival round of each request, sorted (a round repeated once per arrival).
+    """
     rng = np.random.default_rng(seed)
     counts = rng.choice(len(probs), size=horizon, p=np.asarray(probs) / np.sum(probs))
     return np.repeat(np.arange(horizon), counts)
@@ -67,6 +103,30 @@ def regret_experiment(horizons, seeds, *, probs=(0.25, 0.25, 0.25, 0.25), output
 
     ``lower_gap`` = AEL(Alg 2) − AEL(comparator) ≤ regret;
     ``upper_gap`` = AEL(Alg 2) − ``output`` ≥ regret.
+
+    Parameters
+    ----------
+    horizons : iterable of int
+        The horizons ``T`` (rounds); the fit needs at least three runs in all.
+    seeds : iterable of int
+        The seeds of the arrivals, one run per horizon and seed.
+    probs : sequence of float, default (0.25, 0.25, 0.25, 0.25)
+        Weights of ``0, 1, 2, …`` arrivals per round (:func:`bernoulli_arrivals`).
+    output : int, default 10
+        Every request's output length.
+    prompt : int, default 1
+        Every request's prompt length.
+    memory : int, default 100
+        The KV capacity in tokens.
+    cap : int, default 2
+        The comparator's most starts per round.
+
+    Returns
+    -------
+    dict
+        ``rows`` (``(T, seed, AEL of Alg 2, AEL of the comparator)`` per run), ``lower_gap``
+        and ``upper_gap`` (each ``(slope, low, high)``: the fitted slope in ``T`` and its
+        99 % confidence interval), and the per-run arrays ``alg``, ``comparator`` and ``T``.
     """
     rows = []
     for T in horizons:
@@ -102,7 +162,29 @@ BENCHMARKS = {"greedy α=0.30": (0.3, None), "greedy α=0.25": (0.25, None),
 
 def section7_run(policy, arrival, prompt, output, memory: int = MODEL_M) -> dict:
     """One engine run (``UnitTime`` rounds, "ip" convention): average latency, completions,
-    peak memory, restarts and the loop flag of the α-protection benchmarks."""
+    peak memory, restarts and the loop flag of the α-protection benchmarks.
+
+    Parameters
+    ----------
+    policy : Policy
+        The scheduler (:class:`~queuetheory.policies.MCSF`,
+        :class:`~queuetheory.policies.AlphaProtection`, ...).
+    arrival : array_like of int
+        Each request's arrival round.
+    prompt : array_like of int
+        Each request's prompt length.
+    output : array_like of int
+        Each request's output length.
+    memory : int, default MODEL_M
+        The KV capacity in tokens.
+
+    Returns
+    -------
+    dict
+        ``mean_latency`` (``inf`` when the policy reports a loop), ``completed``,
+        ``peak_memory``, ``restarts``, ``loop_at`` (the policy's ``loop_at``, or ``None``)
+        and ``result`` (the :class:`~queuetheory.engine.Result`).
+    """
     from ..engine import simulate
     from ..timing import UnitTime
     from ..workload import Workload
@@ -120,7 +202,27 @@ def section7_run(policy, arrival, prompt, output, memory: int = MODEL_M) -> dict
 def section7_experiment(rates, n: int, *, memory: int = MODEL_M, seed: int = 0,
                         benchmarks=None) -> dict:
     """Average latency of MC-SF and of each benchmark ``{name: (alpha, beta)}`` at each
-    arrival rate (per round) on one surrogate stream per rate: ``{rate: {name: AEL}}``."""
+    arrival rate (per round) on one surrogate stream per rate: ``{rate: {name: AEL}}``.
+
+    Parameters
+    ----------
+    rates : iterable of float
+        Arrival rates, requests per round.
+    n : int
+        Requests per stream.
+    memory : int, default MODEL_M
+        The KV capacity in tokens (every surrogate request has ``s + o − 1 ≤ memory``).
+    seed : int, default 0
+        Seed of each rate's stream.
+    benchmarks : dict, optional
+        ``{name: (alpha, beta)}`` of the α-protection benchmarks; ``None`` runs
+        :data:`BENCHMARKS`.
+
+    Returns
+    -------
+    dict
+        ``{rate: {name: average end-to-end latency}}``, ``"MC-SF"`` first.
+    """
     from ..policies.kvcache import MCSF, AlphaProtection
 
     benchmarks = BENCHMARKS if benchmarks is None else benchmarks

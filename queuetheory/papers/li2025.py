@@ -39,7 +39,20 @@ def llama_time(s: float = 1.0) -> PiecewiseLinearTime:
 
 @renamed_keywords(b="token_budget")
 def classic_policies(token_budget: int) -> dict:
-    """Every shipped classic scheduler at budget ``b``, with its paper status."""
+    """Every shipped classic scheduler at budget ``b``, with its paper status.
+
+    Parameters
+    ----------
+    token_budget : int
+        The paper's ``b``: tokens per batch (``b=`` is the old name, which warns).
+
+    Returns
+    -------
+    dict
+        ``{name: policy}``: Sarathi (FCFS and SJF), Orca (chunked or not), vanilla vLLM,
+        FasterTransformer (token and request mode), a static priority and two K-FCFS
+        wrappers of Sarathi.
+    """
     b = token_budget                 # the paper's b
     return {
         "Sarathi": policies.Sarathi(b),
@@ -57,6 +70,17 @@ def classic_policies(token_budget: int) -> dict:
 
 def certificate_workload(lam: float = 1.0) -> Workload:
     """Bounded laws for exact drift: prompts 1 + Bin(6, ½) (mean 4), outputs 1 + Bin(14, ½)
-    (mean 8), Poisson(λ) arrivals per slot; with b = 16, ε' = 16 − 12λ."""
+    (mean 8), Poisson(λ) arrivals per slot; with b = 16, ε' = 16 − 12λ.
+
+    Parameters
+    ----------
+    lam : float, default 1.0
+        ``λ``: the mean arrivals per slot.
+
+    Returns
+    -------
+    Workload
+        One class with those laws and ``arrivals="poisson-slot"``.
+    """
     return Workload([RequestClass(stats.binom(6, 0.5, loc=1), stats.binom(14, 0.5, loc=1), lam)],
                     arrivals="poisson-slot")

@@ -40,7 +40,13 @@ class Policy:
     preemption: str = "restart"
 
     def reset(self, seed=0) -> None:
-        """Forget everything from an earlier run; called by ``simulate`` before it starts."""
+        """Forget everything from an earlier run; called by ``simulate`` before it starts.
+
+        Parameters
+        ----------
+        seed : int, default 0
+            Seeds the policy's own generator ``rng`` (randomised policies draw from it).
+        """
         self.rng = np.random.default_rng(seed)
         self._reset()
 
@@ -56,10 +62,38 @@ class Policy:
     def supports(self, *, memory, first_token) -> str | None:
         """Why this policy cannot run with KV ``memory`` (None: unlimited) under the
         ``first_token`` convention, or ``None`` when it builds feasible batches there.
-        ``simulate`` asks before it starts and refuses the setting with the reason."""
+        ``simulate`` asks before it starts and refuses the setting with the reason.
+
+        Parameters
+        ----------
+        memory : int or None
+            The engine's KV capacity in tokens; ``None``: unlimited.
+        first_token : {"prefill", "decode"}
+            The engine's first-token convention (:mod:`~queuetheory.engine.conventions`).
+
+        Returns
+        -------
+        str or None
+            The reason, or ``None`` (the default: every setting is supported).
+        """
         return None
 
     def schedule(self, state) -> Batch:
+        """The batch of the next iteration: an empty one when no request is in the system,
+        else the subclass's decision (``_schedule``).
+
+        Parameters
+        ----------
+        state : State
+            The read-only view of the requests in the system
+            (:class:`~queuetheory.engine.State`).
+
+        Returns
+        -------
+        Batch
+            Positions in ``state`` to prefill, decode and evict; the engine checks it
+            (:func:`~queuetheory.engine.check_batch`).
+        """
         if state.n == 0:
             return Batch()
         return self._schedule(state)
@@ -99,6 +133,19 @@ class Policy:
         ``schedule`` returning it each time, and the engine runs ``k <= n`` of them
         (stopping before the last chunk, after the first finish, or where KV memory would
         overflow) and calls ``repeated(k, starts)`` as above.
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        bool or int
+            ``True`` (repeat until the first member finishes), ``False`` (ask every
+            iteration), or the count ``n`` of further repeats promised.
         """
         return False
 
@@ -111,6 +158,16 @@ class Policy:
         (KV memory growing as long as it stays within ``M``), ``schedule`` would return
         the decode-only batch of every request in the system, and calling it would change
         no state of the policy. The default is ``False``.
+
+        Parameters
+        ----------
+        state : State
+            A state where every request in the system is in decode.
+
+        Returns
+        -------
+        bool
+            Whether the promise holds.
         """
         return False
 
@@ -128,6 +185,16 @@ class Policy:
         would have, and returns the time reached; the engine steps on from there. A policy
         that returns a runner promises the records are those of ``fast_path=False``
         (the tests prove it, record for record).
+
+        Parameters
+        ----------
+        engine : Engine
+            The fresh engine of the run, its trace loaded.
+
+        Returns
+        -------
+        callable or None
+            The runner, or ``None``.
         """
         return None
 
@@ -156,6 +223,17 @@ def decides_as_shipped(policy) -> bool:
     ``False``: the fast paths its ancestor proved (:meth:`Policy.bulk`,
     :meth:`Policy.steady`, :meth:`Policy.drains`) do not cover it, and the engine asks it at
     every iteration.
+
+    Parameters
+    ----------
+    policy : Policy
+        The policy to judge.
+
+    Returns
+    -------
+    bool
+        Whether the first class of its ancestry that defines more than
+        :data:`NOT_DECISIONS` is one of this package's.
     """
     for cls in type(policy).__mro__:
         if cls.__module__.startswith(__package__ + "."):
@@ -183,7 +261,23 @@ def check_max_reqs(max_reqs):
 
 
 def ordered(state, positions: np.ndarray, order: str) -> np.ndarray:
-    """``positions`` sorted by the ordering rule (ties by arrival: the sort is stable)."""
+    """``positions`` sorted by the ordering rule (ties by arrival: the sort is stable).
+
+    Parameters
+    ----------
+    state : State
+        The view the positions index.
+    positions : numpy.ndarray
+        Positions in ``state``, in arrival order.
+    order : {"fcfs", "sjf_prompt", "sjf_decode", "sjf_total"}
+        One of :data:`ORDERS`: arrival order, or shortest remaining prefill, remaining
+        output, or both together first.
+
+    Returns
+    -------
+    numpy.ndarray
+        The positions in that order (``positions`` itself under ``"fcfs"``).
+    """
     if order == "fcfs" or positions.size < 2:
         return positions
     if order == "sjf_prompt":
@@ -196,7 +290,22 @@ def ordered(state, positions: np.ndarray, order: str) -> np.ndarray:
 
 
 def take_decodes(cands: np.ndarray, budget: int, max_reqs=None) -> np.ndarray:
-    """The first candidates that fit: one decode token each (Li, Dai, Peng, rule 2.5c)."""
+    """The first candidates that fit: one decode token each (Li, Dai, Peng, rule 2.5c).
+
+    Parameters
+    ----------
+    cands : numpy.ndarray
+        Positions of requests in decode, in priority order.
+    budget : int
+        The tokens left in the batch.
+    max_reqs : int, optional
+        The most requests to take; ``None``: no cap.
+
+    Returns
+    -------
+    numpy.ndarray
+        The first ``min(len(cands), budget, max_reqs)`` candidates.
+    """
     k = min(cands.size, budget, np.inf if max_reqs is None else max_reqs)
     return cands[: int(k)]
 
@@ -209,6 +318,27 @@ def take_prefills(cands: np.ndarray, remaining: np.ndarray, budget: int, max_req
     ``chunk=False`` takes whole prompts until the next one does not fit, except that a
     first prompt longer than the whole budget is chunked (vanilla vLLM, spec §6 item 18).
     ``remaining`` holds the remaining prompt tokens of ``cands``.
+
+    Parameters
+    ----------
+    cands : numpy.ndarray
+        Positions of requests waiting for prefill, in priority order.
+    remaining : numpy.ndarray
+        The prefill tokens each has left.
+    budget : int
+        The tokens left in the batch (none taken at ``<= 0``).
+    max_reqs : int, optional
+        The most requests to take (only the first ``max_reqs`` candidates are considered);
+        ``None``: no cap.
+    chunk : bool, default True
+        Whether the last prompt is split at the budget boundary.
+
+    Returns
+    -------
+    prefill : numpy.ndarray
+        The positions taken, a prefix of ``cands``.
+    chunk : numpy.ndarray
+        The tokens each gets.
     """
     if budget <= 0 or cands.size == 0:
         return _EMPTY, _EMPTY
@@ -228,7 +358,22 @@ def admissible(state, cands: np.ndarray, decodes: int | None = None) -> np.ndarr
     """Prefill candidates that memory allows to run: every request already holding KV, and
     new requests, in order, while their whole prefills fit in the memory left after the
     batch's ``decodes`` decode tokens (default: one for each request in decode) and the
-    unfinished prefills of resident ones (see :func:`fit_memory`)."""
+    unfinished prefills of resident ones (see :func:`fit_memory`).
+
+    Parameters
+    ----------
+    state : State
+        The view the candidates index.
+    cands : numpy.ndarray
+        Prefill candidates, positions in priority order.
+    decodes : int, optional
+        The decode tokens of the batch; ``None``: one per request in decode.
+
+    Returns
+    -------
+    numpy.ndarray
+        The candidates kept, in their order (all of them without a memory limit).
+    """
     if state.memory is None or cands.size == 0:
         return cands
     kv = state.kv
@@ -255,6 +400,26 @@ def fit_memory(state, prefill, chunk, decode, rank=None) -> Batch:
     (``max(running, key=(priority, arrival_time))``). Otherwise a new request starts only
     if its whole prefill fits in the memory left after the decode tokens and the promises,
     in batch order, stopping at the first that does not fit.
+
+    Parameters
+    ----------
+    state : State
+        The view the batch's positions index (its ``memory`` set).
+    prefill : array_like of int
+        Prefill positions of the batch as built without memory in mind.
+    chunk : array_like of int
+        Their chunks.
+    decode : array_like of int
+        Decode positions.
+    rank : numpy.ndarray, optional
+        One number per position in ``state``, larger = less important: the eviction
+        order; ``None``: the most recently arrived first.
+
+    Returns
+    -------
+    Batch
+        The batch that fits: with evictions (and no new request) when the decodes
+        overflow, else the residents' chunks and the new requests that fit.
     """
     prefill, chunk, decode = (np.asarray(a, dtype=np.int64) for a in (prefill, chunk, decode))
     kv = state.kv

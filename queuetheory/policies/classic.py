@@ -141,7 +141,27 @@ class _TokenBudgetPolicy(Policy):
 
 class Sarathi(_TokenBudgetPolicy):
     """Sarathi-Serve / vLLM with chunked prefill: decode-first, then chunked prefills up to
-    the token budget (Li, Dai, Peng). Strictly work-conserving."""
+    the token budget (Li, Dai, Peng). Strictly work-conserving.
+
+    Parameters
+    ----------
+    token_budget : int
+        The per-batch token budget ``b`` (Li, Dai, Peng, 2.5d): prefill and decode tokens of
+        a batch together.
+    order : {"fcfs", "sjf_prompt", "sjf_decode", "sjf_total"}, default "fcfs"
+        The order in which candidates are taken (:func:`~queuetheory.policies.ordered`).
+    max_reqs : int, optional
+        The most requests in a batch; ``None``: no cap.
+    preemption : {"recompute", "restart"}, default "recompute"
+        What the engine does with a request the policy evicts: vLLM's recompute or the
+        papers' restart (:mod:`~queuetheory.engine.conventions`).
+
+    Raises
+    ------
+    ValueError
+        For a ``token_budget`` or ``max_reqs`` that is not a positive integer, or an
+        unknown ``order`` or ``preemption``.
+    """
 
     def _schedule(self, state):
         pre, dec = self._candidates(state)
@@ -170,7 +190,29 @@ class Sarathi(_TokenBudgetPolicy):
 class Orca(_TokenBudgetPolicy):
     """Orca: prefill-first with mixed batches (Li, Dai, Peng). With ``chunk=True`` (default)
     the last prompt is split at the budget, which makes it strictly work-conserving; with
-    ``chunk=False`` only whole prompts enter and it is not."""
+    ``chunk=False`` only whole prompts enter and it is not.
+
+    Parameters
+    ----------
+    token_budget : int
+        The per-batch token budget ``b`` (Li, Dai, Peng, 2.5d): prefill and decode tokens of
+        a batch together.
+    order : {"fcfs", "sjf_prompt", "sjf_decode", "sjf_total"}, default "fcfs"
+        The order in which candidates are taken (:func:`~queuetheory.policies.ordered`).
+    max_reqs : int, optional
+        The most requests in a batch; ``None``: no cap.
+    chunk : bool, default True
+        Whether the last prompt is split at the budget boundary.
+    preemption : {"recompute", "restart"}, default "recompute"
+        What the engine does with a request the policy evicts: vLLM's recompute or the
+        papers' restart (:mod:`~queuetheory.engine.conventions`).
+
+    Raises
+    ------
+    ValueError
+        For a ``token_budget`` or ``max_reqs`` that is not a positive integer, or an
+        unknown ``order`` or ``preemption``.
+    """
 
     def __init__(self, token_budget, *, order="fcfs", max_reqs=None, chunk: bool = True,
                  preemption="recompute"):
@@ -193,7 +235,27 @@ class VLLMVanilla(_TokenBudgetPolicy):
 
     A batch is prefill-only (whole prompts in order until the next does not fit; a prompt
     longer than the budget is chunked) whenever a prompt waits, otherwise decode-only.
-    Not work-conserving."""
+    Not work-conserving.
+
+    Parameters
+    ----------
+    token_budget : int
+        The per-batch token budget ``b`` (Li, Dai, Peng, 2.5d): prefill and decode tokens of
+        a batch together.
+    order : {"fcfs", "sjf_prompt", "sjf_decode", "sjf_total"}, default "fcfs"
+        The order in which candidates are taken (:func:`~queuetheory.policies.ordered`).
+    max_reqs : int, optional
+        The most requests in a batch; ``None``: no cap.
+    preemption : {"recompute", "restart"}, default "recompute"
+        What the engine does with a request the policy evicts: vLLM's recompute or the
+        papers' restart (:mod:`~queuetheory.engine.conventions`).
+
+    Raises
+    ------
+    ValueError
+        For a ``token_budget`` or ``max_reqs`` that is not a positive integer, or an
+        unknown ``order`` or ``preemption``.
+    """
 
     chunk = False
 
@@ -221,7 +283,30 @@ class FasterTransformer(_TokenBudgetPolicy):
     ``mode="iteration"`` (default, the paper's description): a decode-only batch whenever a
     request decodes, else a prefill-only batch (chunked). ``mode="request"``: request-level
     batching: a cohort of up to ``max_reqs`` waiting requests is prefilled, then decoded until
-    every member finishes, while arrivals wait (spec §2 item 4, ``ft_static``)."""
+    every member finishes, while arrivals wait (spec §2 item 4, ``ft_static``).
+
+    Parameters
+    ----------
+    token_budget : int
+        The per-batch token budget ``b`` (Li, Dai, Peng, 2.5d): prefill and decode tokens of
+        a batch together.
+    order : {"fcfs", "sjf_prompt", "sjf_decode", "sjf_total"}, default "fcfs"
+        The order in which candidates are taken (:func:`~queuetheory.policies.ordered`).
+    max_reqs : int, optional
+        The most requests in a batch (in request mode the cohort size, required); ``None``: no
+        cap.
+    mode : {"iteration", "request"}, default "iteration"
+        Iteration-level or request-level batching.
+    preemption : {"recompute", "restart"}, default "recompute"
+        What the engine does with a request the policy evicts: vLLM's recompute or the
+        papers' restart (:mod:`~queuetheory.engine.conventions`).
+
+    Raises
+    ------
+    ValueError
+        For a ``token_budget`` or ``max_reqs`` that is not a positive integer, an unknown
+        ``order``, ``preemption`` or ``mode``, or request mode without ``max_reqs``.
+    """
 
     def __init__(self, token_budget, *, order="fcfs", max_reqs=None, mode: str = "iteration",
                  preemption="recompute"):
@@ -272,7 +357,31 @@ class StaticPriority(_TokenBudgetPolicy):
 
     For each class in ``class_order`` (most important first): its decode tokens, then its
     prefill tokens with the remaining budget. Lower classes fill what is left, so tokens mix
-    only when the higher classes cannot fill a batch. Within a class: ``order``."""
+    only when the higher classes cannot fill a batch. Within a class: ``order``.
+
+    Parameters
+    ----------
+    token_budget : int
+        The per-batch token budget ``b`` (Li, Dai, Peng, 2.5d): prefill and decode tokens of
+        a batch together.
+    class_order : sequence of int
+        The class indices, most important first; a class present in the system but not
+        listed is refused when the policy meets it (``ValueError`` from :meth:`schedule`).
+    order : {"fcfs", "sjf_prompt", "sjf_decode", "sjf_total"}, default "fcfs"
+        The order in which candidates are taken (:func:`~queuetheory.policies.ordered`).
+    max_reqs : int, optional
+        The most requests in a batch; ``None``: no cap.
+    preemption : {"recompute", "restart"}, default "recompute"
+        What the engine does with a request the policy evicts: vLLM's recompute or the
+        papers' restart (:mod:`~queuetheory.engine.conventions`).
+
+    Raises
+    ------
+    ValueError
+        For a ``token_budget`` or ``max_reqs`` that is not a positive integer, an unknown
+        ``order`` or ``preemption``, or a ``class_order`` that is empty, holds a
+        non-integer or lists a class twice.
+    """
 
     def __init__(self, token_budget, class_order, *, order="fcfs", max_reqs=None,
                  preemption="recompute"):
@@ -377,6 +486,21 @@ class KFCFS(Policy):
     requests outside it, so the window's free memory, promised prefills and eviction victims
     (:func:`fit_memory`) are the whole state's. Other windows and inner policies
     decide at every iteration.
+
+    Parameters
+    ----------
+    inner : Policy
+        The scheduler the windows wrap (its token budget and preemption are this policy's).
+    Kp : int
+        ``K_p``: how many of the oldest requests not in decode the inner policy sees.
+    Kd : int
+        ``K_d``: how many of the oldest requests in decode it sees.
+
+    Raises
+    ------
+    ValueError
+        For an ``inner`` that is no :class:`Policy`, or a window that is not a positive
+        integer.
     """
 
     def __init__(self, inner: Policy, Kp: int, Kd: int):
@@ -402,7 +526,18 @@ class KFCFS(Policy):
 
     def bulk(self, engine):
         """The inner policy's bulk rule where the windows never bind (see the class
-        docstring): FCFS Sarathi with ``K_p, K_d >= b``."""
+        docstring): FCFS Sarathi with ``K_p, K_d >= b``.
+
+        Parameters
+        ----------
+        engine : Engine
+            The fresh engine of the run.
+
+        Returns
+        -------
+        callable or None
+            The inner policy's runner, or ``None`` (the engine steps).
+        """
         b = self.token_budget
         if (decides_as_shipped(self) and isinstance(self.inner, Sarathi)
                 and self.Kp >= b and self.Kd >= b):

@@ -64,6 +64,31 @@ def kv_token_limit(params: float, layers: int, hidden: int, dtype_bytes: int, n_
     For Llama2-70B on two A100s (``P = 70e9, L = 80, H = 8192, D = 2``, 80 GB each) it gives
     7,629.39 tokens (8,192 if memory and model are both counted in GiB), not the 16,492 the
     paper states.
+
+    Parameters
+    ----------
+    params : float
+        ``P``: the model's parameters.
+    layers : int
+        ``L``: its layers.
+    hidden : int
+        ``H``: its hidden size.
+    dtype_bytes : int
+        ``D``: bytes per parameter and per KV value.
+    n_gpus : int
+        The GPUs holding the model and the cache.
+    gpu_bytes : float
+        Memory of each GPU, in bytes.
+
+    Returns
+    -------
+    fractions.Fraction
+        The KV capacity in tokens, exact (not rounded).
+
+    Raises
+    ------
+    ValueError
+        For an argument that is not a positive number, or GPUs that cannot hold the model.
     """
     for name, v in (("params", params), ("layers", layers), ("hidden", hidden),
                     ("dtype_bytes", dtype_bytes), ("n_gpus", n_gpus), ("gpu_bytes", gpu_bytes)):
@@ -123,16 +148,37 @@ class MCSF(_FuturePeakPolicy):
 
     Parameters
     ----------
-    on_fail : ``"break"`` stops admitting at the first request that fails the check (the
-        paper's Algorithms 1 and 2); ``"skip"`` tries the longer ones too (differs only with unequal
-        prompt sizes, spec D6).
-    max_starts : at most this many admissions per round (``None``: the paper's algorithm;
+    on_fail : {"break", "skip"}, default "break"
+        ``"break"`` stops admitting at the first request that fails the check (the
+        paper's Algorithms 1 and 2); ``"skip"`` tries the longer ones too (differs only with
+        unequal prompt sizes, spec D6).
+    max_starts : int, optional
+        At most this many admissions per round (``None``: the paper's algorithm;
         a cap gives the staggered comparators that refute Theorems 4.2 and 5.3).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``on_fail``, or a ``max_starts`` that is not a positive integer.
     """
 
 
 class FCFS(_FuturePeakPolicy):
-    """The future-peak check of MC-SF applied in arrival order instead of shortest first."""
+    """The future-peak check of MC-SF applied in arrival order instead of shortest first.
+
+    Parameters
+    ----------
+    on_fail : {"break", "skip"}, default "break"
+        ``"break"`` stops admitting at the first request that fails the check (as
+        :class:`MCSF`); ``"skip"`` tries the later ones too.
+    max_starts : int, optional
+        At most this many admissions per round (``None``: no cap).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``on_fail``, or a ``max_starts`` that is not a positive integer.
+    """
 
     _order = "arrival"
 
@@ -156,6 +202,21 @@ class AlphaProtection(Policy):
     on the policy idles, so ``simulate`` returns with the looping requests unfinished;
     ``loop_at`` is the time of detection (``None`` if none) and ``clearings`` counts
     clearing passes.
+
+    Parameters
+    ----------
+    alpha : float
+        The protected share of memory, in ``[0, 1)``: new prompts are admitted, in arrival
+        order, while they and the running requests' KV after the round stay within
+        ``(1 − alpha)·M``.
+    beta : float, optional
+        The clearing probability of each running request, in ``(0, 1]`` (B2); ``None``:
+        every running request is cleared (B1).
+
+    Raises
+    ------
+    ValueError
+        For an ``alpha`` or ``beta`` outside its interval.
     """
 
     no_token_budget = round_model("Jaillet et al.")

@@ -140,6 +140,24 @@ class RAD(_TiledPolicy):
     the whole prefill of the oldest waiting request, alone, in ``t_lcm`` chunks. A cycle ends
     when the decode set empties after a decode batch (line 9); ``strict_cycles=True`` ends it
     only when ``n`` were started or nothing waits (I-28). ``n=None`` is ``n = ∞``.
+
+    Parameters
+    ----------
+    tile : tuple of int
+        The optimal tile ``t* = (t*_row, t*_col, t*_red)`` of Assumption 1, three integers
+        ``>= 1``: a decode batch takes ``t*_col`` requests, a prefill chunk
+        ``t_lcm = lcm(t*_row, t*_col, t*_red)`` tokens.
+    n : int, optional
+        The most requests started per cycle; ``None``: no limit.
+    strict_cycles : bool, default False
+        End a cycle only when ``n`` were started or nothing waits (I-28), not whenever the
+        decode set empties.
+
+    Raises
+    ------
+    ValueError
+        For a ``tile`` that is not three integers ``>= 1``, or an ``n`` that is not a
+        positive integer.
     """
 
     def __init__(self, tile, n: int | None = None, *, strict_cycles: bool = False):
@@ -170,20 +188,62 @@ class RAD(_TiledPolicy):
         started holds, with ``_last_decode`` set. While nothing arrives, nothing finishes and
         only ``D`` decodes, no request leaves or enters ``D`` or ``P``, none starts a prefill
         and the cycle count does not move: the same branch returns the same ``D`` (line 9's
-        cycle end needs ``D = ∅``), and ``_last_decode`` stays set."""
+        cycle end needs ``D = ∅``), and ``_last_decode`` stays set.
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        bool
+            Whether the batch repeats (``True`` for a decode batch of this policy as
+            shipped).
+        """
         return decides_as_shipped(self) and bool(batch.decode.size)
 
     def drains(self, state):
         """Every request in decode (``P = ∅``, none part-way through its prefill) and
         ``_last_decode`` already set: each call returns ``Batch(decode=D)`` for the requests
         left, sets nothing new, and the cycle end of line 9 waits for the next call after the
-        system empties, which the engine makes as stepping would."""
+        system empties, which the engine makes as stepping would.
+
+        Parameters
+        ----------
+        state : State
+            A state where every request in the system is in decode.
+
+        Returns
+        -------
+        bool
+            Whether the policy, as shipped, decodes them all to completion (after a
+            decode batch).
+        """
         return decides_as_shipped(self) and self._last_decode
 
 
 class CycleScheduler(_TiledPolicy):
     """Algorithm 2 (Appendix D): prefill up to ``n`` waiting requests (each alone, ``t_lcm``
-    chunks), then decode them ``t*_col`` at a time (FCFS refill) until all finish; repeat."""
+    chunks), then decode them ``t*_col`` at a time (FCFS refill) until all finish; repeat.
+
+    Parameters
+    ----------
+    tile : tuple of int
+        The optimal tile ``t* = (t*_row, t*_col, t*_red)`` of Assumption 1, three integers
+        ``>= 1``: a decode batch takes ``t*_col`` requests, a prefill chunk
+        ``t_lcm = lcm(t*_row, t*_col, t*_red)`` tokens.
+    n : int, optional
+        The most requests prefilled per cycle; ``None``: every waiting one.
+
+    Raises
+    ------
+    ValueError
+        For a ``tile`` that is not three integers ``>= 1``, or an ``n`` that is not a
+        positive integer.
+    """
 
     def _reset(self):
         super()._reset()
@@ -207,13 +267,39 @@ class CycleScheduler(_TiledPolicy):
         """A decode-only batch is ``D[:t*_col]`` in decode mode (the call that returned it
         left ``_mode = "decode"``, and no prefill was under way). While nothing arrives,
         nothing finishes and only its members decode, ``D`` keeps its positions, no prefill
-        starts and the mode stays: the same ``t*_col`` oldest decodes, no state changed."""
+        starts and the mode stays: the same ``t*_col`` oldest decodes, no state changed.
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        bool
+            Whether the batch repeats (``True`` for a decode batch of this policy as
+            shipped).
+        """
         return decides_as_shipped(self) and bool(batch.decode.size)
 
     def drains(self, state):
         """Every request in decode, in decode mode and no more of them than ``t*_col``: each
         call returns ``D[:t*_col] = D`` for the requests left and changes nothing (the switch
-        back to prefill mode needs ``D = ∅``: the next call after the system empties)."""
+        back to prefill mode needs ``D = ∅``: the next call after the system empties).
+
+        Parameters
+        ----------
+        state : State
+            A state where every request in the system is in decode.
+
+        Returns
+        -------
+        bool
+            Whether the policy, as shipped, decodes them all to completion (in decode
+            mode, at most ``t*_col`` of them).
+        """
         return (decides_as_shipped(self) and self._mode == "decode"
                 and state.n <= self.t_col)
 
@@ -221,7 +307,18 @@ class CycleScheduler(_TiledPolicy):
 class RequestLevel(Policy):
     """Request-level batching (Alg. 3, FasterTransformer style, mode test fixed, I-3): up to
     ``batch_size`` waiting requests are prefilled whole in one batch, then decoded together
-    until all finish; arrivals wait."""
+    until all finish; arrivals wait.
+
+    Parameters
+    ----------
+    batch_size : int
+        The most requests prefilled (and then decoded) together.
+
+    Raises
+    ------
+    ValueError
+        For a ``batch_size`` that is not a positive integer.
+    """
 
     no_token_budget = round_model("Bari, Hegde, de Veciana", "tile model")
 
@@ -246,17 +343,53 @@ class RequestLevel(Policy):
     def steady(self, state, batch):
         """A decode-only batch is every request in decode (``D ≠ ∅``); the policy keeps no
         state. While nothing arrives, nothing finishes and only ``D`` decodes, ``D`` stays
-        the same: the same batch."""
+        the same: the same batch.
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        bool
+            Whether the batch repeats (``True`` for a decode batch of this policy as
+            shipped).
+        """
         return decides_as_shipped(self) and bool(batch.decode.size)
 
     def drains(self, state):
-        """Every request in decode: each call decodes every request left; no state."""
+        """Every request in decode: each call decodes every request left; no state.
+
+        Parameters
+        ----------
+        state : State
+            A state where every request in the system is in decode.
+
+        Returns
+        -------
+        bool
+            Whether the policy, as shipped, decodes them all to completion.
+        """
         return decides_as_shipped(self)
 
 
 class PrefillOnly(Policy):
     """A DistServe prefill node (Alg. 5): the oldest prompt alone, in chunks of ``chunk``
-    tokens (None: whole)."""
+    tokens (None: whole).
+
+    Parameters
+    ----------
+    chunk : int, optional
+        The most prompt tokens per batch; ``None``: the whole prompt at once.
+
+    Raises
+    ------
+    ValueError
+        For a ``chunk`` that is not a positive integer.
+    """
 
     no_token_budget = round_model("Bari, Hegde, de Veciana", "tile model")
 
@@ -281,7 +414,18 @@ class PrefillOnly(Policy):
 
 class DecodeOnly(Policy):
     """A DistServe decode node (Alg. 5): one decode iteration for every request (or the
-    oldest ``cap``, e.g. ``t*_col`` for optimal tiling)."""
+    oldest ``cap``, e.g. ``t*_col`` for optimal tiling).
+
+    Parameters
+    ----------
+    cap : int, optional
+        The most requests per decode batch, the oldest first; ``None``: every request.
+
+    Raises
+    ------
+    ValueError
+        For a ``cap`` that is not a positive integer.
+    """
 
     no_token_budget = round_model("Bari, Hegde, de Veciana", "tile model")
 
@@ -316,6 +460,36 @@ class SLAI(Policy):
     Without a memory limit and with a token-count time model, ``simulate`` runs SLAI as the
     bulk rule ``slo_slack`` (:mod:`queuetheory.engine.kernels.slo_slack`), with the records
     of the step-by-step engine.
+
+    Parameters
+    ----------
+    token_budget : int, default 512
+        The per-batch token budget.
+    alpha : int, default 128
+        ``α``: new prefills start only while fewer requests hold KV (the active cap).
+    beta : int or None, default 128
+        ``β``: the most decodes per batch (``None``: no limit but the budget).
+    delta : float, default 10.0
+        ``δ`` of Eq. 8 with ``offset="fixed"``, ``>= 0``, in mean batch durations.
+    offset : {"fixed", "dynamic"}, default "fixed"
+        ``δ = delta``, or ``δ`` from ``dynamic`` by KV-memory use.
+    order : {"spf", "fcfs"}, default "spf"
+        The order of new prefills: shortest prompt first, or arrival.
+    paying_first : bool, default False
+        Whether paying requests (higher ``priority``) start their prefill before free ones.
+    tbt : sequence of float, default (0.5, 0.1)
+        The TBT target of each class, ``>= 0``, in the time model's unit (a class past the
+        last takes the last).
+    dynamic : tuple of float, default (5.0, 10.0, 0.96)
+        ``(δ_low, δ_high, use)``: the dynamic offset is ``δ_low`` below that KV-memory use,
+        else ``δ_high``.
+
+    Raises
+    ------
+    ValueError
+        For a ``token_budget``, ``alpha`` or ``beta`` that is not a positive integer, a
+        negative ``delta``, an unknown ``offset`` or ``order``, or an empty or negative
+        ``tbt``.
     """
 
     def __init__(self, token_budget: int = 512, *, alpha: int = 128, beta: int | None = 128,
@@ -337,12 +511,39 @@ class SLAI(Policy):
 
     @classmethod
     def sarathi(cls, token_budget: int = 512, *, alpha: int = 128, order: str = "fcfs"):
-        """Sarathi-Serve (Alg. 4) with an active cap (I-19): every decode critical, no β."""
+        """Sarathi-Serve (Alg. 4) with an active cap (I-19): every decode critical, no β.
+
+        Parameters
+        ----------
+        token_budget : int, default 512
+            The per-batch token budget.
+        alpha : int, default 128
+            The active cap ``α``.
+        order : {"fcfs", "spf"}, default "fcfs"
+            The order of new prefills (``"spf"``: SPF).
+
+        Returns
+        -------
+        SLAI
+            The policy with ``beta=None``, ``delta=0`` and a TBT target of 0.
+        """
         return cls(token_budget, alpha=alpha, beta=None, delta=0.0, order=order, tbt=(0.0,))
 
     def bulk(self, engine):
         """The rule ``slo_slack`` (:func:`~queuetheory.engine.kernels.slo_slack`): without a
-        memory limit every decision follows it; the engine steps where memory is limited."""
+        memory limit every decision follows it; the engine steps where memory is limited.
+
+        Parameters
+        ----------
+        engine : Engine
+            The fresh engine of the run.
+
+        Returns
+        -------
+        callable or None
+            The runner, or ``None`` with a memory limit or for a subclass that decides
+            otherwise.
+        """
         if engine.memory is not None or not decides_as_shipped(self):
             return None
         delta = self.delta
@@ -494,7 +695,20 @@ class SLAI(Policy):
         repeat adds one token per decode; the queue's order stays), or nothing waits; the
         budget was no reason, ``τ < budget``. With no part-way prefill promised memory is 0,
         so :func:`fit_memory` evicts exactly where the batch overflows ``M``, which the
-        engine checks. The dynamic offset and the running mean change only ``C_j``."""
+        engine checks. The dynamic offset and the running mean change only ``C_j``.
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on (the one :meth:`schedule` last saw).
+        batch : Batch
+            The batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        bool or int
+            ``False``, or a count (``2**62``: no bound but the stretch's) of repeats.
+        """
         if not decides_as_shipped(self) or batch.prefill.size:
             return False        # a count after a prefill chunk would promise a chunk stretch
         seen, repeatable = self._repeatable
@@ -505,7 +719,15 @@ class SLAI(Policy):
     def repeated(self, k, starts) -> None:
         """The books of ``k`` calls at ``starts`` that each returned the same batch: each
         books the one before (its duration and its members' token times) and sets itself
-        as the previous batch."""
+        as the previous batch.
+
+        Parameters
+        ----------
+        k : int
+            The number of repeats the engine ran.
+        starts : numpy.ndarray
+            Their start times, in order.
+        """
         for t in starts.tolist():
             self._book(t)
             self._prev_time = t

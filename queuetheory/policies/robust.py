@@ -216,9 +216,18 @@ class ARandom(_RoundPolicy):
 class AMax(_RoundPolicy):
     """A_max (Alg. 1): assumes every job runs to its upper bound ``hi``; never overflows.
 
-    order : ``"sorted"`` admits by (``hi`` ascending, random permutation), the largest feasible
-        set (spec §2.2); ``"random"`` follows the permutation only. Equal ``hi`` (the paper's
-        single interval): both are Alg. 1.
+    Equal ``hi`` (the paper's single interval): both orders are Alg. 1.
+
+    Parameters
+    ----------
+    order : {"sorted", "random"}, default "sorted"
+        ``"sorted"`` admits by (``hi`` ascending, random permutation), the largest feasible
+        set (spec §2.2); ``"random"`` follows the permutation only.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``order``.
     """
 
     def __init__(self, order="sorted"):
@@ -264,8 +273,18 @@ class AMin(_LowerBounds):
     waiting set with ``õ_i ← max(õ_i, a_i)`` (``a_i + 1`` with
     ``bound="generated+1"``, a job still unfinished after ``a_i`` tokens has ``o_i > a_i``).
 
-    evict_key : ``"static"`` sorts by ``õ_i`` (literal Alg. 2); ``"dynamic"`` by
+    Parameters
+    ----------
+    evict_key : {"static", "dynamic"}, default "static"
+        ``"static"`` sorts evictions by ``õ_i`` (literal Alg. 2); ``"dynamic"`` by
         ``max(õ_i, a_i)``, the certified lower bound (spec §5 #4). Ties at random.
+    bound : {"generated", "generated+1"}, default "generated"
+        The lower bound an evicted job keeps: ``max(õ_i, a_i)`` or ``max(õ_i, a_i + 1)``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``evict_key`` or ``bound``.
     """
 
     def __init__(self, evict_key="static", bound="generated"):
@@ -389,7 +408,20 @@ class AEll(_LowerBounds):
         its prompt over ``M``), or with none waiting, repeats until a job finishes: ``now``
         only grows, the queue is unchanged while nothing arrives, and no job reaches its
         eviction point ``õ`` first (checked: at the decisions of the stretch a job has
-        ``a + 1 … a + k`` tokens, ``k + 1`` the fewest tokens a member still owes)."""
+        ``a + 1 … a + k`` tokens, ``k + 1`` the fewest tokens a member still owes).
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        bool
+            Whether the batch repeats until a job finishes.
+        """
         last, self._last = self._last, None
         if last is None or batch.prefill.size or not batch.decode.size:
             return False
@@ -401,7 +433,18 @@ class AEll(_LowerBounds):
 
     def drains(self, state):
         """Every job running and none waiting: all decode to the end unless one reaches
-        its eviction point first (``õ < o``), which is checked; nothing is admitted."""
+        its eviction point first (``õ < o``), which is checked; nothing is admitted.
+
+        Parameters
+        ----------
+        state : State
+            A state where every request in the system is in decode.
+
+        Returns
+        -------
+        bool
+            Whether every job decodes to its end without an eviction.
+        """
         return (self._fast and self.on_fail == "break" and state.n > 0
                 and not np.count_nonzero(self._lb[state.rid] < state.output)
                 and not np.count_nonzero(state.kv == 0))
@@ -458,7 +501,22 @@ def _as_float(value) -> float:
 class AdaptiveRobust(Policy):
     """The switch: A_ℓ when ``α = min lo / max hi`` (over the requests present at the
     first decision) is below ``threshold`` (default α* of :func:`two_point_threshold`), else
-    A_min. ``chosen`` names the policy picked."""
+    A_min. ``chosen`` names the policy picked.
+
+    Parameters
+    ----------
+    threshold : float, optional
+        The ratio ``α`` from which A_min runs instead of A_ℓ; ``None``: α* of
+        :func:`~queuetheory.bounds.competitive_closed_forms.two_point_threshold`.
+    evict_key : {"static", "dynamic"}, default "static"
+        ``"static"`` A_min sorts evictions by ``õ_i`` (literal Alg. 2); ``"dynamic"`` by
+        ``max(õ_i, a_i)``, the certified lower bound (spec §5 #4). Ties at random.
+
+    Raises
+    ------
+    ValueError
+        For a ``threshold`` that is not a finite number, or an unknown ``evict_key``.
+    """
 
     no_token_budget = round_model("Chen, Ye, Zhou")
 
@@ -488,12 +546,36 @@ class AdaptiveRobust(Policy):
         return self._inner._schedule(state)
 
     def steady(self, state, batch):
-        """The chosen scheduler's promise (:meth:`AEll.steady`, :meth:`_RoundPolicy.steady`)."""
+        """The chosen scheduler's promise (:meth:`AEll.steady`, :meth:`_RoundPolicy.steady`).
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        bool
+            The chosen scheduler's answer (``False`` before the first decision).
+        """
         return (self._inner is not None and decides_as_shipped(self)
                 and self._inner.steady(state, batch))
 
     def drains(self, state):
-        """The chosen scheduler's promise."""
+        """The chosen scheduler's promise.
+
+        Parameters
+        ----------
+        state : State
+            A state where every request in the system is in decode.
+
+        Returns
+        -------
+        bool
+            The chosen scheduler's answer (``False`` before the first decision).
+        """
         return (self._inner is not None and decides_as_shipped(self)
                 and self._inner.drains(state))
 
@@ -508,7 +590,19 @@ class AdaptiveRobust(Policy):
         """The chosen scheduler's runner (A_min's bulk rule; A_ℓ has none). ``simulate``'s
         first decision sees exactly the requests that arrive first (every arrival tied with
         the earliest), so the choice is made here as :meth:`schedule` would make it there,
-        and kept only if that decision comes (the first arrival before the horizon)."""
+        and kept only if that decision comes (the first arrival before the horizon).
+
+        Parameters
+        ----------
+        engine : Engine
+            The fresh engine of the run, its trace loaded.
+
+        Returns
+        -------
+        callable or None
+            The runner, or ``None`` (no request, A_ℓ chosen, or a subclass that decides
+            otherwise).
+        """
         tab = engine.table
         if not tab.n or not decides_as_shipped(self):
             return None

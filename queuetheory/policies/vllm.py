@@ -77,7 +77,22 @@ def prefix_keys(ids, id_block: int | None, block_size: int) -> list:
     """Cache keys of the KV blocks of ``block_size`` tokens that a prompt's prefix-block ids
     (blocks of ``id_block`` tokens, :attr:`~queuetheory.workload.Trace.blocks`) identify: a
     KV block is keyed by the id of the prefix block it ends in, with its place in that block
-    where prefix blocks are larger (the Mooncake traces' 512 tokens against vLLM's 16)."""
+    where prefix blocks are larger (the Mooncake traces' 512 tokens against vLLM's 16).
+
+    Parameters
+    ----------
+    ids : array_like of int or None
+        The prompt's prefix-block ids, in order (``None`` or empty: no keys).
+    id_block : int
+        Tokens per prefix block of ``ids``.
+    block_size : int
+        Tokens per KV block; one of the two sizes divides the other.
+
+    Returns
+    -------
+    list
+        One key per full KV block the ids cover.
+    """
     if ids is None or not len(ids):
         return []
     if id_block >= block_size:
@@ -104,6 +119,14 @@ class BlockPool:
     place in it (``-1`` once taken: its entry goes stale and is skipped when the head
     reaches it), reference counts are an array, and the cache's dicts are read and written
     by C-level ``map``.
+
+    Parameters
+    ----------
+    num_blocks : int or None
+        vLLM's ``num_gpu_blocks``, the null block included (``capacity`` is one less);
+        ``None``: unlimited.
+    caching : bool, default True
+        Whether full blocks are registered and found in the prefix cache.
     """
 
     def __init__(self, num_blocks: int | None, caching: bool = True):
@@ -123,10 +146,24 @@ class BlockPool:
 
     @property
     def num_free(self) -> float:
+        """The blocks an allocation may take: never used, then free (``inf``: unlimited)."""
         return self._fresh + self._free
 
     def hits(self, keys, most: int) -> list[int]:
-        """The cached blocks of the longest prefix of ``keys``, at most ``most`` of them."""
+        """The cached blocks of the longest prefix of ``keys``, at most ``most`` of them.
+
+        Parameters
+        ----------
+        keys : list
+            A request's block keys, in order (:func:`prefix_keys`).
+        most : int
+            The most blocks to find.
+
+        Returns
+        -------
+        list of int
+            The blocks found, in order (empty with caching off).
+        """
         if not self.caching or not keys or keys[0] not in self._cached:
             return []
         get, found = self._cached.get, []
@@ -141,13 +178,30 @@ class BlockPool:
         return found
 
     def evictable(self, blocks) -> int:
-        """How many of ``blocks`` sit in the free queue (taking them uses free blocks)."""
+        """How many of ``blocks`` sit in the free queue (taking them uses free blocks).
+
+        Parameters
+        ----------
+        blocks : list of int
+            Block ids (a cached prefix: :meth:`hits`).
+
+        Returns
+        -------
+        int
+            Those held by no request.
+        """
         if not blocks:
             return 0
         return int(np.count_nonzero(self._slot[np.array(blocks, dtype=np.int64)] >= 0))
 
     def touch(self, blocks) -> None:
-        """Take references to ``blocks`` (a request's cached prefix: distinct blocks)."""
+        """Take references to ``blocks`` (a request's cached prefix: distinct blocks).
+
+        Parameters
+        ----------
+        blocks : list of int
+            The block ids; those in the free queue leave it.
+        """
         if not blocks:
             return
         blocks = np.array(blocks, dtype=np.int64)
@@ -160,6 +214,24 @@ class BlockPool:
         self._refs[blocks] += 1
 
     def allocate(self, n: int) -> list[int]:
+        """Take ``n`` blocks: never-used ones first, then the least recently freed (their
+        keys evicted from the cache).
+
+        Parameters
+        ----------
+        n : int
+            How many blocks (none at ``<= 0``).
+
+        Returns
+        -------
+        list of int
+            The block ids, each with one reference.
+
+        Raises
+        ------
+        RuntimeError
+            When fewer than ``n`` blocks are free.
+        """
         if n > self.num_free:
             raise RuntimeError(f"{n} blocks asked of {self.num_free} free")
         if n <= 0:
@@ -235,7 +307,14 @@ class BlockPool:
         return popped
 
     def free(self, blocks) -> None:
-        """Release a request's blocks, last first (so its tail is reused first)."""
+        """Release a request's blocks, last first (so its tail is reused first).
+
+        Parameters
+        ----------
+        blocks : list of int
+            The request's blocks, in its order; those left with no reference join the free
+            queue, keeping their keys.
+        """
         if not blocks:
             return
         order = np.array(blocks[::-1], dtype=np.int64)
@@ -290,7 +369,15 @@ class BlockPool:
 
     def snapshot(self) -> dict:
         """The pool's state, for comparisons: the free queue in order with each block's
-        key, the cache, each block's key, the references held, the blocks never used."""
+        key, the cache, each block's key, the references held, the blocks never used.
+
+        Returns
+        -------
+        dict
+            ``queue`` (``(block, key)`` pairs), ``cached`` (key → block), ``key`` (block →
+            key), ``refs`` (block → references, held blocks only), ``next``, ``fresh`` and
+            ``used``.
+        """
         refs = self._refs[: self._next]
         held = np.flatnonzero(refs)
         seg = self._q[self._head: self._tail]
@@ -305,26 +392,42 @@ class BlockPool:
 class VLLMV1(Policy):
     """vLLM's V1 scheduler (module docstring) as a policy of this engine.
 
-    Parameters
-    ----------
-    max_num_seqs : the most requests running at once
-    max_num_batched_tokens : tokens per step (the token budget)
-    num_gpu_blocks : KV cache size in blocks (``None``: unlimited)
-    block_size : tokens per KV block
-    enable_prefix_caching : reuse cached full blocks (keys from the trace's prefix blocks,
-        :attr:`~queuetheory.workload.Trace.blocks`, whose block size and ``block_size`` must
-        divide one another; without them a request only finds its own blocks after
-        preemption)
-    long_prefill_token_threshold : most prefill tokens of one request per step (0: none)
-    max_model_len : longest sequence (prompt + output) accepted; a longer request raises
-    reserve_full_sequence : admit a waiting request only when its whole sequence fits
-        (vLLM's ``scheduler_reserve_full_isl``, on by default)
-    async_scheduling : schedule each step while the previous one runs (module docstring);
-        vLLM 0.19's default, on here too
-
     Runs under the real engines' convention (``first_token="prefill"``) and keeps its own
     block ledger: run it with ``memory=None`` (the engine's token count would count a shared
     block once per request). Every step's blocks are checked against ``num_gpu_blocks``.
+
+    Parameters
+    ----------
+    max_num_seqs : int, default 256
+        The most requests running at once.
+    max_num_batched_tokens : int, default 2048
+        Tokens per step (the token budget).
+    num_gpu_blocks : int, optional
+        KV cache size in blocks, at least 2 (one is vLLM's null block); ``None``: unlimited.
+    block_size : int, default 16
+        Tokens per KV block.
+    enable_prefix_caching : bool, default True
+        Reuse cached full blocks (keys from the trace's prefix blocks,
+        :attr:`~queuetheory.workload.Trace.blocks`, whose block size and ``block_size`` must
+        divide one another; without them a request only finds its own blocks after
+        preemption).
+    long_prefill_token_threshold : int, default 0
+        Most prefill tokens of one request per step (0: no limit).
+    max_model_len : int, optional
+        Longest sequence (prompt + output) accepted; a longer request raises
+        ``ValueError`` when it arrives. ``None``: no limit.
+    reserve_full_sequence : bool, default True
+        Admit a waiting request only when its whole sequence fits (vLLM's
+        ``scheduler_reserve_full_isl``, on by default).
+    async_scheduling : bool, default True
+        Schedule each step while the previous one runs (module docstring); vLLM 0.19's
+        default, on here too.
+
+    Raises
+    ------
+    ValueError
+        For a count that is not a positive integer (``long_prefill_token_threshold``: not
+        ``>= 0``) or is over :data:`MAX_COUNT`, or fewer than 2 ``num_gpu_blocks``.
     """
 
     preemption = "recompute"
@@ -458,7 +561,15 @@ class VLLMV1(Policy):
     def share_keys(self, r: int, keys: list) -> None:
         """Request ``r``'s prompt keys as ``prefix_keys(blocks, id_block, block_size)``
         gives them with this policy's ``block_size`` (a fleet's router computed them to
-        route it): not computed again. Not copied: the list is only read."""
+        route it): not computed again. Not copied: the list is only read.
+
+        Parameters
+        ----------
+        r : int
+            The request id.
+        keys : list
+            Its prompt's block keys (:func:`prefix_keys`).
+        """
         self._shared[r] = keys
 
     def _register(self, state, r: int, tokens: int) -> None:
@@ -545,6 +656,18 @@ class VLLMV1(Policy):
         start, and registers in the prefix cache the blocks they fill. The stretch ends
         before the first step whose allocations exceed the free blocks (that step
         preempts), or at the first member's last token (the engine stops there too).
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        int
+            The further repeats promised (0: ask again now).
         """
         finishing = self._finishing
         if not (self._plain and decides_as_shipped(self)
@@ -599,7 +722,15 @@ class VLLMV1(Policy):
         ``starts``: each step's allocations, in the order of the running requests, then its
         full blocks registered in the cache — the block ids, the free queue's order and the
         cache as stepping leaves them — its row of :attr:`queue_log`, and the step in
-        flight."""
+        flight.
+
+        Parameters
+        ----------
+        k : int
+            The number of steps the engine ran, ``<=`` the count :meth:`steady` promised.
+        starts : numpy.ndarray
+            Their start times, in order.
+        """
         for r in self._finishing:     # the first step's sync frees the requests that
             self._release(r)          # finished before the stretch (asynchronous scheduling)
         self._finishing = []
@@ -842,6 +973,30 @@ class VLLMV1(Policy):
         Arguments that change the schedule and are not modelled are listed in a
         :class:`UserWarning`, never dropped silently; a KV cache size the arguments do not
         record is taken as unlimited, with a warning.
+
+        Parameters
+        ----------
+        args : str, pathlib.Path or dict
+            The path of a ``vllm_meta.json``, its contents, or a flat dict of engine
+            arguments (``max_num_seqs``, ``max_num_batched_tokens``, ``num_gpu_blocks``, ...;
+            a missing one takes this class's default).
+
+        Returns
+        -------
+        VLLMV1
+            The scheduler with those settings (asynchronous scheduling unless
+            ``async_scheduling`` says otherwise).
+
+        Raises
+        ------
+        ValueError
+            For ``enable_chunked_prefill=False`` (only chunked prefill is modelled), ``args``
+            that is neither a dict nor a path, or a setting the constructor refuses.
+
+        Warns
+        -----
+        UserWarning
+            Naming the arguments not modelled, or when the KV cache size is missing.
         """
         flat, resolved = _flatten(args)
         if "async_scheduling" not in flat:
@@ -911,7 +1066,23 @@ def cudagraph_capture_sizes(args, *, max_num_seqs: int | None = None,
     otherwise vLLM's default (``VllmConfig._set_cudagraph_sizes``, vLLM 0.19): up to
     ``min(2 · max_num_seqs, 512, max_num_batched_tokens)``, 1, 2, 4, then every 8 below 256,
     then every 16. ``max_num_seqs`` and ``max_num_batched_tokens`` override the arguments'
-    (a what-if scheduler); a recorded list is then not used where they differ."""
+    (a what-if scheduler); a recorded list is then not used where they differ.
+
+    Parameters
+    ----------
+    args : str, pathlib.Path or dict
+        The path of a ``vllm_meta.json``, its contents, or a flat dict of engine arguments.
+    max_num_seqs : int, optional
+        A scheduler's ``max_num_seqs`` in place of the arguments' (``None``: theirs, else
+        256).
+    max_num_batched_tokens : int, optional
+        A token budget in place of the arguments' (``None``: theirs, else 2048).
+
+    Returns
+    -------
+    tuple of int
+        The capture sizes, ascending, none above the token budget.
+    """
     flat, resolved = _flatten(args)
     comp = {**resolved.get("compilation_config", {}),
             **(flat.get("compilation_config") or {})}

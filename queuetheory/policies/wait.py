@@ -156,6 +156,20 @@ class WAIT(_Gated):
     Given ``classes`` (fixed lengths), the policy refuses to run with ``memory < M^π``;
     without them it keeps to ``memory`` with the gate of the module notes, which also says
     how leftovers finish once arrivals end.
+
+    Parameters
+    ----------
+    thresholds : sequence of int
+        ``n_j``: the prompts per stage of each type, integers ``>= 1``, one per class (a
+        request's class is its type).
+    classes : Workload, RequestClass or sequence of RequestClass, optional
+        The fixed-length types ``(l_j, l'_j, λ_j)``, giving ``M^π`` (``memory_bound``);
+        ``None``: no bound, the memory gate instead.
+
+    Raises
+    ------
+    ValueError
+        For thresholds that are not integers ``>= 1``, or not one per class of ``classes``.
     """
 
     no_token_budget = round_model("Ao et al.")
@@ -182,7 +196,18 @@ class WAIT(_Gated):
     def bulk(self, engine):
         """The rule ``cohorts`` (:func:`~queuetheory.engine.kernels.cohorts`, a group per
         type): without a memory limit every decision follows it; the engine steps where
-        memory is limited or a class has no threshold (which :meth:`schedule` refuses)."""
+        memory is limited or a class has no threshold (which :meth:`schedule` refuses).
+
+        Parameters
+        ----------
+        engine : Engine
+            The fresh engine of the run, its trace loaded.
+
+        Returns
+        -------
+        callable or None
+            The runner, or ``None`` (the engine steps).
+        """
         tab = engine.table
         if (engine.memory is not None or not decides_as_shipped(self)
                 or (tab.n and tab.column("cls").max() >= len(self.thresholds))):
@@ -238,6 +263,22 @@ class NestedWAIT(_Gated):
     resident requests decode alone (module notes) — without it, paused later cohorts would
     hold the memory that segment 1 waits for, and the engine would idle for ever.
     Leftovers finish once arrivals end (module notes).
+
+    Parameters
+    ----------
+    segments : array_like of int or Segments
+        The boundaries ``b_1 < … < b_L``, increasing integers ``>= 1``, or a
+        :class:`~queuetheory.fluid.Segments` whose ``bounds`` they are.
+    thresholds : sequence of int
+        ``n_i``: the prompts per stage of each segment, integers ``>= 1``, one per segment.
+    overflow : {"soft", "gate"}, default "soft"
+        Whether memory is ignored (``"soft"``) or kept by the gate (``"gate"``).
+
+    Raises
+    ------
+    ValueError
+        For boundaries that are not increasing integers ``>= 1``, thresholds that are not
+        integers ``>= 1`` or not one per segment, or an unknown ``overflow``.
     """
 
     no_token_budget = round_model("Ao et al.")
@@ -260,7 +301,25 @@ class NestedWAIT(_Gated):
 
     def segment_of(self, state) -> tuple[np.ndarray, np.ndarray]:
         """Segment index (0-based) of each request's next stage, and whether it is at the
-        segment's entry (waiting for prefill, or just past the previous boundary)."""
+        segment's entry (waiting for prefill, or just past the previous boundary).
+
+        Parameters
+        ----------
+        state : State
+            The requests in the system.
+
+        Returns
+        -------
+        segment : numpy.ndarray
+            Per position, the 0-based segment of its next stage (0 before its prefill).
+        entry : numpy.ndarray
+            Per position, whether it waits in that segment's entry queue.
+
+        Raises
+        ------
+        ValueError
+            When an output length exceeds the last boundary ``b_L``.
+        """
         if state.output.max() > self._b[-1]:
             raise ValueError(f"NestedWAIT: an output length {int(state.output.max())} exceeds "
                              f"the last segment boundary {int(self._b[-1])}")
@@ -274,7 +333,18 @@ class NestedWAIT(_Gated):
         """The rule ``cohorts`` (:func:`~queuetheory.engine.kernels.cohorts`, a group per
         segment): without a memory limit every decision follows it; the engine steps where
         memory is limited or an output passes the last segment (which :meth:`schedule`
-        refuses)."""
+        refuses).
+
+        Parameters
+        ----------
+        engine : Engine
+            The fresh engine of the run, its trace loaded.
+
+        Returns
+        -------
+        callable or None
+            The runner, or ``None`` (the engine steps).
+        """
         tab = engine.table
         if (engine.memory is not None or not decides_as_shipped(self)
                 or (tab.n and tab.column("output").max() > self.segments[-1])):
@@ -350,11 +420,36 @@ class FCFSRestart(Policy):
         members decode, the prefix sum of next-iteration memory grows: the first waiting
         request (position ``k``), which did not fit, never fits, and the prefix is cut
         before ``k`` (an eviction) only once the members' memory after the batch exceeds
-        ``M``, which the engine's check stops before. The policy keeps no state."""
+        ``M``, which the engine's check stops before. The policy keeps no state.
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        bool
+            Whether the batch repeats (a decode-only batch without eviction of this policy
+            as shipped).
+        """
         return (decides_as_shipped(self) and not batch.prefill.size
                 and not batch.evict.size)
 
     def drains(self, state):
         """Every request prefilled and resident: all of them decode, each iteration, while
-        their memory after the batch fits ``M`` (the engine's check), to the end."""
+        their memory after the batch fits ``M`` (the engine's check), to the end.
+
+        Parameters
+        ----------
+        state : State
+            A state where every request in the system is in decode.
+
+        Returns
+        -------
+        bool
+            Whether every request is resident (none waits for its prefill).
+        """
         return decides_as_shipped(self) and not np.count_nonzero(state.kv == 0)
