@@ -84,6 +84,7 @@ COVERED = [
     "queuetheory.policies.base",
     "queuetheory.policies.kvcache",
     "queuetheory.policies.robust_experiments",
+    "queuetheory.policies.vllm",
     "queuetheory.engine.batch",
     "queuetheory.engine.conventions",
     "queuetheory.engine.log",

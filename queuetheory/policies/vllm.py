@@ -349,7 +349,16 @@ class BlockPool:
                                       np.full(size - self._keyof.size, None, dtype=object)])
 
     def cache(self, block: int, key) -> None:
-        """Register a full block under its prefix key (a key already held stays put)."""
+        """Register a full block under its prefix key (a key already held stays put, and a
+        block that holds a key keeps it).
+
+        Parameters
+        ----------
+        block : int
+            The block, held by the request whose tokens fill it.
+        key : hashable
+            Its prefix key (:func:`prefix_keys`).
+        """
         if self.caching and key not in self._cached and self._keyof[block] is None:
             self._cached[key] = block
             self._keyof[block] = key
@@ -358,7 +367,15 @@ class BlockPool:
         """:meth:`cache` each block of ``blocks`` under its key of ``keys``, in order, where
         none of the blocks holds a key (a request's blocks past those it registered were
         allocated to it since). A key already held stays put, its block unkeyed: one
-        ``setdefault`` per pair does both, the first of a key repeated in ``keys`` winning."""
+        ``setdefault`` per pair does both, the first of a key repeated in ``keys`` winning.
+
+        Parameters
+        ----------
+        blocks : list of int
+            Distinct blocks, none holding a key.
+        keys : list
+            Their prefix keys, one per block.
+        """
         if not self.caching or not blocks:
             return
         got = list(map(self._cached.setdefault, keys, blocks))
