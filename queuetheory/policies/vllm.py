@@ -44,7 +44,7 @@ import json
 import warnings
 from collections import deque
 from functools import partial
-from itertools import accumulate, chain
+from itertools import accumulate, chain, islice, takewhile
 from operator import is_not
 from pathlib import Path
 
@@ -164,18 +164,10 @@ class BlockPool:
         list of int
             The blocks found, in order (empty with caching off).
         """
-        if not self.caching or not keys or keys[0] not in self._cached:
+        if not self.caching or most <= 0:
             return []
-        get, found = self._cached.get, []
-        most, start, step = min(most, len(keys)), 0, 8
-        while start < most:                  # in slices, so a short prefix stops early
-            part = list(map(get, keys[start: min(start + step, most)]))
-            if None in part:
-                return found + part[: part.index(None)]
-            found += part
-            start += step
-            step *= 4
-        return found
+        # lazily, key by key, up to the first key not cached
+        return list(takewhile(_is_key, map(self._cached.get, islice(keys, most))))
 
     def evictable(self, blocks) -> int:
         """How many of ``blocks`` sit in the free queue (taking them uses free blocks).
@@ -287,7 +279,7 @@ class BlockPool:
         while got < n:
             stop = min(head + window, self._tail)
             seg = q[head:stop]
-            live = np.flatnonzero(slot[seg] == np.arange(head, stop))[: n - got]
+            live = (slot[seg] == np.arange(head, stop)).nonzero()[0][: n - got]
             parts.append(seg[live])
             got += live.size
             head = head + int(live[-1]) + 1 if got == n else stop
@@ -317,7 +309,7 @@ class BlockPool:
         """
         if not blocks:
             return
-        order = np.array(blocks[::-1], dtype=np.int64)
+        order = np.fromiter(reversed(blocks), np.int64, len(blocks))
         refs = self._refs
         refs[order] -= 1
         zero = order[refs[order] == 0]
@@ -534,7 +526,7 @@ class VLLMV1(Policy):
             tab = state._t
             if self.max_model_len is not None:
                 total = tab.prompt[new] + tab.output[new]
-                over = np.flatnonzero(total > self.max_model_len)
+                over = (total > self.max_model_len).nonzero()[0]
                 if over.size:
                     r = int(new[over[0]])
                     raise ValueError(f"request {r}: prompt {int(tab.prompt[r])} + output "
@@ -542,7 +534,7 @@ class VLLMV1(Policy):
                                      f"{self.max_model_len}")
             if self.pool.capacity is not None:
                 blocks = ceil_div(tab.prompt[new] + tab.output[new], self.block_size)
-                over = np.flatnonzero(blocks > self.pool.capacity)
+                over = (blocks > self.pool.capacity).nonzero()[0]
                 if over.size:
                     r = int(new[over[0]])
                     raise ValueError(f"request {r}: {int(tab.prompt[r] + tab.output[r])} tokens "
@@ -881,11 +873,11 @@ class VLLMV1(Policy):
         budget, bs = self.token_budget, self.block_size
         if not self.running:
             return {}, [], budget
-        run = np.array(self.running, dtype=np.int64)
-        if self._finishing:
-            run = run[~np.isin(run, self._finishing)]
-            if not run.size:
-                return {}, [], budget
+        finishing = self._finishing           # a few: a list is scanned faster than isin
+        run = np.array([r for r in self.running if r not in finishing] if finishing
+                       else self.running, dtype=np.int64)
+        if not run.size:
+            return {}, [], budget
         computed, new = self._asks(state, run)
         ends = new.cumsum()
         served = min(int(ends.searchsorted(budget, side="left")) + 1, run.size)
