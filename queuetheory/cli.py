@@ -26,9 +26,16 @@ def cli_name(name: str) -> str:
     return name.lower().replace(" ", "-").replace("_", "-")
 
 
-def _policy(name: str, budget: int, order: str, setting=None):
+def _policy(name: str, budget: int, order: str, setting=None, prefix_cache: bool = True):
     from . import policies
 
+    if name == "vllm-v1":          # its own KV blocks (16 tokens) from the setting's memory
+        if order != "fcfs":
+            raise ValueError(f"--order {order}: vllm-v1 serves its requests first come, "
+                             "first served")
+        memory = None if setting is None else setting.memory
+        return policies.VLLMV1(256, budget, enable_prefix_caching=prefix_cache,
+                               num_gpu_blocks=None if memory is None else memory // 16 + 1)
     if name in CLASSIC_POLICIES:
         cls = {"sarathi": policies.Sarathi, "orca": policies.Orca,
                "vllm": policies.VLLMVanilla, "fastertransformer": policies.FasterTransformer}
@@ -53,13 +60,19 @@ def _parser() -> OneLineParser:
                    "instead of resuming from the report folder's cache")
 
     s = sub.add_parser("simulate", help="simulate one engine and print its metrics")
-    s.add_argument("--policy", choices=POLICIES, default="sarathi",
-                   help="scheduler (the last five are the papers'; see queuetheory compare)")
+    s.add_argument("--policy", choices=POLICIES + ("vllm-v1",), default="sarathi",
+                   help="scheduler (nested-wait … slai are the papers', see queuetheory "
+                        "compare; vllm-v1 is vLLM V1's scheduler with its prefix cache, "
+                        "--memory as its 16-token KV blocks)")
+    s.add_argument("--no-prefix-cache", action="store_true",
+                   help="vllm-v1 without its prefix cache")
     s.add_argument("--order", default="fcfs", help="fcfs, sjf_prompt, sjf_decode or sjf_total "
                    "(the four classic schedulers)")
     s.add_argument("--trace", metavar="FILE", help="replay a production trace (.csv, .jsonl, "
-                   ".parquet; queuetheory.workload.read_trace), or 'conv' / 'code' for the "
-                   "shipped Azure 2023 traces, instead of fixed lengths")
+                   ".parquet; queuetheory.workload.read_trace; a Mooncake file's hash_ids "
+                   "kept as prefix blocks), 'conv' / 'code' for the shipped Azure 2023 "
+                   "traces, or 'mooncake:conversation' / 'mooncake:synthetic', instead of "
+                   "fixed lengths")
     s.add_argument("--format", help="the trace's format: azure, burstgpt, mooncake (default: "
                    "detected from its columns)")
     s.add_argument("--rate", type=float, help="arrival rate per time unit (with --trace: "
@@ -283,7 +296,8 @@ def _units(time_unit: str) -> dict:
             "p99_latency": t, "mean_ttft": t, "p99_ttft": t, "mean_tbt": t, "p99_tbt": t,
             "peak_memory": "tokens", "restarts": "evictions", "iterations": "batches",
             "unfinished": "requests", "mean_in_system": "requests", "in_system_end": "requests",
-            "unfinished_tokens_end": "tokens", "growth_relative": "fraction"}
+            "unfinished_tokens_end": "tokens", "growth_relative": "fraction",
+            "prefix_tokens_saved": "tokens", "prefix_hit_ratio": "fraction"}
 
 
 def _json_safe(v):
@@ -320,9 +334,14 @@ def _simulate(a) -> int:
 
     run_on, law = _workload(a)
     tm = _time_model(a.time, a.time_unit)
+    if a.no_prefix_cache and a.policy != "vllm-v1":
+        raise ValueError(f"--no-prefix-cache: only vllm-v1 keeps a prefix cache, not "
+                         f"{a.policy}")
     policy = _policy(a.policy, a.budget, a.order,
-                     Setting(a.budget, a.memory, tm, law, float("nan")))
-    res = simulate(run_on, policy, tm, memory=a.memory, horizon=a.horizon, seed=a.seed,
+                     Setting(a.budget, a.memory, tm, law, float("nan")),
+                     prefix_cache=not a.no_prefix_cache)
+    memory = None if a.policy == "vllm-v1" else a.memory    # vllm-v1 keeps its own blocks
+    res = simulate(run_on, policy, tm, memory=memory, horizon=a.horizon, seed=a.seed,
                    first_token="prefill")
     m = res.metrics
     try:

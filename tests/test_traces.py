@@ -256,6 +256,36 @@ def test_cli_simulate_replays_a_trace_with_every_scheduler(policy, tmp_path, cap
     assert m["completed"] == len(tr) if policy != "nested-wait" else m["completed"] > 0
 
 
+def test_cli_simulate_vllm_v1_reuses_a_mooncake_file_s_prefixes(tmp_path, capsys):
+    """``simulate --policy vllm-v1`` on a file with ``hash_ids``: the prefix cache saves the
+    tokens of the blocks the requests share, ``--no-prefix-cache`` none; the same run
+    through the API gives the same metrics."""
+    from queuetheory.cli import main
+
+    rows = [{"timestamp": 400 * i, "input_length": 1100 + 7 * i, "output_length": 5,
+             "hash_ids": [1, 2, 100 + i]} for i in range(12)]   # 1,024 shared tokens
+    path = tmp_path / "m.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    args = ["simulate", "--trace", str(path), "--policy", "vllm-v1", "--budget", "512",
+            "--time-unit", "s", "--time", "0.02,0.0001,64", "--memory", "65536", "--json"]
+    assert main(args) == 0
+    on = _no_nan(capsys.readouterr().out)
+    assert main(args + ["--no-prefix-cache"]) == 0
+    off = _no_nan(capsys.readouterr().out)
+    assert on["completed"] == off["completed"] == 12
+    assert on["prefix_tokens_saved"] == 11 * 1024 and on["units"]["prefix_hit_ratio"]
+    assert off["prefix_tokens_saved"] == 0 and off["mean_ttft"] > on["mean_ttft"]
+    tm = qt.PiecewiseLinearTime(0.02, 0.0001, 64)
+    res = qt.simulate(read_trace(path), qt.policies.VLLMV1(256, 512, num_gpu_blocks=4097),
+                      tm, first_token="prefill")
+    assert res.metrics["prefix_tokens_saved"] == on["prefix_tokens_saved"]
+    assert res.metrics["mean_ttft"] == pytest.approx(on["mean_ttft"], rel=1e-12)
+    with pytest.raises(SystemExit, match="--no-prefix-cache: only vllm-v1"):
+        main(args[:4] + ["sarathi", "--no-prefix-cache"] + args[5:])
+    with pytest.raises(SystemExit, match="--order sjf_prompt: vllm-v1"):
+        main(args + ["--order", "sjf_prompt"])
+
+
 def test_cli_simulate_writes_null_not_nan_and_prints_units(capsys):
     from queuetheory.cli import main
 
