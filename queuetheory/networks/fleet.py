@@ -347,14 +347,17 @@ def _idle(batch, free, k, until) -> bool:
 
 
 def _records(fleet, where) -> pd.DataFrame:
-    cols = ("prompt", "output", "cached", "first_token", "finish", "tbt_max")
+    """The requests' rows of :class:`FleetResult` (``where``: each request's engine and
+    row in that engine's table, ``-1`` where not routed)."""
+    cols = ("prompt", "output", "cached", "first_token", "finish", "tbt_max", "prefilled",
+            "decoded")
     parts = {c: np.full(len(where), np.nan) for c in cols}
     for k, e in enumerate(fleet):
         mine = np.flatnonzero(where[:, 0] == k)
         for c in cols:
             parts[c][mine] = e.table.column(c)[where[mine, 1]]
     df = pd.DataFrame({"engine": where[:, 0], **parts})
-    for c in ("prompt", "output", "cached"):
+    for c in ("prompt", "output", "cached", "prefilled", "decoded"):
         df[c] = df[c].fillna(0).astype(np.int64)
     return df
 
