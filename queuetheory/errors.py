@@ -243,10 +243,17 @@ def renamed_keywords(**old_to_new):
     """Decorator: keywords renamed to the package's one vocabulary keep working for one
     release, with a :class:`DeprecationWarning` that names the new keyword.
 
+    The one deprecation of a keyword in the package: a renamed keyword (``b=`` for
+    ``token_budget=``) and a renamed keyword whose values are renamed too
+    (``convention="ip"|"eq1"`` for ``first_token="prefill"|"decode"``).
+
     Parameters
     ----------
     **old_to_new
-        Old keyword name -> new keyword name (e.g. ``b="token_budget"``).
+        Old keyword name -> new keyword name (``b="token_budget"``), or -> ``(new name,
+        {old value: new value})`` when the values are renamed too (``convention=
+        ("first_token", {"ip": "prefill", "eq1": "decode"})``); a value not in that mapping
+        is refused.
 
     Returns
     -------
@@ -257,21 +264,53 @@ def renamed_keywords(**old_to_new):
     ------
     TypeError
         From the decorated function, when a call gives both the old and the new keyword.
+    ValueError
+        From the decorated function, when an old keyword's value has no new one.
     """
+    renames = {old: new if isinstance(new, tuple) else (new, None)
+               for old, new in old_to_new.items()}
+
     def decorate(func):
+        """The function, also taking the old keywords.
+
+        Parameters
+        ----------
+        func : callable
+            A function (or a class's ``__init__``) with the new keywords.
+
+        Returns
+        -------
+        callable
+            ``func``, also taking the old keywords, each with a ``DeprecationWarning``.
+        """
+        called = func.__qualname__.removesuffix(".__init__")
+
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
-            for old, new in old_to_new.items():
+            for old, (new, values) in renames.items():
                 if old in kwargs:
-                    if new in kwargs:
-                        raise TypeError(f"{func.__name__}() got {old}= and {new}=; give {new}= "
-                                        "only")
-                    warnings.warn(f"{func.__name__}({old}=...) is deprecated and goes in the "
-                                  f"next release: use {new}=", DeprecationWarning, stacklevel=2)
-                    kwargs[new] = kwargs.pop(old)
+                    kwargs[new] = _renamed(called, old, new, values, kwargs)
             return func(*args, **kwargs)
         return wrapper
     return decorate
+
+
+def _renamed(called, old, new, values, kwargs):
+    """The value of the old keyword ``old`` (popped from ``kwargs``) under its new name,
+    after the ``DeprecationWarning``."""
+    if new in kwargs:
+        raise TypeError(f"{called}() got {old}= and {new}=; give {new}= only")
+    value = kwargs.pop(old)
+    use = f"{new}="
+    if values is not None:
+        if value not in values:
+            raise ValueError(f"{old}={value!r}: must be one of {tuple(values)} (deprecated: "
+                             f"use {new}=)")
+        value = values[value]
+        use = f'{new}="{value}"'
+    warnings.warn(f"{called}({old}=...) is deprecated and goes in the next release: use "
+                  f"{use}", DeprecationWarning, stacklevel=3)
+    return value
 
 
 __all__ += ["renamed_keywords"]

@@ -34,13 +34,12 @@ enough (Jaillet et al., §4) — the candidate's own completion included (spec �
 
 from __future__ import annotations
 
-import functools
 import warnings
 
 import numpy as np
 
 from .engine.conventions import check_first_token
-from .errors import check_positive
+from .errors import check_positive, renamed_keywords
 
 __all__ = ["CONVENTIONS", "first_token_of", "takes_first_token", "durations", "FuturePeak",
            "mcsf_schedule", "check_on_fail", "check_max_starts", "admit"]
@@ -80,36 +79,10 @@ def first_token_of(first_token) -> str:
     return check_first_token(first_token)
 
 
-def takes_first_token(func):
-    """Decorator: the keyword ``convention="ip"|"eq1"`` keeps working for one release as
-    ``first_token="prefill"|"decode"``, with a ``DeprecationWarning``.
-
-    Parameters
-    ----------
-    func : callable
-        A function with a ``first_token`` keyword.
-
-    Returns
-    -------
-    callable
-        The function, also taking ``convention=``.
-    """
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        if "convention" in kwargs:
-            if "first_token" in kwargs:
-                raise TypeError(f"{func.__name__}() got convention= and first_token=; give "
-                                "first_token= only")
-            convention = kwargs.pop("convention")
-            if convention not in CONVENTIONS:
-                raise ValueError(f"convention={convention!r}: must be one of "
-                                 f"{tuple(CONVENTIONS)} (deprecated: use first_token=)")
-            warnings.warn(f"{func.__name__}(convention=...) is deprecated and goes in the next "
-                          f'release: use first_token="{CONVENTIONS[convention]}"',
-                          DeprecationWarning, stacklevel=2)
-            kwargs["first_token"] = CONVENTIONS[convention]
-        return func(*args, **kwargs)
-    return wrapper
+takes_first_token = renamed_keywords(convention=("first_token", CONVENTIONS))
+"""Decorator: the keyword ``convention="ip"|"eq1"`` keeps working for one release as
+``first_token="prefill"|"decode"``, with a ``DeprecationWarning``
+(:func:`~queuetheory.errors.renamed_keywords`)."""
 
 
 @takes_first_token

@@ -42,6 +42,32 @@ def test_smallest_std_given_quantiles_matches_a_grid_search():
         min_std_given_quantiles({1.5: 2}, 3)
 
 
+def test_theorem2_work_leg_runs_the_fleet_on_its_old_split():
+    """routed_work on the one random-router fleet gives, bit for bit, the work rates of the
+    nodes it ran by hand before: qt.simulate on the requests SeedSequence([seed, 2]) drew to
+    each node."""
+    import numpy as np
+
+    from queuetheory.engine import simulate
+    from queuetheory.papers.bari2025 import (
+        routed_work,
+        theory_capacity,
+        theory_workload,
+        tiled_model,
+        work_rate,
+    )
+    from queuetheory.policies import RAD
+
+    tm, r, n, seed = tiled_model(), 3, 200, 5
+    tr = theory_workload(1.05 * r * theory_capacity().lambda_star).sample(n_requests=r * n,
+                                                                         seed=seed)
+    split = np.random.default_rng([seed, 2]).integers(0, r, len(tr))
+    horizon = float(tr.arrival[-1])
+    old = [work_rate(simulate(tr.take(split == j), RAD(tm.tile), tm, horizon=horizon,
+                              seed=seed + j, first_token="prefill")) for j in range(r)]
+    assert routed_work(lambda: RAD(tm.tile), 1.05, n, r=r, seed=seed) == old
+
+
 def test_theorem2_work_leg_rejects_request_level_batching():
     from queuetheory.claims.bari2025 import reaches_capacity
     from queuetheory.papers.bari2025 import routed_work

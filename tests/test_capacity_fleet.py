@@ -65,6 +65,33 @@ def test_a_fleet_of_one_is_the_engine_itself():
                                    equal_nan=True)
 
 
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_a_random_router_is_the_thinning_of_the_trace(fast_path):
+    """A random router reads no engine: engine k's records are qt.simulate's on the requests
+    drawn to it (``default_rng(seed).integers(0, engines, n)``, in arrival order), batch for
+    batch."""
+    tr = fixed(64, 48, 3.0).sample(n_requests=300, seed=2)
+    horizon, pol = float(tr.arrival[-1]), qt.policies.Sarathi(128)
+    run = simulate_fleet(tr, pol, AFFINE, 3, router="random", horizon=horizon, seed=7,
+                         fast_path=fast_path)
+    split = np.random.default_rng(7).integers(0, 3, len(tr))
+    b = run.batches
+    assert len(set(split)) == 3
+    for k in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CensoredRunWarning)
+            ref = qt.simulate(tr.take(split == k), pol, AFFINE, horizon=horizon)
+        mine = run.requests[run.requests["engine"] == k].reset_index(drop=True)
+        ref_rows = ref.requests[ref.requests["arrival"] < horizon].reset_index(drop=True)
+        cols = ["arrival", "prompt", "output", "prefilled", "decoded", "first_token",
+                "finish", "tbt_max"]
+        pd.testing.assert_frame_equal(mine[cols], ref_rows[cols], check_exact=True,
+                                      check_dtype=False)
+        pd.testing.assert_frame_equal(
+            b[b["engine"] == k].drop(columns="engine").reset_index(drop=True),
+            ref.batches.reset_index(drop=True), check_exact=True)
+
+
 def test_join_the_shortest_queue_beats_random_routing_at_high_load():
     """Four engines at 90 % of their compute bound: joining the shortest queue keeps the
     p99 TTFT below random routing's (the classic JSQ gain)."""

@@ -78,6 +78,7 @@ COVERED = [
     "queuetheory.timing.profile",
     "queuetheory.workload",
     "queuetheory.capacity",
+    "queuetheory.networks",
     "queuetheory.claims",
     "queuetheory.papers",
     "queuetheory.policies",

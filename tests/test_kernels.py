@@ -102,18 +102,18 @@ def test_rule_only_where_it_is_the_policy():
                        (Sarathi(512, preemption="restart"), {"memory": 10_000}),
                        (Sarathi(512), {"token_budget": 256})]:
         engine = Engine(policy, tm, memory=kw.get("memory"),
-                        budget=kw.get("token_budget", 512),
+                        token_budget=kw.get("token_budget", 512),
                         first_token=kw.get("first_token", "decode"))
         assert bulk_runner(engine, policy) is None, (policy, kw)
-    linear = Engine(Sarathi(512), qt.LinearMemoryTime(1.0, 0.01), budget=512)
+    linear = Engine(Sarathi(512), qt.LinearMemoryTime(1.0, 0.01), token_budget=512)
     assert bulk_runner(linear, Sarathi(512)) is None
     for first_token in ("prefill", "decode"):
-        plain = Engine(Sarathi(512), tm, budget=512, first_token=first_token)
+        plain = Engine(Sarathi(512), tm, token_budget=512, first_token=first_token)
         assert bulk_runner(plain, Sarathi(512)) is not None
     for policy, memory in [(Sarathi(512, max_reqs=8), None), (Sarathi(512), 10_000)]:
-        engine = Engine(policy, tm, budget=512, memory=memory)
+        engine = Engine(policy, tm, token_budget=512, memory=memory)
         assert bulk_runner(engine, policy) is not None
-    empty_prompt = Engine(Sarathi(512), tm, budget=512)
+    empty_prompt = Engine(Sarathi(512), tm, token_budget=512)
     empty_prompt.load(Trace(np.zeros(1), np.array([0]), np.array([3]), np.zeros(1, int),
                             np.array([3]), np.array([3]), np.zeros(1, int)))
     assert bulk_runner(empty_prompt, Sarathi(512)) is None
@@ -187,7 +187,7 @@ def test_vllm_prefill_batches_same_records(first_token, memory, max_reqs, budget
     res, n_slow, n_fast = _same_run(wl, lambda: VLLMVanilla(budget, max_reqs=max_reqs),
                                     ANCHOR_TIME, n_requests=250, memory=memory,
                                     first_token=first_token)
-    engine = Engine(res.policy, res.time_model, memory=memory, budget=budget,
+    engine = Engine(res.policy, res.time_model, memory=memory, token_budget=budget,
                     first_token=first_token)
     engine.load(res.trace)
     runner = prefill_batches_kernel(engine, max_reqs)

@@ -180,16 +180,16 @@ def test_rule_only_where_it_covers_the_setting():
                        (FasterTransformer(512, preemption="restart"), {"memory": 10_000}),
                        (Orca(512), {"token_budget": 1024}), (Mine(512), {})]:
         engine = Engine(policy, tm, memory=kw.get("memory"),
-                        budget=kw.get("token_budget", 512))
+                        token_budget=kw.get("token_budget", 512))
         assert bulk_runner(engine, policy) is None, (policy, kw)
-    linear = Engine(Orca(512), qt.LinearMemoryTime(1.0, 0.01), budget=512)
+    linear = Engine(Orca(512), qt.LinearMemoryTime(1.0, 0.01), token_budget=512)
     assert bulk_runner(linear, Orca(512)) is None
     for policy in (Orca(512), Orca(512, chunk=False, max_reqs=4), FasterTransformer(512),
                    FasterTransformer(512, mode="request", max_reqs=4)):
         for memory in (None, 10_000):
             if policy.supports(memory=memory, first_token="prefill"):
                 continue
-            engine = Engine(policy, tm, budget=512, memory=memory)
+            engine = Engine(policy, tm, token_budget=512, memory=memory)
             assert bulk_runner(engine, policy) is not None, (policy, memory)
     wl = qt.Workload([qt.RequestClass(prompt=64, output=64, rate=2.0)])
     _, _, n_fast = _same_run(wl, lambda: Orca(512, order="sjf_decode"), tm, n_requests=40)

@@ -166,22 +166,22 @@ def test_random_small_traces_same_records(seed):
 def test_rule_only_where_it_applies():
     tm = ANCHOR_TIME
     plain = SLAI(512)
-    assert bulk_runner(Engine(plain, tm, budget=512), plain) is not None
+    assert bulk_runner(Engine(plain, tm, token_budget=512), plain) is not None
     for first_token in ("prefill", "decode"):
-        engine = Engine(plain, tm, budget=512, first_token=first_token)
+        engine = Engine(plain, tm, token_budget=512, first_token=first_token)
         assert bulk_runner(engine, plain) is not None
     # a KV-memory limit (SLAI's admission and evictions), a time model that reads contexts,
     # an engine budget other than the policy's: the engine steps
-    for engine in (Engine(plain, tm, budget=512, memory=20_000),
-                   Engine(plain, qt.LinearMemoryTime(1.0, 0.01), budget=512),
-                   Engine(plain, tm, budget=1024)):
+    for engine in (Engine(plain, tm, token_budget=512, memory=20_000),
+                   Engine(plain, qt.LinearMemoryTime(1.0, 0.01), token_budget=512),
+                   Engine(plain, tm, token_budget=1024)):
         assert bulk_runner(engine, plain) is None
 
     class Tweaked(SLAI):                   # another decision: no rule
         def _schedule(self, state):
             return super()._schedule(state)
 
-    assert bulk_runner(Engine(Tweaked(512), tm, budget=512), Tweaked(512)) is None
+    assert bulk_runner(Engine(Tweaked(512), tm, token_budget=512), Tweaked(512)) is None
     wl = qt.Workload([qt.RequestClass(prompt=64, output=64, rate=20.0)])
     res, n_slow, n_fast = _same_run(wl, lambda: SLAI(512), tm, n_requests=60, memory=2_000)
     # with memory the engine steps, repeating SLAI's steady decode-only batches (SLAI.steady)
@@ -305,7 +305,7 @@ def test_cohorts_rule_only_where_it_applies():
         # eq. 1), a token budget: the engine steps
         for engine in (Engine(policy, tm, memory=5_000),
                        Engine(policy, qt.LinearMemoryTime(1.0, 0.01)),
-                       Engine(policy, tm, budget=512)):
+                       Engine(policy, tm, token_budget=512)):
             assert bulk_runner(engine, policy) is None
 
     class Tweaked(NestedWAIT):

@@ -123,7 +123,7 @@ def test_one_class_runs_as_fcfs_sarathi(first_token, memory, max_reqs):
 
 
 def _engine(policy, memory=None, trace=None, budget=64):
-    engine = Engine(policy, ANCHOR_TIME, memory=memory, budget=budget, n_classes=3)
+    engine = Engine(policy, ANCHOR_TIME, memory=memory, token_budget=budget, n_classes=3)
     if trace is not None:
         engine.load(trace)
     return engine

@@ -29,6 +29,22 @@ def test_validated_once_with_the_parameter_named():
         s.replace(memory=-1)
 
 
+def test_one_rule_for_the_token_budget():
+    """The server's budget, else the policy's own: Server.budget_for and the capacity
+    searches ask the same rule, which refuses a missing budget where one is required."""
+    from queuetheory.engine.server import token_budget_for
+
+    sarathi, mcsf = qt.policies.Sarathi(128), qt.policies.MCSF()
+    assert Server(qt.UnitTime()).budget_for(sarathi) == token_budget_for(sarathi) == 128
+    assert Server(qt.UnitTime(), token_budget=64).budget_for(sarathi) == 64
+    assert Server(qt.UnitTime()).budget_for(mcsf) is None
+    assert token_budget_for(sarathi, np.int64(32), required=True) == 32
+    with pytest.raises(ValueError, match="has no token_budget of its own"):
+        token_budget_for(mcsf, required=True)
+    with pytest.raises(ValueError, match="has no token_budget of its own"):
+        qt.capacity.max_rate(WL, mcsf, qt.UnitTime())
+
+
 def test_simulate_with_a_server_gives_the_records_of_the_loose_settings():
     server = Server(qt.UnitTime(), token_budget=128, memory=3000, first_token="decode")
     a = qt.simulate(WL, qt.policies.Sarathi(128), server, n_requests=150)

@@ -44,3 +44,17 @@ def test_convention_is_first_token_and_the_old_names_warn():
         durations(o, convention="ab")
     with pytest.raises(ValueError, match="first_token='ab'"):
         first_token_of("ab")
+
+
+def test_engine_budget_is_token_budget_and_the_old_keyword_warns():
+    from queuetheory.engine import Engine
+
+    sarathi = qt.policies.Sarathi(64)
+    with pytest.warns(DeprecationWarning, match=r"Engine\(budget=\.\.\.\).*use token_budget=") \
+            as caught:
+        old = Engine(sarathi, qt.UnitTime(), budget=32)
+    assert caught[0].filename == __file__              # the warning names the caller's line
+    assert old.budget == Engine(sarathi, qt.UnitTime(), token_budget=32).budget == 32
+    with pytest.raises(TypeError, match="give token_budget= only"):
+        Engine(sarathi, qt.UnitTime(), budget=32, token_budget=32)
+

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..engine.server import token_budget_for
 from ..errors import check_positive, check_seeds
 from .bounds import Bracket
-from .inputs import _budget_of
 from .slo import _check_slo, _window_run
 
 
@@ -59,7 +59,7 @@ def load_curve(workload, policy, time_model, rates, *, slo=None, token_budget=No
         :func:`~queuetheory.simulate` refuses the settings.
     """
     slo = _check_slo({"ttft": 1.0, "tbt": 0.1} if slo is None else slo)
-    b = _budget_of(policy, token_budget)
+    b = token_budget_for(policy, token_budget, required=True)
     seeds = check_seeds(seeds)
     rows = [{"rate": float(x), **_window_run(workload, policy, time_model, float(x), slo,
                                             n_requests=n_requests, warmup=warmup,

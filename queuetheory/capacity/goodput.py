@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..engine.server import token_budget_for
 from ..errors import check_between, check_positive, check_seeds
 from .bounds import Bracket, bounds
-from .inputs import _budget_of, _checked_settings, _ProbeBar
+from .inputs import _checked_settings, _ProbeBar
 from .rescale import _length_law
 from .slo import _check_slo, _window_run
 
@@ -214,7 +215,7 @@ def goodput(workload, policy, time_model, *, slo=None, attainment: float = 0.9,
         check_positive("stable_limit", stable_limit)
     time_model, token_budget, memory, first_token = _checked_settings(
         "goodput", policy, time_model, token_budget, memory, first_token)
-    b = _budget_of(policy, token_budget)
+    b = token_budget_for(policy, token_budget, required=True)
     seeds = check_seeds(seeds)
     br = bracket or bounds(_length_law(workload), time_model, token_budget=b, memory=memory,
                            policy=policy, first_token=first_token)

@@ -1,10 +1,9 @@
-"""What the searches share: the settings a policy refuses, the token budget, and a bar of
-probes."""
+"""What the searches share: the settings a policy refuses and a bar of probes (the token
+budget is the engine's rule, :func:`~queuetheory.engine.server.token_budget_for`)."""
 
 from __future__ import annotations
 
 from ..engine.server import as_server
-from ..errors import check_positive
 
 
 def _checked_settings(who: str, policy, time_model, token_budget, memory, first_token):
@@ -17,14 +16,6 @@ def _checked_settings(who: str, policy, time_model, token_budget, memory, first_
                        first_token=first_token)
     server.check(policy, where=f"qt.capacity.{who}")
     return server.time_model, server.token_budget, server.memory, server.first_token
-
-
-def _budget_of(policy, token_budget):
-    b = token_budget if token_budget is not None else getattr(policy, "token_budget", None)
-    if b is None:
-        raise ValueError(f"token_budget=None: {policy!r} has no token_budget of its own; "
-                         "give token_budget")
-    return int(check_positive("token_budget", b, integer=True))
 
 
 class _ProbeBar:

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..engine.server import server_settings
+from ..engine.server import server_settings, token_budget_for
 from ..errors import check_between, check_positive, check_seeds
 from ..timing import UnitTime
 from ..workload import Workload
 from .bounds import bounds
 from .counts import smallest_count
-from .inputs import _budget_of, _checked_settings
+from .inputs import _checked_settings
 from .slo import _check_slo, cooldown_time, slo_attainment
 from .stats import _lone_lifetime
 
@@ -212,7 +212,7 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
     check_positive("n_requests", n_requests, integer=True)
     check_positive("max_replicas", max_replicas, integer=True)
     _checked_settings("replicas", policy, time_model, token_budget, None, "decode")
-    b = _budget_of(policy, token_budget)
+    b = token_budget_for(policy, token_budget, required=True)
     seeds = check_seeds(seeds)
     br = bounds(workload, time_model, token_budget=b, policy=policy, first_token="decode")
     at_least = max(1, math.ceil(target_rate / br.upper * (1 - 1e-12)))

@@ -12,11 +12,12 @@ import numpy as np
 import pandas as pd
 
 from ..engine import simulate
+from ..engine.server import token_budget_for
 from ..errors import CensoredRunWarning, check_between, check_positive, check_seeds
 from ..stability import default_horizon, growth_rate, run_longer, stability
 from ..workload import Trace
 from .bounds import Bracket, bounds
-from .inputs import _budget_of, _checked_settings, _ProbeBar
+from .inputs import _checked_settings, _ProbeBar
 from .loaded import backlog_size, loaded_verdict
 from .relaxation import relaxation_time
 from .rescale import _length_law, at_rate, replay
@@ -355,7 +356,7 @@ def max_rate(workload, policy, time_model, *, token_budget=None, memory=None,
         "max_rate", policy, time_model, token_budget, memory, first_token)
     trace = workload if isinstance(workload, Trace) else None
     workload = _length_law(workload)
-    b = _budget_of(policy, token_budget)
+    b = token_budget_for(policy, token_budget, required=True)
     tol = check_between("tol", tol, 0, 0.5)
     tolerance = check_between("tolerance", tolerance, 0, 1)
     level = check_between("level", level, 0, 1)

@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..engine.server import token_budget_for
 from ..errors import CensoredRunWarning, check_positive
 from ..networks.fleet import FLEET_ROUTERS, simulate_fleet
 from .bounds import Bracket, bounds
 from .counts import smallest_count
 from .fleet import fleet_trace
-from .inputs import _budget_of, _checked_settings
+from .inputs import _checked_settings
 from .rescale import _length_law
 from .slo import _check_slo, cooldown_time, slo_attainment
 from .stats import MIN_LIFETIMES, _lone_lifetime
@@ -209,7 +210,7 @@ def size_fleet(target_rate, workload, policy, time_model, *, memory=None,
     check_positive("max_replicas", max_replicas, integer=True)
     time_model, token_budget, memory, first_token = _checked_settings(
         "size_fleet", policy, time_model, token_budget, memory, first_token)
-    b = _budget_of(policy, token_budget)
+    b = token_budget_for(policy, token_budget, required=True)
     seeds = tuple(int(s) for s in np.atleast_1d(seeds))
     lengths = _length_law(workload)
     br = bounds(workload, time_model, token_budget=b, memory=memory, policy=policy,

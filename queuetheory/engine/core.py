@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InfeasibleBatchError
+from ..errors import InfeasibleBatchError, renamed_keywords
 from ..timing import BatchLoad
 from .batch import Batch, _total, check_batch
 from .conventions import check_first_token, check_preemption
@@ -40,14 +40,41 @@ class Engine:
     What an eviction does is the policy's ``preemption`` (:data:`PREEMPTION`):
     ``"recompute"`` (vLLM's) keeps the generated tokens and prefills them again with the
     prompt; ``"restart"`` (the papers' model) discards them.
+
+    The keyword ``budget=`` keeps working for one release as ``token_budget=``, with a
+    ``DeprecationWarning`` (:func:`~queuetheory.errors.renamed_keywords`).
+
+    Parameters
+    ----------
+    policy : Policy
+        The scheduler (its ``preemption`` is the engine's).
+    time_model : TimeModel
+        The batch time.
+    memory : int, optional
+        KV-cache tokens (None: unlimited).
+    token_budget : int, optional
+        The per-batch token budget ``b`` the batches are checked against (None: none),
+        kept as the attribute ``budget``.
+    first_token : {"prefill", "decode"}, default "prefill"
+        The first-token convention (above).
+    n_classes : int, default 1
+        Request classes, for the TBT histogram.
+    capacity : int, default 1024
+        The request table's first allocation, in rows (it grows as needed).
+
+    Raises
+    ------
+    ValueError
+        If ``first_token`` or the policy's ``preemption`` is not a known one.
     """
 
-    def __init__(self, policy, time_model, *, memory=None, budget=None,
+    @renamed_keywords(budget="token_budget")
+    def __init__(self, policy, time_model, *, memory=None, token_budget=None,
                  first_token: str = "prefill", n_classes: int = 1, capacity: int = 1024):
         self.policy = policy
         self.time_model = time_model
         self.memory = memory
-        self.budget = budget
+        self.budget = token_budget
         self.first_token = check_first_token(first_token)
         self.preemption = check_preemption(getattr(policy, "preemption", "restart"))
         self.table = RequestTable(first_token == "prefill", capacity)

@@ -20,7 +20,7 @@ from ..errors import UnsupportedSettingError, check_positive
 from ..timing import TimeModel
 from .conventions import check_first_token, check_preemption
 
-__all__ = ["Server", "as_server", "server_settings"]
+__all__ = ["Server", "as_server", "server_settings", "token_budget_for"]
 
 
 @dataclass(frozen=True)
@@ -113,9 +113,7 @@ class Server:
         int or None
             The budget ``b``.
         """
-        if self.token_budget is not None:
-            return self.token_budget
-        return getattr(policy, "token_budget", None)
+        return token_budget_for(policy, self.token_budget)
 
     def refusal(self, policy) -> str | None:
         """Why ``policy`` cannot run on this server, or ``None`` when it can.
@@ -241,3 +239,36 @@ def server_settings(time_model, token_budget=None, memory=None, first_token=None
                       first_token=first_token)
         return s.time_model, s.token_budget, s.memory, s.first_token
     return time_model, token_budget, memory, first_token
+
+
+def token_budget_for(policy, token_budget=None, *, required: bool = False) -> int | None:
+    """The per-batch token budget an engine runs ``policy`` with: ``token_budget``, else the
+    policy's own (the one copy of that rule: :meth:`Server.budget_for` and the capacity
+    searches ask it).
+
+    Parameters
+    ----------
+    policy : Policy
+        The scheduler.
+    token_budget : int, optional
+        The server's budget; ``None``: the policy's own.
+    required : bool, default False
+        Refuse a missing budget, and check the budget is a positive integer.
+
+    Returns
+    -------
+    int or None
+        The budget ``b`` (``None``: none, where not ``required``).
+
+    Raises
+    ------
+    ValueError
+        Where ``required``, if neither gives a budget or it is not a positive integer.
+    """
+    b = token_budget if token_budget is not None else getattr(policy, "token_budget", None)
+    if not required:
+        return b
+    if b is None:
+        raise ValueError(f"token_budget=None: {policy!r} has no token_budget of its own; "
+                         "give token_budget")
+    return int(check_positive("token_budget", b, integer=True))

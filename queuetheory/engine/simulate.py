@@ -329,7 +329,7 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
                 f"{worst} (prompt {int(trace.prompt[worst])} + output {int(trace.output[worst])}); "
                 "it could never finish")
     n_classes = int(trace.cls.max()) + 1 if len(trace) else 1
-    engine = Engine(policy, time_model, memory=memory, budget=budget, first_token=first_token,
+    engine = Engine(policy, time_model, memory=memory, token_budget=budget, first_token=first_token,
                     n_classes=n_classes, capacity=max(16, len(trace)))
     engine.load(trace, final=horizon is None)
     policy.reset(seed=seed)

@@ -40,10 +40,10 @@ def _random_nodes(workload, make_policy, time_model, r: int, *, horizon=None,
     A random router reads no engine, so the routed system splits into ``r`` independent
     streams (thinning) and each engine runs alone: node ``j`` gets the requests with
     ``default_rng([seed, 2]).integers(0, r, n) == j`` and runs ``make_policy()`` with
-    ``seed + j`` (``first_token="prefill"`` by default). The one public random-router fleet
-    is :func:`~queuetheory.networks.simulate_fleet` (``router="random"``); this split stays
-    while a caller needs each engine's full :class:`~queuetheory.engine.Result` (every
-    request's progress), which the fleet's records do not carry."""
+    ``seed + j`` (``first_token="prefill"`` by default). The one random-router fleet is
+    :func:`~queuetheory.networks.simulate_fleet` (``router="random"``): given the same
+    routes it keeps the same records, engine for engine (``tests/test_capacity_fleet.py``);
+    this split leaves with ``simulate_nodes``, its only caller."""
     check_positive("r", r, integer=True)
     trace = _trace(workload, horizon, n_requests, seed)
     node = np.random.default_rng([seed, 2]).integers(0, r, len(trace))

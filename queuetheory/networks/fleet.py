@@ -57,12 +57,23 @@ class FleetResult:
 
     Attributes
     ----------
-    requests : one row per request routed, in the trace's order: ``engine``, ``arrival``,
-        ``prompt``, ``output``, ``cached`` (prompt tokens a prefix cache served),
-        ``first_token``, ``finish``, ``tbt_max`` (NaN where not reached), ``ttft``,
-        ``latency``
-    batches : one row per batch of every engine (the engine's batch log plus ``engine``)
-    engines, router, memory, token_budget, horizon : the fleet and the run's end
+    requests : pandas.DataFrame
+        One row per request routed, in the trace's order: ``engine``, ``prompt``,
+        ``output``, ``cached`` (prompt tokens a prefix cache served), ``first_token``,
+        ``finish``, ``tbt_max`` (NaN where not reached), ``prefilled`` and ``decoded``
+        (the request's progress at the run's end), ``arrival``, ``ttft``, ``latency``.
+    batches : pandas.DataFrame
+        One row per batch of every engine: the engine's batch log plus ``engine``.
+    engines : int
+        How many engines.
+    router : str
+        The router, a key of :data:`FLEET_ROUTERS`.
+    memory : int or None
+        KV-cache tokens per engine (``None``: unlimited).
+    token_budget : int or None
+        The per-batch token budget of every engine (``None``: none).
+    horizon : float
+        The run's end: the horizon given, else when the last batch ended.
     """
 
     requests: pd.DataFrame
@@ -75,9 +86,23 @@ class FleetResult:
 
     def utilisation(self, start: float = 0.0, max_reqs: int | None = None) -> dict:
         """Time-weighted use of each resource over ``[start, horizon]``, averaged over the
-        engines: ``busy`` (share of time running a batch), ``tokens`` (batch tokens over
-        the budget, while busy), ``kv`` (KV tokens over the memory limit), ``batch``
-        (requests per batch over ``max_reqs``) and ``evictions`` per request."""
+        engines.
+
+        Parameters
+        ----------
+        start : float, default 0.0
+            The start of the window (batches that start before it are left out).
+        max_reqs : int, optional
+            The most requests a batch may hold, for ``batch`` (None: ``batch`` is NaN).
+
+        Returns
+        -------
+        dict
+            ``busy`` (share of time running a batch), ``tokens`` (batch tokens over the
+            budget, while busy), ``kv`` (KV tokens over the memory limit), ``batch``
+            (requests per batch over ``max_reqs``) and ``evictions`` per request; NaN where
+            the limit is not set.
+        """
         b = self.batches[self.batches["start"] >= start]
         span = max(self.horizon - start, 1e-300) * self.engines
         w = b["duration"].to_numpy()
@@ -92,8 +117,15 @@ class FleetResult:
                 "evictions": float(b["evicted"].sum() / max(len(self.requests), 1))}
 
     def per_engine(self) -> pd.DataFrame:
-        """Per engine: requests routed to it, prompt tokens, prompt tokens its cache served,
-        its hit ratio, prefill tokens computed, mean TTFT."""
+        """Per engine: what was routed to it and what it computed.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per engine: ``requests`` routed to it, ``prompt_tokens``,
+            ``cached_tokens`` (prompt tokens its cache served), ``mean_ttft``,
+            ``prefix_hit_ratio`` and ``prefill_tokens`` (prefill tokens computed).
+        """
         r = self.requests
         g = r.groupby("engine")
         df = pd.DataFrame({"requests": g.size(), "prompt_tokens": g["prompt"].sum(),
@@ -193,36 +225,55 @@ def simulate_fleet(trace, policy, time_model, engines: int = 1, *,
 
     Parameters
     ----------
-    trace : the requests (a drawn or replayed :class:`~queuetheory.workload.Trace`, with
-        prefix blocks for prefix caches to matter), or a
-        :class:`~queuetheory.workload.SessionPlan` (closed-loop sessions)
-    policy : the scheduler of every engine (copied per engine), e.g. ``VLLMV1(...)``
-    time_model : the batch time of every engine, or a whole
-        :class:`~queuetheory.engine.Server` (its settings then stand for ``memory``,
-        ``token_budget`` and ``first_token``)
-    engines : how many engines
-    router : a key of :data:`FLEET_ROUTERS`
-    memory : KV-cache tokens per engine (``None``: unlimited; a ``VLLMV1`` keeps its own
-        blocks instead)
-    token_budget : the per-batch token budget (default: the policy's)
-    first_token : ``"prefill"`` or ``"decode"``
-    horizon : stop starting batches at this time (default: when every request is done)
-    seed : seeds the random router and engine ``k``'s policy
-    cache_threshold, balance_abs, balance_rel : the ``cache_aware`` router's settings (its
-        defaults are SGLang's and vLLM's routers')
-    fast_path : repeat steady decode-only batches in closed form where the policy promises
-        them (:meth:`~queuetheory.engine.Engine.advance`); the records are the same as with
-        ``fast_path=False``, which asks every engine's policy at every iteration
+    trace : Trace or SessionPlan
+        The requests: a drawn or replayed :class:`~queuetheory.workload.Trace` (with prefix
+        blocks for prefix caches to matter), or a
+        :class:`~queuetheory.workload.SessionPlan` (closed-loop sessions).
+    policy : Policy
+        The scheduler of every engine (copied per engine), e.g. ``VLLMV1(...)``.
+    time_model : TimeModel or Server
+        The batch time of every engine, or a whole :class:`~queuetheory.engine.Server` (its
+        settings then stand for ``memory``, ``token_budget`` and ``first_token``).
+    engines : int, default 1
+        How many engines.
+    router : str, default "round_robin"
+        A key of :data:`FLEET_ROUTERS`.
+    memory : int, optional
+        KV-cache tokens per engine (None: unlimited; a ``VLLMV1`` keeps its own blocks
+        instead).
+    token_budget : int, optional
+        The per-batch token budget (None: the policy's).
+    first_token : {"prefill", "decode"}, optional
+        The first-token convention (None: ``"prefill"``).
+    horizon : float, optional
+        Stop starting batches at this time (None: when every request is done).
+    seed : int, default 0
+        Seeds the random router and engine ``k``'s policy.
+    cache_threshold : float, default 0.3
+        The ``cache_aware`` router's least share of the prompt a cached prefix must cover,
+        in ``[0, 1]`` (the defaults of the three are SGLang's and vLLM's routers').
+    balance_abs : int, default 64
+        The ``cache_aware`` router balances load when the busiest engine holds more than
+        this many requests over the idlest...
+    balance_rel : float, default 1.5
+        ...and more than this many times as many.
+    fast_path : bool, default True
+        Repeat steady decode-only batches in closed form where the policy promises them
+        (:meth:`~queuetheory.engine.Engine.advance`); the records are the same as with
+        ``fast_path=False``, which asks every engine's policy at every iteration.
 
     Returns
     -------
     FleetResult
+        The requests' and batches' records of every engine.
 
     Raises
     ------
     ValueError
-        An unknown router, a non-positive engine count or memory, a request whose KV peak
-        exceeds ``memory``, or a setting the policy refuses.
+        An unknown router, a non-positive engine count or memory, a router setting out of
+        its range, or a request whose KV peak exceeds ``memory``.
+    UnsupportedSettingError
+        If the policy refuses a setting (a ``ValueError`` too).
     """
     plan = None
     if isinstance(trace, SessionPlan):
@@ -250,7 +301,7 @@ def simulate_fleet(trace, policy, time_model, engines: int = 1, *,
     for k in range(K):
         pol = copy.deepcopy(policy)
         pol.reset(seed=seed * 1_000_003 + k)
-        fleet.append(Engine(pol, time_model, memory=memory, budget=budget,
+        fleet.append(Engine(pol, time_model, memory=memory, token_budget=budget,
                             first_token=first_token, capacity=max(16, 2 * len(trace) // K)))
     route = _Router(router, fleet, np.random.default_rng(seed),
                     getattr(policy, "block_size", 16), cache_threshold, balance_abs,
@@ -347,14 +398,17 @@ def _idle(batch, free, k, until) -> bool:
 
 
 def _records(fleet, where) -> pd.DataFrame:
-    cols = ("prompt", "output", "cached", "first_token", "finish", "tbt_max")
+    """The requests' rows of :class:`FleetResult` (``where``: each request's engine and
+    row in that engine's table, ``-1`` where not routed)."""
+    cols = ("prompt", "output", "cached", "first_token", "finish", "tbt_max", "prefilled",
+            "decoded")
     parts = {c: np.full(len(where), np.nan) for c in cols}
     for k, e in enumerate(fleet):
         mine = np.flatnonzero(where[:, 0] == k)
         for c in cols:
             parts[c][mine] = e.table.column(c)[where[mine, 1]]
     df = pd.DataFrame({"engine": where[:, 0], **parts})
-    for c in ("prompt", "output", "cached"):
+    for c in ("prompt", "output", "cached", "prefilled", "decoded"):
         df[c] = df[c].fillna(0).astype(np.int64)
     return df
 

@@ -66,7 +66,7 @@ class StepRun:
             policy = agent.make_policy(mine)
             policy.reset(seed=s_pol.spawn(1)[0])
             # Li, Dai, Peng §4: every output token takes a decode iteration of its own
-            self.engines.append(Engine(policy, agent.time_model, budget=agent.token_budget,
+            self.engines.append(Engine(policy, agent.time_model, token_budget=agent.token_budget,
                                        first_token="decode", n_classes=len(mine)))
         len_rngs = [np.random.default_rng(s) for s in s_len.spawn(len(self.where))]
         self.lengths = {k: _Lengths(net.nodes[k]["lengths"], r)

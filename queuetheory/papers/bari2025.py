@@ -15,7 +15,7 @@ from functools import cache
 import numpy as np
 
 from ..bounds.rad_capacity import _decode_attention_sum, _rad_prefill_total, rad_capacity
-from ..networks.disaggregated import _random_nodes
+from ..networks import simulate_fleet
 from ..timing import GPUModel, ModelDims, TiledGPUTime
 from ..workload import RequestClass, Workload
 
@@ -111,24 +111,34 @@ def work_rate(res) -> float:
     float
         The priced work over the run's length.
     """
+    return _priced_work(res.requests) / res.end_time
+
+
+def _priced_work(req):
+    """The optimal work of the requests' rows ``req`` (``prompt``, ``prefilled``,
+    ``decoded``), summed in row order: :func:`work_rate` before its division."""
     tm = tiled_model()
-    req = res.requests
     p = req["prefilled"].to_numpy()
     k = np.maximum(req["decoded"].to_numpy() - 1, 0)
     prompt = req["prompt"].to_numpy()
     work = _rad_prefill_total(tm, p) + k * (tm.inv_mu_lin / tm.tile[1] + tm.gpu.inv_mu_nlin)
     work = work + np.where(k > 0, _decode_attention_sum(tm, prompt, prompt + k), 0.0)
-    return float(work.sum() / res.end_time)
+    return float(work.sum())
 
 
 def routed_work(make_policy, rho: float, n: int, r: int = 2, seed: int = 3) -> list[float]:
     """Optimal work done per second (1 = λ*) of every node behind uniform random routing to
     ``r`` nodes at ``λ = ρ r λ*``, ``n`` requests a node (Theorem 2's work leg).
 
+    The nodes are the one random-router fleet,
+    :func:`~queuetheory.networks.simulate_fleet` (``router="random"``, ``first_token=
+    "prefill"``, no batch started after the last arrival); each node's work is divided by
+    its run's length: to that last arrival, or to the end of its last batch when later.
+
     Parameters
     ----------
     make_policy : callable
-        ``make_policy()`` builds each node's scheduler.
+        ``make_policy()`` builds the scheduler that every node runs a copy of.
     rho : float
         The load ``λ / (r λ*)``.
     n : int
@@ -136,7 +146,7 @@ def routed_work(make_policy, rho: float, n: int, r: int = 2, seed: int = 3) -> l
     r : int, default 2
         Nodes.
     seed : int, default 3
-        Seeds the sample, the router and the nodes.
+        Seeds the sample, the router and the nodes (an integer in ``[0, 2**32)``).
 
     Returns
     -------
@@ -145,6 +155,12 @@ def routed_work(make_policy, rho: float, n: int, r: int = 2, seed: int = 3) -> l
     """
     tr = theory_workload(rho * r * theory_capacity().lambda_star).sample(n_requests=r * n,
                                                                         seed=seed)
-    nodes = _random_nodes(tr, make_policy, tiled_model(), r, horizon=float(tr.arrival[-1]),
-                          seed=seed)
-    return [work_rate(res) for res in nodes]
+    horizon = float(tr.arrival[-1])
+    # the router draws the routes this leg always drew, from SeedSequence([seed, 2]): an
+    # integer seed's 32-bit words are its entropy, so seed + 2·2³² is that sequence
+    fleet = simulate_fleet(tr, make_policy(), tiled_model(), r, router="random",
+                           horizon=horizon, seed=seed + (2 << 32))
+    req, b = fleet.requests, fleet.batches
+    end = (b["start"] + b["duration"]).groupby(b["engine"]).max()
+    return [_priced_work(req[req["engine"] == k]) / max(horizon, float(end.get(k, horizon)))
+            for k in range(r)]
