@@ -86,6 +86,7 @@ COVERED = [
     "queuetheory.policies.kvcache",
     "queuetheory.policies.robust_experiments",
     "queuetheory.policies.vllm",
+    "queuetheory.engine",
     "queuetheory.engine.batch",
     "queuetheory.engine.conventions",
     "queuetheory.engine.log",
