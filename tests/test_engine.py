@@ -352,3 +352,25 @@ def test_result_holds_records_and_its_engine_only_behind_a_deprecation():
     assert bare.metrics == res.metrics
     with pytest.warns(DeprecationWarning), pytest.raises(AttributeError, match="records only"):
         bare.engine  # noqa: B018
+
+
+def test_engine_add_rows_admits_the_same_requests_as_a_taken_trace():
+    """``Engine.add(trace, rows=...)`` (the fleet's per-arrival path) admits what
+    ``add(trace.take(rows))`` does, prefix blocks included."""
+    blocks = np.empty(5, object)
+    for i in range(5):
+        blocks[i] = np.arange(i + 1, dtype=np.int64)
+    z = np.zeros(5, np.int64)
+    prompt = np.arange(1, 6) * 16 + 3
+    output = np.arange(2, 7)
+    tr = qt.Trace(np.arange(5.0), prompt, output, z, output.copy(), output.copy(), z,
+                  blocks=blocks, block_size=16)
+    a, b = (qt.engine.Engine(qt.policies.VLLMV1(8, 64), qt.AffineTokenTime(0.01, 1e-4, 1e-4))
+            for _ in range(2))
+    ids_a = a.add(tr, rows=slice(2, 4))
+    ids_b = b.add(tr.take(slice(2, 4)))
+    assert ids_a.tolist() == ids_b.tolist() == [0, 1]
+    for f in ("arrival", "prompt", "output", "cls"):
+        assert np.array_equal(a.table.column(f), b.table.column(f))
+    assert [x.tolist() for x in a.table.column("blocks")] == [[0, 1, 2], [0, 1, 2, 3]]
+    assert a.table.block_size == 16 and a.work == b.work and a.live.tolist() == [0, 1]

@@ -129,7 +129,7 @@ class Engine:
         """
         return float(self._arrival[self._pending]) if self._pending < self.table.n else np.inf
 
-    def add(self, trace, ready=None) -> np.ndarray:
+    def add(self, trace, ready=None, *, rows: slice | None = None) -> np.ndarray:
         """Admit new requests now (networks); returns their ids.
 
         With ``ready`` (one time per request) they arrive with their prompt prefilled and
@@ -144,6 +144,8 @@ class Engine:
         ready : array_like of float, optional
             Per request, the time its prompt was prefilled and its first token emitted
             elsewhere; ``None``: they arrive with nothing done.
+        rows : slice, optional
+            Only these rows of ``trace`` (default all).
 
         Returns
         -------
@@ -157,7 +159,7 @@ class Engine:
             blocks have another size than the engine's requests'
             (:meth:`RequestTable.append`).
         """
-        ids = self.table.append(trace)
+        ids = self.table.append(trace, rows)
         self._admit(ids)
         if ready is not None:
             tab = self.table

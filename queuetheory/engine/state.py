@@ -58,13 +58,16 @@ class RequestTable:
         widen("blocks", object, None)
         self._cap = cap
 
-    def append(self, trace) -> np.ndarray:
+    def append(self, trace, rows: slice | None = None) -> np.ndarray:
         """Add the requests of a :class:`~queuetheory.workload.Trace`; return their ids.
 
         Parameters
         ----------
         trace : Trace
             The requests, with their prefix blocks when it carries them.
+        rows : slice, optional
+            Only these rows of ``trace`` (default all): one arrival of a long trace without
+            building a trace of it.
 
         Returns
         -------
@@ -77,19 +80,20 @@ class RequestTable:
             When the trace's prefix blocks have another size than those of the requests
             already in the table.
         """
-        k = len(trace)
+        rows = slice(None) if rows is None else rows
+        k = len(range(*rows.indices(len(trace))))
         if self.n + k > self._cap:
             self._grow(max(2 * self._cap, self.n + k))
         new = slice(self.n, self.n + k)
         for f in _STATIC:
-            getattr(self, f)[new] = getattr(trace, f)
+            getattr(self, f)[new] = getattr(trace, f)[rows]
         self.in_decode[new] = self.prompt[new] <= 0
         if trace.blocks is not None:
             if self.block_size not in (None, trace.block_size):
                 raise ValueError(f"trace.block_size={trace.block_size}: the engine's requests "
                                  f"already carry prefix blocks of {self.block_size} tokens")
             self.block_size = trace.block_size
-            self.blocks[new] = trace.blocks
+            self.blocks[new] = trace.blocks[rows]
         self.n += k
         return np.arange(new.start, new.stop)
 

@@ -335,10 +335,11 @@ def simulate_fleet(trace, policy, time_model, engines: int = 1, *,
         while pending and pending[0][0] <= t:
             i = heapq.heappop(pending)[1]
             k = route(trace, i)
-            one = trace.take(slice(i, i + 1))
-            if plan is not None:
-                one = dataclasses.replace(one, arrival=arrival[i:i + 1])
-            where[i] = k, fleet[k].add(one)[0]
+            if plan is None:
+                where[i] = k, fleet[k].add(trace, rows=slice(i, i + 1))[0]
+            else:                                   # a session's turn: its arrival set now
+                one = dataclasses.replace(trace.take(slice(i, i + 1)), arrival=arrival[i:i + 1])
+                where[i] = k, fleet[k].add(one)[0]
             if route.keys is not None and hasattr(fleet[k].policy, "share_keys"):
                 fleet[k].policy.share_keys(int(where[i, 1]), route.keys)   # computed once
             rows_of[k].append(i)
