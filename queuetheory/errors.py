@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 import warnings
 
@@ -314,3 +315,55 @@ def _renamed(called, old, new, values, kwargs):
 
 
 __all__ += ["renamed_keywords"]
+
+
+def moved_names(module: str, moved: dict, *, submodules=()):
+    """A module ``__getattr__``: public names that moved keep working at their old path for
+    one release, with a :class:`DeprecationWarning` that names the new one.
+
+    The one deprecation of a moved name in the package (``__getattr__ =
+    moved_names(__name__, {...})`` at the end of the old module). The warning reads
+    ``"{module}.{name} is deprecated and goes in the next release: use {new} ({hint})"`` and
+    is attributed to the line that reads the old name.
+
+    Parameters
+    ----------
+    module : str
+        The old module's dotted name (its ``__name__``), for the messages.
+    moved : dict
+        Old name -> ``(get, new)`` or ``(get, new, hint)``: ``get`` a function of no arguments
+        that returns the object, called at each read (where the object lives above the old
+        module's layer, a function of the old module does that import, so that it stays
+        visible to ``tests/test_layers.py`` and listed there); ``new`` what to use instead (a
+        dotted name, or a call); ``hint`` a remark for the message (``""`` for none).
+    submodules : iterable of str, default ()
+        Submodules of the old module (a package) that a read imports, with no warning here:
+        a submodule that moved warns when it is imported.
+
+    Returns
+    -------
+    callable
+        ``__getattr__(name)``: the object an old name stands for, after the warning.
+
+    Raises
+    ------
+    AttributeError
+        From ``__getattr__``, for a name that is neither the module's nor a moved one.
+    """
+    submodules = frozenset(submodules)
+
+    def __getattr__(name):
+        """The object the old name ``name`` stands for, after a ``DeprecationWarning``."""
+        if name in submodules:
+            return importlib.import_module(f"{module}.{name}")
+        if name not in moved:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        get, new, *hint = moved[name]
+        remark = f" ({hint[0]})" if hint and hint[0] else ""
+        warnings.warn(f"{module}.{name} is deprecated and goes in the next release: use "
+                      f"{new}{remark}", DeprecationWarning, stacklevel=2)
+        return get()
+    return __getattr__
+
+
+__all__ += ["moved_names"]

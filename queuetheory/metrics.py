@@ -8,9 +8,11 @@ in :mod:`queuetheory.stability`; its names still work here for one release, with
 
 from __future__ import annotations
 
-import warnings
+import functools
 
 import numpy as np
+
+from .errors import moved_names
 
 __all__ = ["summarize", "window", "time_average_in_system", "step_path_at"]
 
@@ -277,16 +279,16 @@ MOVED_TO_STABILITY = frozenset({
     "pooled_drift", "pooled_trend", "_t_quantile"})
 
 
-def __getattr__(name: str):
-    """The names that moved to :mod:`queuetheory.stability`, for one release, with a
-    ``DeprecationWarning``."""
-    if name not in MOVED_TO_STABILITY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(f"queuetheory.metrics.{name} is deprecated and goes in the next release: "
-                  f"use queuetheory.stability.{name}"
-                  + (" (or qt.growth_rate)" if name == "growth_rate" else ""),
-                  DeprecationWarning, stacklevel=2)
-    # (the module's own names: ``queuetheory.stability`` as an attribute is the function)
+def _from_stability(name: str):
+    """The object ``name`` of :mod:`queuetheory.stability` (its module's own name:
+    ``queuetheory.stability`` as an attribute is the function)."""
+    # a deprecated upward import, listed in tests/test_layers.py's DEPRECATED
     from .stability import __dict__ as moved
 
     return moved[name]
+
+
+__getattr__ = moved_names(__name__, {
+    name: (functools.partial(_from_stability, name), f"queuetheory.stability.{name}",
+           "or qt.growth_rate" if name == "growth_rate" else "")
+    for name in MOVED_TO_STABILITY})

@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent / "queuetheory"
 
 #: Lowest first. A room may import rooms of lower layers only (and itself).
 LAYERS = [
-    {"errors", "plotting", "_argparse", "metrics", "sweep"},
+    {"errors"},
+    {"plotting", "_argparse", "metrics", "sweep"},
     {"_quiet", "timing"},
     {"workload"},
     {"data"},

@@ -2,7 +2,9 @@
 keeps working for one release, with a DeprecationWarning that names the new one."""
 
 import importlib
+import re
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -29,14 +31,66 @@ MOVED = [
      "vllm_unit_time_rate"),
     ("queuetheory.claims.li2025_theory", "classic_policies", "queuetheory.papers.li2025",
      "classic_policies"),
+    ("queuetheory.policies.kvcache", "durations", "queuetheory.rounds", "durations"),
+    ("queuetheory.metrics", "judge", "queuetheory.stability", "judge"),
 ]
 
 
 @pytest.mark.parametrize("old_module, old, new_module, new", MOVED)
 def test_an_old_name_warns_and_is_the_new_one(old_module, old, new_module, new):
-    with pytest.warns(DeprecationWarning, match=new):
-        got = getattr(importlib.import_module(old_module), old)
+    module = importlib.import_module(old_module)
+    said = re.escape(f"{old_module}.{old} is deprecated and goes in the next release: use "
+                     f"{new_module}.{new}")
+    with pytest.warns(DeprecationWarning, match=said) as caught:
+        got = getattr(module, old)
     assert got is getattr(importlib.import_module(new_module), new)
+    assert [w.filename for w in caught] == [__file__]           # the user's line, not the shim
+
+
+def test_from_import_of_an_old_name_warns_at_the_users_line():
+    with pytest.warns(DeprecationWarning, match="use queuetheory.bounds.max_token_rate") as caught:
+        from queuetheory.bounds import max_rate
+    assert max_rate is qt.bounds.max_token_rate
+    assert {w.filename for w in caught} == {__file__}
+
+
+def test_the_hints_stay_in_the_messages():
+    with pytest.warns(DeprecationWarning, match=r"MaxTokenRate \(the best token rate, .*"
+                      r"queuetheory.capacity.max_rate is the simulated request rate\)$"):
+        qt.bounds.MaxRate  # noqa: B018
+    with pytest.warns(DeprecationWarning, match=r"cooldown_time \(queuetheory.fluid.drain_time "
+                      "is the time a fluid backlog takes to drain\\)$"):
+        qt.capacity.drain_time  # noqa: B018
+    with pytest.warns(DeprecationWarning, match=r"stability.growth_rate \(or qt.growth_rate\)$"):
+        qt.metrics.growth_rate  # noqa: B018
+    with pytest.warns(DeprecationWarning, match=r"use queuetheory.papers.ao2025.PROP4$"):
+        qt.claims.ao2025.PROP4  # noqa: B018
+
+
+def test_moved_names_refuses_other_names_and_reads_lazily():
+    loads = []
+    getattr_ = qt.errors.moved_names("pkg.old", {"a": (lambda: loads.append(1) or 7, "pkg.b")})
+    assert loads == []                                    # nothing is read until asked for
+    with pytest.warns(DeprecationWarning, match=r"^pkg.old.a is deprecated and goes in the "
+                      r"next release: use pkg.b$"):
+        assert getattr_("a") == 7
+    assert loads == [1]
+    with pytest.raises(AttributeError, match="module 'pkg.old' has no attribute 'b'"):
+        getattr_("b")
+    with pytest.raises(AttributeError, match="has no attribute 'capacity'"):
+        qt.capacity.capacity  # noqa: B018
+
+
+def test_the_bounds_capacity_attribute_loads_the_old_module_which_warns(monkeypatch):
+    monkeypatch.delitem(sys.modules, "queuetheory.bounds.capacity", raising=False)
+    if "capacity" in vars(qt.bounds):
+        monkeypatch.delitem(vars(qt.bounds), "capacity")
+    with pytest.warns(DeprecationWarning) as caught:
+        old = qt.bounds.capacity
+    assert isinstance(old, types.ModuleType) and old.max_token_rate is qt.bounds.max_token_rate
+    assert [str(w.message) for w in caught] == [         # the module's own warning, once
+        "queuetheory.bounds.capacity is deprecated: import queuetheory.bounds.token_rate "
+        "(max_rate is max_token_rate, MaxRate is MaxTokenRate there)"]
 
 
 def test_the_old_bounds_capacity_module_warns_and_keeps_its_names():

@@ -108,27 +108,15 @@ from .quantile_std import QuantileStd, min_std_given_quantiles  # noqa: E402  (B
 
 __all__ += ["QuantileStd", "min_std_given_quantiles"]
 
-#: Old names kept for one release: name -> (new name, where it lives now).
+from ..errors import moved_names as _moved_names  # noqa: E402
+
+_TOKEN_RATE = ("the best token rate, in tokens per time unit; queuetheory.capacity.max_rate is "
+               "the simulated request rate")
+#: Old names kept for one release: name -> (a function giving the object, the new name, a
+#: remark) for :func:`queuetheory.errors.moved_names`.
 _DEPRECATED = {
-    "max_rate": ("max_token_rate", "token_rate"),
-    "MaxRate": ("MaxTokenRate", "token_rate"),
+    "max_rate": (lambda: max_token_rate, "queuetheory.bounds.max_token_rate", _TOKEN_RATE),
+    "MaxRate": (lambda: MaxTokenRate, "queuetheory.bounds.MaxTokenRate", _TOKEN_RATE),
 }
-
-
-def __getattr__(name):
-    """The deprecated names: ``max_rate`` and ``MaxRate`` (tokens per time unit, now
-    :func:`max_token_rate` and :class:`MaxTokenRate`) and the module ``capacity`` (now
-    :mod:`.token_rate`), each with a ``DeprecationWarning`` naming the new one."""
-    import warnings
-    from importlib import import_module
-
-    if name == "capacity":
-        return import_module(".capacity", __name__)
-    if name in _DEPRECATED:
-        new, module = _DEPRECATED[name]
-        warnings.warn(f"queuetheory.bounds.{name} is deprecated: use queuetheory.bounds.{new} "
-                      "(the best token rate, in tokens per time unit; "
-                      "queuetheory.capacity.max_rate is the simulated request rate)",
-                      DeprecationWarning, stacklevel=2)
-        return getattr(import_module(f".{module}", __name__), new)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the module ``capacity`` (now :mod:`.token_rate`) loads on its first read and warns itself
+__getattr__ = _moved_names(__name__, _DEPRECATED, submodules=("capacity",))

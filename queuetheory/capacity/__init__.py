@@ -52,6 +52,7 @@ al.'s figure: :func:`slo_metrics`, :func:`slo_capacity`), ``replicas``,
 (``queuetheory capacity``).
 """
 
+from ..errors import moved_names as _moved_names
 from .bounds import Bracket, bounds, vllm_unit_time_rate
 from .cli import capacity_main
 from .curve import curve_rates, load_curve, plot_capacity
@@ -78,20 +79,9 @@ __all__ = ["bounds", "Bracket", "max_rate", "MaxRate", "goodput", "Goodput", "re
            "check_percentiles", "saturated_rate", "loaded_verdict", "backlog_size",
            "PrefixShare", "offline_token_ratio", "slo_metrics", "slo_capacity"]
 
-#: Old names kept for one release: name -> (module, new name).
-_DEPRECATED = {"drain_time": ("slo", "cooldown_time")}
-
-
-def __getattr__(name):
-    """The deprecated names (``drain_time``, now :func:`cooldown_time`), each with a
-    ``DeprecationWarning`` naming the new one."""
-    import warnings
-    from importlib import import_module
-
-    if name in _DEPRECATED:
-        module, new = _DEPRECATED[name]
-        warnings.warn(f"queuetheory.capacity.{name} is deprecated: use "
-                      f"queuetheory.capacity.{new} (queuetheory.fluid.drain_time is the time "
-                      "a fluid backlog takes to drain)", DeprecationWarning, stacklevel=2)
-        return getattr(import_module(f".{module}", __name__), new)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: Old names kept for one release: name -> (a function giving the object, the new name, a
+#: remark) for :func:`queuetheory.errors.moved_names`.
+_DEPRECATED = {"drain_time": (lambda: cooldown_time, "queuetheory.capacity.cooldown_time",
+                              "queuetheory.fluid.drain_time is the time a fluid backlog takes "
+                              "to drain")}
+__getattr__ = _moved_names(__name__, _DEPRECATED)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,7 @@ from scipy import stats
 from .. import fluid
 from ..bounds.overflow import prop4_overflow_probability
 from ..engine import simulate
+from ..errors import moved_names
 from ..fluid.equilibrium import class_arrays
 from ..fluid.nested import _g
 from ..papers import ao2025 as paper
@@ -60,7 +61,7 @@ from ..stability import growth_rate
 from ..timing import LinearMemoryTime
 from ..workload import RequestClass, TimeVarying, Workload
 from ..workload.surrogates import lmsys_bin_rates
-from .base import Outcome, claim, moved_names
+from .base import Outcome, claim
 
 ENGINE = ('engine, first_token="decode" (a prompt holds l + k KV tokens at decode stage k, '
           "l′ decode iterations); iteration time d0 + d1·memory (model (1)), continuous time")
@@ -1298,5 +1299,6 @@ def _plot_nested(ax, agg, spread, rates, offered, policies):
 
 
 #: Names that moved to :mod:`queuetheory.papers.ao2025` (they warn until the next release).
-__getattr__ = moved_names(__name__, {n: (getattr(paper, n), f"queuetheory.papers.ao2025.{n}")
+__getattr__ = moved_names(__name__, {n: (partial(getattr, paper, n),
+                                         f"queuetheory.papers.ao2025.{n}")
                                      for n in paper.__all__})

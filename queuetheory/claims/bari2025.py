@@ -30,6 +30,7 @@ from ..bounds.rad_capacity import (
 )
 from ..capacity.slo_scan import slo_capacity, slo_metrics
 from ..engine import simulate
+from ..errors import moved_names
 from ..networks import DistServe
 from ..papers import bari2025 as paper
 from ..plotting import (
@@ -46,7 +47,7 @@ from ..policies.rad import RAD, SLAI, CycleScheduler, RequestLevel
 from ..stability import growth_rate, stability
 from ..timing import BatchLoad, GPUModel, TiledGPUTime
 from ..workload.rad import table1_decode_std_bound, table1_workload
-from .base import Outcome, claim, moved_names
+from .base import Outcome, claim
 
 TILED = ("Eq. 7 tiled batch-time model (the package's illustrative parameters); engine "
          'first_token="prefill" (Def. 1: the last prefill chunk emits the first token)')
@@ -747,5 +748,5 @@ def _slai_priority(quick: bool) -> Outcome:
 
 
 #: Names that moved to :mod:`queuetheory.papers.bari2025` (they warn until the next release).
-__getattr__ = moved_names(__name__, {"routed_work": (paper.routed_work,
+__getattr__ = moved_names(__name__, {"routed_work": (lambda: paper.routed_work,
                                                      "queuetheory.papers.bari2025.routed_work")})

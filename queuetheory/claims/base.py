@@ -277,18 +277,3 @@ def papers() -> dict[str, str]:
     """
     return dict(PAPERS)
 
-
-def moved_names(module: str, moved: dict[str, tuple[object, str]]):
-    """A module ``__getattr__`` for the names a ledger module handed to the room of their
-    question: ``moved`` maps an old name to ``(the object, the new dotted name)``; each
-    access warns (``DeprecationWarning``, naming the new one) until the next release."""
-    import warnings
-
-    def __getattr__(name):
-        if name in moved:
-            obj, new = moved[name]
-            warnings.warn(f"{module}.{name} is deprecated: use {new}", DeprecationWarning,
-                          stacklevel=2)
-            return obj
-        raise AttributeError(f"module {module!r} has no attribute {name!r}")
-    return __getattr__

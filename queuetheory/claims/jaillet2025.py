@@ -10,6 +10,8 @@ for Theorem 5.3, :func:`~queuetheory.papers.jaillet2025.admission_work` for Prop
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy import stats
 
@@ -20,6 +22,7 @@ from ..bounds.adversarial import (
 )
 from ..bounds.hindsight import hindsight_brute_force, hindsight_optimum
 from ..bounds.mcsf_search import identical_jobs_gap, smallest_alg1_counterexample
+from ..errors import moved_names
 from ..papers import jaillet2025 as paper
 from ..papers.jaillet2025 import MODEL_M as _MODEL_M
 from ..papers.jaillet2025 import PAPER_M as _PAPER_M
@@ -27,7 +30,7 @@ from ..plotting import bars, gantt, lines, series_style
 from ..policies.kvcache import kv_token_limit
 from ..rounds import CONVENTIONS, durations, mcsf_schedule
 from ..workload.surrogates import lmsys_length_sample
-from .base import Outcome, claim, moved_names
+from .base import Outcome, claim
 
 ROUNDS_IP = ('discrete rounds, App. B.1 ("ip" = first_token="prefill": a request holds '
              "s … s+o−1 KV tokens over o rounds), one batch per round")
@@ -378,5 +381,6 @@ def _section7_beta(quick: bool) -> Outcome:
 
 
 #: Names that moved to :mod:`queuetheory.papers.jaillet2025` (they warn until the next release).
-__getattr__ = moved_names(__name__, {n: (getattr(paper, n), f"queuetheory.papers.jaillet2025.{n}")
+__getattr__ = moved_names(__name__, {n: (functools.partial(getattr, paper, n),
+                                         f"queuetheory.papers.jaillet2025.{n}")
                                      for n in paper.__all__})

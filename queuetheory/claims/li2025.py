@@ -16,12 +16,13 @@ from scipy import stats
 from .. import policies
 from ..capacity.bounds import vllm_unit_time_rate
 from ..engine import simulate
+from ..errors import moved_names
 from ..papers import li2025 as paper
 from ..plotting import plot_paths
 from ..stability import growth_rate
 from ..timing import UnitTime
 from ..workload import RequestClass, Workload
-from .base import Outcome, claim, moved_names
+from .base import Outcome, claim
 
 ENGINE = ('engine, first_token="decode" (every output token takes a decode iteration), '
           "token budget b, batch time t_b = c + a·max(0, b′ − b0) (2.3)")
@@ -207,6 +208,7 @@ def _ft_unstable(quick: bool) -> Outcome:
 
 #: Old names (they warn until the next release).
 __getattr__ = moved_names(__name__, {
-    "llama_time": (paper.llama_time, "queuetheory.papers.li2025.llama_time"),
-    "vllm_unit_time_threshold": (vllm_unit_time_rate, "queuetheory.capacity.vllm_unit_time_rate"),
+    "llama_time": (lambda: paper.llama_time, "queuetheory.papers.li2025.llama_time"),
+    "vllm_unit_time_threshold": (lambda: vllm_unit_time_rate,
+                                 "queuetheory.capacity.vllm_unit_time_rate"),
 })

@@ -4,6 +4,7 @@ fluid model. The simulation claims of Theorem 1 and Fig. 1 live in :mod:`.li2025
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from fractions import Fraction
@@ -15,13 +16,14 @@ from scipy import stats
 from .. import policies
 from ..bounds import drift, token_rate, work_conserving
 from ..engine import simulate
+from ..errors import moved_names
 from ..fluid import engine as fluid
 from ..papers import li2025 as paper
 from ..plotting import bars, finish, lines, reference, reference_curve, series_style
 from ..stability import growth_rate
 from ..timing import PiecewiseLinearTime, UnitTime
 from ..workload import RequestClass, Workload
-from .base import Outcome, claim, moved_names
+from .base import Outcome, claim
 
 ENGINE = ('engine, first_token="decode" (every output token takes a decode iteration), '
           "token budget b, batch time t_b = c + a·max(0, b′ − b0) (2.3)")
@@ -476,5 +478,6 @@ def _plot_tradeoff(ax, rows):
 
 
 #: Names that moved to :mod:`queuetheory.papers.li2025` (they warn until the next release).
-__getattr__ = moved_names(__name__, {n: (getattr(paper, n), f"queuetheory.papers.li2025.{n}")
+__getattr__ = moved_names(__name__, {n: (functools.partial(getattr, paper, n),
+                                         f"queuetheory.papers.li2025.{n}")
                                      for n in ("classic_policies", "certificate_workload")})

@@ -48,13 +48,10 @@ from .vllm import VLLMV1  # noqa: E402
 
 __all__ += ["VLLMV1"]
 
+# the names that moved out of the schedulers (``DistServe``, ``simulate_nodes``,
+# ``slo_metrics``, ``slo_capacity``: :data:`queuetheory.policies.rad.MOVED`), each with a
+# ``DeprecationWarning`` naming the new one, until the next release
+from ..errors import moved_names as _moved_names  # noqa: E402
+from .rad import MOVED as _MOVED  # noqa: E402
 
-def __getattr__(name):
-    """The names that moved out of the schedulers (``DistServe``, ``simulate_nodes``,
-    ``slo_metrics``, ``slo_capacity``: :data:`queuetheory.policies.rad.MOVED`), each with a
-    ``DeprecationWarning`` naming the new one, until the next release."""
-    from . import rad
-
-    if name in rad.MOVED:
-        return rad.moved(name, __name__)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = _moved_names(__name__, _MOVED)

@@ -29,14 +29,15 @@ the bulk rule :mod:`~queuetheory.engine.kernels.future_peak_admission` (:meth:`M
 
 from __future__ import annotations
 
-import warnings
+import functools
 from fractions import Fraction
 
 import numpy as np
 
+from .. import rounds
 from ..engine import Batch
 from ..engine.kernels import future_peak_admission
-from ..errors import check_between, check_positive
+from ..errors import check_between, check_positive, moved_names
 from ..rounds import FuturePeak, admit, check_max_starts, check_on_fail
 from .base import Policy, decides_as_shipped, round_model
 
@@ -45,16 +46,9 @@ __all__ = ["MCSF", "FCFS", "AlphaProtection", "kv_token_limit"]
 #: Names that moved to :mod:`queuetheory.rounds` (the round model below both the schedulers
 #: and the bounds); importing them from here warns until the next release
 _MOVED = ("CONVENTIONS", "durations", "mcsf_schedule")
+__getattr__ = moved_names(__name__, {name: (functools.partial(getattr, rounds, name),
+                                            f"queuetheory.rounds.{name}") for name in _MOVED})
 
-
-def __getattr__(name):
-    if name in _MOVED:
-        from .. import rounds
-
-        warnings.warn(f"queuetheory.policies.kvcache.{name} moved to queuetheory.rounds.{name};"
-                      " the old name goes in the next release", DeprecationWarning, stacklevel=2)
-        return getattr(rounds, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 def kv_token_limit(params: float, layers: int, hidden: int, dtype_bytes: int, n_gpus: int,
                    gpu_bytes: float) -> Fraction:

@@ -20,7 +20,7 @@ more, so a request has ``L^D`` TBT gaps (the stop token counted). Chunk sizes ar
 
 from __future__ import annotations
 
-import warnings
+import functools
 from math import lcm
 
 import numpy as np
@@ -28,7 +28,7 @@ import pandas as pd
 
 from ..engine import Batch
 from ..engine.kernels import slo_slack
-from ..errors import check_positive
+from ..errors import check_positive, moved_names
 from .base import (
     Policy,
     check_budget,
@@ -734,30 +734,33 @@ class SLAI(Policy):
 
 
 # ---- moved: old names kept for one release -------------------------------------------------------
-#: name -> what to call instead (each warns until the next release).
+def _disaggregated(name: str):
+    """The object ``name`` of :mod:`queuetheory.networks.disaggregated`."""
+    # a deprecated upward import, listed in tests/test_layers.py's DEPRECATED
+    from ..networks import disaggregated
+
+    return getattr(disaggregated, name)
+
+
+def _slo_scan(name: str):
+    """The object ``name`` of :mod:`queuetheory.capacity.slo_scan`."""
+    # a deprecated upward import, listed in tests/test_layers.py's DEPRECATED
+    from ..capacity import slo_scan
+
+    return getattr(slo_scan, name)
+
+
+#: Names that moved out of the schedulers: name -> (a function giving the object, what to use
+#: instead), for :func:`queuetheory.errors.moved_names` (here and in :mod:`queuetheory.policies`).
 MOVED = {
-    "DistServe": "queuetheory.networks.DistServe",
-    "simulate_nodes": 'queuetheory.networks.simulate_fleet(trace, policy, time_model, r, '
-                      'router="random")',
-    "slo_metrics": "queuetheory.capacity.slo_metrics",
-    "slo_capacity": "queuetheory.capacity.slo_capacity",
+    "DistServe": (functools.partial(_disaggregated, "DistServe"),
+                  "queuetheory.networks.DistServe"),
+    "simulate_nodes": (functools.partial(_disaggregated, "_random_nodes"),
+                       'queuetheory.networks.simulate_fleet(trace, policy, time_model, r, '
+                       'router="random")'),
+    "slo_metrics": (functools.partial(_slo_scan, "slo_metrics"),
+                    "queuetheory.capacity.slo_metrics"),
+    "slo_capacity": (functools.partial(_slo_scan, "slo_capacity"),
+                     "queuetheory.capacity.slo_capacity"),
 }
-
-
-def moved(name: str, where: str = "queuetheory.policies.rad"):
-    """The object a moved name stands for, after a ``DeprecationWarning`` that names the new
-    one (attributed to the caller's caller: the user's line)."""
-    # deprecated upward imports, listed in tests/test_layers.py's DEPRECATED
-    if name in ("DistServe", "simulate_nodes"):
-        from ..networks import disaggregated as room
-    else:
-        from ..capacity import slo_scan as room
-    warnings.warn(f"{where}.{name} is deprecated and goes in the next release: use "
-                  f"{MOVED[name]}", DeprecationWarning, stacklevel=3)
-    return getattr(room, "_random_nodes" if name == "simulate_nodes" else name)
-
-
-def __getattr__(name):
-    if name in MOVED:
-        return moved(name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = moved_names(__name__, MOVED)
