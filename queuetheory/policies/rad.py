@@ -21,13 +21,14 @@ more, so a request has ``L^D`` TBT gaps (the stop token counted). Chunk sizes ar
 from __future__ import annotations
 
 import warnings
+from functools import partial
 from math import lcm
 
 import numpy as np
 import pandas as pd
 
 from ..engine import Batch
-from ..engine.kernels import slo_slack
+from ..engine.kernels import decode_priority, slo_slack
 from ..errors import check_positive
 from .base import (
     Policy,
@@ -41,6 +42,8 @@ from .base import (
 __all__ = ["RAD", "CycleScheduler", "RequestLevel", "SLAI", "PrefillOnly", "DecodeOnly"]
 
 _EMPTY = np.empty(0, dtype=np.int64)
+#: a token budget no batch reaches (request-level batching has none)
+_NO_BUDGET = 1 << 62
 
 
 def _check_tile(tile):
@@ -221,7 +224,10 @@ class CycleScheduler(_TiledPolicy):
 class RequestLevel(Policy):
     """Request-level batching (Alg. 3, FasterTransformer style, mode test fixed, I-3): up to
     ``batch_size`` waiting requests are prefilled whole in one batch, then decoded together
-    until all finish; arrivals wait."""
+    until all finish; arrivals wait.
+
+    With a token-count time model ``simulate`` runs it as the bulk rule ``decode_priority``
+    in request mode (:meth:`bulk`), with the records of the step-by-step engine."""
 
     no_token_budget = round_model("Bari, Hegde, de Veciana", "tile model")
 
@@ -234,6 +240,18 @@ class RequestLevel(Policy):
             return ("Bari, Hegde, de Veciana's model has no KV memory and this schedule has "
                     "no memory rule; run it with memory=None")
         return None
+
+    def bulk(self, engine):
+        """The rule ``decode_priority`` in request mode
+        (:func:`~queuetheory.engine.kernels.decode_priority`, FasterTransformer's cohorts)
+        with cohorts of ``batch_size`` and a token budget no batch reaches: the oldest
+        ``batch_size`` waiting requests prefilled whole in one batch once none decodes, then
+        every member decoded until all have finished, arrivals waiting — this policy's
+        decisions, batch for batch."""
+        if not decides_as_shipped(self):
+            return None
+        return partial(decode_priority, engine, mode="request", max_reqs=self.batch_size,
+                       budget=_NO_BUDGET)
 
     def _schedule(self, state):
         in_decode = state.in_decode
