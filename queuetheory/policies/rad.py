@@ -42,7 +42,8 @@ from .base import (
 __all__ = ["RAD", "CycleScheduler", "RequestLevel", "SLAI", "PrefillOnly", "DecodeOnly"]
 
 _EMPTY = np.empty(0, dtype=np.int64)
-#: a token budget no batch reaches (request-level batching has none)
+#: a token budget no batch reaches (request-level batching has none), a count no stretch
+#: reaches
 _NO_BUDGET = 1 << 62
 
 
@@ -90,35 +91,84 @@ class _TiledPolicy(Policy):
     def _reset(self):
         self._ric = 0
         self._cycles = []
+        self._dec = _EMPTY        # ids of the requests in decode, ascending (books)
+        self._partial = -1        # the id whose prefill this policy started and is under way
+        self._seen = 0            # every id below it has been seen in a state
 
-    @staticmethod
-    def _split(state):
-        """``D`` and ``P``: the positions in decode and the others, in arrival order."""
-        in_decode = state.in_decode
-        return in_decode.nonzero()[0], (~in_decode).nonzero()[0]
+    def _split(self, state):
+        """``D`` (the positions in decode, ascending), the position of the request whose
+        prefill is under way (``None``: none) and, when none is, the position of the oldest
+        waiting request (``None``: none waits); ``D`` is ``None`` while a prefill is under
+        way (it goes on whatever decodes).
 
-    def _continue_prefill(self, state, P):
-        """The one request of ``P`` whose prefill is under way, or None (prefills are never
-        interleaved with other work in RAD and Alg. 2). Only ``P``'s progress is read."""
-        if not P.size:
+        Kept as books, so that no column of the whole queue is read: a request enters
+        decode when the prefill this policy started ends (prefills are never interleaved
+        with other work, nothing is evicted: there is no memory limit), or arrives there
+        (a prompt of no tokens, or handed over prefilled, ``Engine.add(ready=...)``:
+        the new ids are the tail of the ascending ``state.rid``); it leaves when it
+        finishes (its id is no longer in the system)."""
+        rid, tab = state.rid, state._t
+        partial = self._partial
+        if partial >= 0:
+            if not tab.in_decode[partial]:
+                return None, int(rid.searchsorted(partial)), None
+            self._partial = -1                             # its last chunk ran
+            at = int(self._dec.searchsorted(partial))
+            self._dec = np.concatenate((self._dec[:at], [partial], self._dec[at:]))
+        dec = self._dec
+        if rid[-1] >= self._seen:
+            new = rid[int(rid.searchsorted(self._seen)):]
+            ready = tab.in_decode[new]
+            if ready.any():                                # younger than every id seen
+                dec = np.concatenate((dec, new[ready]))
+            self._seen = int(rid[-1]) + 1
+        pos = rid.searchsorted(dec)
+        there = rid.take(pos, mode="clip") == dec
+        if not there.all():                                # finished: left the system
+            dec, pos = dec[there], pos[there]
+        self._dec = dec
+        d = pos.size
+        if d >= rid.size:
+            return pos, None, None
+        if not d or pos[-1] == d - 1:                      # D is the oldest requests
+            return pos, None, d
+        gaps = (pos != np.arange(d)).nonzero()[0]
+        return pos, None, int(gaps[0]) if gaps.size else d   # the first not in D
+
+    def _continue_prefill(self, state, j):
+        """The next chunk of the request at position ``j`` whose prefill is under way, or
+        None (prefills are never interleaved with other work in RAD and Alg. 2)."""
+        if j is None:
             return None
-        partial = P[state._t.prefilled[state.rid[P]] > 0]
-        if partial.size == 0:
-            return None
-        j = partial[:1]
+        j = np.array([j])
         return Batch(j, np.minimum(self.t_lcm, state.remaining_prefill_of(j)))
 
-    def _start_prefill(self, state, P):
-        j = P[:1]
+    def _start_prefill(self, state, first):
+        """Start the prefill of the oldest waiting request (position ``first``)."""
+        j = np.array([first])
         r = state.rid[j]
         if self._ric == 0:
             self._cycles.append({"start": state.time, "pending": state.n, "rids": []})
         self._ric += 1
-        self._cycles[-1]["rids"].append(int(r[0]))
+        self._partial = int(r[0])
+        self._cycles[-1]["rids"].append(self._partial)
         return Batch(j, np.minimum(self.t_lcm, state._t.prompt[r]))
 
     def _full(self):
         return self.n is not None and self._ric >= self.n
+
+    def _chunks(self, batch):
+        """The promise after a batch of one prefill chunk (prefills run alone): a count no
+        stretch reaches, or ``False`` for a subclass that decides otherwise. The engine asks
+        only where the chunk left some of the prompt, so it was ``t_lcm`` tokens; while
+        nothing arrives the next call finds that prefill still under way and returns its
+        next chunk, ``t_lcm`` tokens again while more than that is left (the engine stops
+        before the last), and changes nothing: the books see no request enter or leave
+        decode, and the cycle count moves only when a prefill starts."""
+        return _NO_BUDGET if decides_as_shipped(self) and not batch.decode.size else False
+
+    def repeated(self, k, starts) -> None:
+        """A chunk stretch of ``k`` batches changed none of this policy's books."""
 
     def cycles(self, result) -> pd.DataFrame:
         """One row per cycle of the run: start, pending requests ``X[c]`` at its start,
@@ -154,18 +204,18 @@ class RAD(_TiledPolicy):
         self._last_decode = False
 
     def _schedule(self, state):
-        D, P = self._split(state)
-        batch = self._continue_prefill(state, P)
+        D, under_way, first = self._split(state)
+        batch = self._continue_prefill(state, under_way)
         if batch is not None:
             return batch
         if self._last_decode and D.size == 0 and (
-                not self.strict_cycles or self._full() or P.size == 0):
+                not self.strict_cycles or self._full() or first is None):
             self._ric = 0                                    # line 9: end of cycle
         self._last_decode = False
-        if D.size >= self.t_col or P.size == 0 or self._full():
+        if D.size >= self.t_col or first is None or self._full():
             self._last_decode = True
             return Batch(decode=D)
-        return self._start_prefill(state, P)
+        return self._start_prefill(state, first)
 
     def steady(self, state, batch):
         """A decode-only batch of RAD is line 4's ``Batch(decode=D)`` (an idle batch is never
@@ -173,7 +223,10 @@ class RAD(_TiledPolicy):
         started holds, with ``_last_decode`` set. While nothing arrives, nothing finishes and
         only ``D`` decodes, no request leaves or enters ``D`` or ``P``, none starts a prefill
         and the cycle count does not move: the same branch returns the same ``D`` (line 9's
-        cycle end needs ``D = ∅``), and ``_last_decode`` stays set."""
+        cycle end needs ``D = ∅``), and ``_last_decode`` stays set. After a prefill chunk,
+        the chunk stretch of :meth:`_chunks`."""
+        if batch.prefill.size:
+            return self._chunks(batch)
         return decides_as_shipped(self) and bool(batch.decode.size)
 
     def drains(self, state):
@@ -193,24 +246,27 @@ class CycleScheduler(_TiledPolicy):
         self._mode = "prefill"
 
     def _schedule(self, state):
-        D, P = self._split(state)
-        batch = self._continue_prefill(state, P)
+        D, under_way, first = self._split(state)
+        batch = self._continue_prefill(state, under_way)
         if batch is not None:
             return batch
         if self._mode == "prefill":
-            if P.size and not self._full():
-                return self._start_prefill(state, P)
+            if first is not None and not self._full():
+                return self._start_prefill(state, first)
             self._mode = "decode"
         if D.size:
             return Batch(decode=D[: self.t_col])
         self._mode, self._ric = "prefill", 0
-        return self._start_prefill(state, P)
+        return self._start_prefill(state, first)
 
     def steady(self, state, batch):
         """A decode-only batch is ``D[:t*_col]`` in decode mode (the call that returned it
         left ``_mode = "decode"``, and no prefill was under way). While nothing arrives,
         nothing finishes and only its members decode, ``D`` keeps its positions, no prefill
-        starts and the mode stays: the same ``t*_col`` oldest decodes, no state changed."""
+        starts and the mode stays: the same ``t*_col`` oldest decodes, no state changed.
+        After a prefill chunk, the chunk stretch of :meth:`_chunks`."""
+        if batch.prefill.size:
+            return self._chunks(batch)
         return decides_as_shipped(self) and bool(batch.decode.size)
 
     def drains(self, state):
