@@ -11,7 +11,9 @@ import pytest
 from test_fast_path import _same_records
 
 import queuetheory as qt
-from queuetheory.engine import Engine
+from queuetheory.engine import Engine, State, check_batch
+from queuetheory.engine.state import RequestTable
+from queuetheory.workload import Trace
 
 P = qt.policies
 TM = qt.AffineTokenTime(16.1e3, 57.8, 39.5)
@@ -150,3 +152,31 @@ def test_tiled_books_are_the_decode_set(make, first_token):
                                          first_token=first_token)
     chunked = slow.batches["prefill_tokens"] == pol.t_lcm
     assert chunked.any() and n_fast < n_slow
+
+
+@pytest.mark.parametrize("make", [lambda: P.RAD((8, 16, 8)), lambda: P.CycleScheduler((8, 16, 8))],
+                         ids=["rad", "cycle"])
+def test_tiled_books_go_on_with_prefills_begun_before(make):
+    """A state whose requests are part-way through their prompts at the first decision
+    (built by hand): the oldest of them goes on, chunk by chunk, then the next, then a new
+    prefill starts — as reading the whole queue would have it."""
+    table = RequestTable(True)
+    n = 5
+    table.append(Trace(np.zeros(n), np.array([40, 40, 40, 40, 40]), np.full(n, 5),
+                       np.zeros(n, int), np.full(n, 5), np.full(n, 5), np.zeros(n, int)))
+    table.set_progress(np.arange(n), np.array([40, 0, 10, 30, 0]), np.array([2, 0, 0, 0, 0]))
+    pol = make()
+    pol.reset(0)
+    order = []
+    for _ in range(8):
+        state = State(table, np.arange(n), 0.0, None, None)
+        batch = pol.schedule(state)
+        check_batch(state, batch, policy=pol, iteration=0, budget=None, memory=None,
+                    emit_first=True)
+        if not batch.prefill.size:
+            break
+        (j,), (c,) = batch.prefill, batch.chunk
+        order.append(int(j))
+        table.prefilled[j] += c
+        table.in_decode[j] = table.prefilled[j] >= table.prompt[j]
+    assert order[:4] == [2, 2, 3, 1]          # 30 tokens left: 16 + 14; then 10; then new

@@ -92,7 +92,8 @@ class _TiledPolicy(Policy):
         self._ric = 0
         self._cycles = []
         self._dec = _EMPTY        # ids of the requests in decode, ascending (books)
-        self._partial = -1        # the id whose prefill this policy started and is under way
+        self._partial = -1        # the id whose prefill is under way
+        self._parked = _EMPTY     # ids that arrived part-way through their prompt, ascending
         self._seen = 0            # every id below it has been seen in a state
 
     def _split(self, state):
@@ -102,11 +103,13 @@ class _TiledPolicy(Policy):
         way (it goes on whatever decodes).
 
         Kept as books, so that no column of the whole queue is read: a request enters
-        decode when the prefill this policy started ends (prefills are never interleaved
-        with other work, nothing is evicted: there is no memory limit), or arrives there
-        (a prompt of no tokens, or handed over prefilled, ``Engine.add(ready=...)``:
-        the new ids are the tail of the ascending ``state.rid``); it leaves when it
-        finishes (its id is no longer in the system)."""
+        decode when the prefill under way ends (prefills are never interleaved with other
+        work, nothing is evicted: there is no memory limit), or arrives there (a prompt of
+        no tokens, or handed over prefilled, ``Engine.add(ready=...)``: the new ids are the
+        tail of the ascending ``state.rid``); it leaves when it finishes (its id is no
+        longer in the system). One that arrives part-way through its prompt waits to go on
+        in arrival order once the prefill under way has ended, as the first part-way
+        request of the queue would."""
         rid, tab = state.rid, state._t
         partial = self._partial
         if partial >= 0:
@@ -121,7 +124,14 @@ class _TiledPolicy(Policy):
             ready = tab.in_decode[new]
             if ready.any():                                # younger than every id seen
                 dec = np.concatenate((dec, new[ready]))
+            begun = ~ready & (tab.prefilled[new] > 0)      # (a state built by hand)
+            if begun.any():
+                self._parked = np.concatenate((self._parked, new[begun]))
             self._seen = int(rid[-1]) + 1
+        if self._parked.size:                              # the oldest goes on first
+            self._dec, self._partial = dec, int(self._parked[0])
+            self._parked = self._parked[1:]
+            return None, int(rid.searchsorted(self._partial)), None
         pos = rid.searchsorted(dec)
         there = rid.take(pos, mode="clip") == dec
         if not there.all():                                # finished: left the system

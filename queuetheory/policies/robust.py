@@ -330,12 +330,16 @@ class AEll(_LowerBounds):
         self._running = np.empty(0, dtype=np.int64)
         self._seen = 0
 
-    def _enqueue(self, rid):
+    def _enqueue(self, rid, waits=None):
+        """Queue keys for ``rid`` at the back of the queue, in a random order; with the
+        books, those that wait (``waits``: a mask, default all) join the heap."""
         if rid.size:
             keys = self._tail + self.rng.permutation(rid.size)
             self._queue[rid] = keys
             self._tail += rid.size
             if self._fast:
+                if waits is not None:
+                    keys, rid = keys[waits], rid[waits]
                 for item in zip(keys.tolist(), rid.tolist(), strict=True):
                     heappush(self._heap, item)
 
@@ -403,9 +407,10 @@ class AEll(_LowerBounds):
         """The ids in the system (``state.rid``), the running jobs' ids (ascending) and
         their positions, after the books took in what changed since the last decision:
         new arrivals (the ids from ``_seen`` on, the tail of the ascending ``state.rid``)
-        join the queue; running jobs that finished (no longer in the system) leave. A job
-        runs from its admission (its whole prompt in that round) until it finishes or this
-        policy evicts it: exactly the jobs holding KV."""
+        join the queue (a key each, as the shared loop draws them) or, holding KV already
+        (handed over prefilled), run; running jobs that finished (no longer in the system)
+        leave. A job runs from its admission (its whole prompt in that round) until it
+        finishes or this policy evicts it: exactly the jobs holding KV."""
         rid = state.rid
         if rid.size and rid[-1] >= self._seen:
             new = rid[int(rid.searchsorted(self._seen)):]
@@ -414,7 +419,10 @@ class AEll(_LowerBounds):
                 self._lb = _grown(self._lb, top, 0)
                 self._queue = _grown(self._queue, top, -1.0)
             self._lb[new] = state._t.lo[new]
-            self._enqueue(new)
+            held = state._t.kv(new) > 0          # handed over running (Engine.add(ready=))
+            self._enqueue(new, ~held)
+            if held.any():                       # younger than every id seen
+                self._running = np.concatenate((self._running, new[held]))
             self._seen = top
         running = self._running
         pos = rid.searchsorted(running)
