@@ -63,6 +63,15 @@ def test_slai_with_memory_stops_mid_stretch_the_same(cut):
 
 
 TILE = (64, 128, 32)
+#: a time model that reads the context (not the token counts alone): no bulk rule runs, the
+#: engine steps and takes the promised stretches
+CONTEXT_TIME = qt.LinearMemoryTime(d0=16.1e-3, d1=2e-7)
+
+
+def _model(make_policy):
+    """RequestLevel runs as a bulk rule under a token-count model: its steady stretches are
+    tested under one that reads the context."""
+    return CONTEXT_TIME if isinstance(make_policy(), RequestLevel) else ANCHOR_TIME
 
 
 @pytest.mark.parametrize("make_policy", [
@@ -75,7 +84,7 @@ TILE = (64, 128, 32)
 ], ids=["rad", "rad-n", "rad-strict", "cycle", "cycle-small-tile", "request-level"])
 @pytest.mark.parametrize("rate", [1.0, 4.0], ids=["light", "heavy"])
 def test_tiled_schedulers_same_records_and_cycles(make_policy, rate):
-    res, (slow, fast) = _same_books(_workload(rate), make_policy, ANCHOR_TIME,
+    res, (slow, fast) = _same_books(_workload(rate), make_policy, _model(make_policy),
                                     n_requests=150, first_token="prefill")
     if hasattr(slow, "cycles"):
         pd.testing.assert_frame_equal(slow.cycles(res), fast.cycles(res))
@@ -87,7 +96,25 @@ def test_tiled_schedulers_same_records_and_cycles(make_policy, rate):
                                          lambda: RequestLevel(8)],
                          ids=["rad", "cycle", "request-level"])
 def test_tiled_schedulers_stop_mid_stretch_the_same(make_policy, cut):
-    _same_books(_workload(4.0), make_policy, ANCHOR_TIME, n_requests=400, **cut)
+    _same_books(_workload(4.0), make_policy, _model(make_policy), n_requests=400, **cut)
+
+
+@pytest.mark.parametrize("cut", [{}, {"horizon": 20.0}, {"max_iterations": 700}],
+                         ids=["drained", "horizon", "iteration-cap"])
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("batch_size", [1, 8, 64])
+def test_request_level_bulk_rule_same_records(batch_size, first_token, cut):
+    """Under a token-count model request-level batching runs as the rule ``decode_priority``
+    in request mode (FasterTransformer's cohorts, no token budget): no decision is asked,
+    and the records are those of stepping."""
+    res, n_slow, n_fast = _same_records(_workload(4.0), lambda: RequestLevel(batch_size),
+                                        ANCHOR_TIME, n_requests=400, first_token=first_token,
+                                        **cut)
+    assert n_fast == 0 < n_slow
+    batches = res.batches
+    cohort = batches["prefill_requests"].max()          # whole cohorts in one batch
+    assert cohort <= batch_size and (cohort > 1 or batch_size == 1)
+    assert (batches["prefill_requests"] * batches["decode_requests"] == 0).all()
 
 
 def test_a_subclass_that_decides_otherwise_steps():

@@ -20,14 +20,14 @@ more, so a request has ``L^D`` TBT gaps (the stop token counted). Chunk sizes ar
 
 from __future__ import annotations
 
-import functools
+from functools import partial
 from math import lcm
 
 import numpy as np
 import pandas as pd
 
 from ..engine import Batch
-from ..engine.kernels import slo_slack
+from ..engine.kernels import decode_priority, slo_slack
 from ..errors import check_positive, moved_names
 from .base import (
     Policy,
@@ -41,6 +41,9 @@ from .base import (
 __all__ = ["RAD", "CycleScheduler", "RequestLevel", "SLAI", "PrefillOnly", "DecodeOnly"]
 
 _EMPTY = np.empty(0, dtype=np.int64)
+#: a token budget no batch reaches (request-level batching has none), a count no stretch
+#: reaches
+_NO_BUDGET = 1 << 62
 
 
 def _check_tile(tile):
@@ -87,35 +90,94 @@ class _TiledPolicy(Policy):
     def _reset(self):
         self._ric = 0
         self._cycles = []
+        self._dec = _EMPTY        # ids of the requests in decode, ascending (books)
+        self._partial = -1        # the id whose prefill is under way
+        self._parked = _EMPTY     # ids that arrived part-way through their prompt, ascending
+        self._seen = 0            # every id below it has been seen in a state
 
-    @staticmethod
-    def _split(state):
-        """``D`` and ``P``: the positions in decode and the others, in arrival order."""
-        in_decode = state.in_decode
-        return in_decode.nonzero()[0], (~in_decode).nonzero()[0]
+    def _split(self, state):
+        """``D`` (the positions in decode, ascending), the position of the request whose
+        prefill is under way (``None``: none) and, when none is, the position of the oldest
+        waiting request (``None``: none waits); ``D`` is ``None`` while a prefill is under
+        way (it goes on whatever decodes).
 
-    def _continue_prefill(self, state, P):
-        """The one request of ``P`` whose prefill is under way, or None (prefills are never
-        interleaved with other work in RAD and Alg. 2). Only ``P``'s progress is read."""
-        if not P.size:
+        Kept as books, so that no column of the whole queue is read: a request enters
+        decode when the prefill under way ends (prefills are never interleaved with other
+        work, nothing is evicted: there is no memory limit), or arrives there (a prompt of
+        no tokens, or handed over prefilled, ``Engine.add(ready=...)``: the new ids are the
+        tail of the ascending ``state.rid``); it leaves when it finishes (its id is no
+        longer in the system). One that arrives part-way through its prompt waits to go on
+        in arrival order once the prefill under way has ended, as the first part-way
+        request of the queue would."""
+        rid, tab = state.rid, state._t
+        partial = self._partial
+        if partial >= 0:
+            if not tab.in_decode[partial]:
+                return None, int(rid.searchsorted(partial)), None
+            self._partial = -1                             # its last chunk ran
+            at = int(self._dec.searchsorted(partial))
+            self._dec = np.concatenate((self._dec[:at], [partial], self._dec[at:]))
+        dec = self._dec
+        if rid[-1] >= self._seen:
+            new = rid[int(rid.searchsorted(self._seen)):]
+            ready = tab.in_decode[new]
+            if ready.any():                                # younger than every id seen
+                dec = np.concatenate((dec, new[ready]))
+            begun = ~ready & (tab.prefilled[new] > 0)      # (a state built by hand)
+            if begun.any():
+                self._parked = np.concatenate((self._parked, new[begun]))
+            self._seen = int(rid[-1]) + 1
+        if self._parked.size:                              # the oldest goes on first
+            self._dec, self._partial = dec, int(self._parked[0])
+            self._parked = self._parked[1:]
+            return None, int(rid.searchsorted(self._partial)), None
+        pos = rid.searchsorted(dec)
+        there = rid.take(pos, mode="clip") == dec
+        if not there.all():                                # finished: left the system
+            dec, pos = dec[there], pos[there]
+        self._dec = dec
+        d = pos.size
+        if d >= rid.size:
+            return pos, None, None
+        if not d or pos[-1] == d - 1:                      # D is the oldest requests
+            return pos, None, d
+        gaps = (pos != np.arange(d)).nonzero()[0]
+        return pos, None, int(gaps[0]) if gaps.size else d   # the first not in D
+
+    def _continue_prefill(self, state, j):
+        """The next chunk of the request at position ``j`` whose prefill is under way, or
+        None (prefills are never interleaved with other work in RAD and Alg. 2)."""
+        if j is None:
             return None
-        partial = P[state._t.prefilled[state.rid[P]] > 0]
-        if partial.size == 0:
-            return None
-        j = partial[:1]
+        j = np.array([j])
         return Batch(j, np.minimum(self.t_lcm, state.remaining_prefill_of(j)))
 
-    def _start_prefill(self, state, P):
-        j = P[:1]
+    def _start_prefill(self, state, first):
+        """Start the prefill of the oldest waiting request (position ``first``)."""
+        j = np.array([first])
         r = state.rid[j]
         if self._ric == 0:
             self._cycles.append({"start": state.time, "pending": state.n, "rids": []})
         self._ric += 1
-        self._cycles[-1]["rids"].append(int(r[0]))
+        self._partial = int(r[0])
+        self._cycles[-1]["rids"].append(self._partial)
         return Batch(j, np.minimum(self.t_lcm, state._t.prompt[r]))
 
     def _full(self):
         return self.n is not None and self._ric >= self.n
+
+    def _chunks(self, batch):
+        """The promise after a batch of one prefill chunk (prefills run alone): a count no
+        stretch reaches, or ``False`` for a subclass that decides otherwise. The engine asks
+        only where the chunk left some of the prompt, so it was ``t_lcm`` tokens; while
+        nothing arrives the next call finds that prefill still under way and returns its
+        next chunk, ``t_lcm`` tokens again while more than that is left (the engine stops
+        before the last), and changes nothing: the books see no request enter or leave
+        decode, and the cycle count moves only when a prefill starts."""
+        return _NO_BUDGET if decides_as_shipped(self) and not batch.decode.size else False
+
+    def repeated(self, k, starts) -> None:
+        """A chunk stretch of ``k`` batches changed none of this policy's books."""
 
     def cycles(self, result) -> pd.DataFrame:
         """One row per cycle of the run: start, pending requests ``X[c]`` at its start,
@@ -169,18 +231,18 @@ class RAD(_TiledPolicy):
         self._last_decode = False
 
     def _schedule(self, state):
-        D, P = self._split(state)
-        batch = self._continue_prefill(state, P)
+        D, under_way, first = self._split(state)
+        batch = self._continue_prefill(state, under_way)
         if batch is not None:
             return batch
         if self._last_decode and D.size == 0 and (
-                not self.strict_cycles or self._full() or P.size == 0):
+                not self.strict_cycles or self._full() or first is None):
             self._ric = 0                                    # line 9: end of cycle
         self._last_decode = False
-        if D.size >= self.t_col or P.size == 0 or self._full():
+        if D.size >= self.t_col or first is None or self._full():
             self._last_decode = True
             return Batch(decode=D)
-        return self._start_prefill(state, P)
+        return self._start_prefill(state, first)
 
     def steady(self, state, batch):
         """A decode-only batch of RAD is line 4's ``Batch(decode=D)`` (an idle batch is never
@@ -188,7 +250,8 @@ class RAD(_TiledPolicy):
         started holds, with ``_last_decode`` set. While nothing arrives, nothing finishes and
         only ``D`` decodes, no request leaves or enters ``D`` or ``P``, none starts a prefill
         and the cycle count does not move: the same branch returns the same ``D`` (line 9's
-        cycle end needs ``D = ∅``), and ``_last_decode`` stays set.
+        cycle end needs ``D = ∅``), and ``_last_decode`` stays set. After a prefill chunk,
+        the chunk stretch of :meth:`_chunks`.
 
         Parameters
         ----------
@@ -199,10 +262,12 @@ class RAD(_TiledPolicy):
 
         Returns
         -------
-        bool
-            Whether the batch repeats (``True`` for a decode batch of this policy as
-            shipped).
+        bool or int
+            Whether the decode batch repeats (``True`` for a decode batch of this policy as
+            shipped); after a prefill chunk, how many more times the chunk repeats.
         """
+        if batch.prefill.size:
+            return self._chunks(batch)
         return decides_as_shipped(self) and bool(batch.decode.size)
 
     def drains(self, state):
@@ -250,24 +315,25 @@ class CycleScheduler(_TiledPolicy):
         self._mode = "prefill"
 
     def _schedule(self, state):
-        D, P = self._split(state)
-        batch = self._continue_prefill(state, P)
+        D, under_way, first = self._split(state)
+        batch = self._continue_prefill(state, under_way)
         if batch is not None:
             return batch
         if self._mode == "prefill":
-            if P.size and not self._full():
-                return self._start_prefill(state, P)
+            if first is not None and not self._full():
+                return self._start_prefill(state, first)
             self._mode = "decode"
         if D.size:
             return Batch(decode=D[: self.t_col])
         self._mode, self._ric = "prefill", 0
-        return self._start_prefill(state, P)
+        return self._start_prefill(state, first)
 
     def steady(self, state, batch):
         """A decode-only batch is ``D[:t*_col]`` in decode mode (the call that returned it
         left ``_mode = "decode"``, and no prefill was under way). While nothing arrives,
         nothing finishes and only its members decode, ``D`` keeps its positions, no prefill
         starts and the mode stays: the same ``t*_col`` oldest decodes, no state changed.
+        After a prefill chunk, the chunk stretch of :meth:`_chunks`.
 
         Parameters
         ----------
@@ -278,10 +344,12 @@ class CycleScheduler(_TiledPolicy):
 
         Returns
         -------
-        bool
-            Whether the batch repeats (``True`` for a decode batch of this policy as
-            shipped).
+        bool or int
+            Whether the decode batch repeats (``True`` for a decode batch of this policy as
+            shipped); after a prefill chunk, how many more times the chunk repeats.
         """
+        if batch.prefill.size:
+            return self._chunks(batch)
         return decides_as_shipped(self) and bool(batch.decode.size)
 
     def drains(self, state):
@@ -309,6 +377,9 @@ class RequestLevel(Policy):
     ``batch_size`` waiting requests are prefilled whole in one batch, then decoded together
     until all finish; arrivals wait.
 
+    With a token-count time model ``simulate`` runs it as the bulk rule ``decode_priority``
+    in request mode (:meth:`bulk`), with the records of the step-by-step engine.
+
     Parameters
     ----------
     batch_size : int
@@ -331,6 +402,29 @@ class RequestLevel(Policy):
             return ("Bari, Hegde, de Veciana's model has no KV memory and this schedule has "
                     "no memory rule; run it with memory=None")
         return None
+
+    def bulk(self, engine):
+        """The rule ``decode_priority`` in request mode
+        (:func:`~queuetheory.engine.kernels.decode_priority`, FasterTransformer's cohorts)
+        with cohorts of ``batch_size`` and a token budget no batch reaches: the oldest
+        ``batch_size`` waiting requests prefilled whole in one batch once none decodes, then
+        every member decoded until all have finished, arrivals waiting — this policy's
+        decisions, batch for batch.
+
+        Parameters
+        ----------
+        engine : Engine
+            The fresh engine of the run.
+
+        Returns
+        -------
+        callable or None
+            The runner, or ``None`` for a subclass that decides otherwise.
+        """
+        if not decides_as_shipped(self):
+            return None
+        return partial(decode_priority, engine, mode="request", max_reqs=self.batch_size,
+                       budget=_NO_BUDGET)
 
     def _schedule(self, state):
         in_decode = state.in_decode
@@ -753,14 +847,14 @@ def _slo_scan(name: str):
 #: Names that moved out of the schedulers: name -> (a function giving the object, what to use
 #: instead), for :func:`queuetheory.errors.moved_names` (here and in :mod:`queuetheory.policies`).
 MOVED = {
-    "DistServe": (functools.partial(_disaggregated, "DistServe"),
+    "DistServe": (partial(_disaggregated, "DistServe"),
                   "queuetheory.networks.DistServe"),
-    "simulate_nodes": (functools.partial(_disaggregated, "_random_nodes"),
+    "simulate_nodes": (partial(_disaggregated, "_random_nodes"),
                        'queuetheory.networks.simulate_fleet(trace, policy, time_model, r, '
                        'router="random")'),
-    "slo_metrics": (functools.partial(_slo_scan, "slo_metrics"),
+    "slo_metrics": (partial(_slo_scan, "slo_metrics"),
                     "queuetheory.capacity.slo_metrics"),
-    "slo_capacity": (functools.partial(_slo_scan, "slo_capacity"),
+    "slo_capacity": (partial(_slo_scan, "slo_capacity"),
                      "queuetheory.capacity.slo_capacity"),
 }
 __getattr__ = moved_names(__name__, MOVED)

@@ -27,6 +27,8 @@ the same random numbers.
 
 from __future__ import annotations
 
+from heapq import heappop, heappush
+
 import numpy as np
 
 from ..engine import Batch
@@ -338,13 +340,27 @@ class AEll(_LowerBounds):
         super()._reset()
         self._queue = np.empty(0)
         self._tail = 0.0
-        self._fast = decides_as_shipped(self)
+        self._fast = decides_as_shipped(self) and self.on_fail == "break"
         self._last = None         # the running jobs of a decode-only decision (steady)
+        # books of the decision (:meth:`_schedule`): the waiting jobs as a heap of
+        # (queue key, id), the running ones (holding KV) as ascending ids, every id below
+        # ``_seen`` seen in a state
+        self._heap: list = []
+        self._running = np.empty(0, dtype=np.int64)
+        self._seen = 0
 
-    def _enqueue(self, rid):
+    def _enqueue(self, rid, waits=None):
+        """Queue keys for ``rid`` at the back of the queue, in a random order; with the
+        books, those that wait (``waits``: a mask, default all) join the heap."""
         if rid.size:
-            self._queue[rid] = self._tail + self.rng.permutation(rid.size)
+            keys = self._tail + self.rng.permutation(rid.size)
+            self._queue[rid] = keys
             self._tail += rid.size
+            if self._fast:
+                if waits is not None:
+                    keys, rid = keys[waits], rid[waits]
+                for item in zip(keys.tolist(), rid.tolist(), strict=True):
+                    heappush(self._heap, item)
 
     def _see(self, state):
         super()._see(state)
@@ -365,43 +381,74 @@ class AEll(_LowerBounds):
 
     def _schedule(self, state):
         """The loop of :class:`_RoundPolicy` with what it reads cut to what the decision
-        needs (the same batch, the same draws): the queue is not sorted — admission stops
-        at the first candidate that fails, so the next one is the smallest key left
-        (:meth:`_admit`), and none is tried when the first one's prompt does not fit the
-        memory after this round — and the estimates are gathered for the running jobs and
-        the candidates tried alone. A subclass that changes a hook runs the shared loop."""
-        if not (self._fast and self.on_fail == "break"):
+        needs (the same batch, the same draws), kept as books so that no column of the
+        whole queue is read: the waiting jobs in a heap by queue key (admission stops at the
+        first candidate that fails, so the next one is the smallest key left,
+        :meth:`_admit`; none is tried when the first one's prompt does not fit the memory
+        after this round), the running jobs (:meth:`_books`), the estimates gathered for
+        them and the candidates tried alone. A subclass that changes a hook runs the shared
+        loop."""
+        if not self._fast:
             return super()._schedule(state)
-        rid = state.rid
-        self._see_new(rid, state)
-        started = state.started
-        running = started.nonzero()[0]
-        a = state.decoded[running]
-        lb = self._lb[rid[running]]
+        tab = state._t
+        rid, running, pos = self._books(state)
+        a = tab.decoded[running]
+        lb = self._lb[running]
         out = a >= lb
-        evict = running[out]
-        if evict.size:
-            self._lb[rid[evict]] = state.hi[evict]
-            self._enqueue(rid[evict])
+        evict = pos[:0]
+        if out.any():
+            gone = running[out]
+            evict = pos[out]
+            self._lb[gone] = tab.hi[gone]
+            self._enqueue(gone)
             keep = ~out
-            running, a, lb = running[keep], a[keep], lb[keep]
-            started = started.copy()
-            started[evict] = False
-        waiting = (~started).nonzero()[0]
-        kv = state.kv[running]
+            running, pos, a, lb = running[keep], pos[keep], a[keep], lb[keep]
+        kv = tab.kv(running)
         now = int(kv.sum()) + running.size                  # memory after this round
-        admit = waiting[:0]
+        admit = []
         blocked = True          # no candidate, or the first fails at this round and later
-        if waiting.size:
-            keys = self._queue[rid[waiting]]
-            head = int(keys.argmin())
-            if now + int(state.prompt[waiting[head]]) <= state.memory:
+        if self._heap:
+            head = self._heap[0][1]
+            if now + int(tab.prompt[head]) <= state.memory:
                 blocked = False
-                admit = self._admit(state, waiting, keys, running, kv, a, lb)
+                admit = self._admit(state, running, kv, a, lb)
             elif not running.size:
-                self._cannot_start(state, waiting[head])
-        self._last = (running, a, lb) if blocked and not evict.size else None
-        return Batch(admit, state.prompt[admit], running, evict)
+                self._cannot_start(state, int(rid.searchsorted(head)))
+        self._last = (pos, running, a, lb) if blocked and not evict.size else None
+        if admit:
+            new = np.array(admit, dtype=np.int64)
+            self._running = np.sort(np.concatenate((running, new)))
+            return Batch(rid.searchsorted(new), tab.prompt[new], pos, evict)
+        self._running = running
+        return Batch(pos[:0], pos[:0], pos, evict)
+
+    def _books(self, state):
+        """The ids in the system (``state.rid``), the running jobs' ids (ascending) and
+        their positions, after the books took in what changed since the last decision:
+        new arrivals (the ids from ``_seen`` on, the tail of the ascending ``state.rid``)
+        join the queue (a key each, as the shared loop draws them) or, holding KV already
+        (handed over prefilled), run; running jobs that finished (no longer in the system)
+        leave. A job runs from its admission (its whole prompt in that round) until it
+        finishes or this policy evicts it: exactly the jobs holding KV."""
+        rid = state.rid
+        if rid.size and rid[-1] >= self._seen:
+            new = rid[int(rid.searchsorted(self._seen)):]
+            top = int(rid[-1]) + 1
+            if top > min(self._queue.size, self._lb.size):
+                self._lb = _grown(self._lb, top, 0)
+                self._queue = _grown(self._queue, top, -1.0)
+            self._lb[new] = state._t.lo[new]
+            held = state._t.kv(new) > 0          # handed over running (Engine.add(ready=))
+            self._enqueue(new, ~held)
+            if held.any():                       # younger than every id seen
+                self._running = np.concatenate((self._running, new[held]))
+            self._seen = top
+        running = self._running
+        pos = rid.searchsorted(running)
+        there = rid.take(pos, mode="clip") == running if rid.size else pos < 0
+        if not there.all():
+            running, pos = running[there], pos[there]
+        return rid, running, pos
 
     def steady(self, state, batch):
         """A decode-only batch whose first candidate failed the memory test (``now`` plus
@@ -425,10 +472,10 @@ class AEll(_LowerBounds):
         last, self._last = self._last, None
         if last is None or batch.prefill.size or not batch.decode.size:
             return False
-        running, a, lb = last
-        if running.size != batch.decode.size:
+        pos, running, a, lb = last
+        if pos.size != batch.decode.size:
             return False
-        owed = state.output[running] - a                 # >= 2: none finishes in this batch
+        owed = state._t.output[running] - a              # >= 2: none finishes in this batch
         return bool((lb - a).min() >= owed.min())
 
     def drains(self, state):
@@ -445,49 +492,38 @@ class AEll(_LowerBounds):
         bool
             Whether every job decodes to its end without an eviction.
         """
-        return (self._fast and self.on_fail == "break" and state.n > 0
+        return (self._fast and state.n > 0
                 and not np.count_nonzero(self._lb[state.rid] < state.output)
                 and not np.count_nonzero(state.kv == 0))
 
-    def _admit(self, state, waiting, keys, running, kv, a, lb):
+    def _admit(self, state, running, kv, a, lb):
         """Admission in queue order (§5 #11), the future-peak check candidate by candidate:
-        the next in the queue is the smallest key left (``keys`` is the policy's own copy),
-        the rest of the queue sorted only when many are admitted."""
+        the next in the queue is the top of the heap, the rest of the queue sorted only
+        when many are admitted. Returns the admitted ids, in queue order."""
         # lb >= a + 1 for every job still running (the others were just evicted): §5 #5
         peak = FuturePeak(state.memory, 0, kv + 1, np.maximum(lb, a + 1) - a - 1)
-        prompt, rid, emit = state.prompt, state.rid, int(state.emit_first)
+        tab, heap, emit = state._t, self._heap, int(state.emit_first)
+        prompt, bound = tab.prompt, self._lb
         admit = []
-        for _ in range(min(16, keys.size)):
-            j = int(keys.argmin())
-            c = int(waiting[j])
-            m, e = int(prompt[c]), int(self._lb[rid[c]]) - emit
+        for _ in range(min(16, len(heap))):
+            c = heap[0][1]
+            m, e = int(prompt[c]), int(bound[c]) - emit
             if not peak.fits(m, e):
                 break
             peak.add(m, e)
             admit.append(c)
-            keys[j] = np.inf
+            heappop(heap)
         else:
-            if len(admit) < keys.size:          # 16 admitted: the rest in queue order
-                order = waiting[np.argsort(keys)[: keys.size - len(admit)]]
-                ok = peak.admit(prompt[order], self._lb[rid[order]] - emit, on_fail="break")
-                admit += order[ok].tolist()
+            if heap:                            # 16 admitted: the rest in queue order
+                rest = sorted(heap)
+                order = np.array([c for _, c in rest], dtype=np.int64)
+                taken = order[peak.admit(prompt[order], bound[order] - emit,
+                                         on_fail="break")]     # a prefix of the queue
+                admit += taken.tolist()
+                self._heap = rest[taken.size:]          # a sorted list is a heap
         if not admit and not running.size:
-            self._cannot_start(state, waiting[int(keys.argmin())])
-        return np.array(admit, dtype=np.int64)
-
-    def _see_new(self, rid, state):
-        """:meth:`_see` of both books at once: a request never queued is new to both (the
-        bound of one already seen is never 0 unless its ``lo`` is, which it keeps)."""
-        if not rid.size:
-            return
-        top = int(rid.max()) + 1
-        if top > min(self._queue.size, self._lb.size):
-            self._lb = _grown(self._lb, top, 0)
-            self._queue = _grown(self._queue, top, -1.0)
-        new = self._queue[rid] < 0
-        if new.any():
-            self._lb[rid[new]] = state.lo[new]
-            self._enqueue(rid[new])
+            self._cannot_start(state, int(state.rid.searchsorted(heap[0][1])))
+        return admit
 
 
 def _as_float(value) -> float:

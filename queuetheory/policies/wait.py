@@ -393,14 +393,56 @@ class FCFSRestart(Policy):
 
     no_token_budget = round_model("Ao et al.")
 
+    def _reset(self):
+        self._resident = _NONE    # the ids resident after the last decision (books)
+        self._seen = 0            # every id below it has been seen in a state
+        self._books = True        # False once a request arrived holding KV
+
     def _schedule(self, state):
+        r = self._residents(state)
+        if r is None:
+            return self._schedule_all(state)
+        rid, tab, n = state.rid, state._t, state.n
+        k = n
+        if state.memory is not None:
+            # the prefix sums of a window past the residents, the whole queue only when the
+            # window fits entirely (every need is at least one token)
+            w = min(n, r + 64)
+            held = tab.kv(rid[:r]) + 1
+            while True:
+                need = np.concatenate((held, tab.prompt[rid[r:w]])).cumsum()
+                if w == n or need[-1] > state.memory:
+                    break
+                w = n
+            k = int(need.searchsorted(state.memory, side="right"))
+        self._resident = rid[:k]
+        pre = np.arange(r, k)
+        evict = np.arange(k, r) if k < r else _NONE
+        return Batch(pre, tab.prompt[rid[r:k]], np.arange(min(k, r)), evict)
+
+    def _residents(self, state):
+        """How many requests are resident: the first ``r`` in arrival order, the residents
+        of the last decision still in the system (a resident leaves only by finishing, a
+        request becomes one only by this policy's admission, and arrivals join the end),
+        or ``None`` where the books cannot tell (a request arrived holding KV, handed over
+        prefilled: from then on every decision reads the whole queue)."""
+        rid = state.rid
+        if self._books and rid[-1] >= self._seen:
+            new = rid[int(rid.searchsorted(self._seen)):]
+            self._seen = int(rid[-1]) + 1
+            self._books = not state._t.prefilled[new].any()
+        if not self._books:
+            return None
+        held = self._resident
+        return int(np.count_nonzero(rid.take(rid.searchsorted(held), mode="clip") == held))
+
+    def _schedule_all(self, state):
+        """The decision from the whole queue's columns (residents need not be a prefix)."""
         kv, prompt, n = state.kv, state.prompt, state.n
         started = kv > 0
         resident = int(np.count_nonzero(started))
         k = n
         if state.memory is not None:
-            # the prefix sums of a window past the residents, the whole queue only when the
-            # window fits entirely (every need is at least one token)
             w = min(n, resident + 64)
             while True:
                 need = np.where(started[:w], kv[:w] + 1, prompt[:w]).cumsum()
@@ -420,7 +462,8 @@ class FCFSRestart(Policy):
         members decode, the prefix sum of next-iteration memory grows: the first waiting
         request (position ``k``), which did not fit, never fits, and the prefix is cut
         before ``k`` (an eviction) only once the members' memory after the batch exceeds
-        ``M``, which the engine's check stops before. The policy keeps no state.
+        ``M``, which the engine's check stops before. The policy's books (the residents)
+        see only finished members leave.
 
         Parameters
         ----------

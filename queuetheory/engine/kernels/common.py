@@ -330,10 +330,15 @@ def stamp_runs(engine, rid, first_time, last_time):
 
 def add_inner_gaps(engine, gaps, lo, hi, who):
     """The gaps inside runs: ``gaps[lo[i]:hi[i]]`` closed by request ``who[i]``'s tokens,
-    into ``tbt_max`` (its longest) and the TBT histogram. Runs sorted by ``lo`` keep
-    ``reduceat``'s spans between runs short."""
+    into ``tbt_max`` (its longest) and the TBT histogram. The runs are taken in the order
+    of ``lo``: then ``reduceat``'s spans between runs are disjoint and cover the gaps at
+    most once (taken by request, where requests start out of arrival order, a span may
+    cover most of the run, and the work grows with the square of the run's length)."""
     if not lo.size:
         return
+    if lo.size > 1 and (lo[1:] < lo[:-1]).any():
+        order = lo.argsort(kind="stable")
+        lo, hi, who = lo[order], hi[order], who[order]
     bounds = np.column_stack([lo, hi]).ravel()
     longest = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
     np.maximum.at(engine.table.tbt_max, who, longest)

@@ -62,11 +62,13 @@ def largest_gap(times, k, tau):
 
 
 # long: bulk kernel, one pass per iteration in plain ints: helper calls per iteration cost its speed
-def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None):  # noqa: C901
+def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None,  # noqa: C901
+                      budget=None):
     """Run the decision ``kind`` from a fresh engine at ``t`` up to the horizon ``stop`` or
     ``limit`` iterations; return the time reached. ``chunk=False``: only whole prompts enter
     a batch, except a first one longer than the room left (Orca without chunking);
-    ``max_reqs``: the policy's batch-size limit (``None``: none)."""
+    ``max_reqs``: the policy's batch-size limit (``None``: none); ``budget``: the batches'
+    token budget (``None``: the engine's)."""
     tab = engine.table
     n = tab.n
     arrival = tab.column("arrival").tolist()
@@ -74,7 +76,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None
     output = tab.column("output").tolist()
     cls_of = tab.column("cls").tolist()
     taus, new_tau = durations(engine.time_model)
-    b, e = engine.budget, tab.emit_first
+    b, e = engine.budget if budget is None else budget, tab.emit_first
     inf, nan = float("inf"), float("nan")
     M = engine.memory if engine.memory is not None else inf
     R = n + 1 if max_reqs is None else max_reqs

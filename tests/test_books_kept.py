@@ -1,0 +1,182 @@
+"""Schedulers that keep books instead of reading the whole queue at every decision (issue
+33): A_ℓ (a heap of waiting jobs by queue key, the running jobs' ids), FCFSRestart (the
+resident prefix), RAD and the cycle scheduler (the ids in decode, the prefill under way).
+At every decision of a run the books are checked against the whole queue's columns, as
+the decision read them before; and the records are those of stepping."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_fast_path import _same_records
+
+import queuetheory as qt
+from queuetheory.engine import Engine, State, check_batch
+from queuetheory.engine.state import RequestTable
+from queuetheory.workload import Trace
+
+P = qt.policies
+TM = qt.AffineTokenTime(16.1e3, 57.8, 39.5)
+
+
+def _workload(n=500, interval=False, seed=4, gap=2.0e4):
+    rng = np.random.default_rng(seed)
+    prompt, output = rng.integers(1, 700, n), rng.integers(1, 300, n)
+    arrival = np.cumsum(rng.exponential(gap, n))
+    if interval:
+        return qt.Workload.from_arrays(arrival, prompt, output, lo=np.maximum(1, output // 2),
+                                       hi=output + output // 2 + 1)
+    return qt.Workload.from_arrays(arrival, prompt, output)
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("interval", [False, True])
+@pytest.mark.parametrize("memory", [2000, 8000])
+def test_aell_books_are_the_queue(first_token, interval, memory):
+    """Before each decision the heap holds exactly the waiting jobs, in the order of their
+    queue keys, and the running ids are exactly the jobs holding KV."""
+    seen = []
+    pol = P.AEll()
+    decide = pol._schedule
+
+    def schedule(state):
+        if pol._seen:                            # books of the last decision, updated
+            rid, running, pos = pol._books(state)
+            started = state.kv > 0
+            np.testing.assert_array_equal(pos, started.nonzero()[0])
+            np.testing.assert_array_equal(running, rid[started])
+            waiting = rid[~started]
+            order = waiting[np.argsort(pol._queue[waiting], kind="stable")]
+            assert [c for _, c in sorted(pol._heap)] == order.tolist()
+            seen.append(len(pol._heap))
+        return decide(state)
+    pol._schedule = schedule
+    res = qt.simulate(_workload(interval=interval), pol, TM, memory=memory,
+                      first_token=first_token)
+    assert res.metrics["completed"] == 500 and max(seen) > 16     # a queue formed
+    _same_records(_workload(interval=interval), P.AEll, TM, memory=memory,
+                  first_token=first_token)
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("memory", [None, 2000, 8000])
+def test_fcfs_restart_residents_are_a_prefix(first_token, memory):
+    """The books' resident count is the number of requests holding KV, and they are the
+    first in arrival order, before every decision."""
+    pol = P.FCFSRestart()
+    decide = pol._schedule
+    counts = []
+
+    def schedule(state):
+        started = state.kv > 0
+        r = int(started.sum())
+        assert started[:r].all()
+        batch = decide(state)
+        counts.append(r)
+        return batch
+    pol._schedule = schedule
+    residents = pol._residents
+
+    def checked(state):
+        r = residents(state)
+        assert r == int(np.count_nonzero(state.kv > 0))
+        return r
+    pol._residents = checked
+    res = qt.simulate(_workload(), pol, TM, memory=memory, first_token=first_token)
+    assert res.metrics["completed"] == 500 and max(counts) > 1
+    if memory == 2000:
+        assert res.metrics["restarts"] > 0
+    _same_records(_workload(), P.FCFSRestart, TM, memory=memory, first_token=first_token)
+
+
+def test_fcfs_restart_reads_the_queue_once_a_request_arrives_with_kv():
+    """A request handed over prefilled (``Engine.add(ready=...)``) may hold KV out of
+    arrival order: from then on the decision reads the whole queue, as before."""
+    wl = _workload(n=40)
+    trace = wl.sample()
+    pol = P.FCFSRestart()
+    pol.reset()
+    eng = Engine(pol, TM, memory=4000)
+    eng.add(trace.head(20))
+    t = 0.0
+    for _ in range(5):
+        t += eng.step(t)[0]
+    assert pol._books
+    eng.add(trace.head(3), ready=np.full(3, t))
+    decide, chosen = pol._schedule, []
+    pol._schedule = lambda state: chosen.append(decide(state)) or chosen[-1]
+    for _ in range(30):
+        expected = pol._schedule_all(eng.state(t))
+        out = eng.step(t)
+        assert not pol._books
+        for field in ("prefill", "chunk", "decode", "evict"):
+            np.testing.assert_array_equal(getattr(chosen[-1], field),
+                                          getattr(expected, field))
+        if not isinstance(out, tuple):
+            break
+        t += out[0]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: P.RAD((64, 128, 32)),
+    lambda: P.RAD((64, 128, 32), n=5, strict_cycles=True),
+    lambda: P.CycleScheduler((64, 128, 32), n=12),
+    lambda: P.CycleScheduler((32, 16, 32)),
+], ids=["rad", "rad-strict", "cycle", "cycle-small-tile"])
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+def test_tiled_books_are_the_decode_set(make, first_token):
+    """Before each decision ``D`` of the books is the set of requests in decode, the
+    prefill under way the one request part-way through its prompt, the oldest waiting the
+    first other; and the prefill chunk stretches are taken (the same records)."""
+    pol = make()
+    decide = pol._schedule
+    checked = []
+
+    def schedule(state):
+        D, under_way, first = pol._split(state)
+        in_decode = state.in_decode
+        partial = ((state.prefilled > 0) & ~in_decode).nonzero()[0]
+        waiting = ((state.prefilled == 0) & ~in_decode).nonzero()[0]
+        if under_way is None:
+            np.testing.assert_array_equal(D, in_decode.nonzero()[0])
+            assert partial.size == 0
+            assert first == (waiting[0] if waiting.size else None)
+        else:
+            assert partial.tolist() == [under_way]
+        checked.append(under_way is None)
+        return decide(state)
+    pol._schedule = schedule
+    res = qt.simulate(_workload(gap=3.0e4), pol, TM, first_token=first_token)
+    assert res.metrics["completed"] == 500 and any(checked) and not all(checked)
+    slow, n_slow, n_fast = _same_records(_workload(gap=3.0e4), make, TM,
+                                         first_token=first_token)
+    chunked = slow.batches["prefill_tokens"] == pol.t_lcm
+    assert chunked.any() and n_fast < n_slow
+
+
+@pytest.mark.parametrize("make", [lambda: P.RAD((8, 16, 8)), lambda: P.CycleScheduler((8, 16, 8))],
+                         ids=["rad", "cycle"])
+def test_tiled_books_go_on_with_prefills_begun_before(make):
+    """A state whose requests are part-way through their prompts at the first decision
+    (built by hand): the oldest of them goes on, chunk by chunk, then the next, then a new
+    prefill starts — as reading the whole queue would have it."""
+    table = RequestTable(True)
+    n = 5
+    table.append(Trace(np.zeros(n), np.array([40, 40, 40, 40, 40]), np.full(n, 5),
+                       np.zeros(n, int), np.full(n, 5), np.full(n, 5), np.zeros(n, int)))
+    table.set_progress(np.arange(n), np.array([40, 0, 10, 30, 0]), np.array([2, 0, 0, 0, 0]))
+    pol = make()
+    pol.reset(0)
+    order = []
+    for _ in range(8):
+        state = State(table, np.arange(n), 0.0, None, None)
+        batch = pol.schedule(state)
+        check_batch(state, batch, policy=pol, iteration=0, budget=None, memory=None,
+                    emit_first=True)
+        if not batch.prefill.size:
+            break
+        (j,), (c,) = batch.prefill, batch.chunk
+        order.append(int(j))
+        table.prefilled[j] += c
+        table.in_decode[j] = table.prefilled[j] >= table.prompt[j]
+    assert order[:4] == [2, 2, 3, 1]          # 30 tokens left: 16 + 14; then 10; then new
