@@ -88,26 +88,41 @@ def _positions_ok(a: np.ndarray, n: int) -> bool:
 
 
 def _feasible_used(state, batch: Batch, budget, memory) -> int | None:
-    """The memory after a feasible batch without evictions, or None when in doubt.
+    """The memory after a feasible batch, or None when in doubt (:func:`_quick_check`)."""
+    quick = _quick_check(state, batch, budget, memory)
+    return None if quick is None else quick[0]
+
+
+def _quick_check(state, batch: Batch, budget, memory):
+    """The quick check of a batch, and what it read: ``(used, pre, dec, decoded, output)``
+    (the memory after the batch; the prefill and decode members' request ids; the decode
+    members' output tokens done before the batch and their output lengths), or None when
+    in doubt.
 
     Sound but incomplete: it accepts only batches :func:`check_batch` accepts (unique
     positions; a chunk ``1 <= c <= remaining`` puts a prefill member outside the decode part,
     so the two parts cannot overlap; a cached prefix only on a request with nothing
-    prefilled, the chunk within what it leaves), in a few array operations.
+    prefilled, the chunk within what it leaves; evicted requests that hold KV and are not
+    members, whose KV leaves the sum the engine keeps), in a few array operations on the
+    members alone (the state's columns gather every request in the system).
     """
     pre, chunk, d, cached = batch.prefill, batch.chunk, batch.decode, batch.cached
     n = state.n
-    if batch.evict.size or chunk.shape != pre.shape or (cached.size
-                                                         and cached.shape != pre.shape):
+    if chunk.shape != pre.shape or (cached.size and cached.shape != pre.shape):
         return None
     if not (_positions_ok(pre, n) and _positions_ok(d, n)):
         return None
-    # the members' fields straight from the table (the state's columns gather every request)
     tab, rid = state._t, state.rid
+    freed = 0
+    if batch.evict.size:
+        freed = _freed(tab, rid, batch.evict, pre, d, n)
+        if freed is None:
+            return None
     chunk_sum = credit = 0
+    pre_ids = rid[pre]
     if pre.size == 1:
         chunk_sum = int(chunk[0])
-        r = int(rid[pre[0]])
+        r = int(pre_ids[0])
         length = int(tab.prompt[r]) + (int(tab.recomputed[r]) if tab.recomputing else 0)
         prefilled = int(tab.prefilled[r])
         if cached.size:             # a cached prefix, credited to a request not yet begun
@@ -117,9 +132,8 @@ def _feasible_used(state, batch: Batch, budget, memory) -> int | None:
         if not 1 <= chunk_sum <= length - prefilled - credit:
             return None
     elif pre.size:
-        r = rid[pre]
-        prefilled = tab.prefilled[r]
-        rem = tab.prefill_length(r) - prefilled
+        prefilled = tab.prefilled[pre_ids]
+        rem = tab.prefill_length(pre_ids) - prefilled
         if cached.size:
             if np.count_nonzero(cached < 0) or np.count_nonzero((cached > 0) & (prefilled > 0)):
                 return None
@@ -128,17 +142,35 @@ def _feasible_used(state, batch: Batch, budget, memory) -> int | None:
         if np.count_nonzero(chunk < 1) or np.count_nonzero(chunk > rem):
             return None
         chunk_sum = int(chunk.sum())
+    dec = decoded = output = _EMPTY
     if d.size:
-        r = rid[d]
-        if (np.count_nonzero(tab.in_decode[r]) != d.size
-                or np.count_nonzero(tab.decoded[r] >= tab.output[r])):
+        dec = rid[d]
+        decoded, output = tab.decoded[dec], tab.output[dec]
+        if (np.count_nonzero(tab.in_decode[dec]) != d.size
+                or np.count_nonzero(decoded >= output)):
             return None
     if budget is not None and chunk_sum + d.size > budget:
         return None
-    used = state.memory_used + credit + chunk_sum + int(d.size)
+    used = state.memory_used - freed + credit + chunk_sum + int(d.size)
     if memory is not None and used > memory:
         return None
-    return used
+    return used, pre_ids, dec, decoded, output
+
+
+def _freed(tab, rid, evict, pre, d, n) -> int | None:
+    """The KV tokens the evicted positions ``evict`` hold, or None when in doubt: positions
+    out of range or twice, a request that holds none, or a member of the batch (its state
+    after the eviction is the complete check's to work out)."""
+    if not _positions_ok(evict, n):
+        return None
+    kv = tab.kv(rid[evict])
+    if np.count_nonzero(kv) != kv.size:
+        return None
+    mark = np.zeros(n, dtype=bool)
+    mark[evict] = True
+    if np.count_nonzero(mark[pre]) or np.count_nonzero(mark[d]):
+        return None
+    return int(kv.sum())
 
 
 def check_batch(state, batch: Batch, *, policy, iteration: int, budget, memory,
