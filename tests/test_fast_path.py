@@ -159,6 +159,25 @@ def test_engine_running_kv_total_equals_recomputed_kv(first_token):
     assert memory.max() == res.metrics["peak_memory"] <= 6000
 
 
+@pytest.mark.parametrize("emit_first", [False, True])
+@pytest.mark.parametrize("recomputing", [False, True])
+def test_one_requests_kv_in_plain_integers_is_the_tables(emit_first, recomputing):
+    from queuetheory.engine.state import RequestTable
+
+    rng = np.random.default_rng(3)
+    tab = RequestTable(emit_first, 64)
+    n = 50
+    tab.append(qt.Workload.from_arrays(np.arange(n, dtype=float), rng.integers(1, 90, n),
+                                       rng.integers(1, 40, n)).sample(n_requests=n))
+    tab.prefilled[:n] = rng.integers(0, 90, n)
+    tab.decoded[:n] = rng.integers(0, 40, n)
+    tab.recomputed[:n] = np.minimum(rng.integers(0, 30, n), tab.decoded[:n])
+    tab.recomputing = recomputing
+    kv = tab.kv(np.arange(n))
+    assert [tab.kv_of(r) for r in range(n)] == kv.tolist()
+    assert np.count_nonzero(kv == tab.prefilled[:n]) < n       # output tokens counted too
+
+
 def test_quick_batch_check_accepts_only_what_the_complete_check_accepts():
     from queuetheory.engine.batch import Batch, _check_every_rule, _feasible_used
     from queuetheory.errors import InfeasibleBatchError

@@ -110,7 +110,8 @@ def _quick_check(state, batch: Batch, budget, memory):
     n = state.n
     if chunk.shape != pre.shape or (cached.size and cached.shape != pre.shape):
         return None
-    if not (_positions_ok(pre, n) and _positions_ok(d, n)):
+    if not ((0 <= pre[0] < n) if pre.size == 1 else _positions_ok(pre, n)) or not (
+            _positions_ok(d, n)):
         return None
     tab, rid = state._t, state.rid
     freed = 0

@@ -478,7 +478,8 @@ class Engine:
         regular = gaps == shared
         count = np.count_nonzero(regular)
         if count:
-            self.tbt.add_shared(shared, count, None if self.tbt.single else tab.cls[rid[regular]])
+            self.tbt.add_shared(shared, count, None if self.tbt.single else tab.cls[
+                rid if count == rid.size else rid[regular]])
         if count < rid.size:
             first = np.isnan(gaps)
             tab.first_token[rid[first]] = end
