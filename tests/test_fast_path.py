@@ -159,6 +159,27 @@ def test_engine_running_kv_total_equals_recomputed_kv(first_token):
     assert memory.max() == res.metrics["peak_memory"] <= 6000
 
 
+@pytest.mark.parametrize("first_token", ["decode", "prefill"])
+def test_engine_kv_total_is_the_tables_at_every_decision(first_token):
+    """The sum the engine keeps batch by batch (decodes writing KV, prompts ending with
+    their first token, requests of one output token finishing with their prompt, several
+    prompts ending in one batch, evictions) is the table's at every decision."""
+    class Checked(Sarathi):
+        def _schedule(self, state):
+            assert state.memory_used == int(state.kv.sum())
+            return super()._schedule(state)
+
+    rng = np.random.default_rng(5)
+    n = 400
+    output = np.where(rng.random(n) < 0.2, 1, rng.integers(1, 300, n))
+    wl = qt.Workload.from_arrays(np.cumsum(rng.exponential(0.03, n)), rng.integers(1, 200, n),
+                                 output)
+    res = qt.simulate(wl, Checked(512), ANCHOR_TIME, memory=5000, first_token=first_token,
+                      fast_path=False)
+    assert res.metrics["restarts"] > 0 and res.metrics["completed"] == n
+    assert (res.batches["prefill_requests"] > 1).sum() > 10
+
+
 @pytest.mark.parametrize("emit_first", [False, True])
 @pytest.mark.parametrize("recomputing", [False, True])
 def test_one_requests_kv_in_plain_integers_is_the_tables(emit_first, recomputing):
@@ -174,7 +195,7 @@ def test_one_requests_kv_in_plain_integers_is_the_tables(emit_first, recomputing
     tab.recomputed[:n] = np.minimum(rng.integers(0, 30, n), tab.decoded[:n])
     tab.recomputing = recomputing
     kv = tab.kv(np.arange(n))
-    assert [tab.kv_of(r) for r in range(n)] == kv.tolist()
+    assert [tab._kv_of(r) for r in range(n)] == kv.tolist()
     assert np.count_nonzero(kv == tab.prefilled[:n]) < n       # output tokens counted too
 
 

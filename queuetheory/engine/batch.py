@@ -9,10 +9,11 @@ from ..errors import InfeasibleBatchError
 __all__ = ["Batch", "check_batch"]
 
 _EMPTY = np.empty(0, dtype=np.int64)
+_INT64 = _EMPTY.dtype                # the one native int64 dtype: compared by identity
 
 
 def _ints(x) -> np.ndarray:
-    if type(x) is np.ndarray and x.dtype == np.int64 and x.ndim == 1:
+    if type(x) is np.ndarray and x.dtype is _INT64 and x.ndim == 1:
         return x
     return np.asarray(x, dtype=np.int64).reshape(-1)
 

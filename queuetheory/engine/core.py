@@ -194,7 +194,7 @@ class Engine:
         if not tab.emit_first:
             grown = dec.size
         elif tab.recomputing:                # a decode writes back its previous token
-            grown = np.count_nonzero(decoded - tab.recomputed[dec] > 1)
+            grown = np.count_nonzero(before > tab.recomputed[dec])   # decoded - recomputed > 1
         else:
             grown = np.count_nonzero(before)     # decoded > 1
         self.kv_total += chunk_sum + grown
@@ -217,8 +217,9 @@ class Engine:
         the runner :meth:`_repeat` (decode-only: :meth:`Policy.drains`,
         :meth:`Policy.steady`) or :meth:`_repeat_chunk` (one prefill chunk beside the
         decodes: an integer :meth:`Policy.steady`)."""
-        live = self.live
-        if (live.size and np.count_nonzero(self.table.in_decode[live]) == live.size
+        live, in_decode = self.live, self.table.in_decode
+        prefilling = pre.size and not in_decode[pre[-1]]   # a member still in its prefill
+        if (live.size and not prefilling and np.count_nonzero(in_decode[live]) == live.size
                 and self.policy.drains(self.state(end))):
             if self.budget is not None and live.size > self.budget:
                 raise InfeasibleBatchError(self.policy, self.iteration, "2.5d",
@@ -431,7 +432,7 @@ class Engine:
     def _leave(self, finished, end):
         """Stamp the sorted ids ``finished`` finished at ``end`` and remove them."""
         tab = self.table
-        self.kv_total -= tab.kv_of(int(finished[0])) if finished.size == 1 else int(
+        self.kv_total -= tab._kv_of(int(finished[0])) if finished.size == 1 else int(
             tab.kv(finished).sum())
         tab.finish[finished] = end
         self._drop(finished)
@@ -482,9 +483,11 @@ class Engine:
                 rid if count == rid.size else rid[regular]])
         if count < rid.size:
             first = np.isnan(gaps)
-            tab.first_token[rid[first]] = end
-            other = ~(first | regular)
-            if np.count_nonzero(other):
+            firsts = np.count_nonzero(first)
+            if firsts:
+                tab.first_token[rid[first]] = end
+            if count + firsts < rid.size:
+                other = ~(first | regular)
                 self.tbt.add(tab.cls[rid[other]], gaps[other])
         tab.last_token[rid] = end
 

@@ -93,18 +93,8 @@ class RequestTable:
             return self.prefilled[rid] + self.decoded[rid]
         return self.prefilled[rid] + np.maximum(self.decoded[rid] - self.emit_first, 0)
 
-    def kv_of(self, r: int) -> int:
-        """:meth:`kv` of the one request ``r``, in plain integers.
-
-        Parameters
-        ----------
-        r : a request id
-
-        Returns
-        -------
-        int
-            Its resident KV tokens.
-        """
+    def _kv_of(self, r: int) -> int:
+        """:meth:`kv` of the one request ``r``, in plain integers."""
         decoded = int(self.decoded[r]) - self.emit_first
         if self.recomputing:
             decoded -= int(self.recomputed[r])
