@@ -473,22 +473,27 @@ class Engine:
         """Time stamps of the tokens ``rid`` emit at ``end``: first tokens, and the gaps
         since each request's previous token (TBT)."""
         tab = self.table
-        gaps = end - tab.last_token[rid]        # NaN for a first token
+        last = tab.last_token[rid]              # NaN before a first token
         shared = end - t                        # the gap of each request that emitted at t
-        tab.tbt_max[rid] = np.fmax(tab.tbt_max[rid], gaps)
-        regular = gaps == shared
+        regular = last == t
         count = np.count_nonzero(regular)
+        if count and count == rid.size:         # every gap is the shared one
+            tab.tbt_max[rid] = np.fmax(tab.tbt_max[rid], shared)
+            self.tbt.add_shared(shared, count, None if self.tbt.single else tab.cls[rid])
+            tab.last_token[rid] = end
+            return
+        gaps = end - last
+        tab.tbt_max[rid] = np.fmax(tab.tbt_max[rid], gaps)
         if count:
             self.tbt.add_shared(shared, count, None if self.tbt.single else tab.cls[
-                rid if count == rid.size else rid[regular]])
-        if count < rid.size:
-            first = np.isnan(gaps)
-            firsts = np.count_nonzero(first)
-            if firsts:
-                tab.first_token[rid[first]] = end
-            if count + firsts < rid.size:
-                other = ~(first | regular)
-                self.tbt.add(tab.cls[rid[other]], gaps[other])
+                rid[regular]])
+        first = np.isnan(gaps)
+        firsts = np.count_nonzero(first)
+        if firsts:
+            tab.first_token[rid[first]] = end
+        if count + firsts < rid.size:           # (a gap that rounds to the shared one too)
+            other = ~(first | regular)
+            self.tbt.add(tab.cls[rid[other]], gaps[other])
         tab.last_token[rid] = end
 
     def _repeat(self, dec, through, limit, books, t, until, most):
