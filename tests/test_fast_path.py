@@ -210,7 +210,7 @@ def test_quick_batch_check_accepts_only_what_the_complete_check_accepts():
     state = State(res.table, res.live, 1.0, 512, None,
                   kv_total=int(res.table.kv(res.live).sum()))
     rng, erng = np.random.default_rng(7), np.random.default_rng(8)
-    accepted = refused = unsorted = credited = evicting = 0
+    accepted = refused = unsorted = credited = evicting = again = 0
     for _ in range(4000):
         pre = rng.choice(state.n + 2, rng.integers(0, 4), replace=bool(rng.random() < 0.1)) - 1
         dec = rng.choice(state.n + 2, rng.integers(0, state.n), replace=False) - 1
@@ -228,16 +228,20 @@ def test_quick_batch_check_accepts_only_what_the_complete_check_accepts():
         if not cached.size and erng.random() < 0.4:   # evictions: mostly of requests
             holding = np.flatnonzero(state.kv > 0) if erng.random() < 0.8 else np.arange(-1, 3)
             evict = erng.choice(holding, erng.integers(1, 4), replace=erng.random() < 0.1)
-            if erng.random() < 0.8:                     # holding KV, not members
+            if erng.random() < 0.7:                     # holding KV, not members
                 keep = ~np.isin(pre, evict)
                 pre, chunk, dec = pre[keep], chunk[keep], dec[~np.isin(dec, evict)]
+            elif erng.random() < 0.8:           # a prefill member evicted first: anew
+                pre, dec = np.union1d(pre, evict[:1]), dec[~np.isin(dec, evict)]
+                chunk = erng.integers(0, 80, pre.size)
         batch = Batch(pre, chunk, dec, evict, cached=cached)
         budget, memory = rng.choice([None, 512, 200]), rng.choice([None, 20000, 10**6])
-        quick = _feasible_used(state, batch, budget, memory)
+        recompute = bool(erng.random() < 0.5)
+        quick = _feasible_used(state, batch, budget, memory,
+                               None if erng.random() < 0.2 else recompute)
         try:
             full = _check_every_rule(state, batch, policy=None, iteration=0, budget=budget,
-                                     memory=memory, emit_first=True,
-                                     recompute=bool(rng.random() < 0.5))
+                                     memory=memory, emit_first=True, recompute=recompute)
         except InfeasibleBatchError:
             full = None
         assert quick is None or quick == full
@@ -245,10 +249,11 @@ def test_quick_batch_check_accepts_only_what_the_complete_check_accepts():
         refused += full is None
         credited += quick is not None and bool(np.count_nonzero(cached))
         evicting += quick is not None and bool(evict.size)
+        again += quick is not None and bool(np.isin(pre, evict).any())   # prefilled anew
         # positions in another order (a policy listing its classes one after another)
         unsorted += quick is not None and bool(np.count_nonzero(np.diff(dec) < 0))
     assert accepted > 100 and refused > 100 and unsorted > 10 and credited > 30
-    assert evicting > 15
+    assert evicting > 15 and again > 5
 
 
 @pytest.mark.parametrize("n_classes", [1, 3])

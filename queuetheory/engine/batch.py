@@ -88,13 +88,13 @@ def _positions_ok(a: np.ndarray, n: int) -> bool:
     return a[0] >= 0 and a[-1] < n
 
 
-def _feasible_used(state, batch: Batch, budget, memory) -> int | None:
+def _feasible_used(state, batch: Batch, budget, memory, recompute=None) -> int | None:
     """The memory after a feasible batch, or None when in doubt (:func:`_quick_check`)."""
-    quick = _quick_check(state, batch, budget, memory)
+    quick = _quick_check(state, batch, budget, memory, recompute)
     return None if quick is None else quick[0]
 
 
-def _quick_check(state, batch: Batch, budget, memory):
+def _quick_check(state, batch: Batch, budget, memory, recompute=None):
     """The quick check of a batch, and what it read: ``(used, pre, dec, decoded, output)``
     (the memory after the batch; the prefill and decode members' request ids; the decode
     members' output tokens done before the batch and their output lengths), or None when
@@ -104,8 +104,10 @@ def _quick_check(state, batch: Batch, budget, memory):
     positions; a chunk ``1 <= c <= remaining`` puts a prefill member outside the decode part,
     so the two parts cannot overlap; a cached prefix only on a request with nothing
     prefilled, the chunk within what it leaves; evicted requests that hold KV and are not
-    members, whose KV leaves the sum the engine keeps), in a few array operations on the
-    members alone (the state's columns gather every request in the system).
+    decode members, whose KV leaves the sum the engine keeps, and which start their prefill
+    again where they are prefill members — prompt, plus their output with ``recompute``,
+    or in doubt when it is ``None``), in a few array operations on the members alone (the
+    state's columns gather every request in the system).
     """
     pre, chunk, d, cached = batch.prefill, batch.chunk, batch.decode, batch.cached
     n = state.n
@@ -115,18 +117,22 @@ def _quick_check(state, batch: Batch, budget, memory):
             _positions_ok(d, n)):
         return None
     tab, rid = state._t, state.rid
-    freed = 0
+    freed, again = 0, None               # again: the prefill members evicted first
     if batch.evict.size:
-        freed = _freed(tab, rid, batch.evict, pre, d, n)
-        if freed is None:
+        evicted = _freed(tab, rid, batch.evict, pre, d, n, recompute)
+        if evicted is None:
             return None
+        freed, again = evicted
     chunk_sum = credit = 0
     pre_ids = rid[pre]
     if pre.size == 1:
         chunk_sum = int(chunk[0])
         r = int(pre_ids[0])
-        length = int(tab.prompt[r]) + (int(tab.recomputed[r]) if tab.recomputing else 0)
-        prefilled = int(tab.prefilled[r])
+        if again is None:
+            length = int(tab.prompt[r]) + (int(tab.recomputed[r]) if tab.recomputing else 0)
+            prefilled = int(tab.prefilled[r])
+        else:
+            length, prefilled = int(tab.prompt[r]) + (int(tab.decoded[r]) if recompute else 0), 0
         if cached.size:             # a cached prefix, credited to a request not yet begun
             credit = int(cached[0])
             if credit < 0 or (credit and prefilled):
@@ -134,8 +140,12 @@ def _quick_check(state, batch: Batch, budget, memory):
         if not 1 <= chunk_sum <= length - prefilled - credit:
             return None
     elif pre.size:
-        prefilled = tab.prefilled[pre_ids]
-        rem = tab.prefill_length(pre_ids) - prefilled
+        prefilled, length = tab.prefilled[pre_ids], tab.prefill_length(pre_ids)
+        if again is not None:
+            prefilled = np.where(again, 0, prefilled)
+            length = np.where(again, tab.prompt[pre_ids] + (tab.decoded[pre_ids] if recompute
+                                                            else 0), length)
+        rem = length - prefilled
         if cached.size:
             if np.count_nonzero(cached < 0) or np.count_nonzero((cached > 0) & (prefilled > 0)):
                 return None
@@ -159,10 +169,11 @@ def _quick_check(state, batch: Batch, budget, memory):
     return used, pre_ids, dec, decoded, output
 
 
-def _freed(tab, rid, evict, pre, d, n) -> int | None:
-    """The KV tokens the evicted positions ``evict`` hold, or None when in doubt: positions
-    out of range or twice, a request that holds none, or a member of the batch (its state
-    after the eviction is the complete check's to work out)."""
+def _freed(tab, rid, evict, pre, d, n, recompute):
+    """``(freed, again)``: the KV tokens the evicted positions ``evict`` hold, and which
+    prefill members they are (None: none), or None when in doubt: positions out of range or
+    twice, a request that holds none, a decode member, a prefill member without knowing
+    what an eviction keeps (``recompute`` None)."""
     if not _positions_ok(evict, n):
         return None
     kv = tab.kv(rid[evict])
@@ -170,9 +181,10 @@ def _freed(tab, rid, evict, pre, d, n) -> int | None:
         return None
     mark = np.zeros(n, dtype=bool)
     mark[evict] = True
-    if np.count_nonzero(mark[pre]) or np.count_nonzero(mark[d]):
+    again = mark[pre]
+    if np.count_nonzero(mark[d]) or (recompute is None and np.count_nonzero(again)):
         return None
-    return int(kv.sum())
+    return int(kv.sum()), again if np.count_nonzero(again) else None
 
 
 def check_batch(state, batch: Batch, *, policy, iteration: int, budget, memory,

@@ -152,7 +152,8 @@ class Engine:
         if not isinstance(batch, Batch):
             raise TypeError(f"{self.policy!r}.schedule returned {type(batch).__name__}, not Batch")
         # check_batch, keeping what its quick check read (the members' ids and counts)
-        quick = _quick_check(state, batch, self.budget, self.memory)
+        quick = _quick_check(state, batch, self.budget, self.memory,
+                             self.preemption == "recompute")
         if quick is None:
             used = _check_every_rule(state, batch, policy=self.policy, iteration=self.iteration,
                                      budget=self.budget, memory=self.memory,
