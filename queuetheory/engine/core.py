@@ -160,7 +160,7 @@ class Engine:
                                      emit_first=bool(self.table.emit_first),
                                      recompute=self.preemption == "recompute")
             pre, dec, seen = state.rid[batch.prefill], state.rid[batch.decode], None
-        else:                                # evicted requests are not members there
+        else:                                # evicted requests are no decode members there
             used, pre, dec, seen = quick[0], quick[1], quick[2], quick[3:]
         if batch.evict.size:
             self._evict(state.rid[batch.evict])
