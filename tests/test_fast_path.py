@@ -159,6 +159,46 @@ def test_engine_running_kv_total_equals_recomputed_kv(first_token):
     assert memory.max() == res.metrics["peak_memory"] <= 6000
 
 
+@pytest.mark.parametrize("first_token", ["decode", "prefill"])
+def test_engine_kv_total_is_the_tables_at_every_decision(first_token):
+    """The sum the engine keeps batch by batch (decodes writing KV, prompts ending with
+    their first token, requests of one output token finishing with their prompt, several
+    prompts ending in one batch, evictions) is the table's at every decision."""
+    class Checked(Sarathi):
+        def _schedule(self, state):
+            assert state.memory_used == int(state.kv.sum())
+            return super()._schedule(state)
+
+    rng = np.random.default_rng(5)
+    n = 400
+    output = np.where(rng.random(n) < 0.2, 1, rng.integers(1, 300, n))
+    wl = qt.Workload.from_arrays(np.cumsum(rng.exponential(0.03, n)), rng.integers(1, 200, n),
+                                 output)
+    res = qt.simulate(wl, Checked(512), ANCHOR_TIME, memory=5000, first_token=first_token,
+                      fast_path=False)
+    assert res.metrics["restarts"] > 0 and res.metrics["completed"] == n
+    assert (res.batches["prefill_requests"] > 1).sum() > 10
+
+
+@pytest.mark.parametrize("emit_first", [False, True])
+@pytest.mark.parametrize("recomputing", [False, True])
+def test_one_requests_kv_in_plain_integers_is_the_tables(emit_first, recomputing):
+    from queuetheory.engine.state import RequestTable
+
+    rng = np.random.default_rng(3)
+    tab = RequestTable(emit_first, 64)
+    n = 50
+    tab.append(qt.Workload.from_arrays(np.arange(n, dtype=float), rng.integers(1, 90, n),
+                                       rng.integers(1, 40, n)).sample(n_requests=n))
+    tab.prefilled[:n] = rng.integers(0, 90, n)
+    tab.decoded[:n] = rng.integers(0, 40, n)
+    tab.recomputed[:n] = np.minimum(rng.integers(0, 30, n), tab.decoded[:n])
+    tab.recomputing = recomputing
+    kv = tab.kv(np.arange(n))
+    assert [tab._kv_of(r) for r in range(n)] == kv.tolist()
+    assert np.count_nonzero(kv == tab.prefilled[:n]) < n       # output tokens counted too
+
+
 def test_quick_batch_check_accepts_only_what_the_complete_check_accepts():
     from queuetheory.engine.batch import Batch, _check_every_rule, _feasible_used
     from queuetheory.errors import InfeasibleBatchError
@@ -169,8 +209,8 @@ def test_quick_batch_check_accepts_only_what_the_complete_check_accepts():
     res.table.set_progress(res.live[-7:-6], 5, 0)  # and one part-way: it may not
     state = State(res.table, res.live, 1.0, 512, None,
                   kv_total=int(res.table.kv(res.live).sum()))
-    rng = np.random.default_rng(7)
-    accepted = refused = unsorted = credited = 0
+    rng, erng = np.random.default_rng(7), np.random.default_rng(8)
+    accepted = refused = unsorted = credited = evicting = again = 0
     for _ in range(4000):
         pre = rng.choice(state.n + 2, rng.integers(0, 4), replace=bool(rng.random() < 0.1)) - 1
         dec = rng.choice(state.n + 2, rng.integers(0, state.n), replace=False) - 1
@@ -184,21 +224,36 @@ def test_quick_batch_check_accepts_only_what_the_complete_check_accepts():
             chunk = rng.integers(0, 80, pre.size)
             dec = dec[dec < state.n - 8]
             cached = rng.integers(-1, 60, pre.size + int(rng.random() < 0.05))
-        batch = Batch(pre, chunk, dec, cached=cached)
+        evict = np.empty(0, np.int64)
+        if not cached.size and erng.random() < 0.4:   # evictions: mostly of requests
+            holding = np.flatnonzero(state.kv > 0) if erng.random() < 0.8 else np.arange(-1, 3)
+            evict = erng.choice(holding, erng.integers(1, 4), replace=erng.random() < 0.1)
+            if erng.random() < 0.7:                     # holding KV, not members
+                keep = ~np.isin(pre, evict)
+                pre, chunk, dec = pre[keep], chunk[keep], dec[~np.isin(dec, evict)]
+            elif erng.random() < 0.8:           # a prefill member evicted first: anew
+                pre, dec = np.union1d(pre, evict[:1]), dec[~np.isin(dec, evict)]
+                chunk = erng.integers(0, 80, pre.size)
+        batch = Batch(pre, chunk, dec, evict, cached=cached)
         budget, memory = rng.choice([None, 512, 200]), rng.choice([None, 20000, 10**6])
-        quick = _feasible_used(state, batch, budget, memory)
+        recompute = bool(erng.random() < 0.5)
+        quick = _feasible_used(state, batch, budget, memory,
+                               None if erng.random() < 0.2 else recompute)
         try:
             full = _check_every_rule(state, batch, policy=None, iteration=0, budget=budget,
-                                     memory=memory, emit_first=False)
+                                     memory=memory, emit_first=True, recompute=recompute)
         except InfeasibleBatchError:
             full = None
         assert quick is None or quick == full
         accepted += quick is not None
         refused += full is None
         credited += quick is not None and bool(np.count_nonzero(cached))
+        evicting += quick is not None and bool(evict.size)
+        again += quick is not None and bool(np.isin(pre, evict).any())   # prefilled anew
         # positions in another order (a policy listing its classes one after another)
         unsorted += quick is not None and bool(np.count_nonzero(np.diff(dec) < 0))
     assert accepted > 100 and refused > 100 and unsorted > 10 and credited > 30
+    assert evicting > 15 and again > 5
 
 
 @pytest.mark.parametrize("n_classes", [1, 3])

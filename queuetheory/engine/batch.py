@@ -9,10 +9,11 @@ from ..errors import InfeasibleBatchError
 __all__ = ["Batch", "check_batch"]
 
 _EMPTY = np.empty(0, dtype=np.int64)
+_INT64 = _EMPTY.dtype                # the one native int64 dtype: compared by identity
 
 
 def _ints(x) -> np.ndarray:
-    if type(x) is np.ndarray and x.dtype == np.int64 and x.ndim == 1:
+    if type(x) is np.ndarray and x.dtype is _INT64 and x.ndim == 1:
         return x
     return np.asarray(x, dtype=np.int64).reshape(-1)
 
@@ -108,29 +109,51 @@ def _positions_ok(a: np.ndarray, n: int) -> bool:
     return a[0] >= 0 and a[-1] < n
 
 
-def _feasible_used(state, batch: Batch, budget, memory) -> int | None:
-    """The memory after a feasible batch without evictions, or None when in doubt.
+def _feasible_used(state, batch: Batch, budget, memory, recompute=None) -> int | None:
+    """The memory after a feasible batch, or None when in doubt (:func:`_quick_check`)."""
+    quick = _quick_check(state, batch, budget, memory, recompute)
+    return None if quick is None else quick[0]
+
+
+def _quick_check(state, batch: Batch, budget, memory, recompute=None):
+    """The quick check of a batch, and what it read: ``(used, pre, dec, decoded, output)``
+    (the memory after the batch; the prefill and decode members' request ids; the decode
+    members' output tokens done before the batch and their output lengths), or None when
+    in doubt.
 
     Sound but incomplete: it accepts only batches :func:`check_batch` accepts (unique
     positions; a chunk ``1 <= c <= remaining`` puts a prefill member outside the decode part,
     so the two parts cannot overlap; a cached prefix only on a request with nothing
-    prefilled, the chunk within what it leaves), in a few array operations.
+    prefilled, the chunk within what it leaves; evicted requests that hold KV and are not
+    decode members, whose KV leaves the sum the engine keeps, and which start their prefill
+    again where they are prefill members — prompt, plus their output with ``recompute``,
+    or in doubt when it is ``None``), in a few array operations on the members alone (the
+    state's columns gather every request in the system).
     """
     pre, chunk, d, cached = batch.prefill, batch.chunk, batch.decode, batch.cached
     n = state.n
-    if batch.evict.size or chunk.shape != pre.shape or (cached.size
-                                                         and cached.shape != pre.shape):
+    if chunk.shape != pre.shape or (cached.size and cached.shape != pre.shape):
         return None
-    if not (_positions_ok(pre, n) and _positions_ok(d, n)):
+    if not ((0 <= pre[0] < n) if pre.size == 1 else _positions_ok(pre, n)) or not (
+            _positions_ok(d, n)):
         return None
-    # the members' fields straight from the table (the state's columns gather every request)
     tab, rid = state._t, state.rid
+    freed, again = 0, None               # again: the prefill members evicted first
+    if batch.evict.size:
+        evicted = _freed(tab, rid, batch.evict, pre, d, n, recompute)
+        if evicted is None:
+            return None
+        freed, again = evicted
     chunk_sum = credit = 0
+    pre_ids = rid[pre]
     if pre.size == 1:
         chunk_sum = int(chunk[0])
-        r = int(rid[pre[0]])
-        length = int(tab.prompt[r]) + (int(tab.recomputed[r]) if tab.recomputing else 0)
-        prefilled = int(tab.prefilled[r])
+        r = int(pre_ids[0])
+        if again is None:
+            length = int(tab.prompt[r]) + (int(tab.recomputed[r]) if tab.recomputing else 0)
+            prefilled = int(tab.prefilled[r])
+        else:
+            length, prefilled = int(tab.prompt[r]) + (int(tab.decoded[r]) if recompute else 0), 0
         if cached.size:             # a cached prefix, credited to a request not yet begun
             credit = int(cached[0])
             if credit < 0 or (credit and prefilled):
@@ -138,9 +161,12 @@ def _feasible_used(state, batch: Batch, budget, memory) -> int | None:
         if not 1 <= chunk_sum <= length - prefilled - credit:
             return None
     elif pre.size:
-        r = rid[pre]
-        prefilled = tab.prefilled[r]
-        rem = tab.prefill_length(r) - prefilled
+        prefilled, length = tab.prefilled[pre_ids], tab.prefill_length(pre_ids)
+        if again is not None:
+            prefilled = np.where(again, 0, prefilled)
+            length = np.where(again, tab.prompt[pre_ids] + (tab.decoded[pre_ids] if recompute
+                                                            else 0), length)
+        rem = length - prefilled
         if cached.size:
             if np.count_nonzero(cached < 0) or np.count_nonzero((cached > 0) & (prefilled > 0)):
                 return None
@@ -149,17 +175,37 @@ def _feasible_used(state, batch: Batch, budget, memory) -> int | None:
         if np.count_nonzero(chunk < 1) or np.count_nonzero(chunk > rem):
             return None
         chunk_sum = int(chunk.sum())
+    dec = decoded = output = _EMPTY
     if d.size:
-        r = rid[d]
-        if (np.count_nonzero(tab.in_decode[r]) != d.size
-                or np.count_nonzero(tab.decoded[r] >= tab.output[r])):
+        dec = rid[d]
+        decoded, output = tab.decoded[dec], tab.output[dec]
+        if (np.count_nonzero(tab.in_decode[dec]) != d.size
+                or np.count_nonzero(decoded >= output)):
             return None
     if budget is not None and chunk_sum + d.size > budget:
         return None
-    used = state.memory_used + credit + chunk_sum + int(d.size)
+    used = state.memory_used - freed + credit + chunk_sum + int(d.size)
     if memory is not None and used > memory:
         return None
-    return used
+    return used, pre_ids, dec, decoded, output
+
+
+def _freed(tab, rid, evict, pre, d, n, recompute):
+    """``(freed, again)``: the KV tokens the evicted positions ``evict`` hold, and which
+    prefill members they are (None: none), or None when in doubt: positions out of range or
+    twice, a request that holds none, a decode member, a prefill member without knowing
+    what an eviction keeps (``recompute`` None)."""
+    if not _positions_ok(evict, n):
+        return None
+    kv = tab.kv(rid[evict])
+    if np.count_nonzero(kv) != kv.size:
+        return None
+    mark = np.zeros(n, dtype=bool)
+    mark[evict] = True
+    again = mark[pre]
+    if np.count_nonzero(mark[d]) or (recompute is None and np.count_nonzero(again)):
+        return None
+    return int(kv.sum()), again if np.count_nonzero(again) else None
 
 
 def check_batch(state, batch: Batch, *, policy, iteration: int, budget, memory,

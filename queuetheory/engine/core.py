@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import InfeasibleBatchError, renamed_keywords
 from ..timing import BatchLoad
-from .batch import Batch, _total, check_batch
+from .batch import Batch, _check_every_rule, _quick_check, _total
 from .conventions import check_first_token, check_preemption
 from .log import ColumnLog, TBTHistogram
 from .state import RequestTable, State
@@ -104,6 +104,8 @@ class Engine:
         """
         self.table.append(trace)
         self._arrival = self.table.column("arrival")
+        owed = self.table.column("prompt") + self.table.column("output")
+        self._owed = np.concatenate(([0], owed.cumsum()))   # tokens owed by rows before
         self._final = bool(final)
 
     def admit_until(self, t: float) -> None:
@@ -116,7 +118,8 @@ class Engine:
         """
         stop = int(self._arrival.searchsorted(t, side="right"))
         if stop > self._pending:
-            self._admit(np.arange(self._pending, stop), slice(self._pending, stop))
+            self._admit(np.arange(self._pending, stop),
+                        int(self._owed[stop] - self._owed[self._pending]))
             self._pending = stop
 
     def next_arrival(self) -> float:
@@ -172,12 +175,13 @@ class Engine:
             self.kv_total += int(tab.kv(ids).sum())
         return ids
 
-    def _admit(self, ids, rows=None):
-        """Admit ``ids`` (``rows``: the same ids as a slice of the table)."""
+    def _admit(self, ids, owed=None):
+        """Admit ``ids`` (``owed``: their prompt and output tokens, when known)."""
         t = self.table
-        rows = ids if rows is None else rows
         self._resume = None                  # an arrival ends any promise
-        self.work += int(t.prompt[rows].sum()) + int(t.output[rows].sum())
+        if owed is None:
+            owed = int(t.prompt[ids].sum()) + int(t.output[ids].sum())
+        self.work += owed
         self.live = np.concatenate((self.live, ids))
 
     # ---- one iteration ----------------------------------------------------------------------
@@ -277,20 +281,27 @@ class Engine:
         batch = self.policy.schedule(state)
         if not isinstance(batch, Batch):
             raise TypeError(f"{self.policy!r}.schedule returned {type(batch).__name__}, not Batch")
-        used = check_batch(state, batch, policy=self.policy, iteration=self.iteration,
-                           budget=self.budget, memory=self.memory,
-                           emit_first=bool(self.table.emit_first),
-                           recompute=self.preemption == "recompute")
+        # check_batch, keeping what its quick check read (the members' ids and counts)
+        quick = _quick_check(state, batch, self.budget, self.memory,
+                             self.preemption == "recompute")
+        if quick is None:
+            used = _check_every_rule(state, batch, policy=self.policy, iteration=self.iteration,
+                                     budget=self.budget, memory=self.memory,
+                                     emit_first=bool(self.table.emit_first),
+                                     recompute=self.preemption == "recompute")
+            pre, dec, seen = state.rid[batch.prefill], state.rid[batch.decode], None
+        else:                                # evicted requests are no decode members there
+            used, pre, dec, seen = quick[0], quick[1], quick[2], quick[3:]
         if batch.evict.size:
             self._evict(state.rid[batch.evict])
         if batch.empty:
             return batch
-        pre, chunk, dec = state.rid[batch.prefill], batch.chunk, state.rid[batch.decode]
+        chunk = batch.chunk
         chunk_sum = _total(chunk)
         if batch.cached.size:
             self._credit_cached(pre, batch.cached)
         duration, finished, end = self._run(t, pre, chunk, chunk_sum, dec, used, state.n,
-                                            batch.evict.size)
+                                            batch.evict.size, seen)
         if max_iterations > 1 and end < until:
             stretch = self._stretch(state, batch, pre, dec, finished, end)
             if stretch is not None:
@@ -299,24 +310,33 @@ class Engine:
                     finished = np.union1d(finished, more) if finished.size else more
         return duration, finished, end
 
-    def _run(self, t, pre, chunk, chunk_sum, dec, used, n, evicted):
+    def _run(self, t, pre, chunk, chunk_sum, dec, used, n, evicted, seen=None):
         """Apply a checked batch (request ids ``pre`` with their ``chunk``, ``dec``) that
         starts at ``t`` with ``n`` requests in the system and leaves ``used`` KV tokens:
-        the books, the stamps and the log row. Returns ``(duration, finished, end)``."""
+        the books, the stamps and the log row. ``seen``: the decode members' output tokens
+        done and output lengths, where the check read them. Returns ``(duration, finished,
+        end)``."""
         tab = self.table
         duration = self._duration(pre, chunk, chunk_sum, dec)
         end = t + duration
-
-        decoded = tab.decoded[dec] + 1
+        before, output = (tab.decoded[dec], tab.output[dec]) if seen is None else seen
+        decoded = before + 1
         tab.decoded[dec] = decoded
-        if tab.recomputing and tab.emit_first:     # a decode writes back its previous token
-            decoded = decoded - tab.recomputed[dec]
-        self.kv_total += chunk_sum + (decoded.size if not tab.emit_first
-                                      else np.count_nonzero(decoded > 1))
+        if not tab.emit_first:
+            grown = dec.size
+        elif tab.recomputing:                # a decode writes back its previous token
+            grown = np.count_nonzero(before > tab.recomputed[dec])   # decoded - recomputed > 1
+        else:
+            grown = np.count_nonzero(before)     # decoded > 1
+        self.kv_total += chunk_sum + grown
         self.work -= chunk_sum + dec.size
-        emitted = self._prefill(pre, chunk, end, dec) if pre.size else dec
-        self._stamp_tokens(emitted, t, end)
-        finished = self._finish(emitted, end)
+        done = self._prefill(pre, chunk, end) if pre.size else _NONE
+        if done.size > 1:
+            emitted = np.concatenate([dec, done])
+            self._stamp_tokens(emitted, t, end)
+            finished = self._finish(emitted, end)
+        else:
+            finished = self._emit(dec, decoded >= output, done, t, end)
         self.peak_memory = max(self.peak_memory, used)
         self.log.append(t, duration, pre.size, chunk_sum, dec.size,
                         chunk_sum + dec.size, evicted, used, n, self.work)
@@ -328,8 +348,9 @@ class Engine:
         the runner :meth:`_repeat` (decode-only: :meth:`Policy.drains`,
         :meth:`Policy.steady`) or :meth:`_repeat_chunk` (one prefill chunk beside the
         decodes: an integer :meth:`Policy.steady`)."""
-        live = self.live
-        if (live.size and np.count_nonzero(self.table.in_decode[live]) == live.size
+        live, in_decode = self.live, self.table.in_decode
+        prefilling = pre.size and not in_decode[pre[-1]]   # a member still in its prefill
+        if (live.size and not prefilling and np.count_nonzero(in_decode[live]) == live.size
                 and self.policy.drains(self.state(end))):
             if self.budget is not None and live.size > self.budget:
                 raise InfeasibleBatchError(self.policy, self.iteration, "2.5d",
@@ -485,22 +506,51 @@ class Engine:
         self.work -= total
         self.kv_total += total
 
-    def _prefill(self, pre, chunk, end, dec):
-        """Give ``pre`` their chunks; return the requests that emit a token at ``end``."""
+    def _prefill(self, pre, chunk, end):
+        """Give ``pre`` their chunks; return those whose prefill ends here and that emit a
+        token at ``end`` (the real engines' convention)."""
         tab = self.table
-        prefilled = tab.prefilled[pre] + chunk
-        tab.prefilled[pre] = prefilled
-        done = prefilled >= tab.prefill_length(pre)
-        if not np.count_nonzero(done):
-            return dec
-        done = pre[done]
+        if pre.size == 1:                    # one member: plain integers
+            r = int(pre[0])
+            prefilled = int(tab.prefilled[r]) + int(chunk[0])
+            tab.prefilled[r] = prefilled
+            if prefilled < tab.prompt[r] + (tab.recomputed[r] if tab.recomputing else 0):
+                return _NONE
+            done = pre
+        else:
+            prefilled = tab.prefilled[pre] + chunk
+            tab.prefilled[pre] = prefilled
+            done = prefilled >= tab.prefill_length(pre)
+            if not np.count_nonzero(done):
+                return _NONE
+            done = pre[done]
         tab.prefill_done[done] = end
         tab.in_decode[done] = True
         if not tab.emit_first:
-            return dec
+            return _NONE
         tab.decoded[done] += 1          # the iteration that ends the prompt emits a token
         self.work -= done.size
-        return np.concatenate([dec, done])
+        return done
+
+    def _emit(self, dec, over, done, t, end):
+        """The tokens of a batch's decode members ``dec`` (``over``: those that now have all
+        their output) and of at most one request ``done`` whose prefill ended, all emitted
+        at ``end``: stamped, and the requests with all their output finished, as
+        :meth:`_stamp_tokens` and :meth:`_finish` do for them together."""
+        tab = self.table
+        if dec.size:
+            self._stamp_tokens(dec, t, end)
+        last = False
+        if done.size:
+            r = int(done[0])
+            self._stamp_one(r, t, end)
+            last = tab.decoded[r] >= tab.output[r]
+        if not (dec.size and np.count_nonzero(over)):
+            return self._leave(done, end) if last else _NONE
+        finished = dec[over]
+        if last:
+            finished = np.concatenate([finished, done])
+        return self._leave(np.sort(finished) if finished.size > 1 else finished, end)
 
     def _finish(self, emitted, end):
         """Stamp and remove the requests of ``emitted`` that now have all their output."""
@@ -508,8 +558,13 @@ class Engine:
         done = tab.decoded[emitted] >= tab.output[emitted]
         if not np.count_nonzero(done):
             return _NONE
-        finished = np.sort(emitted[done])
-        self.kv_total -= int(tab.kv(finished).sum())
+        return self._leave(np.sort(emitted[done]), end)
+
+    def _leave(self, finished, end):
+        """Stamp the sorted ids ``finished`` finished at ``end`` and remove them."""
+        tab = self.table
+        self.kv_total -= tab._kv_of(int(finished[0])) if finished.size == 1 else int(
+            tab.kv(finished).sum())
         tab.finish[finished] = end
         self._drop(finished)
         return finished
@@ -530,23 +585,46 @@ class Engine:
         parts.append(live[start:])
         self.live = np.concatenate(parts)
 
+    def _stamp_one(self, r, t, end):
+        """:meth:`_stamp_tokens` of the one request ``r``, in plain floats."""
+        tab = self.table
+        gap = end - float(tab.last_token[r])        # NaN for a first token
+        shared = end - t
+        if gap > tab.tbt_max[r]:
+            tab.tbt_max[r] = gap
+        if gap == shared:
+            self.tbt.add_shared(shared, 1, None if self.tbt.single else tab.cls[r: r + 1])
+        elif gap != gap:
+            tab.first_token[r] = end
+        else:
+            self.tbt.add(tab.cls[r: r + 1], np.array([gap]))
+        tab.last_token[r] = end
+
     def _stamp_tokens(self, rid, t, end):
         """Time stamps of the tokens ``rid`` emit at ``end``: first tokens, and the gaps
         since each request's previous token (TBT)."""
         tab = self.table
-        gaps = end - tab.last_token[rid]        # NaN for a first token
+        last = tab.last_token[rid]              # NaN before a first token
         shared = end - t                        # the gap of each request that emitted at t
-        tab.tbt_max[rid] = np.fmax(tab.tbt_max[rid], gaps)
-        regular = gaps == shared
+        regular = last == t
         count = np.count_nonzero(regular)
+        if count and count == rid.size:         # every gap is the shared one
+            tab.tbt_max[rid] = np.fmax(tab.tbt_max[rid], shared)
+            self.tbt.add_shared(shared, count, None if self.tbt.single else tab.cls[rid])
+            tab.last_token[rid] = end
+            return
+        gaps = end - last
+        tab.tbt_max[rid] = np.fmax(tab.tbt_max[rid], gaps)
         if count:
-            self.tbt.add_shared(shared, count, None if self.tbt.single else tab.cls[rid[regular]])
-        if count < rid.size:
-            first = np.isnan(gaps)
+            self.tbt.add_shared(shared, count, None if self.tbt.single else tab.cls[
+                rid[regular]])
+        first = np.isnan(gaps)
+        firsts = np.count_nonzero(first)
+        if firsts:
             tab.first_token[rid[first]] = end
+        if count + firsts < rid.size:           # (a gap that rounds to the shared one too)
             other = ~(first | regular)
-            if np.count_nonzero(other):
-                self.tbt.add(tab.cls[rid[other]], gaps[other])
+            self.tbt.add(tab.cls[rid[other]], gaps[other])
         tab.last_token[rid] = end
 
     def _repeat(self, dec, through, limit, books, t, until, most):

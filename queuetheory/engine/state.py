@@ -155,6 +155,14 @@ class RequestTable:
             return self.prefilled[rid] + self.decoded[rid]
         return self.prefilled[rid] + np.maximum(self.decoded[rid] - self.emit_first, 0)
 
+    def _kv_of(self, r: int) -> int:
+        """:meth:`kv` of the one request ``r``, in plain integers."""
+        decoded = int(self.decoded[r]) - self.emit_first
+        if self.recomputing:
+            decoded -= int(self.recomputed[r])
+        return int(self.prefilled[r]) + (max(decoded, 0) if self.emit_first or self.recomputing
+                                         else decoded)
+
     def column(self, name: str) -> np.ndarray:
         """One field over the requests seen so far (a view, not a copy).
 
