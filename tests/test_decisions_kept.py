@@ -127,3 +127,81 @@ def test_round_schedulers_stepping_stretches_same_records(make_policy, first_tok
                                       qt.LinearMemoryTime(16.1e3, 0.05), memory=3000,
                                       first_token=first_token)
     assert n_fast < n_slow
+
+
+def _checked(base):
+    """``base`` deciding from its books (as shipped) and asserting at every decision that
+    the whole-state rule returns the same batch; counts the decisions and relieving
+    batches."""
+
+    class Checked(base):
+        def _reset(self):
+            super()._reset()
+            self._kept = True            # a subclass reads the state; this one its books
+            self.decided = self.relieved = 0
+
+        def _decide(self, state, books):
+            batch = super()._decide(state, books)
+            whole = self._decide_whole(state)
+            for part in ("prefill", "chunk", "decode", "evict"):
+                np.testing.assert_array_equal(getattr(batch, part), getattr(whole, part))
+            self.decided += 1
+            self.relieved += not batch.prefill.size and batch.decode.size > 0
+            return batch
+
+    return Checked
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("memory", [2500, 6000])
+def test_wait_books_decide_as_the_whole_state(first_token, memory):
+    """WAIT and Nested WAIT keep their queues and cohorts between decisions (arrivals at
+    the tail, admissions from the heads, evictions back, finishes dropped): every batch
+    the one the whole state gives, in runs that relieve and evict, and drain (leftovers);
+    the shipped schedulers' records the same as stepping."""
+    arrival, prompt, output = _arrays(n=500, seed=7)
+    typed = qt.Workload.from_arrays(arrival / 3, prompt, output,
+                                    np.minimum((output - 1) // 50, 5))
+    plain = qt.Workload.from_arrays(arrival / 3, prompt, output)
+    gate = {"overflow": "gate"}
+    runs = [(typed, P.WAIT, ([3, 2, 2, 1, 1, 1],), {}), (typed, P.WAIT, ([1] * 6,), {}),
+            (plain, P.NestedWAIT, ([50, 100, 200, 300], [3, 2, 1, 1]), gate),
+            (plain, P.NestedWAIT, ([100, 300], [1, 4]), gate)]
+    for wl, cls, args, kw in runs:
+        policy = _checked(cls)(*args, **kw)
+        res = qt.simulate(wl, policy, TM, memory=memory, first_token=first_token,
+                          fast_path=False)
+        assert policy.decided >= res.iterations // 2 and policy.relieved > 0
+        assert res.metrics["restarts"] > 0 and res.metrics["completed"] == 500
+        _same_records(wl, lambda cls=cls, args=args, kw=kw: cls(*args, **kw), TM,
+                      memory=memory, first_token=first_token)
+
+
+def test_wait_books_only_for_the_states_their_batches_reach():
+    """Asked twice about one state (the first batch never ran), or about a state with a
+    prompt part-way through its prefill, the schedulers decide from the whole state."""
+    from queuetheory.engine import State
+    from queuetheory.engine.state import RequestTable
+    from queuetheory.workload import Trace
+
+    n = 6
+    prompt, output = np.array([5, 7, 3, 9, 4, 6]), np.array([40, 60, 120, 30, 80, 70])
+    table = RequestTable(False)
+    table.append(Trace(np.zeros(n), prompt, output, np.minimum((output - 1) // 50, 1),
+                       output, output, np.zeros(n, int)))
+    table.set_progress(np.arange(2), prompt[:2], 10)
+    state = State(table, np.arange(n), 0.0, None, 200)
+    for policy in (P.WAIT([1, 1]), P.NestedWAIT([50, 150], [1, 1], overflow="gate")):
+        policy.reset(0)
+        first = policy.schedule(state)
+        assert first.prefill.size and policy._books is not None
+        again = policy.schedule(state)
+        assert again.prefill.tolist() == first.prefill.tolist()
+        assert again.decode.tolist() == first.decode.tolist()
+    table.set_progress(np.array([2]), 1, 0)           # part-way: no books
+    state = State(table, np.arange(n), 0.0, None, 200)
+    for policy in (P.WAIT([1, 1]), P.NestedWAIT([50, 150], [1, 1], overflow="gate")):
+        policy.reset(0)
+        batch = policy.schedule(state)
+        assert policy._books is None
+        assert batch.decode.tolist() == policy._decide_whole(state).decode.tolist()

@@ -130,3 +130,71 @@ def test_a_subclass_that_decides_otherwise_steps():
         res, n_slow, n_fast = _same_records(_workload(4.0), make, ANCHOR_TIME,
                                             n_requests=80, **kw)
         assert n_fast == n_slow == res.iterations
+
+
+class _Checked(SLAI):
+    """SLAI deciding from its books (as shipped) and asserting at every decision that the
+    whole state gives the same batch; counts decisions, admissions and evictions."""
+
+    def _reset(self):
+        super()._reset()
+        self._kept = True            # a subclass reads the state; this one its books
+        self.seen = {"decided": 0, "admitted": 0, "evicted": 0}
+
+    def _decide(self, state, books):
+        batch = super()._decide(state, books)
+        if books is not None:
+            whole = super()._decide(state, None)
+            for part in ("prefill", "chunk", "decode", "evict"):
+                np.testing.assert_array_equal(getattr(batch, part), getattr(whole, part))
+            self.seen["decided"] += 1
+            self.seen["admitted"] += int(np.count_nonzero(state.kv[batch.prefill] == 0))
+            self.seen["evicted"] += batch.evict.size
+        return batch
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("kw", [
+    {"tbt": (0.5,)},
+    {"tbt": (0.5, 0.1), "paying_first": True, "offset": "dynamic", "beta": 24},
+    {"alpha": 12, "beta": None, "order": "fcfs", "tbt": (0.05,)},
+    {"order": "fcfs", "paying_first": True, "tbt": (0.2, 0.1)},
+], ids=["paper", "two-classes-dynamic", "alpha-fcfs", "fcfs-paying"])
+def test_slai_books_decide_as_the_whole_state(kw, first_token):
+    """SLAI keeps its decodes, part-way prefills and waiting queue between decisions
+    (arrivals, admissions, finished prefills, finishes and evictions): every batch the one
+    the whole state gives, through admissions and evictions."""
+    policy = _Checked(512, **kw)
+    res = qt.simulate(_workload(9.0, classes=2), policy, ANCHOR_TIME, n_requests=300,
+                      memory=4000, first_token=first_token, fast_path=False)
+    assert res.metrics["completed"] == 300
+    assert policy.seen["decided"] == res.iterations
+    assert policy.seen["admitted"] == 300 + policy.seen["evicted"] and policy.seen["evicted"]
+
+
+def test_slai_books_only_for_the_states_its_batches_reach():
+    """Asked twice about one state (the first batch never ran), or about a state with an
+    empty prompt, SLAI decides from the whole state."""
+    from queuetheory.engine import State
+    from queuetheory.engine.state import RequestTable
+    from queuetheory.workload import Trace
+
+    n = 5
+    prompt, output = np.array([50, 70, 30, 90, 40]), np.full(5, 20)
+    table = RequestTable(True)
+    table.append(Trace(np.zeros(n), prompt, output, np.zeros(n, int), output, output,
+                       np.zeros(n, int)))
+    table.set_progress(np.arange(2), np.array([50, 20]), np.array([3, 0]))
+    state = State(table, np.arange(n), 0.0, 64, 1000)
+    policy = SLAI(64)
+    policy.reset(0)
+    first = policy.schedule(state)
+    assert policy._books is not None and first.prefill.tolist() == [1, 2]  # 2 admitted
+    again = policy.schedule(State(table, np.arange(n), 0.0, 64, 1000))
+    assert again.prefill.tolist() == first.prefill.tolist()
+    assert again.chunk.tolist() == first.chunk.tolist()
+    table.prompt[4] = 0                                # an empty prompt: no books
+    table.in_decode[4] = True
+    policy.reset(0)
+    policy.schedule(State(table, np.arange(n), 0.0, 64, 1000))
+    assert policy._books is None

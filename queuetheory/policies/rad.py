@@ -20,6 +20,7 @@ more, so a request has ``L^D`` TBT gaps (the stop token counted). Chunk sizes ar
 
 from __future__ import annotations
 
+from bisect import insort
 from functools import partial
 from math import lcm
 
@@ -536,6 +537,110 @@ class DecodeOnly(Policy):
         return Batch(decode=np.flatnonzero(state.in_decode)[: self.cap])
 
 
+def _among(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.isin(a, b)`` by a search in ``b`` sorted (a few small arrays: several times
+    cheaper)."""
+    if not b.size:
+        return np.zeros(a.size, dtype=bool)
+    b = np.sort(b)
+    return b[np.minimum(b.searchsorted(a), b.size - 1)] == a
+
+
+class _SlaiBooks:
+    """What SLAI keeps between decisions instead of reading every request: the requests in
+    decode (``dec``) and those holding KV part-way through their prefill (``partial``), ids
+    ascending, and the waiting queue (no KV) as a sorted list of keys, queue order
+    (:meth:`SLAI._key`), with what the last batch admitted and evicted.
+
+    :meth:`sync` brings them up to a new state from their own members (who finished, who
+    finished a prefill, who arrived); they hold only while the state is the one the engine
+    reached by running SLAI's batches (checked: the same table, the last batch applied, the
+    count of requests), and :meth:`of` builds them afresh, from every request, wherever a
+    state is not (``None`` where a request has an empty prompt or was put back by a
+    recompute, which the books do not describe: SLAI then reads the state)."""
+
+    def __init__(self, table, dec, partial, keys, seen):
+        self.table, self.dec, self.partial, self.keys, self.seen = (
+            table, dec, partial, keys, seen)
+        self.admitted = self.evicted = _EMPTY
+
+    @classmethod
+    def of(cls, state, policy):
+        """The books of ``state`` built from every request, or ``None`` (see above)."""
+        tab, live = state._t, state.rid
+        if (tab.recomputing or np.count_nonzero(live[1:] <= live[:-1])
+                or np.count_nonzero(state.prompt < 1)):
+            return None
+        in_decode, holds = state.in_decode, state.kv > 0
+        if np.count_nonzero(in_decode & ~holds):
+            return None
+        keys = sorted(policy._key(tab, r) for r in live[~in_decode & ~holds].tolist())
+        return cls(tab, live[in_decode], live[~in_decode & holds], keys,
+                   int(live[-1]) if live.size else -1)
+
+    def sync(self, state, policy) -> bool:
+        """Bring the books up to ``state``; whether they hold there."""
+        tab, live = state._t, state.rid
+        adm, ev = self.admitted, self.evicted
+        if (tab is not self.table or tab.recomputing
+                or (adm.size and np.count_nonzero(tab.prefilled[adm] == 0))
+                or (ev.size and np.count_nonzero(tab.prefilled[ev]))):
+            return False
+        dec, partial = self.dec, self.partial
+        if dec.size:
+            dec = dec[np.isnan(tab.finish[dec])]
+        if partial.size:
+            partial = partial[np.isnan(tab.finish[partial])]
+            done = tab.in_decode[partial]
+            if np.count_nonzero(done):
+                dec = np.sort(np.concatenate([dec, partial[done]]))
+                partial = partial[~done]
+        self.dec, self.partial = dec, partial
+        new = live[int(live.searchsorted(self.seen, side="right")):]
+        if new.size:
+            if np.count_nonzero(tab.prompt[new] < 1):
+                return False
+            for r in new.tolist():
+                insort(self.keys, policy._key(tab, r))
+            self.seen = int(new[-1])
+        return live.size == dec.size + partial.size + len(self.keys)
+
+    def first(self, k: int) -> np.ndarray:
+        """The ids of the first ``k`` waiting requests, in queue order."""
+        return np.array([key[-1] for key in self.keys[:k]], dtype=np.int64)
+
+    def fit(self, state, prefill, chunk, decode, free) -> Batch:
+        """:func:`~queuetheory.policies.base.fit_memory` where the decodes overflow the
+        ``free`` memory (neither written nor promised): the same evictions, read from the
+        requests holding KV alone."""
+        tab, rid = state._t, state.rid
+        holders = np.sort(np.concatenate([self.dec, self.partial]))
+        victims = rid.searchsorted(holders)[::-1]
+        held = tab.kv(holders)[::-1]
+        promise = np.where(tab.in_decode[holders], 0,
+                           tab.prompt[holders] - tab.prefilled[holders])[::-1]
+        saving = np.cumsum(held + promise + _among(victims, decode))
+        evict = victims[: int(np.searchsorted(saving, decode.size - free, side="left")) + 1]
+        keep = (tab.prefilled[rid[prefill]] > 0) & ~_among(prefill, evict)
+        return Batch(prefill[keep], chunk[keep], decode[~_among(decode, evict)], evict)
+
+    def commit(self, state, batch, policy) -> None:
+        """The batch decided on ``state``: the requests it admits (the queue's first) now
+        hold KV, the ones it evicts wait again."""
+        tab, live = state._t, state.rid
+        pre, ev = live[batch.prefill], live[batch.evict]
+        adm = pre[tab.prefilled[pre] == 0] if pre.size else _EMPTY
+        if adm.size:
+            del self.keys[: adm.size]
+            self.partial = np.sort(np.concatenate([self.partial, adm]))
+        if ev.size:
+            self.dec = self.dec[~_among(self.dec, ev)]
+            self.partial = self.partial[~_among(self.partial, ev)]
+            for r in ev.tolist():
+                insort(self.keys, policy._key(tab, r))
+        self.admitted, self.evicted = adm, ev
+
+
 class SLAI(Policy):
     """SLO-Aware LLM Inference (§6).
 
@@ -660,6 +765,8 @@ class SLAI(Policy):
         self._mean, self._count = 0.0, 0
         self._prev_time, self._prev_rids = None, _EMPTY
         self._repeatable = (None, False)
+        self._books = None
+        self._kept = decides_as_shipped(self)
 
     def _observe(self, state):
         """Book the previous (non-empty) batch: its duration — the engine calls again at its
@@ -682,6 +789,17 @@ class SLAI(Policy):
 
     def _schedule(self, state):
         self._observe(state)
+        books = self._books
+        if self._kept and (books is None or not books.sync(state, self)):
+            books = self._books = _SlaiBooks.of(state, self)
+        batch = self._decide(state, books)
+        if books is not None:
+            books.commit(state, batch, self)
+        return batch
+
+    def _decide(self, state, books):
+        """The batch (class notes), from the books where kept (:class:`_SlaiBooks`), else
+        from every request of the state."""
         tab, rid, time = state._t, state.rid, state.time
         budget = self.token_budget
         beta = budget if self.beta is None else min(self.beta, budget)
@@ -689,8 +807,18 @@ class SLAI(Policy):
         if self.offset == "dynamic":
             use = 0.0 if state.memory is None else state.memory_used / state.memory
             delta = self.dynamic[0] if use < self.dynamic[2] else self.dynamic[1]
-        in_decode = state.in_decode
-        dec = in_decode.nonzero()[0]
+        # the requests in decode, and those holding KV part-way through their prefill
+        if books is None:
+            in_decode = state.in_decode
+            dec = in_decode.nonzero()[0]
+            other = (~in_decode).nonzero()[0]
+            rother = rid[other]
+            remaining = tab.prefill_length(rother) - tab.prefilled[rother]
+            holds = tab.kv(rother) > 0
+            partial, partial_left = other[holds], remaining[holds]
+        else:
+            dec, partial = rid.searchsorted(books.dec), rid.searchsorted(books.partial)
+            partial_left = tab.prompt[books.partial] - tab.prefilled[books.partial]
         rdec = rid[dec]
         e = self._e[rdec]
         e = np.where(np.isnan(e), time, e)
@@ -701,28 +829,27 @@ class SLAI(Policy):
         crit = time >= C[order]
         d1 = by_c[crit][:beta]
         tau = d1.size
-        # requests holding KV: part-way prefills (``started & ~in_decode``) and decodes
-        other = (~in_decode).nonzero()[0]
-        rother = rid[other]
-        remaining = tab.prefill_length(rother) - tab.prefilled[rother]
-        holds = tab.kv(rother) > 0
-        partial, partial_left = other[holds], remaining[holds]
         promised = int(partial_left.sum())
         p1, c1 = take_prefills(partial, partial_left, budget - tau)
         tau += int(c1.sum())
-        dec_holds = tab.kv(rdec) > 0
-        started = partial.size + int(np.count_nonzero(dec_holds))
+        dec_holds = None if books is not None else tab.kv(rdec) > 0
+        started = partial.size + (dec.size if books is not None
+                                  else int(np.count_nonzero(dec_holds)))
         room = self.alpha - started
         p2 = c2 = _EMPTY
         if room > 0:
-            waiting, left = other[~holds], remaining[~holds]
-            if started < dec.size + partial.size:          # decodes holding no KV wait too
-                waiting = np.concatenate([waiting, dec[~dec_holds]])
-                back = waiting.argsort(kind="stable")
-                waiting = waiting[back]
-                left = (tab.prefill_length(rid[waiting]) - tab.prefilled[rid[waiting]])
-            first = self._first_waiting(tab, rid, waiting, room)
-            waiting, left = waiting[first], left[first]
+            if books is None:
+                waiting, left = other[~holds], remaining[~holds]
+                if started < dec.size + partial.size:      # decodes holding no KV wait too
+                    waiting = np.concatenate([waiting, dec[~dec_holds]])
+                    back = waiting.argsort(kind="stable")
+                    waiting = waiting[back]
+                    left = (tab.prefill_length(rid[waiting]) - tab.prefilled[rid[waiting]])
+                first = self._first_waiting(tab, rid, waiting, room)
+                waiting, left = waiting[first], left[first]
+            else:
+                waiting = books.first(room)
+                left, waiting = tab.prompt[waiting], rid.searchsorted(waiting)
             if state.memory is not None and waiting.size:
                 mem_room = state.memory_free - dec.size - promised
                 fits = np.cumsum(left) <= mem_room          # none holds KV: each is new
@@ -735,7 +862,8 @@ class SLAI(Policy):
         if state.memory is not None:
             free = state.memory_free - promised
             if decode.size > free:
-                batch = fit_memory(state, prefill, chunk, decode)
+                batch = (fit_memory(state, prefill, chunk, decode) if books is None
+                         else books.fit(state, prefill, chunk, decode, free))
             elif p2.size:        # fit_memory: new requests in batch order while they fit
                 whole = np.cumsum(tab.prefill_length(rid[p2]) - tab.prefilled[rid[p2]])
                 keep = np.concatenate([np.ones(p1.size, dtype=bool),
@@ -752,6 +880,11 @@ class SLAI(Policy):
         self._repeatable = (state, not partial.size and batch.decode.size == dec.size
                             and dec.size < budget)
         return batch
+
+    def _key(self, tab, rid: int) -> tuple:
+        """The place of a waiting request in the queue (:meth:`_first_waiting`'s order)."""
+        key = (tab.prompt[rid].item(), rid) if self.order == "spf" else (rid,)
+        return (-tab.priority[rid].item(), *key) if self.paying_first else key
 
     def _first_waiting(self, tab, rid, waiting, k):
         """Indices into ``waiting`` (ascending positions) of its first ``k`` in the order of

@@ -43,6 +43,7 @@ Conventions of the paper mapped onto the engine (written down once, here)
 
 from __future__ import annotations
 
+from bisect import bisect_right, insort
 from functools import partial
 
 import numpy as np
@@ -75,40 +76,157 @@ def _first_per_group(positions: np.ndarray, group: np.ndarray, quota: np.ndarray
     return positions[rank < quota[group]]
 
 
-def _relieve(state) -> tuple[Batch, bool]:
+def _relieve(state, resident=None) -> tuple[Batch, bool]:
     """The batch when no cohort step fits the memory: decodes of resident requests, furthest
     along first (most tokens decoded: the policy reads stages, never output lengths), as many
     as fit; or, if not one token fits, evict the last started. With nothing resident, the
     waiting prompts whose whole prefill fits, in arrival order (at least the first: a lone
     request always fits, ``simulate`` checks it). Also whether every resident request
-    decodes (nothing evicted)."""
-    resident = (state.in_decode & (state.kv > 0)).nonzero()[0]
+    decodes (nothing evicted). ``resident``: the positions of the resident requests where
+    the policy's books know them (else read from the whole state)."""
+    if resident is None:
+        resident = (state.in_decode & (state.kv > 0)).nonzero()[0]
     if resident.size == 0:
         waiting = (state.prefilled == 0).nonzero()[0]
         fits = np.cumsum(state.prompt[waiting]) <= state.memory_free
         new = waiting[: max(1, int(fits.sum()))] if waiting.size else waiting
         return Batch(new, state.prompt[new]), False
+    tab, rid = state._t, state.rid[resident]
     room, evict = int(state.memory_free), resident[:0]
     if room < 1:                     # the engine idles on an eviction alone: decode too
-        evict, resident = resident[-1:], resident[:-1]
-        room += int(state.kv[evict[0]])
+        evict, resident, rid = resident[-1:], resident[:-1], rid[:-1]
+        room += int(tab.kv(state.rid[evict])[0])
     if state.budget is not None:
         room = min(room, int(state.budget))
     if room >= resident.size and not evict.size:      # every resident request decodes
         return Batch(decode=resident), True
-    order = resident[np.argsort(-state.decoded[resident], kind="stable")]
+    order = resident[np.argsort(-tab.decoded[rid], kind="stable")]
     return Batch(decode=np.sort(order[:room]), evict=evict), False
+
+
+class _Waiting:
+    """The requests of one queue waiting for their prefill, in arrival order (ids
+    ascending): those never started (``fresh``, appended as they arrive, the first
+    ``head`` of them gone) merged with those evicted back to it (``back``)."""
+
+    __slots__ = ("fresh", "head", "back")
+
+    def __init__(self, rids=()):
+        self.fresh, self.head, self.back = list(rids), 0, []
+
+    def __len__(self) -> int:
+        return len(self.fresh) - self.head + len(self.back)
+
+    def first(self, k: int) -> list:
+        """The first ``k`` ids (fewer if fewer wait)."""
+        fresh = self.fresh[self.head: self.head + k]
+        return sorted(self.back[:k] + fresh)[:k] if self.back else fresh
+
+    def take(self, k: int) -> None:
+        """Remove the first ``k``."""
+        first = self.first(k)
+        gone = bisect_right(self.back, first[-1]) if self.back else 0
+        del self.back[:gone]
+        self.head += len(first) - gone
+        if self.head > 1024 and 2 * self.head > len(self.fresh):
+            del self.fresh[: self.head]
+            self.head = 0
+
+
+class _Books:
+    """What a gated scheduler keeps between decisions instead of reading every request:
+    the waiting queues (one per group: WAIT's types, Nested WAIT's one entry queue), the
+    started requests (ids ascending; every one resident, its prompt prefilled whole), the
+    last id seen arrive, and what the last batch started and evicted.
+
+    :meth:`sync` brings them up to a new state from the last batch's members alone (who
+    finished, who arrived); they hold only while the state is the one the engine reached
+    by running this policy's batches (checked: the same table, the last batch applied, the
+    count of requests), and :meth:`of` builds them afresh, from every request, wherever a
+    state is not (``None`` where some request is part-way through a prefill or was put back
+    by a recompute, which the books do not describe: the policy then reads the state)."""
+
+    def __init__(self, table, queues, started, seen):
+        self.table, self.queues, self.started, self.seen = table, queues, started, seen
+        self.waiting = np.array([len(q) for q in queues], dtype=np.int64)   # per queue
+        self.admitted = self.evicted = _NONE
+
+    @classmethod
+    def of(cls, state, policy):
+        """The books of ``state`` built from every request, or ``None`` (see above)."""
+        tab, live = state._t, state.rid
+        if tab.recomputing or np.count_nonzero(live[1:] <= live[:-1]):
+            return None
+        prefilled, waiting = state.prefilled, state.prefilled == 0
+        if (np.count_nonzero(~waiting & (prefilled != state.prompt))
+                or np.count_nonzero(waiting & (state.in_decode | (state.decoded > 0)))):
+            return None
+        policy._arrived(tab, live)
+        wait = live[waiting]
+        group = policy._group(tab, wait)
+        queues = [_Waiting(wait[group == g].tolist()) for g in range(policy._groups)]
+        return cls(tab, queues, live[~waiting], int(live[-1]) if live.size else -1)
+
+    def sync(self, state, policy) -> bool:
+        """Bring the books up to ``state``; whether they hold there."""
+        tab, live = state._t, state.rid
+        done, ev = self.admitted, self.evicted
+        if (tab is not self.table or tab.recomputing
+                or (done.size and np.count_nonzero(tab.prefilled[done] != tab.prompt[done]))
+                or (ev.size and np.count_nonzero(tab.prefilled[ev]))):
+            return False
+        started = self.started
+        if started.size:
+            started = self.started = started[np.isnan(tab.finish[started])]
+        new = live[int(live.searchsorted(self.seen, side="right")):]
+        if new.size:
+            policy._arrived(tab, new)
+            group = policy._group(tab, new)
+            if new.size == 1:
+                self.queues[int(group[0])].fresh.append(int(new[0]))
+            else:
+                for g in np.unique(group).tolist():
+                    self.queues[g].fresh.extend(new[group == g].tolist())
+            self.waiting += np.bincount(group, minlength=self.waiting.size)
+            self.seen = int(new[-1])
+        return live.size == started.size + int(self.waiting.sum())
+
+    def commit(self, state, batch, policy) -> None:
+        """The batch decided on ``state``: its prefills leave their queues (the first of
+        each) and start, its evicted request goes back to its queue."""
+        tab, live = state._t, state.rid
+        pre, ev = live[batch.prefill], live[batch.evict]
+        started = self.started
+        if pre.size:
+            taken = np.bincount(policy._group(tab, pre), minlength=self.waiting.size)
+            for g in taken.nonzero()[0].tolist():
+                self.queues[g].take(int(taken[g]))
+            self.waiting -= taken
+            started = np.sort(np.concatenate([started, pre]))
+        for r, g in zip(ev.tolist(), policy._group(tab, ev).tolist(), strict=True):
+            started = started[started != r]
+            insort(self.queues[g].back, r)
+            self.waiting[g] += 1
+        self.started, self.admitted, self.evicted = started, pre, ev
 
 
 class _Gated(Policy):
     """Ao et al.'s schedulers with the memory gate of the module notes: the batches of
-    :func:`_relieve` that decode every resident request repeat (:meth:`steady`)."""
+    :func:`_relieve` that decode every resident request repeat (:meth:`steady`). A shipped
+    scheduler keeps books (:class:`_Books`) and decides from them, reading only the
+    requests it starts, runs or relieves; a subclass that decides otherwise reads the
+    state (``_decide_whole``)."""
+
+    #: how many waiting queues the books keep
+    _groups = 1
 
     def _reset(self):
         self._relieved = None     # the resident requests of the last relieving batch
+        self._books = None
+        self._kept = decides_as_shipped(self)
 
-    def _relieve(self, state) -> Batch:
-        batch, whole = _relieve(state)
+    def _relieve(self, state, resident=None) -> Batch:
+        batch, whole = _relieve(state, resident)
         if whole:
             self._relieved = batch.decode
         return batch
@@ -117,6 +235,22 @@ class _Gated(Policy):
         self._relieved = None
         return super().schedule(state)
 
+    def _schedule(self, state):
+        books = self._books
+        if not self._kept:
+            return self._decide_whole(state)
+        if books is None or not books.sync(state, self):
+            books = self._books = _Books.of(state, self)
+            if books is None:
+                return self._decide_whole(state)
+        batch = self._decide(state, books)
+        books.commit(state, batch, self)
+        return batch
+
+    def _group(self, tab, rids) -> np.ndarray:
+        """The waiting queue of each of ``rids`` (one queue: all 0)."""
+        return np.zeros(rids.size, dtype=np.int64)
+
     def steady(self, state, batch):
         """A relieving batch that decodes every resident request repeats while only they
         decode: nothing arrives, so the ready types (segments) and their waiting prompts stay;
@@ -124,7 +258,7 @@ class _Gated(Policy):
         a request that crosses out of segment 1 takes one token off its step, and the
         memory left falls by one for every resident request); and all residents decode
         again as long as their memory after the batch fits ``M``, which the engine checks.
-        The policy keeps no other state."""
+        The policy keeps no other state (its books change only at a decision)."""
         relieved, self._relieved = self._relieved, None
         return (relieved is not None and decides_as_shipped(self)
                 and batch.decode.size == relieved.size and not batch.prefill.size)
@@ -214,15 +348,59 @@ class WAIT(_Gated):
             return None
         return partial(cohorts, engine, thresholds=self.thresholds, bounds=None)
 
-    def _schedule(self, state):
-        cls = state.cls
-        if cls.max() >= self._n.size:
-            raise ValueError(f"WAIT: a request of class {int(cls.max())} arrived but only "
-                             f"{self._n.size} thresholds were given")
+    @property
+    def _groups(self) -> int:
+        return self._n.size
+
+    def _group(self, tab, rids) -> np.ndarray:
+        return tab.cls[rids]
+
+    def _arrived(self, tab, rids) -> None:
+        """Refuse a request of a class without a threshold."""
+        if rids.size and tab.cls[rids].max() >= self._n.size:
+            self._no_threshold(int(tab.cls[rids].max()))
+
+    def _no_threshold(self, cls):
+        raise ValueError(f"WAIT: a request of class {cls} arrived but only "
+                         f"{self._n.size} thresholds were given")
+
+    def _check_memory(self, state):
         if (self.memory_bound is not None and state.memory is not None
                 and state.memory < self.memory_bound):
             raise ValueError(f"memory={state.memory}: below WAIT's M^π = {self.memory_bound:g} "
                              f"for thresholds {self.thresholds}; it could overflow (eq. 9)")
+
+    def _decide(self, state, books):
+        """The decision of :meth:`_decide_whole` from the books: the ready types from the
+        queues' lengths, their first prompts from the queues' heads, their cohorts from
+        the started requests."""
+        self._check_memory(state)
+        tab, live, m = state._t, state.rid, self._n.size
+        queues, started, waiting = books.queues, books.started, books.waiting
+        ready = waiting >= self._n
+        cls = tab.cls[started]
+        if state.arrivals_done:                      # leftovers: every type present runs
+            ready |= (waiting > 0) | (np.bincount(cls, minlength=m) > 0)
+        if not ready.any():
+            return Batch()
+        new = [r for j in ready.nonzero()[0].tolist() for r in queues[j].first(self.thresholds[j])]
+        prefill = np.array(sorted(new), dtype=np.int64)
+        decode = started[ready[cls]]
+        if state.memory is not None and self.memory_bound is None:
+            keep = _fitting_groups(state, np.concatenate([tab.cls[prefill], cls[ready[cls]]]),
+                                   np.concatenate([tab.prompt[prefill],
+                                                   np.ones(decode.size, np.int64)]), m)
+            if not keep.all():
+                prefill, decode = prefill[keep[tab.cls[prefill]]], decode[keep[tab.cls[decode]]]
+                if prefill.size + decode.size == 0:
+                    return self._relieve(state, live.searchsorted(started))
+        return Batch(live.searchsorted(prefill), tab.prompt[prefill], live.searchsorted(decode))
+
+    def _decide_whole(self, state):
+        cls = state.cls
+        if cls.max() >= self._n.size:
+            self._no_threshold(int(cls.max()))
+        self._check_memory(state)
         waiting = state.prefilled == 0
         m = self._n.size
         ready = np.bincount(cls[waiting], minlength=m) >= self._n
@@ -318,16 +496,24 @@ class NestedWAIT(_Gated):
         Raises
         ------
         ValueError
-            When an output length exceeds the last boundary ``b_L``.
+            When an output length exceeds the last boundary ``b_L`` (:meth:`_arrived`).
         """
-        if state.output.max() > self._b[-1]:
-            raise ValueError(f"NestedWAIT: an output length {int(state.output.max())} exceeds "
-                             f"the last segment boundary {int(self._b[-1])}")
+        self._arrived(state._t, state.rid)
         started = state.prefilled > 0
-        d = state.decoded
-        seg = np.where(started, np.searchsorted(self._b, d, side="right"), 0)
-        entry = ~started | ((seg > 0) & (d == self._b[np.maximum(seg - 1, 0)]))
-        return seg, entry
+        seg, entry = self._stage(state.decoded)
+        return np.where(started, seg, 0), ~started | entry
+
+    def _stage(self, decoded):
+        """The segment of a started request's next stage, from its decoded tokens, and
+        whether it is at that segment's entry (just past the previous boundary)."""
+        seg = np.searchsorted(self._b, decoded, side="right")
+        return seg, (seg > 0) & (decoded == self._b[np.maximum(seg - 1, 0)])
+
+    def _arrived(self, tab, rids) -> None:
+        """Refuse an output longer than the last segment."""
+        if rids.size and tab.output[rids].max() > self._b[-1]:
+            raise ValueError(f"NestedWAIT: an output length {int(tab.output[rids].max())} "
+                             f"exceeds the last segment boundary {int(self._b[-1])}")
 
     def bulk(self, engine):
         """The rule ``cohorts`` (:func:`~queuetheory.engine.kernels.cohorts`, a group per
@@ -357,7 +543,40 @@ class NestedWAIT(_Gated):
                     "or memory=None to compare the peak with a bound")
         return None
 
-    def _schedule(self, state):
+    def _gated(self, state) -> bool:
+        return self.overflow == "gate" and state.memory is not None
+
+    def _decide(self, state, books):
+        """The decision of :meth:`_decide_whole` from the books: segment 1's entry queue
+        from the waiting queue's length and head, every later segment's from the started
+        requests' stages."""
+        tab, live, L = state._t, state.rid, self._n.size
+        queue, started = books.queues[0], books.started
+        seg, entry = self._stage(tab.decoded[started])
+        count = np.bincount(seg[entry], minlength=L)
+        count[0] += int(books.waiting[0])
+        full = count >= self._n
+        if state.arrivals_done:                     # leftovers: every segment runs
+            full[:] = True
+        k = L if full.all() else int(np.argmin(full))       # I*: longest ready prefix
+        if k == 0:
+            return Batch()
+        new = np.array(queue.first(self.thresholds[0]), dtype=np.int64)
+        ent = (entry & (seg < k)).nonzero()[0]
+        chosen = ~entry & (seg < k)
+        chosen[_first_per_group(ent, seg[ent], self._n)] = True
+        if self._gated(state):
+            per_seg = np.bincount(seg[chosen], minlength=L)[:k]
+            per_seg[0] += int(tab.prompt[new].sum())
+            fits = state.memory_used + np.cumsum(per_seg) <= state.memory
+            k = int(np.argmin(fits)) if not fits.all() else k
+            if k == 0:
+                return self._relieve(state, live.searchsorted(started))
+            chosen &= seg < k
+        dec = started[chosen]
+        return Batch(live.searchsorted(new), tab.prompt[new], live.searchsorted(dec))
+
+    def _decide_whole(self, state):
         seg, entry = self.segment_of(state)
         L = self._n.size
         full = np.bincount(seg[entry], minlength=L) >= self._n
@@ -369,7 +588,7 @@ class NestedWAIT(_Gated):
         ent = (entry & (seg < k)).nonzero()[0]
         admitted = _first_per_group(ent, seg[ent], self._n)
         members = np.sort(np.concatenate([admitted, (~entry & (seg < k)).nonzero()[0]]))
-        if self.overflow == "gate" and state.memory is not None:
+        if self._gated(state):
             new = state.prefilled[members] == 0
             add = np.where(new, state.prompt[members], 1)
             per_seg = np.bincount(seg[members], weights=add, minlength=L)[:k]
