@@ -347,7 +347,7 @@ class Engine:
         """The stretch the policy promises after this batch, if any: ``(runner, args)``,
         the runner :meth:`_repeat` (decode-only: :meth:`Policy.drains`,
         :meth:`Policy.steady`) or :meth:`_repeat_chunk` (one prefill chunk beside the
-        decodes: an integer :meth:`Policy.steady`)."""
+        decodes: :meth:`Policy.steady_chunk`)."""
         live, in_decode = self.live, self.table.in_decode
         prefilling = pre.size and not in_decode[pre[-1]]   # a member still in its prefill
         if (live.size and not prefilling and np.count_nonzero(in_decode[live]) == live.size
@@ -367,15 +367,15 @@ class Engine:
                 return self._repeat, (dec, False, int(promise), True)
             return None
         if pre.size == 1 and not self.table.in_decode[pre[0]]:   # (a cache credit is once)
-            promise = self.policy.steady(state, batch)     # only a count promises here
-            if not isinstance(promise, bool | np.bool_) and promise > 0:
-                return self._repeat_chunk, (pre, batch.chunk, dec, int(promise))
+            promise = int(self.policy.steady_chunk(state, batch))
+            if promise > 0:
+                return self._repeat_chunk, (pre, batch.chunk, dec, promise)
         return None
 
     def _repeat_chunk(self, pre, chunk, dec, limit, t, until, most):
         """The fast path of a batch with one prefill chunk: from ``t``, the request ``pre``
         (one id) gets the same ``chunk`` again and again beside the decodes ``dec``, at
-        most ``limit`` times (the policy's bound, :meth:`Policy.steady`), the policy's
+        most ``limit`` times (the policy's bound, :meth:`Policy.steady_chunk`), the policy's
         books moved by its ``repeated(k, starts)``. Returns the end of the stretch and the
         requests it finished.
 

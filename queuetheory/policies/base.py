@@ -124,15 +124,8 @@ class Policy:
         next call without asking again, unless a request arrived at this engine: the
         promise is about the states reached while nothing arrives.
 
-        Only such a count is taken after a batch with **one prefill chunk** (the engine asks
-        then too, where the chunk leaves some of the prompt, nothing was evicted and nothing
-        finished; ``True`` is not a promise there): the same batch — the same decodes, the
-        same request with a chunk of the same size, without the prefix-cache credit a first
-        chunk may carry —
-        repeats at most ``n`` more times while more than a chunk of its prompt is left,
-        ``schedule`` returning it each time, and the engine runs ``k <= n`` of them
-        (stopping before the last chunk, after the first finish, or where KV memory would
-        overflow) and calls ``repeated(k, starts)`` as above.
+        The engine asks only after a decode-only batch; after a batch of one prefill chunk
+        it asks :meth:`steady_chunk`.
 
         Parameters
         ----------
@@ -148,6 +141,33 @@ class Policy:
             iteration), or the count ``n`` of further repeats promised.
         """
         return False
+
+    def steady_chunk(self, state, batch) -> int:
+        """How many more times may the engine repeat a ``batch`` of decodes and **one
+        prefill chunk** without asking again? (the engine's fast path for chunked prefill)
+
+        The engine asks where the chunk leaves some of the prompt, nothing was evicted and
+        nothing finished. A count ``n`` promises: the same batch — the same decodes, the
+        same request with a chunk of the same size, without the prefix-cache credit a first
+        chunk may carry — repeats at most ``n`` more times while more than a chunk of its
+        prompt is left, ``schedule`` returning it each time; the engine runs ``k <= n`` of
+        them (stopping before the last chunk, after the first finish, or where KV memory
+        would overflow) and calls ``repeated(k, starts)`` as :meth:`steady`'s counts do. The
+        default, 0, asks every iteration.
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The batch :meth:`schedule` returned on it, with one prefill member.
+
+        Returns
+        -------
+        int
+            The count ``n`` of further repeats promised (0: none).
+        """
+        return 0
 
     def drains(self, state) -> bool:
         """May the engine run every request to completion without asking? (fast path)

@@ -167,15 +167,27 @@ class _TiledPolicy(Policy):
     def _full(self):
         return self.n is not None and self._ric >= self.n
 
-    def _chunks(self, batch):
+    def steady_chunk(self, state, batch) -> int:
         """The promise after a batch of one prefill chunk (prefills run alone): a count no
-        stretch reaches, or ``False`` for a subclass that decides otherwise. The engine asks
-        only where the chunk left some of the prompt, so it was ``t_lcm`` tokens; while
-        nothing arrives the next call finds that prefill still under way and returns its
-        next chunk, ``t_lcm`` tokens again while more than that is left (the engine stops
-        before the last), and changes nothing: the books see no request enter or leave
-        decode, and the cycle count moves only when a prefill starts."""
-        return _NO_BUDGET if decides_as_shipped(self) and not batch.decode.size else False
+        stretch reaches. The engine asks only where the chunk left some of the prompt, so
+        it was ``t_lcm`` tokens; while nothing arrives the next call finds that prefill still
+        under way and returns its next chunk, ``t_lcm`` tokens again while more than that is
+        left (the engine stops before the last), and changes nothing: the books see no
+        request enter or leave decode, and the cycle count moves only when a prefill starts.
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The batch of one prefill chunk :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        int
+            The further repeats promised: 0 for a subclass that decides otherwise.
+        """
+        return _NO_BUDGET if decides_as_shipped(self) and not batch.decode.size else 0
 
     def repeated(self, k, starts) -> None:
         """A chunk stretch of ``k`` batches changed none of this policy's books."""
@@ -251,8 +263,7 @@ class RAD(_TiledPolicy):
         started holds, with ``_last_decode`` set. While nothing arrives, nothing finishes and
         only ``D`` decodes, no request leaves or enters ``D`` or ``P``, none starts a prefill
         and the cycle count does not move: the same branch returns the same ``D`` (line 9's
-        cycle end needs ``D = ∅``), and ``_last_decode`` stays set. After a prefill chunk,
-        the chunk stretch of :meth:`_chunks`.
+        cycle end needs ``D = ∅``), and ``_last_decode`` stays set.
 
         Parameters
         ----------
@@ -263,12 +274,10 @@ class RAD(_TiledPolicy):
 
         Returns
         -------
-        bool or int
-            Whether the decode batch repeats (``True`` for a decode batch of this policy as
-            shipped); after a prefill chunk, how many more times the chunk repeats.
+        bool
+            Whether the batch repeats (``True`` for a decode batch of this policy as
+            shipped).
         """
-        if batch.prefill.size:
-            return self._chunks(batch)
         return decides_as_shipped(self) and bool(batch.decode.size)
 
     def drains(self, state):
@@ -334,7 +343,6 @@ class CycleScheduler(_TiledPolicy):
         left ``_mode = "decode"``, and no prefill was under way). While nothing arrives,
         nothing finishes and only its members decode, ``D`` keeps its positions, no prefill
         starts and the mode stays: the same ``t*_col`` oldest decodes, no state changed.
-        After a prefill chunk, the chunk stretch of :meth:`_chunks`.
 
         Parameters
         ----------
@@ -345,12 +353,10 @@ class CycleScheduler(_TiledPolicy):
 
         Returns
         -------
-        bool or int
-            Whether the decode batch repeats (``True`` for a decode batch of this policy as
-            shipped); after a prefill chunk, how many more times the chunk repeats.
+        bool
+            Whether the batch repeats (``True`` for a decode batch of this policy as
+            shipped).
         """
-        if batch.prefill.size:
-            return self._chunks(batch)
         return decides_as_shipped(self) and bool(batch.decode.size)
 
     def drains(self, state):

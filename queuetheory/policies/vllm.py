@@ -636,6 +636,42 @@ class VLLMV1(Policy):
 
     # ---- stretches in closed form (the engine's fast path) ----------------------------------
     def steady(self, state, batch) -> int:
+        """How many more times the decode-only ``batch`` just run repeats (:meth:`_promise`:
+        the conditions, the bound, the books :meth:`repeated` keeps).
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The decode-only batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        int
+            The further repeats promised (0: ask again now).
+        """
+        return 0 if batch.prefill.size else self._promise(state, batch)
+
+    def steady_chunk(self, state, batch) -> int:
+        """How many more times the ``batch`` of decodes and one prefill chunk just run
+        repeats (:meth:`_promise`).
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The batch of one prefill chunk :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        int
+            The further repeats promised (0: ask again now).
+        """
+        return self._promise(state, batch) if batch.prefill.size else 0
+
+    def _promise(self, state, batch) -> int:
         """How many more times the ``batch`` just run repeats, every running request asking
         the same tokens each time, before anything this scheduler decides changes — with
         :meth:`repeated` keeping the books over them (0: ask again now).
@@ -665,18 +701,6 @@ class VLLMV1(Policy):
         start, and registers in the prefix cache the blocks they fill. The stretch ends
         before the first step whose allocations exceed the free blocks (that step
         preempts), or at the first member's last token (the engine stops there too).
-
-        Parameters
-        ----------
-        state : State
-            The state the batch was built on.
-        batch : Batch
-            The batch :meth:`schedule` returned on it.
-
-        Returns
-        -------
-        int
-            The further repeats promised (0: ask again now).
         """
         finishing = self._finishing
         if not (self._plain and decides_as_shipped(self)
@@ -727,7 +751,8 @@ class VLLMV1(Policy):
         return max(most, 0)
 
     def repeated(self, k: int, starts) -> None:
-        """The books of ``k`` steps of the stretch :meth:`steady` promised, started at
+        """The books of ``k`` steps of the stretch :meth:`steady` or :meth:`steady_chunk`
+        promised, started at
         ``starts``: each step's allocations, in the order of the running requests, then its
         full blocks registered in the cache — the block ids, the free queue's order and the
         cache as stepping leaves them — its row of :attr:`queue_log`, and the step in
