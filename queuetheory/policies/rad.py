@@ -942,8 +942,8 @@ class SLAI(Policy):
         bool or int
             ``False``, or a count (``2**62``: no bound but the stretch's) of repeats.
         """
-        if not decides_as_shipped(self) or batch.prefill.size:
-            return False        # a count after a prefill chunk would promise a chunk stretch
+        if not decides_as_shipped(self):
+            return False
         seen, repeatable = self._repeatable
         if seen is not state or not repeatable:
             return False
