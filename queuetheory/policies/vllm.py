@@ -374,7 +374,8 @@ class BlockPool:
         if got != blocks:                      # some keys were held: those blocks stay unkeyed
             new = [i for i, (g, b) in enumerate(zip(got, blocks, strict=True)) if g == b]
             blocks, keys = [blocks[i] for i in new], [keys[i] for i in new]
-        self._keyof[blocks] = np.fromiter(keys, dtype=object, count=len(keys))
+        self._keyof[np.fromiter(blocks, np.intp, len(blocks))] = np.fromiter(
+            keys, dtype=object, count=len(keys))
 
     def snapshot(self) -> dict:
         """The pool's state, for comparisons: the free queue in order with each block's
