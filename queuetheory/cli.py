@@ -33,9 +33,8 @@ def _policy(name: str, budget: int, order: str, setting=None, prefix_cache: bool
         if order != "fcfs":
             raise ValueError(f"--order {order}: vllm-v1 serves its requests first come, "
                              "first served")
-        memory = None if setting is None else setting.memory
-        return policies.VLLMV1(256, budget, enable_prefix_caching=prefix_cache,
-                               num_gpu_blocks=None if memory is None else memory // 16 + 1)
+        return policies.VLLMV1.with_kv_tokens(budget, None if setting is None else setting.memory,
+                                              enable_prefix_caching=prefix_cache)
     if name in CLASSIC_POLICIES:
         cls = {"sarathi": policies.Sarathi, "orca": policies.Orca,
                "vllm": policies.VLLMVanilla, "fastertransformer": policies.FasterTransformer}

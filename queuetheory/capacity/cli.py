@@ -23,8 +23,7 @@ def _cli_policy(name: str, budget: int, memory: int | None):
     from .. import policies as P
 
     if name == "vllm-v1":
-        blocks = None if memory is None else memory // 16 + 1     # one is vLLM's null block
-        return P.VLLMV1(256, budget, num_gpu_blocks=blocks, enable_prefix_caching=True), None
+        return P.VLLMV1.with_kv_tokens(budget, memory), None
     if name == "slai":
         return P.SLAI(budget), memory
     return {"sarathi": P.Sarathi, "orca": P.Orca, "vllm": P.VLLMVanilla,

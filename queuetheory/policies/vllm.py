@@ -117,8 +117,9 @@ class BlockPool:
     its blocks one by one in vLLM's order, in bulk: a Mooncake prompt holds some 750 blocks
     of 16 tokens. The free queue is an array of blocks in the order freed with each block's
     place in it (``-1`` once taken: its entry goes stale and is skipped when the head
-    reaches it), reference counts are an array, and the cache's dicts are read and written
-    by C-level ``map``.
+    reaches it), reference counts and each block's key are arrays (the keys an object
+    array, gathered and cleared by block ids), and the cache (key → block) is a dict read
+    and written by C-level ``map``.
 
     Parameters
     ----------
@@ -394,8 +395,8 @@ class BlockPool:
         queue = seg[self._slot[seg] == np.arange(self._head, self._tail)].tolist()
         keyed = {b: k for b, k in enumerate(self._keyof[: self._next].tolist()) if k is not None}
         return {"queue": [(b, keyed.get(b)) for b in queue], "cached": dict(self._cached),
-                "key": keyed, "refs": dict(zip(held.tolist(), refs[held].tolist(),
-                                                         strict=True)),
+                "key": keyed,
+                "refs": dict(zip(held.tolist(), refs[held].tolist(), strict=True)),
                 "next": self._next, "fresh": self._fresh, "used": self.used}
 
 
@@ -999,6 +1000,31 @@ class VLLMV1(Policy):
                      cached=hits if hits.any() else np.empty(0, np.int64))
 
     # ---- from vLLM's own engine arguments ----------------------------------------------------
+    @classmethod
+    def with_kv_tokens(cls, max_num_batched_tokens: int, kv_tokens: int | None, *,
+                       enable_prefix_caching: bool = True) -> VLLMV1:
+        """vLLM V1 with its defaults (256 sequences, 16-token blocks) and a KV cache of
+        ``kv_tokens`` tokens: the command line's ``--policy vllm-v1 --memory M``.
+
+        Parameters
+        ----------
+        max_num_batched_tokens : int
+            Tokens per step (the token budget).
+        kv_tokens : int or None
+            KV-cache tokens, kept as ``kv_tokens // 16`` blocks plus vLLM's null block
+            (``None``: unlimited).
+        enable_prefix_caching : bool, default True
+            Reuse cached full blocks.
+
+        Returns
+        -------
+        VLLMV1
+            The scheduler.
+        """
+        blocks = None if kv_tokens is None else kv_tokens // 16 + 1
+        return cls(256, max_num_batched_tokens, num_gpu_blocks=blocks,
+                   enable_prefix_caching=enable_prefix_caching)
+
     @classmethod
     def from_engine_args(cls, args) -> VLLMV1:
         """The scheduler of a vLLM engine from its arguments: a ``vllm_meta.json`` (path or
