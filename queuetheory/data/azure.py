@@ -107,10 +107,9 @@ def open_trace(source, *, format=None, **options):
             raise ValueError(f"format={format!r}: the shipped trace {source!r} is Azure's")
         return azure_trace(source, **options)
     if isinstance(source, str) and source.startswith("mooncake:") and not Path(source).exists():
-        from .mooncake import mooncake_table
+        from .mooncake import mooncake_trace
 
         if format not in (None, "mooncake"):
             raise ValueError(f"format={format!r}: the shipped trace {source!r} is Mooncake's")
-        return read_trace(mooncake_table(source.partition(":")[2]), format="mooncake",
-                          **options)
+        return mooncake_trace(source.partition(":")[2], **options)
     return read_trace(source, format=format, **options)

@@ -68,22 +68,23 @@ def mooncake_table(name: str = "conversation") -> pd.DataFrame:
     return pd.DataFrame(list(_rows(name)))
 
 
-def mooncake_trace(name: str = "conversation", *, time_unit: str = "s"):
+def mooncake_trace(name: str = "conversation", **options):
     """The Mooncake ``"conversation"`` or ``"synthetic"`` trace as a
     :class:`~queuetheory.workload.Trace` with its prefix blocks.
 
-    Arrivals from the first request (``time_unit`` ``"s"`` or ``"ms"``); output lengths
-    count the first token; ``blocks`` holds each prompt's **full** 512-token blocks
-    (``block_size=512``): the id of a partial last block is dropped, as a prefix cache keeps
-    full blocks only. A scheduler with smaller KV blocks (vLLM's 16) keys each of its blocks
-    by the 512-token block it lies in (:class:`~queuetheory.policies.VLLMV1`).
+    Arrivals from the first request; output lengths count the first token; ``blocks``
+    holds each prompt's **full** 512-token blocks (``block_size=512``): the id of a partial
+    last block is dropped, as a prefix cache keeps full blocks only. A scheduler with smaller
+    KV blocks (vLLM's 16) keys each of its blocks by the 512-token block it lies in
+    (:class:`~queuetheory.policies.VLLMV1`).
 
     Parameters
     ----------
     name : {"conversation", "synthetic"}, default "conversation"
         Which shipped trace of Qin et al. (Mooncake; a key of :data:`MOONCAKE_TRACES`).
-    time_unit : {"s", "ms"}, default "s"
-        The unit of the returned arrival times.
+    **options
+        Keywords of :func:`~queuetheory.workload.traces.read_trace`: ``time_unit`` (``"s"``,
+        the default, or ``"ms"``), ``window``, ``speedup``, ``rate``.
 
     Returns
     -------
@@ -94,6 +95,7 @@ def mooncake_trace(name: str = "conversation", *, time_unit: str = "s"):
     Raises
     ------
     ValueError
-        If ``name`` is not a shipped trace or ``time_unit`` is not ``"s"`` or ``"ms"``.
+        If ``name`` is not a shipped trace, or ``read_trace`` refuses an option (a
+        ``time_unit`` other than ``"s"`` or ``"ms"``, …).
     """
-    return read_trace(mooncake_table(name), format="mooncake", time_unit=time_unit)
+    return read_trace(mooncake_table(name), format="mooncake", **options)
