@@ -37,17 +37,7 @@ def run(name: str, trace, memory, masked: bool):
     """CPU seconds and result of ``name`` on ``trace`` (arrival, prompt, output)."""
     from pyserq_driver import TIME
 
-    arrival, prompt, output = trace
-    if name in es.AO:
-        policy, tr = es.ao_policy(name, arrival, prompt, output, memory)
-        first = "decode"
-    else:
-        budget = max(2048, int((prompt + output).max())) if name == "vllm" else 512
-        policy = es.POLICIES[name](budget)
-        k = es.CLASSES.get(name, 1)
-        cls = np.random.default_rng(1).integers(0, k, len(arrival)) if k > 1 else None
-        tr = qt.Workload.from_arrays(arrival, prompt, output, cls)
-        first = "prefill"
+    policy, tr, first = es.scheduler(name, *trace, memory)
     ran = []                                     # the runner the policy handed over
     if masked:
         policy.bulk = lambda engine: None        # the generic path: steps and stretches

@@ -169,13 +169,31 @@ def single_server(n: int, load: float = 0.8, seed: int = 5):
           f"{ours / theirs:.2f}; largest departure difference {gap:.2g}")
 
 
+def budget_and_classes(name: str, prompt, output):
+    """The token budget of scheduler ``name`` on the trace (vanilla vLLM's: the longest
+    request, at least 2048) and the requests' classes (``None``: one)."""
+    budget = max(2048, int((prompt + output).max())) if name == "vllm" else 512
+    k = CLASSES.get(name, 1)
+    cls = np.random.default_rng(1).integers(0, k, len(prompt)) if k > 1 else None
+    return budget, cls
+
+
+def scheduler(name: str, arrival, prompt, output, memory=None):
+    """The policy, the workload and the first-token convention of ``name`` on the trace, as
+    :func:`run_one` runs it."""
+    if name in AO:
+        policy, trace = ao_policy(name, arrival, prompt, output, memory)
+        return policy, trace, "decode"
+    budget, cls = budget_and_classes(name, prompt, output)
+    return (POLICIES[name](budget), qt.Workload.from_arrays(arrival, prompt, output, cls),
+            "prefill")
+
+
 def run_one(name: str, arrival, prompt, output, memory, fast_path: bool = True) -> dict:
     """One scheduler on the trace (``memory``: the KV limit or ``None``), timed."""
     if name in AO:
         return ao_et_al(name, arrival, prompt, output, fast_path, memory)
-    budget = max(2048, int((prompt + output).max())) if name == "vllm" else 512
-    k = CLASSES.get(name, 1)
-    cls = np.random.default_rng(1).integers(0, k, len(arrival)) if k > 1 else None
+    budget, cls = budget_and_classes(name, prompt, output)
     out = ours(arrival, prompt, output, POLICIES[name](budget), memory, fast_path, cls=cls)
     out["iterations_per_cpu_s"] = out["iterations"] / out["cpu_s"]
     return out
