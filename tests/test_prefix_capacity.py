@@ -254,3 +254,14 @@ def test_cli_bounds_of_vllm_v1_on_a_mooncake_file_are_the_proven_prefix_rows(tmp
                                 enable_prefix_caching=True)
     expected = qt.capacity.bounds(read, TM, token_budget=256, policy=policy)
     assert f"{expected.rate('compute'):10.4g}" in row
+
+
+def test_vllm_v1_with_kv_tokens_keeps_them_as_blocks_and_refuses_less_than_one():
+    pol = qt.policies.VLLMV1.with_kv_tokens(512, 16_000)
+    assert (pol.num_gpu_blocks, pol.block_size, pol.max_num_seqs) == (1001, 16, 256)
+    with_kv = qt.policies.VLLMV1.with_kv_tokens
+    assert pol.enable_prefix_caching and with_kv(512, None).num_gpu_blocks is None
+    assert not with_kv(512, 64, enable_prefix_caching=False).enable_prefix_caching
+    for bad in (0, 15, -100):
+        with pytest.raises(ValueError, match=f"kv_tokens={bad}"):
+            qt.policies.VLLMV1.with_kv_tokens(512, bad)

@@ -1020,7 +1020,15 @@ class VLLMV1(Policy):
         -------
         VLLMV1
             The scheduler.
+
+        Raises
+        ------
+        ValueError
+            For ``kv_tokens`` below one block (16 tokens), or a setting :class:`VLLMV1`
+            refuses.
         """
+        if kv_tokens is not None and not kv_tokens >= 16:
+            raise ValueError(f"kv_tokens={kv_tokens!r}: must hold at least one 16-token block")
         blocks = None if kv_tokens is None else kv_tokens // 16 + 1
         return cls(256, max_num_batched_tokens, num_gpu_blocks=blocks,
                    enable_prefix_caching=enable_prefix_caching)
