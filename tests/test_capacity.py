@@ -3,6 +3,7 @@
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -373,13 +374,51 @@ def test_a_huge_latency_target_keeps_the_runs_short_and_counts_the_undecided():
 def test_replicas_needs_at_least_the_bound_and_meets_the_slo():
     wl, pol, tm = fixed(16, 16), qt.policies.Sarathi(64), qt.UnitTime()
     r = cap.replicas(5.0, wl, pol, tm, slo={"latency": 200.0}, router="least_tokens",
-                     n_requests=300)
+                     n_requests=300, simulator="network")
     assert r.at_least == 3                    # one engine serves at most 64/32 = 2 per round
     assert r.count is not None and r.count >= r.at_least
     row = r.probes.set_index("engines").loc[r.count]
     assert row["meets"] and row["attainment"] >= 0.9
     with pytest.raises(ValueError, match="router='nearest'"):
         cap.replicas(5.0, wl, pol, tm, router="nearest")
+
+
+def test_replicas_default_warns_that_the_fleet_becomes_the_default():
+    wl, pol, tm = fixed(16, 16), qt.policies.Sarathi(64), qt.UnitTime()
+    kw = dict(slo={"latency": 200.0}, router="round_robin", n_requests=300)
+    with pytest.warns(FutureWarning, match="simulator='network'") as caught:
+        default = cap.replicas(5.0, wl, pol, tm, **kw)
+    assert caught[0].filename == __file__              # the warning points at the call
+    network = cap.replicas(5.0, wl, pol, tm, simulator="network", **kw)
+    assert isinstance(default, cap.Replicas)
+    assert default.count == network.count
+    pd.testing.assert_frame_equal(default.probes, network.probes)
+    fleet = cap.replicas(5.0, wl, pol, tm, simulator="fleet", **kw)
+    assert isinstance(fleet, cap.FleetSize) and fleet.router == "round_robin"
+    assert fleet.at_least == network.at_least == 3
+
+
+@pytest.mark.parametrize("router", ["random", "round_robin"])
+def test_replicas_network_and_fleet_agree_on_a_count(router):
+    """Two independent simulators of engines behind a router (Li, Dai, Peng's network of
+    agents and whole engines under the other first-token convention) size the same fleet."""
+    wl = qt.Workload([qt.RequestClass(200, 50, 1.0)])
+    tm = qt.AffineTokenTime(16.1e-3, 57.8e-6, 39.5e-6)
+    kw = dict(slo={"ttft": 0.5, "tbt": 0.05}, router=router, n_requests=500)
+    network = cap.replicas(40.0, wl, qt.policies.Sarathi(256), tm, simulator="network", **kw)
+    fleet = cap.replicas(40.0, wl, qt.policies.Sarathi(256), tm, simulator="fleet", **kw)
+    assert network.count == fleet.count and network.count >= network.at_least
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"simulator": "engines"}, "simulator='engines'"),
+    ({"simulator": "network", "memory": 1000}, "memory given with simulator='network'"),
+    ({"simulator": "network", "percentiles": {"p99_ttft": 9.0}}, "percentiles given"),
+    ({"simulator": "network", "first_token": "prefill"}, "first_token='prefill'"),
+])
+def test_replicas_refuses_what_its_simulator_cannot_run(bad, match):
+    with pytest.raises(ValueError, match=match):
+        cap.replicas(5.0, fixed(16, 16), qt.policies.Sarathi(64), qt.UnitTime(), **bad)
 
 
 # ---- the command line ------------------------------------------------------------------------

@@ -157,7 +157,7 @@ def test_goodput(wl, kw):
 def test_replicas(kw):
     r = outcome(lambda: qt.capacity.replicas(
         kw.pop("target_rate"), qt.Workload([qt.RequestClass(4, 4, 0.3)]), P.Sarathi(16), UNIT,
-        **kw), CAPACITY_NAMES)
+        simulator="network", **kw), CAPACITY_NAMES)
     if r is not None:
         assert r.count is None or 1 <= r.at_least <= r.count <= kw["max_replicas"]
 

@@ -12,8 +12,9 @@ papers' closed-form capacities to the simulator:
   the bracket and judged by :func:`~queuetheory.stability`;
 * :func:`goodput` — the largest rate at which at least ``attainment`` of the requests meet
   every latency target (the goodput of DistServe, Zhong et al.), over a steady-state window;
-* :func:`replicas` — the fewest engines behind a router (the networks layer) that meet the
-  targets at a given total rate;
+* :func:`replicas` — the fewest engines behind a router that meet the targets at a given
+  total rate, on the networks layer (``simulator="network"``, this release's default) or on
+  whole engines (``simulator="fleet"``, :func:`size_fleet`, the next release's default);
 * :func:`size_fleet` — the same for fleets as users run them: each engine with its KV cache,
   a drawn workload or a replayed trace, routers that see every engine's load (round robin,
   join the shortest queue, least KV load), targets per metric and percentile

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,12 +87,48 @@ def _parallel(workload, policy, time_model, K, b, router, rate):
     return net
 
 
+def _default_simulator(memory, percentiles, recorded, first_token, router) -> str:
+    """This release's default: the fleet where a setting needs it, else the network, with a
+    ``FutureWarning`` that the next release's default is the fleet."""
+    from ..networks.graph import ROUTERS
+
+    if (memory is not None or percentiles is not None or recorded
+            or first_token is not None or router not in ROUTERS):
+        return "fleet"
+    warnings.warn("replicas() runs Li, Dai, Peng's network of agents (first_token='decode', "
+                  "no KV-memory limit) by default in this release; the next release sizes "
+                  "whole engines (size_fleet: first_token='prefill', each engine's KV cache). "
+                  "Pass simulator='network' to keep this answer or simulator='fleet' for "
+                  "the new one", FutureWarning, stacklevel=3)
+    return "network"
+
+
+def _check_network_settings(memory, percentiles, recorded, first_token) -> None:
+    """Refuse, naming it, a setting the networks layer cannot run."""
+    for name, given in (("memory", memory is not None),
+                        ("percentiles", percentiles is not None),
+                        ("workload", recorded)):
+        if given:
+            raise ValueError(f"{name} given with simulator='network': the networks layer has "
+                             "no KV-memory limit, percentile targets or trace replay; use "
+                             "simulator='fleet'")
+    if first_token not in (None, "decode"):
+        raise ValueError(f"first_token={first_token!r} with simulator='network': the "
+                         "networks layer follows first_token='decode'; use simulator='fleet'")
+
+
 def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment: float = 0.9,
              router: str = "round_robin", token_budget=None, n_requests: int = 2000,
              warmup: float = 0.2, seeds=(0,), max_replicas: int = 64, memory=None,
-             percentiles=None, first_token: str | None = None):
+             percentiles=None, first_token: str | None = None, simulator: str | None = None):
     """The fewest engines behind ``router`` that meet ``slo`` for ``attainment`` of the
     requests at the total rate ``target_rate``.
+
+    Two simulators answer: ``simulator="network"``, Li, Dai, Peng's network of agents (the
+    default of this release), and ``simulator="fleet"``, whole engines behind a router
+    (:func:`~queuetheory.capacity.sizing.size_fleet`), the default of the next release. A
+    call that names neither and would run the network warns (``FutureWarning``): pass
+    ``simulator="network"`` to keep its answer.
 
     ``time_model`` may be a whole :class:`~queuetheory.engine.Server`: its settings then stand
     for ``token_budget``, ``memory`` and ``first_token`` (given again, they must agree).
@@ -156,8 +193,15 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
         Per-metric percentile targets (``{"p99_ttft": 2.0}``); given, the call goes to
         :func:`size_fleet`.
     first_token : {"prefill", "decode"}, optional
-        Given, the call goes to :func:`size_fleet` with it; else the networks layer's
-        ``"decode"``.
+        Given, the call goes to :func:`size_fleet` with it (``"decode"`` may also run the
+        network, with ``simulator="network"``); else the networks layer's ``"decode"``.
+    simulator : {"network", "fleet"}, optional
+        ``"network"``: the networks layer (slotted time under :class:`UnitTime`, one
+        router per request class, no KV-memory limit, ``first_token="decode"``);
+        ``"fleet"``: :func:`size_fleet` (whole engines, each with its own KV cache;
+        ``first_token`` default ``"prefill"``). ``None`` (this release's default): the
+        network unless a setting above needs the fleet, with a ``FutureWarning`` when it
+        runs the network, since the next release's default is the fleet.
 
     Returns
     -------
@@ -172,9 +216,11 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
         ``router`` is not a known one, ``slo`` is not a valid dict of targets, an argument
         breaks its rule (``attainment`` in ``(0, 1]``, ``warmup`` in ``[0, 1)``,
         ``n_requests`` and ``max_replicas`` positive integers, ``seeds`` distinct integers
-        >= 0), a loose setting contradicts the :class:`~queuetheory.engine.Server`, no
-        token budget is given, or the bracket refuses its inputs (:func:`bounds`); and what
-        :func:`size_fleet` raises where the call goes there.
+        >= 0), ``simulator`` is not ``"network"``, ``"fleet"`` or ``None``, a setting the
+        network cannot run is given with ``simulator="network"``, a loose setting
+        contradicts the :class:`~queuetheory.engine.Server`, no token budget is given, or
+        the bracket refuses its inputs (:func:`bounds`); and what :func:`size_fleet` raises
+        where the call goes there.
     UnsupportedSettingError
         If the policy refuses the settings (``Policy.supports``).
     """
@@ -183,9 +229,15 @@ def replicas(target_rate, workload, policy, time_model, *, slo=None, attainment:
 
     time_model, token_budget, memory, first_token = server_settings(
         time_model, token_budget, memory, first_token)
-    if (memory is not None or percentiles is not None or isinstance(workload, Trace)
-            or first_token is not None or router not in ("random", "round_robin",
-                                                         "least_requests", "least_tokens")):
+    if simulator is None:
+        simulator = _default_simulator(memory, percentiles, isinstance(workload, Trace),
+                                       first_token, router)
+    elif simulator == "network":
+        _check_network_settings(memory, percentiles, isinstance(workload, Trace),
+                                first_token)
+    elif simulator != "fleet":
+        raise ValueError(f"simulator={simulator!r}: must be 'network', 'fleet' or None")
+    if simulator == "fleet":
         from .sizing import size_fleet
 
         if router not in FLEET_ROUTERS:
