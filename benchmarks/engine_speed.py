@@ -209,25 +209,39 @@ def supported(name: str, memory, arrival, prompt, output) -> bool:
     return policy.supports(memory=memory, first_token=first) is None
 
 
-def table(ns, memory: int, load: float, names, fast_path: bool = True):
+def table(ns, memory: int, load: float, names, fast_path: bool = True,
+          max_cpu: float = 60.0):
     """``--all``: every scheduler of ``names`` on the ShareGPT trace, without and with the KV
-    limit ``memory`` where it runs there, FCFS Sarathi beside it in the same run; one
-    markdown row each (iterations per CPU second, and the ratio to Sarathi's)."""
-    print("| scheduler | requests | KV limit | iterations | CPU s | iterations / CPU s "
-          "| Sarathi it / CPU s |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for n in ns:
-        arrival, prompt, output = trace(n, True, load)
-        for mem in (None, memory):
-            mem = mem and max(mem, int((prompt + output).max()))
-            ref = run_one("sarathi", arrival, prompt, output, mem)
-            for name in names:
-                if not supported(name, mem, arrival, prompt, output):
-                    continue
-                out = run_one(name, arrival, prompt, output, mem, fast_path)
-                print(f"| {name} | {n:,} | {mem or '—'} | {out['iterations']:,} | "
-                      f"{out['cpu_s']:.3f} | {out['iterations_per_cpu_s']:.3g} | "
-                      f"{ref['iterations'] / ref['cpu_s']:.3g} |", flush=True)
+    limit ``memory`` where it runs there; one markdown row per scheduler and setting: CPU
+    seconds at each size of ``ns``, iterations per CPU second at the smallest, FCFS Sarathi's
+    beside it in the same run, and the cost exponent ``d log CPU / d log n`` (least squares
+    over the sizes run). A size is skipped (``—``) when the previous one's CPU, scaled
+    linearly, would pass ``max_cpu`` seconds."""
+    ns = sorted(ns)
+    traces = {n: trace(n, True, load) for n in ns}
+    print("| scheduler | KV limit | " + " | ".join(f"CPU s at {n:,}" for n in ns)
+          + f" | iterations at {ns[0]:,} | it / CPU s | Sarathi it / CPU s | exponent |")
+    print("|---|---:|" + "---:|" * (len(ns) + 4))
+    for mem in (None, memory):
+        arrival, prompt, output = traces[ns[0]]
+        lim = mem and max(mem, int(max((t[1] + t[2]).max() for t in traces.values())))
+        ref = run_one("sarathi", arrival, prompt, output, lim)
+        for name in names:
+            if not supported(name, lim, arrival, prompt, output):
+                continue
+            cpu, first = {}, None
+            for n in ns:
+                if cpu and max(cpu.values()) * n / max(cpu) > max_cpu:
+                    break
+                out = run_one(name, *traces[n], lim, fast_path)
+                cpu[n] = out["cpu_s"]
+                first = first or out
+            slope = (np.polyfit(np.log(list(cpu)), np.log(list(cpu.values())), 1)[0]
+                     if len(cpu) > 1 else float("nan"))
+            cells = " | ".join(f"{cpu[n]:.3f}" if n in cpu else "—" for n in ns)
+            print(f"| {name} | {lim or '—'} | {cells} | {first['iterations']:,} | "
+                  f"{first['iterations_per_cpu_s']:.3g} | "
+                  f"{ref['iterations'] / ref['cpu_s']:.3g} | {slope:.2f} |", flush=True)
 
 
 def main():
@@ -239,6 +253,8 @@ def main():
                     help="a table of every scheduler (or those named), ShareGPT lengths, "
                          "without and with --memory (default 30000)")
     ap.add_argument("--memory", type=int, default=None)
+    ap.add_argument("--max-cpu", type=float, default=60.0,
+                    help="--all: skip a size whose CPU, scaled from the last, would pass this")
     ap.add_argument("--load", type=float, default=0.9)
     ap.add_argument("--pyserq", action="store_true")
     ap.add_argument("--fast-path", choices=("on", "off"), default="on")
@@ -251,7 +267,7 @@ def main():
         return
     if args.all is not None:
         table(args.n, args.memory or 30_000, args.load, args.all or [*POLICIES, *AO],
-              args.fast_path == "on")
+              args.fast_path == "on", args.max_cpu)
         return
     for n in args.n:
         arrival, prompt, output = trace(n, args.sharegpt, args.load)
