@@ -38,8 +38,10 @@ def crowded():
 
 def _books(policy) -> dict:
     """Everything VLLMV1 keeps between steps that a later decision can read."""
+    assert all(policy.held[r] == len(b) for r, b in policy.blocks.items())
     return {**policy.pool.snapshot(), "blocks": copy.deepcopy(policy.blocks),
-            "keyed": dict(policy.keyed), "running": list(policy.running),
+            "keyed": {r: int(policy.keyed[r]) for r in policy.blocks},
+            "running": list(policy.running),
             "waiting": list(policy.waiting), "queued": list(policy._queued),
             "queue_log": list(policy._queue_rows())}
 
