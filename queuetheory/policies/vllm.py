@@ -604,15 +604,15 @@ class VLLMV1(Policy):
             self.pool.cache_many(self.blocks[r][done:full], self._keys(state, r)[done:full])
             self.keyed[r] = full
 
-    def _register_many(self, state, run: np.ndarray, full: np.ndarray) -> None:
+    def _register_many(self, run: np.ndarray, full: np.ndarray) -> None:
         """:meth:`_register` of each request of ``run``, in order, up to its ``full`` blocks
         (more than it registered), in one call of the pool: a registration reads only the
         cache the ones before it wrote, as :meth:`BlockPool.cache_many` does in order."""
-        blocks, keys = self.blocks, self._keys
+        blocks, keys = self.blocks, self._keycache     # a running request's keys are built
         span = list(zip(run.tolist(), self.keyed[run].tolist(), full.tolist(), strict=True))
         self.pool.cache_many(
             list(chain.from_iterable([blocks[r][done:f] for r, done, f in span])),
-            list(chain.from_iterable([keys(state, r)[done:f] for r, done, f in span])))
+            list(chain.from_iterable([keys[r][done:f] for r, done, f in span])))
         self.keyed[run] = full
 
     def _allocate_many(self, run: list, need: list) -> None:
@@ -940,9 +940,10 @@ class VLLMV1(Policy):
             return run, run, [], budget
         computed, new = self._asks(state, run)
         ends = new.cumsum()
-        served = min(int(ends.searchsorted(budget, side="left")) + 1, run.size)
-        run, computed, new = run[:served], computed[:served], new[:served].copy()
-        new[-1] = min(new[-1], budget - (int(ends[served - 2]) if served > 1 else 0))
+        if ends[-1] > budget:                      # the budget ends at the request served last
+            served = int(ends.searchsorted(budget, side="left")) + 1
+            run, computed, new = run[:served], computed[:served], new[:served].copy()
+            new[-1] = min(new[-1], budget - (int(ends[served - 2]) if served > 1 else 0))
         upto = computed + new
         need = ceil_div(upto, bs) - self.held[run]
         if need.sum() > self.pool.num_free:
@@ -957,7 +958,7 @@ class VLLMV1(Policy):
         full = upto // bs
         fill = (full > self.keyed[run]).nonzero()[0]
         if fill.size:
-            self._register_many(state, run[fill], full[fill])
+            self._register_many(run[fill], full[fill])
         return run, new, [], budget - int(new.sum())
 
     def _serve_running_preempting(self, state, asks: dict):
