@@ -38,8 +38,10 @@ def crowded():
 
 def _books(policy) -> dict:
     """Everything VLLMV1 keeps between steps that a later decision can read."""
+    assert all(policy.held[r] == len(b) for r, b in policy.blocks.items())
     return {**policy.pool.snapshot(), "blocks": copy.deepcopy(policy.blocks),
-            "keyed": dict(policy.keyed), "running": list(policy.running),
+            "keyed": {r: int(policy.keyed[r]) for r in policy.blocks},
+            "running": list(policy.running),
             "waiting": list(policy.waiting), "queued": list(policy._queued),
             "queue_log": list(policy._queue_rows())}
 
@@ -152,6 +154,34 @@ def test_vllm_prefill_chunk_stretches_same_records_and_books(monkeypatch, crowde
     np.testing.assert_array_equal(p_slow.queued, p_fast.queued)
     assert (slow.metrics["restarts"] > 0) == (seqs > 3)      # preemptions replayed too
     assert (chunks[0] > 5) == (threshold == 0)
+
+
+@pytest.mark.parametrize("async_scheduling, caching", [(True, True), (False, True),
+                                                      (True, False)])
+def test_vllm_block_books_match_every_request_at_every_step(monkeypatch, crowded,
+                                                           async_scheduling, caching):
+    """The blocks a running request holds (:attr:`VLLMV1.held`) and has registered
+    (:attr:`VLLMV1.keyed`), kept by request id so that a step reads them for every running
+    request at once, are its block list's length and its full blocks before every step of
+    a run that preempts (the engine's KV tokens: its computed tokens)."""
+    schedule = qt.policies.VLLMV1._schedule
+    steps = [0]
+
+    def checked(self, state):
+        run = np.array(self.running, dtype=np.int64)
+        kv = state._t.kv(run)
+        assert self.held[run].tolist() == [len(self.blocks[r]) for r in self.running]
+        assert (self.held[run] == -(-kv // self.block_size)).all()
+        assert (self.keyed[run] == kv // self.block_size).all()
+        steps[0] += 1
+        return schedule(self, state)
+
+    monkeypatch.setattr(qt.policies.VLLMV1, "_schedule", checked)
+    policy = qt.policies.VLLMV1(32, 1024, num_gpu_blocks=1500, reserve_full_sequence=False,
+                                async_scheduling=async_scheduling,
+                                enable_prefix_caching=caching)
+    res = qt.simulate(crowded, policy, TIME, fast_path=False)
+    assert res.metrics["restarts"] > 0 and steps[0] == len(res.batches)
 
 
 def test_a_vllm_subclass_that_decides_otherwise_is_asked_every_step(crowded):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from bisect import insort
 from functools import partial
+from itertools import islice
 from math import lcm
 
 import numpy as np
@@ -615,6 +616,19 @@ class _SlaiBooks:
         """The ids of the first ``k`` waiting requests, in queue order."""
         return np.array([key[-1] for key in self.keys[:k]], dtype=np.int64)
 
+    def first_fitting(self, k: int, room: int, prompt: np.ndarray) -> np.ndarray:
+        """The ids of the first waiting requests, at most ``k``, whose prompts (``prompt``
+        by id) together fit in ``room`` tokens: the prefix of :meth:`first` that the
+        running sum of the prompts keeps (prompts are positive), read key by key."""
+        ids, total = [], 0
+        for key in islice(self.keys, k):
+            r = key[-1]
+            total += int(prompt[r])
+            if total > room:
+                break
+            ids.append(r)
+        return np.array(ids, dtype=np.int64)
+
     def fit(self, state, prefill, chunk, decode, free) -> Batch:
         """:func:`~queuetheory.policies.base.fit_memory` where the decodes overflow the
         ``free`` memory (neither written nor promised): the same evictions, read from the
@@ -825,10 +839,11 @@ class SLAI(Policy):
         else:
             dec, partial = rid.searchsorted(books.dec), rid.searchsorted(books.partial)
             partial_left = tab.prompt[books.partial] - tab.prefilled[books.partial]
-        rdec = rid[dec]
+        rdec = rid[dec] if books is None else books.dec
         e = self._e[rdec]
         e = np.where(np.isnan(e), time, e)
-        target = self.tbt[np.minimum(tab.cls[rdec], self.tbt.size - 1)]
+        target = self.tbt[0] if self.tbt.size == 1 else \
+            self.tbt[np.minimum(tab.cls[rdec], self.tbt.size - 1)]
         C = e + target - delta * self._mean
         order = np.argsort(C, kind="stable")
         by_c = dec[order]
@@ -853,10 +868,14 @@ class SLAI(Policy):
                     left = (tab.prefill_length(rid[waiting]) - tab.prefilled[rid[waiting]])
                 first = self._first_waiting(tab, rid, waiting, room)
                 waiting, left = waiting[first], left[first]
+            elif state.memory is not None:   # those whose whole prompts fit (below)
+                waiting = books.first_fitting(room, state.memory_free - dec.size - promised,
+                                              tab.prompt)
+                left, waiting = tab.prompt[waiting], rid.searchsorted(waiting)
             else:
                 waiting = books.first(room)
                 left, waiting = tab.prompt[waiting], rid.searchsorted(waiting)
-            if state.memory is not None and waiting.size:
+            if books is None and state.memory is not None and waiting.size:
                 mem_room = state.memory_free - dec.size - promised
                 fits = np.cumsum(left) <= mem_room          # none holds KV: each is new
                 waiting, left = waiting[fits], left[fits]

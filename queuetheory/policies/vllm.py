@@ -375,8 +375,11 @@ class BlockPool:
         if got != blocks:                      # some keys were held: those blocks stay unkeyed
             new = [i for i, (g, b) in enumerate(zip(got, blocks, strict=True)) if g == b]
             blocks, keys = [blocks[i] for i in new], [keys[i] for i in new]
-        self._keyof[np.fromiter(blocks, np.intp, len(blocks))] = np.fromiter(
-            keys, dtype=object, count=len(keys))
+        if len(blocks) < 16:                   # a step's few: one by one is quicker
+            list(map(self._keyof.__setitem__, blocks, keys))
+        else:
+            self._keyof[np.fromiter(blocks, np.intp, len(blocks))] = np.fromiter(
+                keys, dtype=object, count=len(keys))
 
     def snapshot(self) -> dict:
         """The pool's state, for comparisons: the free queue in order with each block's
@@ -489,7 +492,11 @@ class VLLMV1(Policy):
         self.running: list[int] = []           # request ids, in the order admitted
         self.waiting: deque[int] = deque()
         self.blocks: dict[int, list[int]] = {}
-        self.keyed: dict[int, int] = {}       # full blocks of a request registered in the cache
+        # by request id: blocks held (``len(blocks[r])``) and full blocks registered in the
+        # cache, kept as arrays so that a step reads them for every running request at once
+        self.held = np.zeros(0, dtype=np.int64)
+        self.keyed = np.zeros(0, dtype=np.int64)
+        self._serving = np.zeros(0, dtype=np.int64)   # the running requests not finishing
         self._keycache: dict[int, list] = {}  # prefix keys of the requests in the system
         self._shared: dict[int, list] = {}    # their prompts' keys, as a router computed them
         self._seen = 0                        # requests up to this id have joined `waiting`
@@ -511,15 +518,16 @@ class VLLMV1(Policy):
         for r in self._finishing:
             self._release(r)
         self._finishing = []
-        if self.running:
-            run = np.fromiter(self.running, dtype=np.int64, count=len(self.running))
-            done = run[~np.isnan(state._t.finish[run])].tolist()
-            if self.async_scheduling and self._launched is not None:
-                self._finishing = done
-            else:
-                for r in done:
-                    self._release(r)
-        new = live[live >= self._seen]
+        run = np.fromiter(self.running, dtype=np.int64, count=len(self.running))
+        over = ~np.isnan(state._t.finish[run])
+        self._serving = run[~over]
+        done = run[over].tolist()
+        if self.async_scheduling and self._launched is not None:
+            self._finishing = done
+        else:
+            for r in done:
+                self._release(r)
+        new = live[live.searchsorted(self._seen):]
         queued = state.time
         if new.size and self.async_scheduling and self._launched is not None:
             new = new[state._t.arrival[new] <= self._launched]
@@ -551,6 +559,10 @@ class VLLMV1(Policy):
             self.waiting.extend(new.tolist())
             self._queued.extend([queued] * (int(new[-1]) + 1 - self._seen))
             self._seen = int(new[-1]) + 1
+            if self._seen > self.held.size:
+                grow = max(2 * self.held.size, self._seen, 1024) - self.held.size
+                self.held = np.concatenate([self.held, np.zeros(grow, np.int64)])
+                self.keyed = np.concatenate([self.keyed, np.zeros(grow, np.int64)])
 
     def _keys(self, state, r: int) -> list:
         """Prefix keys of request ``r``'s KV blocks, for its whole sequence (built once while
@@ -586,18 +598,37 @@ class VLLMV1(Policy):
     def _register(self, state, r: int, tokens: int) -> None:
         """Key the blocks of ``r`` that ``tokens`` computed tokens fill."""
         full = tokens // self.block_size
-        done = self.keyed[r]
+        done = int(self.keyed[r])
         if full > done:
             # the blocks past those registered were allocated to r since: they hold no key
             self.pool.cache_many(self.blocks[r][done:full], self._keys(state, r)[done:full])
             self.keyed[r] = full
+
+    def _register_many(self, run: np.ndarray, full: np.ndarray) -> None:
+        """:meth:`_register` of each request of ``run``, in order, up to its ``full`` blocks
+        (more than it registered), in one call of the pool: a registration reads only the
+        cache the ones before it wrote, as :meth:`BlockPool.cache_many` does in order."""
+        blocks, keys = self.blocks, self._keycache     # a running request's keys are built
+        span = list(zip(run.tolist(), self.keyed[run].tolist(), full.tolist(), strict=True))
+        self.pool.cache_many(
+            list(chain.from_iterable([blocks[r][done:f] for r, done, f in span])),
+            list(chain.from_iterable([keys[r][done:f] for r, done, f in span])))
+        self.keyed[run] = full
+
+    def _allocate_many(self, run: list, need: list) -> None:
+        """Allocate ``need`` blocks to each request of ``run``, in order, in one call of the
+        pool (the blocks one call per request would take, in the same order); the caller
+        counts them in :attr:`held`."""
+        got, at, blocks = self.pool.allocate(sum(need)), 0, self.blocks
+        for r, n in zip(run, need, strict=True):
+            blocks[r] += got[at: at + n]
+            at += n
 
     def _release(self, r: int, keep_keys: bool = False) -> None:
         """Take ``r`` out of the running requests and free its blocks (they stay cached);
         ``keep_keys``: it will be back (preempted), so its prefix keys are kept."""
         self.running.remove(r)
         self.pool.free(self.blocks.pop(r))
-        self.keyed.pop(r, None)
         if not keep_keys:
             self._keycache.pop(r, None)
 
@@ -614,12 +645,14 @@ class VLLMV1(Policy):
     # ---- one step -----------------------------------------------------------------------------
     def _schedule(self, state) -> Batch:
         self._sync(state)
-        scheduled, preempted, budget = self._serve_running(state)
+        run, tokens, preempted, budget = self._serve_running(state)
+        admitted: dict[int, int] = {}
         cached: dict[int, int] = {}
-        if not preempted or not scheduled:
+        if not preempted or not run.size:
             # a step that preempted admits nothing; where it runs nothing either, its next
             # step comes at once, and admits (the victims evicted first, in the same batch)
-            budget = self._admit_waiting(state, budget, scheduled, cached)
+            budget = self._admit_waiting(state, budget, admitted, cached)
+        scheduled = run.size + len(admitted)
         if not scheduled and not preempted and self._launched is not None:
             self._launched = None     # nothing in flight: the engine schedules at once
             return self._schedule(state)
@@ -627,14 +660,18 @@ class VLLMV1(Policy):
         # every running request served, none preempted (those admitted are prefill members:
         # steady takes a batch with one, the last running, spending the budget, or none)
         self._plain = (not preempted
-                       and len(scheduled) == len(self.running) - len(self._finishing))
+                       and scheduled == len(self.running) - len(self._finishing))
         self._stretch = None
         self._queue_log.append((state.time, len(self.running), len(self.waiting),
                                 self.pool.used))
         if self.pool.capacity is not None and self.pool.used > self.pool.capacity:
             raise InfeasibleBatchError(self, -1, "blocks", f"{self.pool.used} KV blocks held, "
                                        f"over the {self.pool.capacity} usable")
-        return self._batch(state, scheduled, cached, preempted)
+        if admitted:
+            run = np.concatenate([run, np.fromiter(admitted, np.int64, len(admitted))])
+            tokens = np.concatenate([tokens, np.fromiter(admitted.values(), np.int64,
+                                                         len(admitted))])
+        return self._batch(state, run, tokens, cached, preempted)
 
     # ---- stretches in closed form (the engine's fast path) ----------------------------------
     def steady(self, state, batch) -> int:
@@ -724,8 +761,7 @@ class VLLMV1(Policy):
             return 0
         run = np.array(members, dtype=np.int64)
         kv = tab.kv(run)
-        held = np.fromiter((len(self.blocks[r]) for r in members), np.int64, run.size)
-        keyed = np.fromiter((self.keyed[r] for r in members), np.int64, run.size)
+        held, keyed = self.held[run], self.keyed[run]
         decodes = run[:-1] if chunk else run
         if (np.count_nonzero(held != ceil_div(kv, bs)) or np.count_nonzero(keyed != kv // bs)
                 or np.count_nonzero(~tab.in_decode[decodes])):
@@ -801,9 +837,10 @@ class VLLMV1(Policy):
         used = np.fromiter(accumulate(per_step), np.int64, k + 1)[1:]  # held after each step
         if events:
             self._replay(run, events)
+            self.held[run] = [len(self.blocks[r]) for r in run]
         rates = [1] * last + [chunk] * (len(run) - last)
-        for r, tokens, rate in zip(run, kv, rates, strict=True):
-            self.keyed[r] = (tokens + k * rate) // bs
+        self.keyed[run] = [(tokens + k * rate) // bs
+                           for tokens, rate in zip(kv, rates, strict=True)]
         self._queue_runs.append((len(self._queue_log), starts.copy(), len(run),
                                  len(self.waiting), used))
         self._launched = float(starts[-1])
@@ -823,11 +860,8 @@ class VLLMV1(Policy):
         register = [(run[m], b0, b1) for _, kind, m, b0, b1 in events if kind]
         new_keys = list(chain.from_iterable([keys[r][b0:b1] for r, b0, b1 in register]))
         if self._bulk_replay and pool._cached.keys().isdisjoint(new_keys):
-            allocations = [(run[m], n) for _, kind, m, n, _ in events if not kind]
-            got, at = pool.allocate(sum(n for _, n in allocations)), 0
-            for r, n in allocations:
-                blocks[r] += got[at: at + n]
-                at += n
+            self._allocate_many([run[m] for _, kind, m, _, _ in events if not kind],
+                                [n for _, kind, _, n, _ in events if not kind])
             if register:
                 pool.cache_many(list(chain.from_iterable(
                     [blocks[r][b0:b1] for r, b0, b1 in register])), new_keys)
@@ -839,10 +873,8 @@ class VLLMV1(Policy):
                 j = i + 1
                 while j < total and events[j][0] == step and not events[j][1]:
                     j += 1
-                got, at = pool.allocate(sum(e[3] for e in events[i:j])), 0
-                for _, _, m, n, _ in events[i:j]:
-                    blocks[run[m]] += got[at: at + n]
-                    at += n
+                self._allocate_many([run[e[2]] for e in events[i:j]],
+                                    [e[3] for e in events[i:j]])
                 i = j
                 continue
             r = run[m]
@@ -896,35 +928,44 @@ class VLLMV1(Policy):
     def _serve_running(self, state):
         """The running requests' tokens, in order, while the budget lasts; when blocks run
         out, the last running requests are preempted. Returns ``(scheduled, preempted,
-        budget left)``."""
+        budget left)``, ``scheduled`` the requests and their tokens (arrays).
+
+        The common step (no preemption) reads the running requests' columns at once: the
+        blocks they need from :attr:`held`, the cache registrations from :attr:`keyed`;
+        only those that start or fill a block are visited, their allocations made in one
+        call of the pool and then their registrations in another, in order."""
         budget, bs = self.token_budget, self.block_size
-        if not self.running:
-            return {}, [], budget
-        finishing = self._finishing           # a few: a list is scanned faster than isin
-        run = np.array([r for r in self.running if r not in finishing] if finishing
-                       else self.running, dtype=np.int64)
+        run = self._serving
         if not run.size:
-            return {}, [], budget
+            return run, run, [], budget
         computed, new = self._asks(state, run)
         ends = new.cumsum()
-        served = min(int(ends.searchsorted(budget, side="left")) + 1, run.size)
-        run, computed, new = run[:served], computed[:served], new[:served].copy()
-        new[-1] = min(new[-1], budget - (int(ends[served - 2]) if served > 1 else 0))
-        held = np.fromiter((len(self.blocks[r]) for r in run.tolist()), np.int64, served)
-        need = ceil_div(computed + new, bs) - held
-        if need.sum() <= self.pool.num_free:           # the common step: no preemption
-            for r, k in zip(run[need > 0].tolist(), need[need > 0].tolist(), strict=True):
-                self.blocks[r] += self.pool.allocate(k)
-            upto = computed + new
-            for r, t in zip(run.tolist(), upto.tolist(), strict=True):
-                if t // bs > self.keyed[r]:
-                    self._register(state, r, t)
-            return dict(zip(run.tolist(), new.tolist(), strict=True)), [], \
-                budget - int(new.sum())
-        return self._serve_running_preempting(state)
+        if ends[-1] > budget:                      # the budget ends at the request served last
+            served = int(ends.searchsorted(budget, side="left")) + 1
+            run, computed, new = run[:served], computed[:served], new[:served].copy()
+            new[-1] = min(new[-1], budget - (int(ends[served - 2]) if served > 1 else 0))
+        upto = computed + new
+        need = ceil_div(upto, bs) - self.held[run]
+        if need.sum() > self.pool.num_free:
+            asks = zip(*(x.tolist() for x in self._asks(state, self._serving)), strict=True)
+            return self._serve_running_preempting(
+                state, dict(zip(self._serving.tolist(), asks, strict=True)))
+        more = (need > 0).nonzero()[0]                 # the common step: no preemption
+        if more.size:
+            grow, need = run[more], need[more]
+            self._allocate_many(grow.tolist(), need.tolist())
+            self.held[grow] += need
+        full = upto // bs
+        fill = (full > self.keyed[run]).nonzero()[0]
+        if fill.size:
+            self._register_many(run[fill], full[fill])
+        return run, new, [], budget - int(new.sum())
 
-    def _serve_running_preempting(self, state):
-        """:meth:`_serve_running` one request at a time, preempting as vLLM does."""
+    def _serve_running_preempting(self, state, asks: dict):
+        """:meth:`_serve_running` one request at a time, preempting as vLLM does; ``asks``:
+        each running request's tokens computed and asked for (a preemption only takes the
+        last running requests, so those served before it ask what they asked at the
+        start)."""
         budget, bs = self.token_budget, self.block_size
         scheduled: dict[int, int] = {}
         preempted: list[int] = []
@@ -934,7 +975,7 @@ class VLLMV1(Policy):
             if r in self._finishing:
                 i += 1
                 continue
-            computed, new = (int(x[0]) for x in self._asks(state, np.array([r])))
+            computed, new = asks[r]
             new = min(new, budget)
             need = ceil_div(computed + new, bs) - len(self.blocks[r])
             while need > self.pool.num_free:
@@ -946,11 +987,13 @@ class VLLMV1(Policy):
             if preempted and preempted[-1] == r:
                 break
             self.blocks[r] += self.pool.allocate(need)
+            self.held[r] = len(self.blocks[r])
             self._register(state, r, computed + new)
             scheduled[r] = new
             budget -= new
             i += 1
-        return scheduled, preempted, budget
+        return (np.fromiter(scheduled, np.int64, len(scheduled)),
+                np.fromiter(scheduled.values(), np.int64, len(scheduled)), preempted, budget)
 
     def _admit_waiting(self, state, budget, scheduled, cached) -> int:
         """Admit waiting requests in order, each with its cached prefix, while the budget,
@@ -973,6 +1016,7 @@ class VLLMV1(Policy):
             self.waiting.popleft()
             self.pool.touch(hit)
             self.blocks[r] = hit + self.pool.allocate(ceil_div(hit_tokens + new, bs) - len(hit))
+            self.held[r] = len(self.blocks[r])
             self.keyed[r] = len(hit)
             self._register(state, r, hit_tokens + new)
             self.running.append(r)
@@ -981,22 +1025,22 @@ class VLLMV1(Policy):
             budget -= new
         return budget
 
-    def _batch(self, state, scheduled, cached, preempted) -> Batch:
+    def _batch(self, state, ids, tokens, cached, preempted) -> Batch:
+        """The step's batch: the requests ``ids`` scheduled ``tokens`` each (those in
+        prefill with their ``cached`` prefix), the ``preempted`` that hold KV evicted."""
         rid = state.rid
-        pos = lambda ids: rid.searchsorted(np.fromiter(ids, np.int64, len(ids)))  # noqa: E731
-        evict = []
+        evict = np.empty(0, np.int64)
         if preempted:
             gone = np.array(preempted, dtype=np.int64)
             gone = gone[np.isnan(state._t.finish[gone])]      # not those that had finished
-            evict = gone[state._t.kv(gone) > 0].tolist()
-        ids = np.fromiter(scheduled, np.int64, len(scheduled))
+            evict = rid.searchsorted(gone[state._t.kv(gone) > 0])
         in_decode = state._t.in_decode[ids]
-        pre = ids[~in_decode]
-        dec = ids[in_decode]
-        chunk = np.array([scheduled[r] for r in pre.tolist()], dtype=np.int64)
-        hits = np.array([cached.get(r, 0) for r in pre.tolist()], dtype=np.int64)
-        return Batch(prefill=pos(pre), chunk=chunk, decode=pos(dec),
-                     evict=pos(evict) if evict else np.empty(0, np.int64),
+        prefill = ~in_decode
+        pre = ids[prefill]
+        hits = np.array([cached.get(r, 0) for r in pre.tolist()], dtype=np.int64) \
+            if cached else np.zeros(0, np.int64)
+        return Batch(prefill=rid.searchsorted(pre), chunk=tokens[prefill],
+                     decode=rid.searchsorted(ids[in_decode]), evict=evict,
                      cached=hits if hits.any() else np.empty(0, np.int64))
 
     # ---- from vLLM's own engine arguments ----------------------------------------------------
