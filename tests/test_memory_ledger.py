@@ -142,3 +142,35 @@ def test_ledger_of_requests_added_with_and_without_their_prefill(seen):
     while engine.live.size:
         t = engine.advance(t)[0]
     assert seen["decisions"] > 200 and seen["promised"] > 20
+
+
+def test_admissible_read_in_prefixes_keeps_what_the_whole_read_keeps():
+    """``admissible(..., most=m)`` is the first ``m`` of what reading every candidate keeps,
+    for candidates in arrival order and shuffled (residents part-way through their prefill
+    anywhere among them), and it often stops reading before the last candidate."""
+    from queuetheory.policies.base import admissible
+
+    res = qt.simulate(_workload(n=2000), Sarathi(128), ANCHOR_TIME, memory=6000,
+                      fast_path=False, max_iterations=900)
+    tab, live = res.table, res.live
+    rng = np.random.default_rng(3)
+    waiting = live[(tab.kv(live) == 0) & (tab.prompt[live] > 1)]
+    begun = np.sort(np.concatenate([rng.choice(waiting[:50], 5, replace=False),
+                                    rng.choice(waiting[200:240], 1)]))   # part-way
+    tab.set_progress(begun, tab.prompt[begun] // 2)
+    early = cut = 0
+    for _ in range(300):
+        state = State(tab, live, 0.0, 128, int(rng.integers(2000, 40000)))
+        pre = np.flatnonzero(~state.in_decode)
+        cands = rng.permutation(pre) if rng.random() < 0.5 else pre
+        cands = cands[: int(rng.integers(1, cands.size + 1))]
+        most = int(rng.integers(0, 12 if rng.random() < 0.5 else 300))
+        whole = admissible(State(tab, live, 0.0, 128, state.memory), cands)
+        read = []
+        state.of = lambda name, at, state=state, read=read: (read.append(len(at))
+                                                              or State.of(state, name, at))
+        part = admissible(state, cands, most=most)
+        np.testing.assert_array_equal(part, whole[:most])
+        early += max(read) < cands.size
+        cut += whole.size > most
+    assert state.n_prefilling == 6 and early > 50 and cut > 50
