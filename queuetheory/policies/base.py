@@ -461,18 +461,20 @@ def fit_memory(state, prefill, chunk, decode, rank=None) -> Batch:
     prefill, chunk, decode = (np.asarray(a, dtype=np.int64) for a in (prefill, chunk, decode))
     free = state.memory_free - state.promised
     if decode.size > free:
-        resident = state.of("kv", prefill) > 0
         kv = state.kv
-        promise = np.where((kv > 0) & ~state.in_decode, state.remaining_prefill, 0)
         victims = np.flatnonzero(kv > 0)[::-1]
         if rank is not None:
             victims = victims[np.argsort(-rank[victims], kind="stable")]
+        promise = np.where(state.of("in_decode", victims), 0,
+                           state.of("remaining_prefill", victims))
         added = np.zeros(state.n, dtype=np.int64)
         added[decode] = 1
-        saving = np.cumsum(kv[victims] + promise[victims] + added[victims])
+        saving = np.cumsum(kv[victims] + promise + added[victims])
         evict = victims[: int(np.searchsorted(saving, decode.size - free, side="left")) + 1]
-        keep = resident & ~np.isin(prefill, evict)
-        return Batch(prefill[keep], chunk[keep], decode[~np.isin(decode, evict)], evict)
+        out = np.zeros(state.n, dtype=bool)
+        out[evict] = True
+        keep = (kv[prefill] > 0) & ~out[prefill]
+        return Batch(prefill[keep], chunk[keep], decode[~out[decode]], evict)
     if not prefill.size:
         return Batch(prefill, chunk, decode)
     room = free - decode.size
