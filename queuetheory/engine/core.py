@@ -83,6 +83,9 @@ class Engine:
         self.work = 0          # unprocessed tokens of the requests in the system, |X(n)|
         self.peak_memory = 0
         self.kv_total = 0      # resident KV tokens of the requests in the system
+        self.promised = 0      # unwritten prefill tokens of residents not in decode
+        self.n_prefilling = 0  # residents not in decode (their prefills under way)
+        self.n_decode = 0      # requests in decode
         self.log = ColumnLog(_BATCH_COLUMNS)
         self.tbt = TBTHistogram(n_classes)
         self._pending = 0      # first table row not yet admitted (pre-loaded traces)
@@ -106,6 +109,7 @@ class Engine:
         self._arrival = self.table.column("arrival")
         owed = self.table.column("prompt") + self.table.column("output")
         self._owed = np.concatenate(([0], owed.cumsum()))   # tokens owed by rows before
+        self._decoding = np.concatenate(([0], self.table.column("in_decode").cumsum()))
         self._final = bool(final)
 
     def admit_until(self, t: float) -> None:
@@ -119,7 +123,8 @@ class Engine:
         stop = int(self._arrival.searchsorted(t, side="right"))
         if stop > self._pending:
             self._admit(np.arange(self._pending, stop),
-                        int(self._owed[stop] - self._owed[self._pending]))
+                        int(self._owed[stop] - self._owed[self._pending]),
+                        int(self._decoding[stop] - self._decoding[self._pending]))
             self._pending = stop
 
     def next_arrival(self) -> float:
@@ -169,19 +174,23 @@ class Engine:
             if not tab.emit_first:
                 raise ValueError("ready: requests handed over with their first token need "
                                  "an engine with first_token='prefill'")
+            self.n_decode += ids.size - int(np.count_nonzero(tab.in_decode[ids]))
             tab.set_progress(ids, tab.prompt[ids], 1)
             tab.first_token[ids] = tab.last_token[ids] = tab.prefill_done[ids] = ready
             self.work -= int(tab.prompt[ids].sum()) + ids.size
             self.kv_total += int(tab.kv(ids).sum())
         return ids
 
-    def _admit(self, ids, owed=None):
-        """Admit ``ids`` (``owed``: their prompt and output tokens, when known)."""
+    def _admit(self, ids, owed=None, decoding=None):
+        """Admit ``ids`` (``owed``: their prompt and output tokens, ``decoding``: how many
+        are in decode (empty prompts), when known)."""
         t = self.table
         self._resume = None                  # an arrival ends any promise
         if owed is None:
             owed = int(t.prompt[ids].sum()) + int(t.output[ids].sum())
+            decoding = int(np.count_nonzero(t.in_decode[ids]))
         self.work += owed
+        self.n_decode += decoding
         self.live = np.concatenate((self.live, ids))
 
     # ---- one iteration ----------------------------------------------------------------------
@@ -199,7 +208,8 @@ class Engine:
             The live requests, with the engine's budget, memory and resident KV.
         """
         return State(self.table, self.live, t, self.budget, self.memory,
-                     kv_total=self.kv_total,
+                     kv_total=self.kv_total, promised=self.promised, n_decode=self.n_decode,
+                     n_prefilling=self.n_prefilling,
                      arrivals_done=self._final and self._pending >= self.table.n)
 
     def step(self, t: float):
@@ -350,7 +360,7 @@ class Engine:
         decodes: :meth:`Policy.steady_chunk`)."""
         live, in_decode = self.live, self.table.in_decode
         prefilling = pre.size and not in_decode[pre[-1]]   # a member still in its prefill
-        if (live.size and not prefilling and np.count_nonzero(in_decode[live]) == live.size
+        if (live.size and not prefilling and self.n_decode == live.size
                 and self.policy.drains(self.state(end))):
             if self.budget is not None and live.size > self.budget:
                 raise InfeasibleBatchError(self.policy, self.iteration, "2.5d",
@@ -462,6 +472,7 @@ class Engine:
         self.kv_total += int(grown[:k].sum())
         self.work -= k * (c + d)
         tab.prefilled[pre] += k * c
+        self.promised -= k * c               # begun, and not ended by the stretch
         if d:
             self._stamp_tokens(dec, t, ends[1])           # gaps of any length, first tokens
             if k > 1:
@@ -501,6 +512,9 @@ class Engine:
         their KV is resident (shared blocks are the policy's to count)."""
         tab = self.table
         total = int(cached.sum())
+        fresh = pre[(tab.prefilled[pre] == 0) & (cached > 0)]   # they promise from now on
+        self.promised += int(tab.prefill_length(fresh).sum()) - total
+        self.n_prefilling += fresh.size
         tab.prefilled[pre] += cached
         tab.cached[pre] += cached
         self.work -= total
@@ -511,19 +525,33 @@ class Engine:
         token at ``end`` (the real engines' convention)."""
         tab = self.table
         if pre.size == 1:                    # one member: plain integers
-            r = int(pre[0])
-            prefilled = int(tab.prefilled[r]) + int(chunk[0])
+            r, c = int(pre[0]), int(chunk[0])
+            prefilled = int(tab.prefilled[r]) + c
             tab.prefilled[r] = prefilled
-            if prefilled < tab.prompt[r] + (tab.recomputed[r] if tab.recomputing else 0):
+            left = int(tab.prompt[r]) + (int(tab.recomputed[r]) if tab.recomputing else 0
+                                         ) - prefilled
+            # the promise: what is left of a begun prefill (none before its first chunk)
+            begun = prefilled > c
+            self.promised += max(left, 0) - (left + c if begun else 0)
+            if left > 0:
+                self.n_prefilling += not begun
                 return _NONE
+            self.n_prefilling -= begun
             done = pre
         else:
             prefilled = tab.prefilled[pre] + chunk
             tab.prefilled[pre] = prefilled
-            done = prefilled >= tab.prefill_length(pre)
+            left = tab.prefill_length(pre) - prefilled
+            done = left <= 0
+            begun = prefilled > chunk
+            self.promised += int(np.where(done, 0, left).sum()) - int(
+                np.where(begun, left + chunk, 0).sum())
+            self.n_prefilling += int(np.count_nonzero(~done & ~begun)) - int(
+                np.count_nonzero(done & begun))
             if not np.count_nonzero(done):
                 return _NONE
             done = pre[done]
+        self.n_decode += done.size
         tab.prefill_done[done] = end
         tab.in_decode[done] = True
         if not tab.emit_first:
@@ -565,6 +593,7 @@ class Engine:
         tab = self.table
         self.kv_total -= tab._kv_of(int(finished[0])) if finished.size == 1 else int(
             tab.kv(finished).sum())
+        self.n_decode -= finished.size       # a request finishes in decode
         tab.finish[finished] = end
         self._drop(finished)
         return finished
@@ -726,20 +755,51 @@ class Engine:
         finished = members[:done]
         tab.finish[finished] = ends[left[:done]]
         self.kv_total -= int(freed[done])
+        self.n_decode -= done
         finished = np.sort(finished)
         self._drop(finished)
         return end, finished
+
+    def _forget(self, rid, kv):
+        """Take the requests ``rid``, holding ``kv``, out of the ledger (:meth:`recount`)."""
+        tab = self.table
+        in_decode = tab.in_decode[rid]
+        self.n_decode -= int(np.count_nonzero(in_decode))
+        begun = rid[(kv > 0) & ~in_decode]
+        if begun.size:
+            self.promised -= int((tab.prefill_length(begun) - tab.prefilled[begun]).sum())
+            self.n_prefilling -= begun.size
+
+    def recount(self) -> None:
+        """Count the engine's ledger again from the request table: :attr:`promised` (the
+        prefill tokens not yet written of the requests that hold KV and are not in decode:
+        the KV their prefills will take), :attr:`n_prefilling` (how many they are) and
+        :attr:`n_decode` (the requests in decode).
+
+        The engine keeps both by deltas as it admits, prefills, finishes and evicts;
+        ``simulate`` recounts them where a bulk runner (:meth:`Policy.bulk`), which moves
+        the table without them, hands the engine back.
+        """
+        tab, live = self.table, self.live
+        in_decode = tab.in_decode[live]
+        self.n_decode = int(np.count_nonzero(in_decode))
+        begun = live[(tab.kv(live) > 0) & ~in_decode]
+        self.promised = int((tab.prefill_length(begun) - tab.prefilled[begun]).sum())
+        self.n_prefilling = begun.size
 
     def _evict(self, rid):
         """Drop the KV cache of ``rid`` (:mod:`~queuetheory.engine.conventions`)."""
         tab = self.table
         self._resume = None
-        self.kv_total -= int(tab.kv(rid).sum())
+        kv = tab.kv(rid)
+        self.kv_total -= int(kv.sum())
+        self._forget(rid, kv)
         tab.restarts[rid] += 1
         if self.preemption == "restart":
             self.work += int(tab.prefilled[rid].sum() + tab.decoded[rid].sum())
             tab.discarded[rid] += tab.decoded[rid]
             tab.set_progress(rid, 0, 0)
+            self.n_decode += int(np.count_nonzero(tab.in_decode[rid]))   # empty prompts
             return
         # recompute: the generated tokens join the prompt in a prefill to come
         decoded = tab.decoded[rid]

@@ -237,9 +237,19 @@ class State:
     ``kv``, ``prefill_length`` (prompt plus recomputed output), ``remaining_prefill``,
     ``remaining_output``, ``in_decode`` (true once the prefill is complete, ``p_i = 0`` in
     Li, Dai, Peng's notation), ``started``. Scalars: ``time``, ``budget``, ``memory``,
-    ``memory_used`` and ``memory_free``; ``arrivals_done`` is true when no request will arrive
-    any more in a run that drains (``simulate`` without a horizon, once the whole trace is
-    admitted), so that a policy waiting for cohorts finishes its leftovers.
+    ``memory_used`` and ``memory_free``; ``n_decode``, the number of requests in decode, and
+    ``promised``, the prefill tokens not yet written of the requests that hold KV and are
+    not in decode (the KV their prefills will still take, as vLLM's block manager reserves
+    it: ``remaining_prefill[started & ~in_decode].sum()``), and ``n_prefilling``, how many
+    those requests are; ``arrivals_done`` is true when no
+    request will arrive any more in a run that drains (``simulate`` without a horizon, once
+    the whole trace is admitted), so that a policy waiting for cohorts finishes its
+    leftovers.
+
+    The engine keeps ``memory_used``, ``n_decode``, ``promised`` and ``n_prefilling`` by
+    deltas and hands them
+    over, so reading them costs nothing; a view built otherwise sums its columns on first
+    use. :meth:`of` reads a column at a few positions without gathering it whole.
 
     Parameters
     ----------
@@ -262,10 +272,21 @@ class State:
         engine); ``None``: summed from ``kv`` on first use.
     arrivals_done : bool, default False
         Whether no request will arrive any more.
+    promised : int, optional
+        ``promised`` when the caller keeps it (the engine); ``None``: summed from the
+        columns on first use.
+    n_decode : int, optional
+        ``n_decode`` when the caller keeps it (the engine); ``None``: counted from
+        ``in_decode`` on first use.
+    n_prefilling : int, optional
+        ``n_prefilling`` when the caller keeps it (the engine); ``None``: counted from the
+        columns on first use.
     """
 
     def __init__(self, table: RequestTable, live: np.ndarray, time: float, budget, memory,
-                 outside_kv: int = 0, kv_total: int | None = None, arrivals_done: bool = False):
+                 outside_kv: int = 0, kv_total: int | None = None, arrivals_done: bool = False,
+                 promised: int | None = None, n_decode: int | None = None,
+                 n_prefilling: int | None = None):
         self._t = table
         self.arrivals_done = bool(arrivals_done)
         self.rid = live
@@ -276,6 +297,12 @@ class State:
         self.outside_kv = int(outside_kv)
         if kv_total is not None:     # the engine keeps the sum of resident KV up to date
             self.__dict__["memory_used"] = int(kv_total) + self.outside_kv
+        if promised is not None:
+            self.__dict__["promised"] = promised
+        if n_decode is not None:
+            self.__dict__["n_decode"] = n_decode
+        if n_prefilling is not None:
+            self.__dict__["n_prefilling"] = n_prefilling
 
     @property
     def emit_first(self) -> bool:
@@ -310,11 +337,40 @@ class State:
         numpy.ndarray
             The prefill tokens each has left.
         """
-        whole = self.__dict__.get("remaining_prefill")
+        return self.of("remaining_prefill", positions)
+
+    def of(self, name: str, positions: np.ndarray) -> np.ndarray:
+        """The column ``name`` at ``positions`` (``getattr(self, name)[positions]``),
+        gathering only those requests unless the whole column is already at hand: a decision
+        that looks at a few candidates need not read every request in the system.
+
+        Parameters
+        ----------
+        name : str
+            A per-request column of the view: a table field (``"prompt"``, ``"decoded"``,
+            ``"in_decode"``, ...) or ``"kv"``, ``"prefill_length"``,
+            ``"remaining_prefill"``, ``"remaining_output"``, ``"started"``.
+        positions : numpy.ndarray
+            Positions in the view (integers, or a slice).
+
+        Returns
+        -------
+        numpy.ndarray
+            The values, one per position.
+
+        Raises
+        ------
+        ValueError
+            For a name that is no per-request column.
+        """
+        derived = _DERIVED.get(name)
+        if derived is None and name not in _GATHERED:
+            raise ValueError(f"name={name!r}: not a per-request column of the state")
+        whole = self.__dict__.get(name)
         if whole is not None:
             return whole[positions]
         rid = self.rid[positions]
-        return self._t.prefill_length(rid) - self._t.prefilled[rid]
+        return getattr(self._t, name)[rid] if derived is None else derived(self._t, rid)
 
     @_lazy
     def remaining_output(self) -> np.ndarray:
@@ -328,6 +384,18 @@ class State:
     @_lazy
     def memory_used(self) -> int:
         return int(self.kv.sum()) + self.outside_kv
+
+    @_lazy
+    def promised(self) -> int:
+        return int(self.remaining_prefill[self.started & ~self.in_decode].sum())
+
+    @_lazy
+    def n_decode(self) -> int:
+        return int(np.count_nonzero(self.in_decode))
+
+    @_lazy
+    def n_prefilling(self) -> int:
+        return int(np.count_nonzero(self.started & ~self.in_decode))
 
     @property
     def memory_free(self) -> float:
@@ -357,5 +425,14 @@ class State:
         return f"State(t={self.time:.6g}, n={self.n}, memory_used={self.memory_used})"
 
 
-for _name in _STATIC + _INT_DYNAMIC + ("in_decode",):
+_GATHERED = _STATIC + _INT_DYNAMIC + ("in_decode",)
+for _name in _GATHERED:
     setattr(State, _name, _Column(_name))
+
+_DERIVED = {   # State.of's columns computed from the table's, per request id
+    "kv": RequestTable.kv,
+    "prefill_length": RequestTable.prefill_length,
+    "remaining_prefill": lambda t, rid: t.prefill_length(rid) - t.prefilled[rid],
+    "remaining_output": lambda t, rid: t.output[rid] - t.decoded[rid],
+    "started": lambda t, rid: t.kv(rid) > 0,
+}

@@ -374,36 +374,53 @@ def take_prefills(cands: np.ndarray, remaining: np.ndarray, budget: int, max_req
     return cands[:k], sizes
 
 
-def admissible(state, cands: np.ndarray, decodes: int | None = None) -> np.ndarray:
+def admissible(state, cands: np.ndarray, decodes: int | None = None,
+               most: int | None = None) -> np.ndarray:
     """Prefill candidates that memory allows to run: every request already holding KV, and
     new requests, in order, while their whole prefills fit in the memory left after the
     batch's ``decodes`` decode tokens (default: one for each request in decode) and the
     unfinished prefills of resident ones (see :func:`fit_memory`).
+
+    Whether a candidate is kept depends only on those before it, so with ``most`` the
+    candidates are read in growing prefixes, until ``most`` are kept, or until a new one
+    has not fitted (no later new one does) and every resident not in decode
+    (``State.n_prefilling``) has been met.
 
     Parameters
     ----------
     state : State
         The view the candidates index.
     cands : numpy.ndarray
-        Prefill candidates, positions in priority order.
+        Prefill candidates, positions in priority order (with ``most``: requests not in
+        decode, as every prefill candidate).
     decodes : int, optional
         The decode tokens of the batch; ``None``: one per request in decode.
+    most : int, optional
+        Only the first ``most`` candidates kept are wanted; ``None``: all of them.
 
     Returns
     -------
     numpy.ndarray
-        The candidates kept, in their order (all of them without a memory limit).
+        The candidates kept, in their order (all of them without a memory limit), at most
+        ``most``.
     """
     if state.memory is None or cands.size == 0:
-        return cands
-    kv = state.kv
-    promised = int(state.remaining_prefill[(kv > 0) & ~state.in_decode].sum())
+        return cands if most is None else cands[:most]
     if decodes is None:
-        decodes = int(state.in_decode.sum())
-    room = state.memory_free - decodes - promised
-    new = kv[cands] == 0
-    fits = np.cumsum(np.where(new, state.remaining_prefill[cands], 0)) <= room
-    return cands[~new | fits]
+        decodes = state.n_decode
+    room = state.memory_free - decodes - state.promised
+    size = cands.size if most is None else min(cands.size, 64)
+    while True:
+        head = cands[:size]
+        new = state.of("kv", head) == 0
+        fits = np.cumsum(np.where(new, state.of("remaining_prefill", head), 0)) <= room
+        kept = head[~new | fits]
+        if size == cands.size:
+            return kept if most is None else kept[:most]
+        if kept.size >= most or (not fits[-1] and head.size - np.count_nonzero(new)
+                                 == state.n_prefilling):
+            return kept[:most]
+        size = min(cands.size, 4 * size)
 
 
 def fit_memory(state, prefill, chunk, decode, rank=None) -> Batch:
@@ -442,24 +459,28 @@ def fit_memory(state, prefill, chunk, decode, rank=None) -> Batch:
         overflow, else the residents' chunks and the new requests that fit.
     """
     prefill, chunk, decode = (np.asarray(a, dtype=np.int64) for a in (prefill, chunk, decode))
-    kv = state.kv
-    free = state.memory_free
-    resident = kv[prefill] > 0
-    promise = np.where((kv > 0) & ~state.in_decode, state.remaining_prefill, 0)
-    free -= int(promise.sum())
+    free = state.memory_free - state.promised
     if decode.size > free:
+        kv = state.kv
         victims = np.flatnonzero(kv > 0)[::-1]
         if rank is not None:
             victims = victims[np.argsort(-rank[victims], kind="stable")]
+        promise = np.where(state.of("in_decode", victims), 0,
+                           state.of("remaining_prefill", victims))
         added = np.zeros(state.n, dtype=np.int64)
         added[decode] = 1
-        saving = np.cumsum(kv[victims] + promise[victims] + added[victims])
+        saving = np.cumsum(kv[victims] + promise + added[victims])
         evict = victims[: int(np.searchsorted(saving, decode.size - free, side="left")) + 1]
-        keep = resident & ~np.isin(prefill, evict)
-        return Batch(prefill[keep], chunk[keep], decode[~np.isin(decode, evict)], evict)
+        out = np.zeros(state.n, dtype=bool)
+        out[evict] = True
+        keep = (kv[prefill] > 0) & ~out[prefill]
+        return Batch(prefill[keep], chunk[keep], decode[~out[decode]], evict)
+    if not prefill.size:
+        return Batch(prefill, chunk, decode)
     room = free - decode.size
+    resident = state.of("kv", prefill) > 0
     new = np.flatnonzero(~resident)
-    admitted = new[np.cumsum(state.remaining_prefill[prefill[new]]) <= room]
+    admitted = new[np.cumsum(state.of("remaining_prefill", prefill[new])) <= room]
     keep = resident.copy()
     keep[admitted] = True
     return Batch(prefill[keep], chunk[keep], decode)

@@ -63,7 +63,9 @@ class _TokenBudgetPolicy(Policy):
         in_decode = state.in_decode
         dec = ordered(state, in_decode.nonzero()[0], self.order)
         pre = ordered(state, (~in_decode).nonzero()[0], self.order)
-        return admissible(state, pre, self._decodes_beside_prefills(dec.size)), dec
+        # every use takes at most the first ``token_budget`` (one prompt token each)
+        return admissible(state, pre, self._decodes_beside_prefills(dec.size),
+                          most=self.token_budget), dec
 
     def _decodes_beside_prefills(self, n_decode):
         """The decode tokens of a batch that takes prefills, given ``n_decode`` requests in
@@ -124,7 +126,7 @@ class _TokenBudgetPolicy(Policy):
 
     @staticmethod
     def _promised(state) -> bool:
-        return bool(np.count_nonzero((state.kv > 0) & ~state.in_decode))
+        return state.promised > 0          # (each such request has prefill left)
 
     def drains(self, state):
         """With every request in decode and no more of them than the token budget and

@@ -1,0 +1,176 @@
+"""The engine's memory ledger (``State.promised``, ``n_prefilling``, ``n_decode``,
+``memory_used``) kept by deltas equals the sums of the whole columns at every decision.
+
+The engine hands a policy the ledger's sums; a view built without them sums its columns.
+Each run here checks, at every decision the engine asks for (its ``state``), that the two
+agree, through admissions, chunked and whole prefills, several prompts ending in one batch,
+finishes (outputs of one token too), evictions under recompute and restart preemption, both
+first-token conventions, the fast path on and off, a prefix cache's credits, and a bulk
+runner handing the engine back part-way. Each run must also reach the states the ledger is
+about (part-way prefills promising KV, evictions), or it would prove nothing.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import queuetheory as qt
+from queuetheory.engine import Engine, State
+from queuetheory.engine.simulate import _in_bulk
+from queuetheory.policies import AMin, FCFSRestart, Orca, Sarathi, VLLMVanilla
+
+ANCHOR_TIME = qt.AffineTokenTime(c=16.1e-3, per_prefill=57.8e-6, per_decode=39.5e-6)
+MEMORY_TIME = qt.LinearMemoryTime(0.01, 1e-6)
+
+
+@pytest.fixture
+def seen(monkeypatch):
+    """Check the ledger at every decision (every ``Engine.state``); count what was seen."""
+    counts = {"decisions": 0, "promised": 0, "decoding": 0}
+    state_of = Engine.state
+
+    def checked(engine, t):
+        state = state_of(engine, t)
+        whole = State(engine.table, engine.live, t, engine.budget, engine.memory)
+        assert state.__dict__["promised"] == whole.promised, (engine.iteration, t)
+        assert state.__dict__["n_decode"] == whole.n_decode, (engine.iteration, t)
+        assert state.__dict__["n_prefilling"] == whole.n_prefilling, (engine.iteration, t)
+        assert state.memory_used == int(whole.kv.sum())
+        counts["decisions"] += 1
+        counts["promised"] += whole.promised > 0
+        counts["decoding"] += whole.n_decode > 0
+        return state
+
+    monkeypatch.setattr(Engine, "state", checked)
+    return counts
+
+
+def _workload(n=400, seed=5, intervals=False, empty=False):
+    """Prompts of up to 900 tokens, outputs of up to 300 (a fifth of one token); with
+    ``intervals`` the output lengths are known only to within ``[o/2, 1.5o + 1]``; with
+    ``empty`` a tenth of the prompts are empty (in decode from their arrival; a trace
+    allows them, a workload does not)."""
+    rng = np.random.default_rng(seed)
+    output = np.where(rng.random(n) < 0.2, 1, rng.integers(1, 300, n))
+    prompt = rng.integers(1, 900, n)
+    if empty:
+        trace = _workload(n, seed, intervals).sample(n_requests=n, seed=0)
+        return dataclasses.replace(trace, prompt=prompt * (rng.random(n) > 0.1))
+    lo, hi = (np.maximum(1, output // 2), output + output // 2 + 1) if intervals else (None,
+                                                                                       None)
+    return qt.Workload.from_arrays(np.cumsum(rng.exponential(0.03, n)), prompt, output,
+                                   lo=lo, hi=hi)
+
+
+CASES = {
+    "sarathi-recompute": (lambda: Sarathi(512, order="sjf_total"), ANCHOR_TIME, 5000),
+    "sarathi-restart": (lambda: Sarathi(512, preemption="restart"), ANCHOR_TIME, 5000),
+    "sarathi-restart-empty-prompts": (lambda: Sarathi(512, preemption="restart"), ANCHOR_TIME,
+                                      5000),
+    "sarathi-memory-time": (lambda: Sarathi(256), MEMORY_TIME, 4000),
+    "orca-recompute": (lambda: Orca(256), MEMORY_TIME, 5000),
+    "vllm-whole-prompts": (lambda: VLLMVanilla(2048, preemption="restart"), ANCHOR_TIME, 5000),
+    "fcfs-restart": (lambda: FCFSRestart(), ANCHOR_TIME, 5000),
+    "a-min": (lambda: AMin(), MEMORY_TIME, 5000),
+}
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("fast_path", [False, True])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_ledger_is_the_columns_sums_at_every_decision(seen, case, fast_path, first_token):
+    make, time_model, memory = CASES[case]
+    policy = make()
+    if policy.supports(memory=memory, first_token=first_token) is not None:
+        pytest.skip("the policy refuses this setting")
+    res = qt.simulate(_workload(intervals=case == "a-min", empty=case.endswith("empty-prompts")),
+                      policy, time_model, memory=memory,
+                      first_token=first_token, fast_path=fast_path)
+    assert res.metrics["completed"] == 400
+    assert seen["decisions"] > 100 and seen["decoding"] > 100
+    if case.startswith(("sarathi", "orca")):     # the others prefill whole prompts
+        assert seen["promised"] > 20
+    assert res.metrics["restarts"] > 0
+
+
+@pytest.mark.parametrize("fast_path", [False, True])
+@pytest.mark.parametrize("time_model", [ANCHOR_TIME, MEMORY_TIME])
+@pytest.mark.parametrize("caching", [False, True])
+def test_ledger_with_a_prefix_cache(seen, caching, time_model, fast_path):
+    """VLLMV1 (its own block books; preempts by recompute) on conversations that share
+    prefixes: cached tokens are credited to a prefill's first chunk."""
+    trace = qt.data.mooncake_trace("conversation")
+    trace = trace.take(np.flatnonzero(trace.prompt + trace.output <= 10_000)[:150])
+    policy = qt.policies.VLLMV1(32, 1024, num_gpu_blocks=1500, enable_prefix_caching=caching)
+    res = qt.simulate(trace, policy, time_model, fast_path=fast_path)
+    assert seen["decisions"] > 100 and seen["promised"] > 20
+    assert (res.requests["cached"].sum() > 0) == caching
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+def test_ledger_recounted_where_a_bulk_runner_hands_the_engine_back(seen, first_token):
+    trace = _workload().sample(n_requests=400, seed=0)
+    policy = Sarathi(512)
+    engine = Engine(policy, ANCHOR_TIME, memory=5000, token_budget=512,
+                    first_token=first_token, capacity=len(trace))
+    engine.load(trace, final=True)
+    policy.reset()
+    t = _in_bulk(engine, policy, 0.0, 3.0, np.inf)      # part-way: requests in the system
+    assert seen["decisions"] == 0 and engine.live.size > 50 and engine.iteration > 100
+    while engine.live.size or engine.next_arrival() < np.inf:
+        engine.admit_until(t)
+        t = engine.advance(t, engine.next_arrival())[0] if engine.live.size else (
+            engine.next_arrival())
+    assert seen["decisions"] > 100 and seen["promised"] > 20
+
+
+def test_ledger_of_requests_added_with_and_without_their_prefill(seen):
+    """``Engine.add``: arrivals with nothing done, and arrivals handed over in decode with
+    their KV (a disaggregated decode node), some with empty prompts."""
+    trace = _workload(empty=True)
+    trace = dataclasses.replace(trace, output=trace.output + 1)   # none done when handed over
+    engine = Engine(Sarathi(512), ANCHOR_TIME, memory=20000, token_budget=512)
+    t = 0.0
+    for start in range(0, 400, 20):
+        rows = slice(start, start + 20)
+        ready = None if start % 40 else trace.arrival[rows]
+        engine.add(trace, ready, rows=rows)
+        for _ in range(10):
+            if engine.live.size:
+                t = engine.advance(t)[0]
+    while engine.live.size:
+        t = engine.advance(t)[0]
+    assert seen["decisions"] > 200 and seen["promised"] > 20
+
+
+def test_admissible_read_in_prefixes_keeps_what_the_whole_read_keeps():
+    """``admissible(..., most=m)`` is the first ``m`` of what reading every candidate keeps,
+    for candidates in arrival order and shuffled (residents part-way through their prefill
+    anywhere among them), and it often stops reading before the last candidate."""
+    from queuetheory.policies.base import admissible
+
+    res = qt.simulate(_workload(n=2000), Sarathi(128), ANCHOR_TIME, memory=6000,
+                      fast_path=False, max_iterations=900)
+    tab, live = res.table, res.live
+    rng = np.random.default_rng(3)
+    waiting = live[(tab.kv(live) == 0) & (tab.prompt[live] > 1)]
+    begun = np.sort(np.concatenate([rng.choice(waiting[:50], 5, replace=False),
+                                    rng.choice(waiting[200:240], 1)]))   # part-way
+    tab.set_progress(begun, tab.prompt[begun] // 2)
+    early = cut = 0
+    for _ in range(300):
+        state = State(tab, live, 0.0, 128, int(rng.integers(2000, 40000)))
+        pre = np.flatnonzero(~state.in_decode)
+        cands = rng.permutation(pre) if rng.random() < 0.5 else pre
+        cands = cands[: int(rng.integers(1, cands.size + 1))]
+        most = int(rng.integers(0, 12 if rng.random() < 0.5 else 300))
+        whole = admissible(State(tab, live, 0.0, 128, state.memory), cands)
+        read = []
+        state.of = lambda name, at, state=state, read=read: (read.append(len(at))
+                                                              or State.of(state, name, at))
+        part = admissible(state, cands, most=most)
+        np.testing.assert_array_equal(part, whole[:most])
+        early += max(read) < cands.size
+        cut += whole.size > most
+    assert state.n_prefilling == 6 and early > 50 and cut > 50
