@@ -977,18 +977,21 @@ class VLLMV1(Policy):
                 continue
             computed, new = asks[r]
             new = min(new, budget)
-            need = ceil_div(computed + new, bs) - len(self.blocks[r])
-            while need > self.pool.num_free:
-                victim = self.running[-1]
-                preempted.append(victim)
-                self._preempt(victim)
-                if victim == r:
+            upto = computed + new
+            need = -(-upto // bs) - len(self.blocks[r])
+            if need > 0:                  # (r is none of the victims before it)
+                while need > self.pool.num_free:
+                    victim = self.running[-1]
+                    preempted.append(victim)
+                    self._preempt(victim)
+                    if victim == r:
+                        break
+                if preempted and preempted[-1] == r:
                     break
-            if preempted and preempted[-1] == r:
-                break
-            self.blocks[r] += self.pool.allocate(need)
-            self.held[r] = len(self.blocks[r])
-            self._register(state, r, computed + new)
+                self.blocks[r] += self.pool.allocate(need)
+                self.held[r] += need
+            if upto // bs > self.keyed[r]:
+                self._register(state, r, upto)
             scheduled[r] = new
             budget -= new
             i += 1
