@@ -30,7 +30,14 @@ from functools import partial
 
 import numpy as np
 
-from .common import add_inner_gaps, durations, stamp_runs, write_log
+from .common import (
+    add_inner_gaps,
+    durations,
+    log_columns,
+    stamp_runs,
+    write_log,
+    write_states,
+)
 from .decode_first_fill import decode_first_fill, decode_first_fill_memory
 
 __all__ = ["class_priority_fill", "class_priority_fill_memory", "class_priority_kernel"]
@@ -80,8 +87,7 @@ def class_priority_fill(engine, t, stop, limit, *, class_order, max_reqs=None):
     prefill_end = [-1] * n
     finish = [-1] * n
     segments = array("q")          # closed runs: (request, first tick, tokens)
-    rows = [array(code) for code in "ddqqqqqqq"]
-    start, dur, n_pre, chunks, decs, evicted_col, used_col, in_sys, work_col = rows
+    times, counts = array("d"), array("q")   # the batch log (:func:`.common.log_columns`)
     admitted = finished = 0
     work, kv, peak = engine.work, engine.kv_total, engine.peak_memory
     s = engine.iteration
@@ -165,15 +171,8 @@ def class_priority_fill(engine, t, stop, limit, *, class_order, max_reqs=None):
         tau = taus.get((chunk_sum, d)) or new_tau(chunk_sum, d)
         used = kv + chunk_sum + d
         work -= chunk_sum + d + e * done
-        start.append(t)
-        dur.append(tau)
-        n_pre.append(members)
-        chunks.append(chunk_sum)
-        decs.append(d)
-        evicted_col.append(0)
-        used_col.append(used)
-        in_sys.append(live)
-        work_col.append(work)
+        times.extend((t, tau))
+        counts.extend((members, chunk_sum, d, 0, used, live, work))
         peak = used if used > peak else peak
         kv = used - freed
         finished += gone
@@ -190,8 +189,8 @@ def class_priority_fill(engine, t, stop, limit, *, class_order, max_reqs=None):
         if part:
             filled[queue[0]] = part
     said = np.column_stack([ids, q[ids]]) if e else np.empty((0, 2), np.int64)
-    _write_back(engine, admitted, rows, served, rank, segments, said, filled, None, None, q,
-                finish)
+    _write_back(engine, admitted, log_columns(times, counts), served, rank, segments, said,
+                filled, None, None, q, finish)
     engine.work, engine.kv_total, engine.peak_memory = work, kv, peak
     return t
 
@@ -244,8 +243,7 @@ def class_priority_fill_memory(  # noqa: C901
     segments = array("q")
     said = array("q")              # (request, iteration): a prefill's first token
     resident: list = []            # requests holding KV, in arrival order
-    rows = [array(code) for code in "ddqqqqqqq"]
-    start, dur, n_pre, chunks, decs, evicted_col, used_col, in_sys, work_col = rows
+    times, counts = array("d"), array("q")   # the batch log (:func:`.common.log_columns`)
     admitted = finished = in_decode = 0
     work, used, peak = engine.work, engine.kv_total, engine.peak_memory
     s = engine.iteration
@@ -428,15 +426,8 @@ def class_priority_fill_memory(  # noqa: C901
         tau = taus.get((chunk_sum, d)) or new_tau(chunk_sum, d)
         used += chunk_sum + d
         work -= chunk_sum + d + e * done
-        start.append(t)
-        dur.append(tau)
-        n_pre.append(members)
-        chunks.append(chunk_sum)
-        decs.append(d)
-        evicted_col.append(len(victims))
-        used_col.append(used)
-        in_sys.append(live)
-        work_col.append(work)
+        times.extend((t, tau))
+        counts.extend((members, chunk_sum, d, len(victims), used, live, work))
         peak = used if used > peak else peak
         used -= freed
         finished += gone
@@ -446,7 +437,7 @@ def class_priority_fill_memory(  # noqa: C901
         tick = len(served[i])
         for v in decoders[i][: running[i]]:
             segments.extend((v, seg_first[v], tick - seg_first[v]))
-    _write_back(engine, admitted, rows, served, rank, segments,
+    _write_back(engine, admitted, log_columns(times, counts), served, rank, segments,
                 np.frombuffer(said, np.int64).reshape(-1, 2) if said else
                 np.empty((0, 2), np.int64), np.array(filled[:admitted], dtype=np.int64),
                 recomputed[:admitted], restarts[:admitted],
@@ -457,7 +448,7 @@ def class_priority_fill_memory(  # noqa: C901
     return t
 
 
-def _write_back(engine, admitted, rows, served, rank, segments, said, filled, recomputed,
+def _write_back(engine, admitted, cols, served, rank, segments, said, filled, recomputed,
                 restarts, prefill_end, finish):
     """The engine's records after the bulk run, as if it had stepped. A request emits a
     token at each tick of its runs ``(request, first tick, tokens)`` on its class's clock and
@@ -465,25 +456,13 @@ def _write_back(engine, admitted, rows, served, rank, segments, said, filled, re
     ``(request, iteration)``); every token closes the gap since the request's previous one,
     across a wait or a preemption too. ``filled``: each request's prefilled tokens;
     ``recomputed`` and ``restarts``: ``None`` when nothing was preempted."""
-    cols = [np.frombuffer(r, r.typecode) for r in rows]
-    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = cols
-    s0 = write_log(engine, admitted, start, dur, n_pre, chunks, decs, evicted, used, in_sys,
-                   work)
+    s0 = write_log(engine, admitted, cols)
+    start, dur = cols[:2]
     tab = engine.table
     ends = start + dur
-    ids = np.arange(admitted)
-    tab.prefilled[:admitted] = filled
-    if recomputed is not None:
-        tab.recomputed[:admitted] = recomputed
-        tab.restarts[:admitted] = restarts
-    tab.in_decode[:admitted] = filled >= tab.prompt[:admitted] + tab.recomputed[:admitted]
-    q = prefill_end - s0
-    has = q >= 0
-    tab.prefill_done[ids[has]] = ends[q[has]]
-    fin = np.array(finish[:admitted], dtype=np.int64) - s0
-    over = fin >= 0
-    tab.finish[ids[over]] = ends[fin[over]]
-    engine.live = ids[~over]
+    over = write_states(engine, admitted, s0, ends.__getitem__, filled, recomputed, restarts,
+                        None, prefill_end, finish)
+    engine.live = np.flatnonzero(~over)
     # every class's clock ticks, one after another: tick j of class i is served[i][j]
     offset = np.cumsum([0] + [len(c) for c in served])
     ticks = np.concatenate([np.frombuffer(c, np.int64) for c in served]) - s0
