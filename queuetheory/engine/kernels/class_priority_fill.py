@@ -116,23 +116,9 @@ def class_priority_fill(engine, t, stop, limit, *, class_order, max_reqs=None):
             if m:
                 tick = len(served[i])
                 served[i].append(s)
-                was = running[i]
-                if m < was:                  # the youngest runners wait
-                    for v in dec[m:was]:
-                        count = tick - seg_first[v]
-                        segments.extend((v, seg_first[v], count))
-                        emitted[v] += count
-                        epoch[v] += 1
-                        seg_first[v] = -1
-                elif m > was:                # waiting decoders run again
-                    ends = leaving[i]
-                    for v in dec[was:m]:
-                        seg_first[v] = tick
-                        last = tick + output[v] - emitted[v] - 1
-                        if last in ends:
-                            ends[last].append((v, epoch[v]))
-                        else:
-                            ends[last] = [(v, epoch[v])]
+                if m != running[i]:
+                    _resize(dec, running[i], m, tick, seg_first, emitted, epoch, leaving[i],
+                            output, segments)
                 running[i] = m
                 room -= m
                 slots -= m
@@ -373,23 +359,9 @@ def class_priority_fill_memory(  # noqa: C901
             dec = decoders[i]
             tick = len(served[i])
             served[i].append(s)
-            was = running[i]
-            if m < was:
-                for v in dec[m:was]:
-                    count = tick - seg_first[v]
-                    segments.extend((v, seg_first[v], count))
-                    tokens[v] += count
-                    epoch[v] += 1
-                    seg_first[v] = -1
-            elif m > was:
-                ends = leaving[i]
-                for v in dec[was:m]:
-                    seg_first[v] = tick
-                    last = tick + output[v] - tokens[v] - 1
-                    if last in ends:
-                        ends[last].append((v, epoch[v]))
-                    else:
-                        ends[last] = [(v, epoch[v])]
+            if m != running[i]:
+                _resize(dec, running[i], m, tick, seg_first, tokens, epoch, leaving[i], output,
+                        segments)
             running[i] = m
             for v, ep in leaving[i].pop(tick, ()):
                 if ep == epoch[v]:
@@ -446,6 +418,28 @@ def class_priority_fill_memory(  # noqa: C901
     if any(restarts):
         tab.recomputing = True
     return t
+
+
+def _resize(dec, was, m, tick, seg_first, emitted, epoch, ends, output, segments):
+    """A class's running prefix ``dec[:was]`` of its decoders becomes ``dec[:m]`` at its
+    clock's tick ``tick``: the youngest runners wait (their runs close into ``segments``,
+    their planned completions cancelled by ``epoch``), or waiting decoders run again (their
+    completion ticks planned in ``ends``). ``emitted``: tokens before each current run."""
+    if m < was:
+        for v in dec[m:was]:
+            count = tick - seg_first[v]
+            segments.extend((v, seg_first[v], count))
+            emitted[v] += count
+            epoch[v] += 1
+            seg_first[v] = -1
+        return
+    for v in dec[was:m]:
+        seg_first[v] = tick
+        last = tick + output[v] - emitted[v] - 1
+        if last in ends:
+            ends[last].append((v, epoch[v]))
+        else:
+            ends[last] = [(v, epoch[v])]
 
 
 def _write_back(engine, admitted, cols, served, rank, segments, said, filled, recomputed,
