@@ -25,6 +25,9 @@ __all__ = ["decode_first_fill", "decode_first_fill_memory"]
 
 
 def decode_first_fill(engine, t, stop, limit):
+    """The rule without a KV-memory limit or ``max_reqs`` (see :mod:`..kernels`): run from a
+    fresh engine at ``t`` up to the horizon ``stop`` or ``limit`` iterations; return the time
+    reached."""
     tab = engine.table
     n = tab.n
     arrival = tab.column("arrival").tolist()
