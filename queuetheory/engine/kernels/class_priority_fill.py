@@ -24,7 +24,6 @@ KV-memory limit (vLLM's accounting and recompute preemption) the rule runs as
 from __future__ import annotations
 
 from array import array
-from bisect import insort
 from collections import deque
 from functools import partial
 
@@ -228,7 +227,7 @@ def class_priority_fill_memory(  # noqa: C901
     finish = [-1] * n
     segments = array("q")
     said = array("q")              # (request, iteration): a prefill's first token
-    resident: list = []            # requests holding KV, in arrival order
+    resident: set = set()          # requests holding KV
     times, counts = array("d"), array("q")   # the batch log (:func:`.common.log_columns`)
     admitted = finished = in_decode = 0
     work, used, peak = engine.work, engine.kv_total, engine.peak_memory
@@ -298,10 +297,12 @@ def class_priority_fill_memory(  # noqa: C901
                     got = tokens[v] + (len(served[i]) - seg_first[v] if at < running[i] else 0)
                     saved += length[v] + max(got - recomputed[v] - e, 0) + (at < picks[i])
             gone_set = set(victims)
+            out = [[] for _ in range(K)]
             takes = [x for x in takes if filled[x[1]] and x[1] not in gone_set]
             for v in victims:
                 if filled[v] >= length[v]:
                     picks[cls[v]] = min(picks[cls[v]], decoders[cls[v]].index(v))
+            d = sum(picks)
         else:                           # new prefills in batch order while they fit
             room, kept, shut = free - d, [], False
             for x in takes:
@@ -315,10 +316,8 @@ def class_priority_fill_memory(  # noqa: C901
                         continue
                 kept.append(x)
             takes = kept
-        d = sum(picks)
         if not takes and not d:
             break                       # an empty batch: the engine steps on from here
-        out = [[] for _ in range(K)]
         for v in victims:               # within a class, youngest first
             i = cls[v]
             if filled[v] < length[v]:   # the head of its class's queue, part-way
@@ -348,7 +347,7 @@ def class_priority_fill_memory(  # noqa: C901
             filled[v] = 0
             restarts[v] += 1
         if victims:
-            resident[:] = [v for v in resident if v not in gone_set]
+            resident -= gone_set
             for i in range(K):
                 waiting[i].extendleft(out[i])
         chunk_sum = members = done = freed = gone = 0
@@ -369,13 +368,13 @@ def class_priority_fill_memory(  # noqa: C901
                     freed += prompt[v] + output[v] - e
                     segments.extend((v, seg_first[v], tick - seg_first[v] + 1))
                     dec.remove(v)
-                    resident.remove(v)
+                    resident.discard(v)
                     running[i] -= 1
                     in_decode -= 1
                     gone += 1
         for i, w, c in takes:
             if not filled[w]:
-                insort(resident, w)
+                resident.add(w)
             filled[w] += c
             chunk_sum += c
             members += 1
@@ -393,7 +392,7 @@ def class_priority_fill_memory(  # noqa: C901
             else:            # its last token, emitted by the prefill iteration
                 finish[w] = s
                 freed += prompt[w] + output[w] - e
-                resident.remove(w)
+                resident.discard(w)
                 gone += 1
         tau = taus.get((chunk_sum, d)) or new_tau(chunk_sum, d)
         used += chunk_sum + d
