@@ -29,8 +29,8 @@ import numpy as np
 
 from .common import RepeatedBatches, durations, log_columns, write_runs, write_states
 
-__all__ = ["ORCA", "FT_ITERATION", "FT_REQUEST", "VLLM", "largest_gap", "one_gap",
-           "run_decode_prefix", "write_back"]
+__all__ = ["ORCA", "FT_ITERATION", "FT_REQUEST", "VLLM", "decode_priority", "largest_gap",
+           "one_gap", "prefill_first_fill", "run_decode_prefix", "write_back"]
 
 #: the decisions: Orca's prefill-first mixed batch; FasterTransformer's decode-only batch
 #: whenever a request decodes, else a prefill-only batch; FasterTransformer's cohorts;
@@ -59,6 +59,35 @@ def largest_gap(times, k, tau):
     if one_gap(times[0], times[k], tau):
         return times[1] - times[0]
     return max(map(sub, islice(times, 1, k + 1), times))
+
+
+def prefill_first_fill(engine, t, stop, limit, *, chunk=True, max_reqs=None):
+    """Orca under FCFS (Li, Dai, Peng §3): prompt tokens first, in arrival order up to the
+    token budget ``b`` (the last one chunked; with ``chunk=False`` only whole prompts, a first
+    one longer than the budget chunked alone), then one decode token for each of the oldest
+    requests in decode that the rest of the budget and ``max_reqs`` allow. A decoder skips
+    an iteration only when the prompts leave fewer tokens than there are decoders, and the
+    decoders that decode are the oldest (the module docstring). With a KV-memory limit, new
+    prompts start only while their whole prefills fit beside one token for every decoder,
+    and the youngest residents are preempted (recompute) when the decodes do not fit
+    (:func:`~queuetheory.policies.base.admissible`, :func:`~queuetheory.policies.base.
+    fit_memory`)."""
+    return run_decode_prefix(engine, t, stop, limit, ORCA, chunk=chunk, max_reqs=max_reqs)
+
+
+def decode_priority(engine, t, stop, limit, *, mode="iteration", max_reqs=None, budget=None):
+    """FasterTransformer under FCFS (Li, Dai, Peng §3). ``mode="iteration"``: a decode-only
+    batch of the oldest requests in decode (up to the budget and ``max_reqs``) whenever one
+    decodes, else a prefill-only batch of prompts in arrival order up to the budget, the last
+    one chunked (with a KV-memory limit: new prompts while their whole prefills fit, and the
+    youngest residents preempted, recompute, when the decodes do not). ``mode="request"``: a
+    cohort of the ``max_reqs`` oldest waiting requests is prefilled, then decoded (the oldest
+    ``b`` members at a time) until every member finishes, while arrivals wait. ``budget``:
+    the token budget ``b`` of the batches (default: the engine's); one that no batch reaches
+    stands for none (Bari et al.'s request-level batching prefills a cohort whole and decodes
+    all its members)."""
+    kind = FT_REQUEST if mode == "request" else FT_ITERATION
+    return run_decode_prefix(engine, t, stop, limit, kind, max_reqs=max_reqs, budget=budget)
 
 
 # long: bulk kernel, one pass per iteration in plain ints: helper calls per iteration cost its speed
