@@ -26,7 +26,7 @@ import numpy as np
 import queuetheory as qt
 from benchmarks import engine_speed as es
 from benchmarks.anchor import anchor_trace
-from queuetheory.engine.kernels.common import durations
+from queuetheory.engine.kernels.common import durations, log_columns
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 dff = importlib.import_module("queuetheory.engine.kernels.decode_first_fill")
@@ -43,8 +43,7 @@ def shared_loop(engine, t, stop, limit, decide):
     b, e = engine.budget, tab.emit_first
     prefill_end = [-1] * n
     leaving, freed = {}, {}
-    rows = [array(code) for code in "ddqqqqqq"]
-    start, dur, n_pre, chunks, decs, used_col, in_sys, work_col = rows
+    times, counts = array("d"), array("q")       # the batch log (common.log_columns)
     admitted = finished = decoding = 0
     work, kv, peak = engine.work, engine.kv_total, engine.peak_memory
     s = engine.iteration
@@ -67,14 +66,8 @@ def shared_loop(engine, t, stop, limit, decide):
         tau = taus.get((chunk_sum, decoding)) or new_tau(chunk_sum, decoding)
         used = kv + chunk_sum + decoding
         work -= chunk_sum + decoding + e * len(done)
-        start.append(t)
-        dur.append(tau)
-        n_pre.append(members)
-        chunks.append(chunk_sum)
-        decs.append(decoding)
-        used_col.append(used)
-        in_sys.append(live)
-        work_col.append(work)
+        times.extend((t, tau))
+        counts.extend((members, chunk_sum, decoding, 0, used, live, work))
         peak = used if used > peak else peak
         gone = leaving.pop(s, 0)
         kv = used - freed.pop(s, 0)
@@ -82,7 +75,7 @@ def shared_loop(engine, t, stop, limit, decide):
         decoding += len(done) - gone
         t = t + tau
         s += 1
-    return t, prefill_end, admitted, rows, (work, kv, peak)
+    return t, prefill_end, admitted, log_columns(times, counts), (work, kv, peak)
 
 
 def decode_first_fill_shared(engine, t, stop, limit):

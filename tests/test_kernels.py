@@ -269,9 +269,9 @@ def test_repeated_batches_read_a_row_at_a_time_equal_the_expanded_log():
         if trial == 0:       # a run just below a power of two, crossing it
             start[0], tau[0], repeated, k = 2.0 - 5 * ulp(1.0), 3 * ulp(1.0), np.array([0]), \
                 np.array([10])
-        rows = [array("d", start), array("d", tau)] + [array("q", [0] * n) for _ in range(7)]
+        cols = [start, tau] + [np.zeros(n, np.int64) for _ in range(7)]
         repeats = array("q", np.column_stack([repeated, k]).ravel().tolist())
-        lazy, full = RepeatedBatches(rows, repeats), RepeatedBatches(rows, repeats)
+        lazy, full = RepeatedBatches(cols, repeats), RepeatedBatches(cols, repeats)
         starts = full.start
         ends = starts + full.column("duration")
         at = rng.integers(0, full.size, 50)

@@ -45,13 +45,14 @@ as ``decode_first_fill``.
 ``"prefill_first_fill"`` (Orca with FCFS order) and ``"decode_priority"`` (FasterTransformer
 with FCFS order, iteration- and request-level): the requests that decode in an iteration are
 the oldest requests in decode, so each emits its tokens in runs of consecutive iterations
-(:mod:`~.decode_prefix`; :func:`~.prefill_first_fill.prefill_first_fill`,
-:func:`~.decode_priority.decode_priority`).
+(:mod:`~.decode_prefix`: :func:`~.decode_prefix.prefill_first_fill`,
+:func:`~.decode_prefix.decode_priority`).
 
 The rules run with a token-count time model, prompts and outputs of at least one token, under
 either first-token convention, and with recompute preemption where memory is limited (the
 papers' restart for ``future_peak_admission``); elsewhere the engine steps. Each rule lives
-in a module of its own; :func:`bulk_ready` holds the conditions every rule shares.
+in a module of its own, but for Orca's and FasterTransformer's, which are two decisions of
+:mod:`.decode_prefix`; :func:`bulk_ready` holds the conditions every rule shares.
 """
 
 from __future__ import annotations
@@ -59,10 +60,9 @@ from __future__ import annotations
 from .class_priority_fill import class_priority_kernel
 from .cohorts import cohorts
 from .decode_first_fill import decode_first_fill, decode_first_fill_memory
-from .decode_priority import decode_priority
+from .decode_prefix import decode_priority, prefill_first_fill
 from .future_peak_admission import future_peak_admission
 from .prefill_batches import prefill_batches_kernel
-from .prefill_first_fill import prefill_first_fill
 from .slo_slack import slo_slack
 
 __all__ = ["bulk_ready", "bulk_runner", "decode_first_fill", "decode_first_fill_memory",

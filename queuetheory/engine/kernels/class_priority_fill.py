@@ -24,13 +24,19 @@ KV-memory limit (vLLM's accounting and recompute preemption) the rule runs as
 from __future__ import annotations
 
 from array import array
-from bisect import insort
 from collections import deque
 from functools import partial
 
 import numpy as np
 
-from .common import add_inner_gaps, durations, stamp_runs, write_log
+from .common import (
+    add_inner_gaps,
+    durations,
+    log_columns,
+    stamp_runs,
+    write_log,
+    write_states,
+)
 from .decode_first_fill import decode_first_fill, decode_first_fill_memory
 
 __all__ = ["class_priority_fill", "class_priority_fill_memory", "class_priority_kernel"]
@@ -80,8 +86,7 @@ def class_priority_fill(engine, t, stop, limit, *, class_order, max_reqs=None):
     prefill_end = [-1] * n
     finish = [-1] * n
     segments = array("q")          # closed runs: (request, first tick, tokens)
-    rows = [array(code) for code in "ddqqqqqqq"]
-    start, dur, n_pre, chunks, decs, evicted_col, used_col, in_sys, work_col = rows
+    times, counts = array("d"), array("q")   # the batch log (:func:`.common.log_columns`)
     admitted = finished = 0
     work, kv, peak = engine.work, engine.kv_total, engine.peak_memory
     s = engine.iteration
@@ -110,23 +115,9 @@ def class_priority_fill(engine, t, stop, limit, *, class_order, max_reqs=None):
             if m:
                 tick = len(served[i])
                 served[i].append(s)
-                was = running[i]
-                if m < was:                  # the youngest runners wait
-                    for v in dec[m:was]:
-                        count = tick - seg_first[v]
-                        segments.extend((v, seg_first[v], count))
-                        emitted[v] += count
-                        epoch[v] += 1
-                        seg_first[v] = -1
-                elif m > was:                # waiting decoders run again
-                    ends = leaving[i]
-                    for v in dec[was:m]:
-                        seg_first[v] = tick
-                        last = tick + output[v] - emitted[v] - 1
-                        if last in ends:
-                            ends[last].append((v, epoch[v]))
-                        else:
-                            ends[last] = [(v, epoch[v])]
+                if m != running[i]:
+                    _resize(dec, running[i], m, tick, seg_first, emitted, epoch, leaving[i],
+                            output, segments)
                 running[i] = m
                 room -= m
                 slots -= m
@@ -165,15 +156,8 @@ def class_priority_fill(engine, t, stop, limit, *, class_order, max_reqs=None):
         tau = taus.get((chunk_sum, d)) or new_tau(chunk_sum, d)
         used = kv + chunk_sum + d
         work -= chunk_sum + d + e * done
-        start.append(t)
-        dur.append(tau)
-        n_pre.append(members)
-        chunks.append(chunk_sum)
-        decs.append(d)
-        evicted_col.append(0)
-        used_col.append(used)
-        in_sys.append(live)
-        work_col.append(work)
+        times.extend((t, tau))
+        counts.extend((members, chunk_sum, d, 0, used, live, work))
         peak = used if used > peak else peak
         kv = used - freed
         finished += gone
@@ -190,8 +174,8 @@ def class_priority_fill(engine, t, stop, limit, *, class_order, max_reqs=None):
         if part:
             filled[queue[0]] = part
     said = np.column_stack([ids, q[ids]]) if e else np.empty((0, 2), np.int64)
-    _write_back(engine, admitted, rows, served, rank, segments, said, filled, None, None, q,
-                finish)
+    _write_back(engine, admitted, log_columns(times, counts), served, rank, segments, said,
+                filled, None, None, q, finish)
     engine.work, engine.kv_total, engine.peak_memory = work, kv, peak
     return t
 
@@ -243,9 +227,8 @@ def class_priority_fill_memory(  # noqa: C901
     finish = [-1] * n
     segments = array("q")
     said = array("q")              # (request, iteration): a prefill's first token
-    resident: list = []            # requests holding KV, in arrival order
-    rows = [array(code) for code in "ddqqqqqqq"]
-    start, dur, n_pre, chunks, decs, evicted_col, used_col, in_sys, work_col = rows
+    resident: set = set()          # requests holding KV
+    times, counts = array("d"), array("q")   # the batch log (:func:`.common.log_columns`)
     admitted = finished = in_decode = 0
     work, used, peak = engine.work, engine.kv_total, engine.peak_memory
     s = engine.iteration
@@ -314,10 +297,12 @@ def class_priority_fill_memory(  # noqa: C901
                     got = tokens[v] + (len(served[i]) - seg_first[v] if at < running[i] else 0)
                     saved += length[v] + max(got - recomputed[v] - e, 0) + (at < picks[i])
             gone_set = set(victims)
+            out = [[] for _ in range(K)]
             takes = [x for x in takes if filled[x[1]] and x[1] not in gone_set]
             for v in victims:
                 if filled[v] >= length[v]:
                     picks[cls[v]] = min(picks[cls[v]], decoders[cls[v]].index(v))
+            d = sum(picks)
         else:                           # new prefills in batch order while they fit
             room, kept, shut = free - d, [], False
             for x in takes:
@@ -331,10 +316,8 @@ def class_priority_fill_memory(  # noqa: C901
                         continue
                 kept.append(x)
             takes = kept
-        d = sum(picks)
         if not takes and not d:
             break                       # an empty batch: the engine steps on from here
-        out = [[] for _ in range(K)]
         for v in victims:               # within a class, youngest first
             i = cls[v]
             if filled[v] < length[v]:   # the head of its class's queue, part-way
@@ -364,7 +347,7 @@ def class_priority_fill_memory(  # noqa: C901
             filled[v] = 0
             restarts[v] += 1
         if victims:
-            resident[:] = [v for v in resident if v not in gone_set]
+            resident -= gone_set
             for i in range(K):
                 waiting[i].extendleft(out[i])
         chunk_sum = members = done = freed = gone = 0
@@ -375,23 +358,9 @@ def class_priority_fill_memory(  # noqa: C901
             dec = decoders[i]
             tick = len(served[i])
             served[i].append(s)
-            was = running[i]
-            if m < was:
-                for v in dec[m:was]:
-                    count = tick - seg_first[v]
-                    segments.extend((v, seg_first[v], count))
-                    tokens[v] += count
-                    epoch[v] += 1
-                    seg_first[v] = -1
-            elif m > was:
-                ends = leaving[i]
-                for v in dec[was:m]:
-                    seg_first[v] = tick
-                    last = tick + output[v] - tokens[v] - 1
-                    if last in ends:
-                        ends[last].append((v, epoch[v]))
-                    else:
-                        ends[last] = [(v, epoch[v])]
+            if m != running[i]:
+                _resize(dec, running[i], m, tick, seg_first, tokens, epoch, leaving[i], output,
+                        segments)
             running[i] = m
             for v, ep in leaving[i].pop(tick, ()):
                 if ep == epoch[v]:
@@ -399,13 +368,13 @@ def class_priority_fill_memory(  # noqa: C901
                     freed += prompt[v] + output[v] - e
                     segments.extend((v, seg_first[v], tick - seg_first[v] + 1))
                     dec.remove(v)
-                    resident.remove(v)
+                    resident.discard(v)
                     running[i] -= 1
                     in_decode -= 1
                     gone += 1
         for i, w, c in takes:
             if not filled[w]:
-                insort(resident, w)
+                resident.add(w)
             filled[w] += c
             chunk_sum += c
             members += 1
@@ -423,20 +392,13 @@ def class_priority_fill_memory(  # noqa: C901
             else:            # its last token, emitted by the prefill iteration
                 finish[w] = s
                 freed += prompt[w] + output[w] - e
-                resident.remove(w)
+                resident.discard(w)
                 gone += 1
         tau = taus.get((chunk_sum, d)) or new_tau(chunk_sum, d)
         used += chunk_sum + d
         work -= chunk_sum + d + e * done
-        start.append(t)
-        dur.append(tau)
-        n_pre.append(members)
-        chunks.append(chunk_sum)
-        decs.append(d)
-        evicted_col.append(len(victims))
-        used_col.append(used)
-        in_sys.append(live)
-        work_col.append(work)
+        times.extend((t, tau))
+        counts.extend((members, chunk_sum, d, len(victims), used, live, work))
         peak = used if used > peak else peak
         used -= freed
         finished += gone
@@ -446,7 +408,7 @@ def class_priority_fill_memory(  # noqa: C901
         tick = len(served[i])
         for v in decoders[i][: running[i]]:
             segments.extend((v, seg_first[v], tick - seg_first[v]))
-    _write_back(engine, admitted, rows, served, rank, segments,
+    _write_back(engine, admitted, log_columns(times, counts), served, rank, segments,
                 np.frombuffer(said, np.int64).reshape(-1, 2) if said else
                 np.empty((0, 2), np.int64), np.array(filled[:admitted], dtype=np.int64),
                 recomputed[:admitted], restarts[:admitted],
@@ -457,7 +419,29 @@ def class_priority_fill_memory(  # noqa: C901
     return t
 
 
-def _write_back(engine, admitted, rows, served, rank, segments, said, filled, recomputed,
+def _resize(dec, was, m, tick, seg_first, emitted, epoch, ends, output, segments):
+    """A class's running prefix ``dec[:was]`` of its decoders becomes ``dec[:m]`` at its
+    clock's tick ``tick``: the youngest runners wait (their runs close into ``segments``,
+    their planned completions cancelled by ``epoch``), or waiting decoders run again (their
+    completion ticks planned in ``ends``). ``emitted``: tokens before each current run."""
+    if m < was:
+        for v in dec[m:was]:
+            count = tick - seg_first[v]
+            segments.extend((v, seg_first[v], count))
+            emitted[v] += count
+            epoch[v] += 1
+            seg_first[v] = -1
+        return
+    for v in dec[was:m]:
+        seg_first[v] = tick
+        last = tick + output[v] - emitted[v] - 1
+        if last in ends:
+            ends[last].append((v, epoch[v]))
+        else:
+            ends[last] = [(v, epoch[v])]
+
+
+def _write_back(engine, admitted, cols, served, rank, segments, said, filled, recomputed,
                 restarts, prefill_end, finish):
     """The engine's records after the bulk run, as if it had stepped. A request emits a
     token at each tick of its runs ``(request, first tick, tokens)`` on its class's clock and
@@ -465,25 +449,13 @@ def _write_back(engine, admitted, rows, served, rank, segments, said, filled, re
     ``(request, iteration)``); every token closes the gap since the request's previous one,
     across a wait or a preemption too. ``filled``: each request's prefilled tokens;
     ``recomputed`` and ``restarts``: ``None`` when nothing was preempted."""
-    cols = [np.frombuffer(r, r.typecode) for r in rows]
-    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = cols
-    s0 = write_log(engine, admitted, start, dur, n_pre, chunks, decs, evicted, used, in_sys,
-                   work)
+    s0 = write_log(engine, admitted, cols)
+    start, dur = cols[:2]
     tab = engine.table
     ends = start + dur
-    ids = np.arange(admitted)
-    tab.prefilled[:admitted] = filled
-    if recomputed is not None:
-        tab.recomputed[:admitted] = recomputed
-        tab.restarts[:admitted] = restarts
-    tab.in_decode[:admitted] = filled >= tab.prompt[:admitted] + tab.recomputed[:admitted]
-    q = prefill_end - s0
-    has = q >= 0
-    tab.prefill_done[ids[has]] = ends[q[has]]
-    fin = np.array(finish[:admitted], dtype=np.int64) - s0
-    over = fin >= 0
-    tab.finish[ids[over]] = ends[fin[over]]
-    engine.live = ids[~over]
+    over = write_states(engine, admitted, s0, ends.__getitem__, filled, recomputed, restarts,
+                        None, prefill_end, finish)
+    engine.live = np.flatnonzero(~over)
     # every class's clock ticks, one after another: tick j of class i is served[i][j]
     offset = np.cumsum([0] + [len(c) for c in served])
     ticks = np.concatenate([np.frombuffer(c, np.int64) for c in served]) - s0

@@ -374,6 +374,6 @@ def _write_back(engine, admitted, groups, rows, e):
         peak = max(peak, int(used.max()))
     engine.kv_total += int(processed.sum() - freed.sum())
     engine.work += int(brought[-1] - processed.sum() - e * n_pre.sum())
-    write_back(engine, admitted, (start, dur, n_pre, chunks, decs, used, in_sys, work),
+    write_back(engine, admitted, (start, dur, n_pre, chunks, decs, 0, used, in_sys, work),
                [g.hist for g in groups], mem, decoded, prefill_end, finish)
     engine.peak_memory = peak

@@ -7,7 +7,8 @@ from itertools import accumulate, repeat
 
 import numpy as np
 
-__all__ = ["durations", "RepeatedBatches", "tail_of", "write_log", "write_runs"]
+__all__ = ["durations", "RepeatedBatches", "log_columns", "tail_of", "write_log", "write_runs",
+           "write_states"]
 
 
 def durations(time_model):
@@ -29,22 +30,21 @@ def durations(time_model):
 
 
 class RepeatedBatches:
-    """A bulk run's batch log as the kernel's rows, where a row ``r`` listed in ``repeats``
-    as ``(r, k)`` stands for ``k`` identical decode-only batches of ``d`` decodes: memory
-    grows and unfinished work falls by ``d`` a batch, and each starts where the one before
-    ends (``t + τ``, added in sequence as the engine adds them: column by column over all
-    such rows at once). Every column, one entry per iteration, is expanded only when read
-    (:meth:`column`, through :meth:`~queuetheory.engine.log.ColumnLog.extend_lazy`), and
-    read at a few iterations without expanding it (:meth:`starts_at`, :meth:`ends_at`,
-    ``column(name, at)``; the gaps a row at a time, :meth:`gaps`): a run of 10⁷ iterations
-    whose log is read for a few columns never holds all ten. ``arrivals``: the arrival times of
-    the requests the run admitted and their tokens, for a rule whose repeated batches go on
-    past arrivals (FasterTransformer decodes on whatever arrives): each iteration's
-    ``in_system`` and ``unfinished_tokens`` then add what arrived since its row's first
-    iteration began (the engine admits arrivals at the start of each iteration)."""
+    """A bulk run's batch log as the kernel's rows (:func:`log_columns`), where a row ``r`` listed
+    in ``repeats`` as ``(r, k)`` stands for ``k`` identical decode-only batches of ``d``
+    decodes: memory grows and unfinished work falls by ``d`` a batch, and each starts where the
+    one before ends (``t + τ``, added in sequence as the engine adds them: column by column over
+    all such rows at once). Every column, one entry per iteration, is expanded only when read
+    (:meth:`column`, through :meth:`~queuetheory.engine.log.ColumnLog.extend_lazy`), and read at
+    a few iterations without expanding it (:meth:`starts_at`, :meth:`ends_at`, ``column(name,
+    at)``; the gaps a row at a time, :meth:`gaps`): a run of 10⁷ iterations whose log is read
+    for a few columns never holds all ten. ``arrivals``: the arrival times of the requests the
+    run admitted and their tokens, for a rule whose repeated batches go on past arrivals
+    (FasterTransformer decodes on whatever arrives): each iteration's ``in_system`` and
+    ``unfinished_tokens`` then add what arrived since its row's first iteration began (the
+    engine admits arrivals at the start of each iteration)."""
 
-    def __init__(self, rows, repeats, arrivals=None):
-        cols = [np.frombuffer(r, r.typecode) for r in rows]
+    def __init__(self, cols, repeats, arrivals=None):
         if arrivals is not None:         # arrival times, and the tokens arrived by each
             times, tokens = (np.asarray(v) for v in arrivals)
             arrivals = times, np.concatenate(([0], np.cumsum(tokens, dtype=np.int64)))
@@ -345,11 +345,22 @@ def add_inner_gaps(engine, gaps, lo, hi, who):
     engine.tbt.add_intervals(gaps, lo, hi, engine.table.cls[who])
 
 
-def write_log(engine, admitted, start, dur, n_pre, chunks, decs, evicted, used, in_sys, work):
-    """Append a bulk run's batch log (numpy columns, one entry per iteration; ``evicted`` 0
-    for a rule that never evicts) to the engine's, and move the engine's iteration count and
-    admission pointer past the run (the requests below ``admitted`` have arrived). Returns
-    the engine's iteration at the start of the run."""
+def log_columns(times, counts):
+    """A bulk run's batch log as a kernel keeps it, two arrays of machine words appended a
+    row per batch — ``times``: start and duration; ``counts``: prefill requests, prefill
+    tokens, decode requests, evicted, memory, in system, unfinished tokens — as the nine
+    numpy columns in that order (one ``extend`` of a tuple costs less than seven appends)."""
+    floats = np.frombuffer(times, np.float64).reshape(-1, 2).T
+    ints = np.frombuffer(counts, np.int64).reshape(-1, 7).T
+    return [*np.ascontiguousarray(floats), *np.ascontiguousarray(ints)]
+
+
+def write_log(engine, admitted, cols):
+    """Append a bulk run's batch log ``cols`` (the nine columns of :func:`log_columns`, one
+    entry per iteration; ``evicted`` may be 0 for a rule that never evicts) to the engine's,
+    and move the engine's iteration count and admission pointer past the run (the requests
+    below ``admitted`` have arrived). Returns the engine's iteration at the start of the run."""
+    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = cols
     s0 = engine.iteration
     k = start.size
     if k:
@@ -369,3 +380,25 @@ def write_runs(engine, admitted, runs: RepeatedBatches):
     engine.iteration += runs.size
     engine._pending = admitted
     return s0
+
+
+def write_states(engine, admitted, s0, ends_at, filled, recomputed, restarts, decoded,
+                 prefill_end, finish):
+    """Each admitted request's state after a bulk run from iteration ``s0``: its prefilled,
+    recomputed, restart and output counts (indexed by request; ``None``: left as they are),
+    whether it is in decode, and the end times (``ends_at`` of the run's iterations, counted
+    from its first) of the iterations ``prefill_end`` and ``finish`` (-1: none). Returns the
+    mask of the admitted requests that finished."""
+    tab = engine.table
+    ids = np.arange(admitted)
+    for column, values in ((tab.prefilled, filled), (tab.recomputed, recomputed),
+                           (tab.restarts, restarts), (tab.decoded, decoded)):
+        if values is not None:
+            column[:admitted] = values[:admitted]
+    tab.in_decode[:admitted] = tab.prefilled[:admitted] >= tab.prompt[:admitted] + \
+        tab.recomputed[:admitted]
+    for column, iterations in ((tab.prefill_done, prefill_end), (tab.finish, finish)):
+        at = np.array(iterations[:admitted], dtype=np.int64) - s0
+        over = at >= 0
+        column[ids[over]] = ends_at(at[over])
+    return over

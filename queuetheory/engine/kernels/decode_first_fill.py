@@ -13,16 +13,21 @@ from .common import (
     RepeatedBatches,
     add_inner_gaps,
     durations,
+    log_columns,
     stamp_runs,
     tail_of,
     write_log,
     write_runs,
+    write_states,
 )
 
 __all__ = ["decode_first_fill", "decode_first_fill_memory"]
 
 
 def decode_first_fill(engine, t, stop, limit):
+    """The rule without a KV-memory limit or ``max_reqs`` (see :mod:`..kernels`): run from a
+    fresh engine at ``t`` up to the horizon ``stop`` or ``limit`` iterations; return the time
+    reached."""
     tab = engine.table
     n = tab.n
     arrival = tab.column("arrival").tolist()
@@ -34,8 +39,7 @@ def decode_first_fill(engine, t, stop, limit):
     prefill_end = [-1] * n       # iteration in which each prompt finished
     leaving: dict = {}           # iteration -> requests that emit their last token in it
     freed: dict = {}             # iteration -> their KV tokens
-    rows = [array(code) for code in "ddqqqqqq"]           # the batch log, as machine words
-    start, dur, n_pre, chunks, decs, used_col, in_sys, work_col = rows
+    times, counts = array("d"), array("q")   # the batch log (:func:`.common.log_columns`)
     admitted = finished = head = head_done = decoding = 0
     work, kv, peak = engine.work, engine.kv_total, engine.peak_memory
     s = engine.iteration
@@ -70,14 +74,8 @@ def decode_first_fill(engine, t, stop, limit):
         tau = taus.get((chunk_sum, decoding)) or new_tau(chunk_sum, decoding)
         used = kv + chunk_sum + decoding
         work -= chunk_sum + decoding + e * done
-        start.append(t)
-        dur.append(tau)
-        n_pre.append(members)
-        chunks.append(chunk_sum)
-        decs.append(decoding)
-        used_col.append(used)
-        in_sys.append(live)
-        work_col.append(work)
+        times.extend((t, tau))
+        counts.extend((members, chunk_sum, decoding, 0, used, live, work))
         peak = used if used > peak else peak
         gone = leaving.pop(s, 0)
         kv = used - freed.pop(s, 0)
@@ -86,18 +84,16 @@ def decode_first_fill(engine, t, stop, limit):
         t = t + tau
         s += 1
     _write_back(engine, np.array(prefill_end[:admitted], dtype=np.int64), admitted, head,
-                head_done, rows)
+                head_done, log_columns(times, counts))
     engine.work, engine.kv_total, engine.peak_memory = work, kv, peak
     return t
 
 
-def _write_back(engine, prefill_end, admitted, head, head_done, rows):
+def _write_back(engine, prefill_end, admitted, head, head_done, cols):
     """The engine's records and state after the bulk run, as if it had stepped."""
-    start, dur, n_pre, chunks, decs, used, in_sys, work = (np.frombuffer(r, r.typecode)
-                                                           for r in rows)
+    start, dur = cols[:2]
     k = start.size
-    s0 = write_log(engine, admitted, start, dur, n_pre, chunks, decs, 0, used, in_sys,
-                   work)
+    s0 = write_log(engine, admitted, cols)
     tab = engine.table
     ends = start + dur                                   # t + τ, as the engine adds them
     gaps = ends - start                                  # the gap each decode closes
@@ -164,8 +160,7 @@ def decode_first_fill_memory(engine, t, stop, limit, *, max_reqs=None):
     soon: list = []                # a heap of leaving's keys
     resident: list = []            # in arrival order; the last may be prefilling
     waiting: deque = deque()
-    rows = [array(code) for code in "ddqqqqqqq"]
-    start, dur, n_pre, chunks, decs, evicted_col, used_col, in_sys, work_col = rows
+    times, counts = array("d"), array("q")   # the batch log (:func:`.common.log_columns`)
     admitted = 0
     decoding = 0                   # residents in decode
     work, used, peak = engine.work, engine.kv_total, engine.peak_memory
@@ -201,20 +196,13 @@ def decode_first_fill_memory(engine, t, stop, limit, *, max_reqs=None):
                 tau = taus.get((0, d)) or new_tau(0, d)
                 if bound < float("inf"):    # no more iterations than can start before it
                     most = min(most, int((bound - t) / tau) + 2)
-                times = list(accumulate(repeat(tau, int(most)), initial=t))  # t = t + τ
-                k = bisect_left(times, bound, 0, len(times) - 1)
+                starts = list(accumulate(repeat(tau, int(most)), initial=t))  # t = t + τ
+                k = bisect_left(starts, bound, 0, len(starts) - 1)
                 if k:         # one row of the log stands for the k batches
-                    start.append(t)
-                    dur.append(tau)
-                    n_pre.append(0)
-                    chunks.append(0)
-                    decs.append(d)
-                    evicted_col.append(0)
-                    used_col.append(used + d)
-                    in_sys.append(live)
-                    work_col.append(work - d)
-                    repeats.extend((len(start) - 1, k))
-                    t = times[k]
+                    times.extend((t, tau))
+                    counts.extend((0, 0, d, 0, used + d, live, work - d))
+                    repeats.extend((len(times) // 2 - 1, k))
+                    t = starts[k]
                     used += d * k
                     work -= d * k
                     peak = used if used > peak else peak
@@ -279,15 +267,8 @@ def decode_first_fill_memory(engine, t, stop, limit, *, max_reqs=None):
         tau = taus.get((chunk_sum, d)) or new_tau(chunk_sum, d)
         used += chunk_sum + d
         work -= chunk_sum + d + e * done
-        start.append(t)
-        dur.append(tau)
-        n_pre.append(members)
-        chunks.append(chunk_sum)
-        decs.append(d)
-        evicted_col.append(len(out))
-        used_col.append(used)
-        in_sys.append(live)
-        work_col.append(work)
+        times.extend((t, tau))
+        counts.extend((members, chunk_sum, d, len(out), used, live, work))
         peak = used if used > peak else peak
         decoding += done
         for v, ep in leaving.pop(s, ()):
@@ -303,8 +284,9 @@ def decode_first_fill_memory(engine, t, stop, limit, *, max_reqs=None):
     for v in resident:                     # residencies still open
         if seg_first[v] >= 0 and filled[v] >= length[v]:
             segments.extend((v, seg_first[v], max(s - seg_first[v], 0)))
-    _write_back_memory(engine, admitted, RepeatedBatches(rows, repeats), segments, filled,
-                       recomputed, restarts, prefill_end, finish, resident, waiting)
+    _write_back_memory(engine, admitted, RepeatedBatches(log_columns(times, counts), repeats),
+                       segments, filled, recomputed, restarts, prefill_end, finish, resident,
+                       waiting)
     engine.work, engine.kv_total, engine.peak_memory = work, used, peak
     if any(restarts):
         tab.recomputing = True
@@ -323,18 +305,8 @@ def _write_back_memory(engine, admitted, runs, segments, filled, recomputed, res
     ends = start + engine.log.column("duration")[s0:s0 + runs.size]   # read once, kept
     gaps = ends - start
     ids = np.arange(admitted)
-    tab.prefilled[:admitted] = filled[:admitted]
-    tab.recomputed[:admitted] = recomputed[:admitted]
-    tab.restarts[:admitted] = restarts[:admitted]
-    tab.decoded[:admitted] = recomputed[:admitted]
-    tab.in_decode[:admitted] = tab.prefilled[:admitted] >= tab.prompt[:admitted] + \
-        tab.recomputed[:admitted]
-    pend = np.array(prefill_end[:admitted], dtype=np.int64) - s0
-    has = pend >= 0
-    tab.prefill_done[ids[has]] = ends[pend[has]]
-    fin = np.array(finish[:admitted], dtype=np.int64) - s0
-    over = fin >= 0
-    tab.finish[ids[over]] = ends[fin[over]]
+    over = write_states(engine, admitted, s0, ends.__getitem__, filled, recomputed, restarts,
+                        recomputed, prefill_end, finish)
     if segments:
         seg = np.frombuffer(segments, dtype=np.int64).reshape(-1, 3)
         rid, first, count = seg[:, 0], seg[:, 1] - s0, seg[:, 2]

@@ -27,10 +27,10 @@ from operator import sub
 
 import numpy as np
 
-from .common import RepeatedBatches, durations, write_runs
+from .common import RepeatedBatches, durations, log_columns, write_runs, write_states
 
-__all__ = ["ORCA", "FT_ITERATION", "FT_REQUEST", "VLLM", "largest_gap", "one_gap",
-           "run_decode_prefix", "write_back"]
+__all__ = ["ORCA", "FT_ITERATION", "FT_REQUEST", "VLLM", "decode_priority", "largest_gap",
+           "one_gap", "prefill_first_fill", "run_decode_prefix", "write_back"]
 
 #: the decisions: Orca's prefill-first mixed batch; FasterTransformer's decode-only batch
 #: whenever a request decodes, else a prefill-only batch; FasterTransformer's cohorts;
@@ -59,6 +59,35 @@ def largest_gap(times, k, tau):
     if one_gap(times[0], times[k], tau):
         return times[1] - times[0]
     return max(map(sub, islice(times, 1, k + 1), times))
+
+
+def prefill_first_fill(engine, t, stop, limit, *, chunk=True, max_reqs=None):
+    """Orca under FCFS (Li, Dai, Peng §3): prompt tokens first, in arrival order up to the
+    token budget ``b`` (the last one chunked; with ``chunk=False`` only whole prompts, a first
+    one longer than the budget chunked alone), then one decode token for each of the oldest
+    requests in decode that the rest of the budget and ``max_reqs`` allow. A decoder skips
+    an iteration only when the prompts leave fewer tokens than there are decoders, and the
+    decoders that decode are the oldest (the module docstring). With a KV-memory limit, new
+    prompts start only while their whole prefills fit beside one token for every decoder,
+    and the youngest residents are preempted (recompute) when the decodes do not fit
+    (:func:`~queuetheory.policies.base.admissible`, :func:`~queuetheory.policies.base.
+    fit_memory`)."""
+    return run_decode_prefix(engine, t, stop, limit, ORCA, chunk=chunk, max_reqs=max_reqs)
+
+
+def decode_priority(engine, t, stop, limit, *, mode="iteration", max_reqs=None, budget=None):
+    """FasterTransformer under FCFS (Li, Dai, Peng §3). ``mode="iteration"``: a decode-only
+    batch of the oldest requests in decode (up to the budget and ``max_reqs``) whenever one
+    decodes, else a prefill-only batch of prompts in arrival order up to the budget, the last
+    one chunked (with a KV-memory limit: new prompts while their whole prefills fit, and the
+    youngest residents preempted, recompute, when the decodes do not). ``mode="request"``: a
+    cohort of the ``max_reqs`` oldest waiting requests is prefilled, then decoded (the oldest
+    ``b`` members at a time) until every member finishes, while arrivals wait. ``budget``:
+    the token budget ``b`` of the batches (default: the engine's); one that no batch reaches
+    stands for none (Bari et al.'s request-level batching prefills a cohort whole and decodes
+    all its members)."""
+    kind = FT_REQUEST if mode == "request" else FT_ITERATION
+    return run_decode_prefix(engine, t, stop, limit, kind, max_reqs=max_reqs, budget=budget)
 
 
 # long: bulk kernel, one pass per iteration in plain ints: helper calls per iteration cost its speed
@@ -112,8 +141,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None
     # per log row and class, the decoders that also emitted in the batch before: they
     # share its gap (its end less its start), binned at the end
     shared_col = array("q")
-    rows = [array(code) for code in "ddqqqqqqq"]
-    start, dur, n_pre, chunks, decs, evicted_col, used_col, in_sys, work_col = rows
+    times, counts = array("d"), array("q")   # the batch log (:func:`.common.log_columns`)
     admitted = 0
     work, used, peak = engine.work, engine.kv_total, engine.peak_memory
     s = engine.iteration
@@ -234,21 +262,14 @@ def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None
                 if last - gap < bound and one_gap(t, last, tau):
                     k, before = most, last - gap
                 else:
-                    times = list(accumulate(repeat(tau, int(most)), initial=t))
-                    k = bisect_left(times, bound, 0, len(times) - 1)
+                    starts = list(accumulate(repeat(tau, int(most)), initial=t))
+                    k = bisect_left(starts, bound, 0, len(starts) - 1)
                     if k:
-                        gap, last, before = largest_gap(times, k, tau), times[k], times[k - 1]
+                        gap, last, before = largest_gap(starts, k, tau), starts[k], starts[k - 1]
                 if k:         # one row of the log stands for the k batches
-                    start.append(t)
-                    dur.append(tau)
-                    n_pre.append(0)
-                    chunks.append(0)
-                    decs.append(m)
-                    evicted_col.append(0)
-                    used_col.append(used + m)
-                    in_sys.append(live)
-                    work_col.append(work - m)
-                    repeats.extend((len(start) - 1, k))
+                    times.extend((t, tau))
+                    counts.extend((0, 0, m, 0, used + m, live, work - m))
+                    repeats.extend((len(times) // 2 - 1, k))
                     # every member of dec[:m] emitted in the batch before: each batch's
                     # gap is shared by all m
                     if single:
@@ -364,15 +385,8 @@ def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None
         a = m
         used += chunk_sum + m
         work -= chunk_sum + m + e * done
-        start.append(t)
-        dur.append(tau)
-        n_pre.append(members)
-        chunks.append(chunk_sum)
-        decs.append(m)
-        evicted_col.append(len(out))
-        used_col.append(used)
-        in_sys.append(live)
-        work_col.append(work)
+        times.extend((t, tau))
+        counts.extend((members, chunk_sum, m, len(out), used, live, work))
         peak = used if used > peak else peak
         if m and s >= due:                       # members may emit their last token
             complete(m, end, s)
@@ -410,7 +424,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None
     live_ids = dec + ([p] if p >= 0 else []) + list(waiting)
     if kind == FT_REQUEST:
         live_ids += list(line)
-    runs = RepeatedBatches(rows, repeats, arrivals=(
+    runs = RepeatedBatches(log_columns(times, counts), repeats, arrivals=(
         tab.column("arrival")[:admitted], (tab.column("prompt") + tab.column("output"))[:admitted]
     ) if past else None)
     sharers = np.frombuffer(shared_col, np.int64).reshape(-1, n_classes)
@@ -437,16 +451,8 @@ def write_back(engine, admitted, runs, sharers, decoded, filled, recomputed, res
     for c in range(sharers.shape[1]):
         engine.tbt.add_counted(gaps, sharers[rows, c] * counts, c)
     ids = np.arange(admitted)
-    tab.prefilled[:admitted] = filled[:admitted]
-    tab.recomputed[:admitted] = recomputed[:admitted]
-    tab.restarts[:admitted] = restarts[:admitted]
-    tab.decoded[:admitted] = decoded[:admitted]
-    tab.in_decode[:admitted] = tab.prefilled[:admitted] >= tab.prompt[:admitted] + \
-        tab.recomputed[:admitted]
-    for column, iterations in ((tab.prefill_done, prefill_end), (tab.finish, finish)):
-        at = np.array(iterations[:admitted], dtype=np.int64) - s0
-        has = at >= 0
-        column[ids[has]] = runs.ends_at(at[has])
+    write_states(engine, admitted, s0, runs.ends_at, filled, recomputed, restarts, decoded,
+                 prefill_end, finish)
     for column, times in ((tab.first_token, first_time), (tab.last_token, last_time)):
         times = np.array(times[:admitted])
         has = ~np.isnan(times)

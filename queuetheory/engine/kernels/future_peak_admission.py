@@ -45,7 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .common import add_inner_gaps, durations, stamp_runs, tail_of, write_log
+from .common import add_inner_gaps, durations, log_columns, stamp_runs, tail_of, write_log
 
 __all__ = ["future_peak_admission", "Books"]
 
@@ -187,8 +187,7 @@ def _run(engine, rng, t, stop, limit, kind, est, cap, evicts):  # noqa: C901
     waiting = 0                  # requests seen and not admitted
     ranks: list = []             # kinds "rank", "hi_rank": σ per request id
     skip = 0                     # kind "fresh": uniforms owed to the generator
-    rows = [array(code) for code in "ddqqqqqqq"]
-    start, dur, n_pre, chunks, decs, evicted_col, used_col, in_sys, work_col = rows
+    times, counts = array("d"), array("q")   # the batch log (:func:`.common.log_columns`)
     admitted = seen = finished = running = 0
     work, kv, peak = engine.work, engine.kv_total, engine.peak_memory
     s = engine.iteration
@@ -345,15 +344,8 @@ def _run(engine, rng, t, stop, limit, kind, est, cap, evicts):  # noqa: C901
         tau = taus.get((chunk_sum, running)) or new_tau(chunk_sum, running)
         used = kv + chunk_sum + running
         work -= chunk_sum + running + e * len(new)
-        start.append(t)
-        dur.append(tau)
-        n_pre.append(len(new))
-        chunks.append(chunk_sum)
-        decs.append(running)
-        evicted_col.append(len(out))
-        used_col.append(used)
-        in_sys.append(live)
-        work_col.append(work)
+        times.extend((t, tau))
+        counts.extend((len(new), chunk_sum, running, len(out), used, live, work))
         peak = used if used > peak else peak
         running += len(new)
         freed = 0
@@ -375,7 +367,7 @@ def _run(engine, rng, t, stop, limit, kind, est, cap, evicts):  # noqa: C901
     for j in range(admitted):                  # residencies still open
         if began[j] >= 0:
             residencies.extend((j, began[j], max(0, s - began[j] - 1 + e), 2))
-    _write_back(engine, admitted, rows, residencies)
+    _write_back(engine, admitted, log_columns(times, counts), residencies)
     engine.work, engine.kv_total, engine.peak_memory = work, kv, peak
     return t, Books(seen, est, ranks, skip)
 
@@ -399,15 +391,13 @@ def _evictions(running, excess, rng, est, began, prompt, s, e, dynamic):
     return out
 
 
-def _write_back(engine, admitted, rows, residencies):
+def _write_back(engine, admitted, cols, residencies):
     """The engine's records and state after the bulk run, as if it had stepped: the batch
     log, and per request its residencies ``(request, admission round, tokens, end)`` (end
     0: evicted, 1: finished, 2: still running), whose tokens came out in consecutive
     iterations from the admission's (``first_token="prefill"``) or the next one."""
-    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = (
-        np.frombuffer(r, r.typecode) for r in rows)
-    s0 = write_log(engine, admitted, start, dur, n_pre, chunks, decs, evicted, used, in_sys,
-                   work)
+    s0 = write_log(engine, admitted, cols)
+    start, dur = cols[:2]
     tab = engine.table
     ends = start + dur                                   # t + τ, as the engine adds them
     gaps = ends - start                                  # the gap each decode closes

@@ -20,16 +20,15 @@ from .common import add_inner_gaps, stamp_runs, write_log
 __all__ = ["write_back"]
 
 
-def write_back(engine, admitted, rows, hists, memberships, decoded, prefill_end, finish):
-    """Write the batch log ``rows``, every admitted request's stamps and output counts
-    (``decoded``, closed memberships), prefills (``prefill_end``: the iteration that
-    finished each prompt, or −1) and completions (``finish``: iteration or −1) into the
-    engine. Returns ``(ends, at, hist, rid, lo, hi)``: iteration end times, the end time and
-    local iteration of every history entry (``hists`` laid end to end), and per membership
-    its request and the first and last entries where it emitted (``lo > hi``: none)."""
-    start, dur, n_pre, chunks, decs, used, in_sys, work = (np.asarray(r) for r in rows)
-    s0 = write_log(engine, admitted, start, dur, n_pre, chunks, decs, 0, used, in_sys,
-                   work)
+def write_back(engine, admitted, cols, hists, memberships, decoded, prefill_end, finish):
+    """Write the batch log ``cols`` (:func:`~.common.write_log`), every admitted request's stamps
+    and output counts (``decoded``, closed memberships), prefills (``prefill_end``: the
+    iteration that finished each prompt, or −1) and completions (``finish``: iteration or −1)
+    into the engine. Returns ``(ends, at, hist, rid, lo, hi)``: iteration end times, the end
+    time and local iteration of every history entry (``hists`` laid end to end), and per
+    membership its request and the first and last entries where it emitted (``lo > hi``: none)."""
+    s0 = write_log(engine, admitted, cols)
+    start, dur = cols[:2]
     tab = engine.table
     ends = start + dur                                   # t + τ, as the engine adds them
     ids = np.arange(admitted)

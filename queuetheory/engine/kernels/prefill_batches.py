@@ -7,7 +7,15 @@ from functools import partial
 
 import numpy as np
 
-from .common import add_inner_gaps, durations, stamp_runs, tail_of, write_log
+from .common import (
+    add_inner_gaps,
+    durations,
+    log_columns,
+    stamp_runs,
+    tail_of,
+    write_log,
+    write_states,
+)
 from .decode_prefix import VLLM, run_decode_prefix
 
 __all__ = ["prefill_batches_kernel", "most_decoding", "prefill_batches", "vllm_decode_prefix"]
@@ -77,8 +85,7 @@ def prefill_batches(engine, t, stop, limit, *, max_reqs=None):
     resident: list = []
     waiting: deque = deque()
     decode_iters = array("q")      # iteration of each decode-only batch
-    rows = [array(code) for code in "ddqqqqqqq"]
-    start, dur, n_pre, chunks, decs, evicted_col, used_col, in_sys, work_col = rows
+    times, counts = array("d"), array("q")   # the batch log (:func:`.common.log_columns`)
     admitted = decoding = 0
     work, used, peak = engine.work, engine.kv_total, engine.peak_memory
     s = engine.iteration
@@ -161,15 +168,8 @@ def prefill_batches(engine, t, stop, limit, *, max_reqs=None):
         tau = taus.get((chunk_sum, d)) or new_tau(chunk_sum, d)
         used += chunk_sum + d
         work -= chunk_sum + d + e * done
-        start.append(t)
-        dur.append(tau)
-        n_pre.append(members)
-        chunks.append(chunk_sum)
-        decs.append(d)
-        evicted_col.append(len(out))
-        used_col.append(used)
-        in_sys.append(live)
-        work_col.append(work)
+        times.extend((t, tau))
+        counts.extend((members, chunk_sum, d, len(out), used, live, work))
         peak = used if used > peak else peak
         decoding += done
         if d:
@@ -190,8 +190,9 @@ def prefill_batches(engine, t, stop, limit, *, max_reqs=None):
     for v in resident:
         if filled[v] >= length[v]:
             segments.extend((v, prefill_end[v], first_batch[v], j - first_batch[v]))
-    _write_back_batches(engine, admitted, rows, np.frombuffer(decode_iters, np.int64)
-                        if j else np.empty(0, np.int64), segments, filled, recomputed,
+    _write_back_batches(engine, admitted, log_columns(times, counts),
+                        np.frombuffer(decode_iters, np.int64) if j else np.empty(0, np.int64),
+                        segments, filled, recomputed,
                         restarts, prefill_end, finish, resident, waiting)
     engine.work, engine.kv_total, engine.peak_memory = work, used, peak
     if any(restarts):
@@ -199,31 +200,19 @@ def prefill_batches(engine, t, stop, limit, *, max_reqs=None):
     return t
 
 
-def _write_back_batches(engine, admitted, rows, decode_iters, segments, filled, recomputed,
+def _write_back_batches(engine, admitted, cols, decode_iters, segments, filled, recomputed,
                         restarts, prefill_end, finish, resident, waiting):
     """The engine's records after ``_prefill_batches``: a residency ``(request, prefill
     end, first decode-only batch, decodes)`` emits (under ``first_token="prefill"``) a token
     at the end of its prefill iteration, then one at each of its decode-only batches."""
-    cols = [np.frombuffer(r, r.typecode) for r in rows]
-    start, dur, n_pre, chunks, decs, evicted, used, in_sys, work = cols
-    s0 = write_log(engine, admitted, start, dur, n_pre, chunks, decs, evicted, used, in_sys,
-                   work)
+    s0 = write_log(engine, admitted, cols)
+    start, dur = cols[:2]
     tab = engine.table
     e = tab.emit_first
     ends = start + dur
     ids = np.arange(admitted)
-    tab.prefilled[:admitted] = filled[:admitted]
-    tab.recomputed[:admitted] = recomputed[:admitted]
-    tab.restarts[:admitted] = restarts[:admitted]
-    tab.decoded[:admitted] = recomputed[:admitted]
-    tab.in_decode[:admitted] = tab.prefilled[:admitted] >= tab.prompt[:admitted] + \
-        tab.recomputed[:admitted]
-    pend = np.array(prefill_end[:admitted], dtype=np.int64) - s0
-    has = pend >= 0
-    tab.prefill_done[ids[has]] = ends[pend[has]]
-    fin = np.array(finish[:admitted], dtype=np.int64) - s0
-    over = fin >= 0
-    tab.finish[ids[over]] = ends[fin[over]]
+    over = write_states(engine, admitted, s0, ends.__getitem__, filled, recomputed, restarts,
+                        recomputed, prefill_end, finish)
     if not segments:
         engine.live = np.sort(np.array(resident + list(waiting), dtype=np.int64))
         return

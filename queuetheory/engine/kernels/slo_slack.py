@@ -38,7 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .common import durations
+from .common import durations, log_columns
 from .memberships import write_back
 
 __all__ = ["slo_slack", "Books"]
@@ -120,8 +120,7 @@ def slo_slack(  # noqa: C901
     order: list = []               # the groups with members, by K
     partial = partial_filled = partial_last = -1
     pre: list = []
-    rows = [array(code) for code in "ddqqqqqq"]
-    start, dur, n_pre, chunks, decs, used_col, in_sys, work_col = rows
+    times, counts = array("d"), array("q")   # the batch log (:func:`.common.log_columns`)
     admitted = finished = ndec = carried = 0
     mean, count, prev_time = 0.0, 0, None         # a fresh policy's books
     work, kv, peak = engine.work, engine.kv_total, engine.peak_memory
@@ -288,14 +287,8 @@ def slo_slack(  # noqa: C901
                     at -= 1
                 order.insert(at, h)
         used = kv + chunk_sum + served
-        start.append(t)
-        dur.append(tau)
-        n_pre.append(len(pre))
-        chunks.append(chunk_sum)
-        decs.append(served)
-        used_col.append(used)
-        in_sys.append(live)
-        work_col.append(work)
+        times.extend((t, tau))
+        counts.extend((len(pre), chunk_sum, served, 0, used, live, work))
         peak = used if used > peak else peak
         for r in gone:
             finish[r] = s
@@ -309,8 +302,9 @@ def slo_slack(  # noqa: C901
     for r in range(admitted):             # memberships still open
         if cur[r] >= 0:
             leave(r, len(groups[mem[cur[r] + 1]].hist) - 1)
-    e_of, prev_rids = _write_back(engine, admitted, rows, groups, mem, decoded, prefill_end,
-                                  finish, (partial, partial_filled, partial_last), pre)
+    e_of, prev_rids = _write_back(engine, admitted, log_columns(times, counts), groups, mem,
+                                  decoded, prefill_end, finish,
+                                  (partial, partial_filled, partial_last), pre)
     engine.work, engine.kv_total, engine.peak_memory = work, kv, peak
     return t, Books(mean, count, prev_time, e_of, prev_rids)
 
@@ -389,13 +383,13 @@ def _split(order, served, dm, new_group, move, gone):
     return whole, rest + order[hi + 1:]
 
 
-def _write_back(engine, admitted, rows, groups, memberships, decoded, prefill_end, finish,
+def _write_back(engine, admitted, cols, groups, memberships, decoded, prefill_end, finish,
                 partial, last_pre):
     """The engine's records and state after the bulk run, as if it had stepped; return the
     policy's books: its ``e_j`` of the requests left (``None`` when none arrived), the
     members of the last batch."""
     r_part, filled, part_last = partial
-    ends, at, hist, rid, lo, hi = write_back(engine, admitted, rows, [g.hist for g in groups],
+    ends, at, hist, rid, lo, hi = write_back(engine, admitted, cols, [g.hist for g in groups],
                                              memberships, decoded, prefill_end, finish)
     tab = engine.table
     if r_part >= 0:
