@@ -40,7 +40,7 @@ def shared_loop(engine, t, stop, limit, decide):
     prompt = tab.column("prompt").tolist()
     output = tab.column("output").tolist()
     taus, new_tau = durations(engine.time_model)
-    b, e = engine.budget, tab.emit_first
+    b, e = engine.token_budget, tab.emit_first
     prefill_end = [-1] * n
     leaving, freed = {}, {}
     times, counts = array("d"), array("q")       # the batch log (common.log_columns)

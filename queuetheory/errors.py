@@ -317,6 +317,42 @@ def _renamed(called, old, new, values, kwargs):
 __all__ += ["renamed_keywords"]
 
 
+class renamed_attribute:
+    """A class attribute renamed to the package's one vocabulary: reading or setting the old
+    name keeps working for one release, with a :class:`DeprecationWarning` that names the new
+    one (``budget = renamed_attribute("token_budget")`` in the class body).
+
+    Parameters
+    ----------
+    new : str
+        The attribute's new name.
+    """
+
+    def __init__(self, new: str):
+        self.new = new
+
+    def __set_name__(self, owner, name):
+        self.old = f"{owner.__name__}.{name}"
+
+    def _warn(self):
+        warnings.warn(f"{self.old} is deprecated and goes in the next release: use "
+                      f"{self.old.rsplit('.', 1)[0]}.{self.new}", DeprecationWarning,
+                      stacklevel=3)
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        self._warn()
+        return getattr(obj, self.new)
+
+    def __set__(self, obj, value):
+        self._warn()
+        setattr(obj, self.new, value)
+
+
+__all__ += ["renamed_attribute"]
+
+
 def moved_names(module: str, moved: dict, *, submodules=()):
     """A module ``__getattr__``: public names that moved keep working at their old path for
     one release, with a :class:`DeprecationWarning` that names the new one.

@@ -171,7 +171,7 @@ def test_tiled_books_go_on_with_prefills_begun_before(make):
     for _ in range(8):
         state = State(table, np.arange(n), 0.0, None, None)
         batch = pol.schedule(state)
-        check_batch(state, batch, policy=pol, iteration=0, budget=None, memory=None,
+        check_batch(state, batch, policy=pol, iteration=0, token_budget=None, memory=None,
                     emit_first=True)
         if not batch.prefill.size:
             break

@@ -32,7 +32,7 @@ def seen(monkeypatch):
 
     def checked(engine, t):
         state = state_of(engine, t)
-        whole = State(engine.table, engine.live, t, engine.budget, engine.memory)
+        whole = State(engine.table, engine.live, t, engine.token_budget, engine.memory)
         assert state.__dict__["promised"] == whole.promised, (engine.iteration, t)
         assert state.__dict__["n_decode"] == whole.n_decode, (engine.iteration, t)
         assert state.__dict__["n_prefilling"] == whole.n_prefilling, (engine.iteration, t)

@@ -47,7 +47,7 @@ def test_no_shipped_policy_builds_an_infeasible_batch(spec, which):
     policy.reset(0)
     state = State(table, np.arange(table.n), 0.0, budget, memory)
     batch = policy.schedule(state)
-    check_batch(state, batch, policy=policy, iteration=0, budget=budget, memory=memory,
+    check_batch(state, batch, policy=policy, iteration=0, token_budget=budget, memory=memory,
                 emit_first=bool(table.emit_first))
     # a policy that can run something does so when memory is not binding
     if memory is None:
@@ -83,5 +83,5 @@ def test_round_model_policies_build_feasible_batches(spec, which):
     policy.reset(0)
     b = getattr(policy, "token_budget", None)
     state = State(table, np.arange(table.n), 0.0, b, memory)
-    check_batch(state, policy.schedule(state), policy=policy, iteration=0, budget=b,
+    check_batch(state, policy.schedule(state), policy=policy, iteration=0, token_budget=b,
                 memory=memory, emit_first=bool(table.emit_first))

@@ -54,7 +54,36 @@ def test_engine_budget_is_token_budget_and_the_old_keyword_warns():
             as caught:
         old = Engine(sarathi, qt.UnitTime(), budget=32)
     assert caught[0].filename == __file__              # the warning names the caller's line
-    assert old.budget == Engine(sarathi, qt.UnitTime(), token_budget=32).budget == 32
+    assert old.token_budget == Engine(sarathi, qt.UnitTime(), token_budget=32).token_budget == 32
     with pytest.raises(TypeError, match="give token_budget= only"):
         Engine(sarathi, qt.UnitTime(), budget=32, token_budget=32)
+
+
+def test_the_budget_attributes_are_token_budget_and_the_old_names_warn():
+    from queuetheory.engine import Engine
+    from queuetheory.engine.batch import Batch, check_batch
+
+    engine = Engine(qt.policies.Sarathi(64), qt.UnitTime(), token_budget=32)
+    with pytest.warns(DeprecationWarning, match=r"Engine\.budget is deprecated.*"
+                      r"use Engine\.token_budget") as caught:
+        assert engine.budget == 32
+    assert caught[0].filename == __file__
+    with pytest.warns(DeprecationWarning, match=r"Engine\.budget"):
+        engine.budget = 16                             # setting the old name sets the new
+    assert engine.token_budget == 16
+    engine.add(qt.Workload.from_arrays([0.0, 0.0], [4, 5], [2, 3]).sample())
+    state = engine.state(0.0)
+    assert state.token_budget == 16
+    with pytest.warns(DeprecationWarning, match=r"State\.budget is deprecated.*"
+                      r"use State\.token_budget"):
+        assert state.budget == 16
+    batch = Batch(np.array([0, 1]), np.array([4, 5]), np.array([], dtype=np.int64))
+    with pytest.warns(DeprecationWarning, match=r"check_batch\(budget=\.\.\.\)"):
+        old = check_batch(state, batch, policy=None, iteration=0, budget=16, memory=None,
+                          emit_first=True)
+    assert old == check_batch(state, batch, policy=None, iteration=0, token_budget=16,
+                              memory=None, emit_first=True) == 9
+    with pytest.raises(qt.errors.InfeasibleBatchError, match="budget"):
+        check_batch(state, batch, policy=None, iteration=0, token_budget=8, memory=None,
+                    emit_first=True)
 

@@ -455,7 +455,7 @@ def _policy_batch(policy, p, d, b):
     state = dtmc_state(p, d)
     policy.reset(0)
     batch = policy.schedule(state)
-    check_batch(state, batch, policy=policy, iteration=0, budget=int(b), memory=None,
+    check_batch(state, batch, policy=policy, iteration=0, token_budget=int(b), memory=None,
                 emit_first=False)
     chunk = np.zeros(len(p), dtype=np.int64)
     dec = np.zeros(len(p), dtype=np.int64)

@@ -117,7 +117,7 @@ def is_work_conserving(state, batch, token_budget: int, strict: bool = True) -> 
     """
     b = token_budget                 # the paper's b
     check_positive("b", b, integer=True)
-    check_batch(state, batch, policy="is_work_conserving", iteration=0, budget=int(b),
+    check_batch(state, batch, policy="is_work_conserving", iteration=0, token_budget=int(b),
                 memory=None, emit_first=False)
     avail = available_tokens(state)
     load = batch.token_load

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InfeasibleBatchError
+from ..errors import InfeasibleBatchError, renamed_keywords
 
 __all__ = ["Batch", "check_batch"]
 
@@ -208,7 +208,8 @@ def _freed(tab, rid, evict, pre, d, n, recompute):
     return int(kv.sum()), again if np.count_nonzero(again) else None
 
 
-def check_batch(state, batch: Batch, *, policy, iteration: int, budget, memory,
+@renamed_keywords(budget="token_budget")
+def check_batch(state, batch: Batch, *, policy, iteration: int, token_budget, memory,
                 emit_first: bool, recompute: bool = False) -> int:
     """Check Li, Dai, Peng's rules (2.5a–d), the token budget and KV memory; return the memory
     of all resident requests after the batch. Raise :class:`InfeasibleBatchError` otherwise.
@@ -224,7 +225,7 @@ def check_batch(state, batch: Batch, *, policy, iteration: int, budget, memory,
         The policy that built it (named in the error).
     iteration : int
         The iteration's index (named in the error).
-    budget : int or None
+    token_budget : int or None
         The per-batch token budget ``b`` (2.5d); ``None``: none.
     memory : int or None
         The KV capacity ``M`` in tokens; ``None``: unlimited.
@@ -250,11 +251,12 @@ def check_batch(state, batch: Batch, *, policy, iteration: int, budget, memory,
         a decode past the output (2.5c), the token budget (2.5d), a bad cached prefix, or
         the KV memory.
     """
-    used = _feasible_used(state, batch, budget, memory)
+    used = _feasible_used(state, batch, token_budget, memory)
     if used is not None:
         return used
-    return _check_every_rule(state, batch, policy=policy, iteration=iteration, budget=budget,
-                             memory=memory, emit_first=emit_first, recompute=recompute)
+    return _check_every_rule(state, batch, policy=policy, iteration=iteration,
+                             budget=token_budget, memory=memory, emit_first=emit_first,
+                             recompute=recompute)
 
 
 def _check_every_rule(state, batch, *, policy, iteration, budget, memory, emit_first,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InfeasibleBatchError, renamed_keywords
+from ..errors import InfeasibleBatchError, renamed_attribute, renamed_keywords
 from ..timing import BatchLoad
 from .batch import Batch, _check_every_rule, _quick_check, _total
 from .conventions import check_first_token, check_preemption
@@ -68,13 +68,15 @@ class Engine:
         If ``first_token`` or the policy's ``preemption`` is not a known one.
     """
 
+    budget = renamed_attribute("token_budget")
+
     @renamed_keywords(budget="token_budget")
     def __init__(self, policy, time_model, *, memory=None, token_budget=None,
                  first_token: str = "prefill", n_classes: int = 1, capacity: int = 1024):
         self.policy = policy
         self.time_model = time_model
         self.memory = memory
-        self.budget = token_budget
+        self.token_budget = token_budget
         self.first_token = check_first_token(first_token)
         self.preemption = check_preemption(getattr(policy, "preemption", "restart"))
         self.table = RequestTable(first_token == "prefill", capacity)
@@ -207,7 +209,7 @@ class Engine:
         State
             The live requests, with the engine's budget, memory and resident KV.
         """
-        return State(self.table, self.live, t, self.budget, self.memory,
+        return State(self.table, self.live, t, self.token_budget, self.memory,
                      kv_total=self.kv_total, promised=self.promised, n_decode=self.n_decode,
                      n_prefilling=self.n_prefilling,
                      arrivals_done=self._final and self._pending >= self.table.n)
@@ -292,11 +294,11 @@ class Engine:
         if not isinstance(batch, Batch):
             raise TypeError(f"{self.policy!r}.schedule returned {type(batch).__name__}, not Batch")
         # check_batch, keeping what its quick check read (the members' ids and counts)
-        quick = _quick_check(state, batch, self.budget, self.memory,
+        quick = _quick_check(state, batch, self.token_budget, self.memory,
                              self.preemption == "recompute")
         if quick is None:
             used = _check_every_rule(state, batch, policy=self.policy, iteration=self.iteration,
-                                     budget=self.budget, memory=self.memory,
+                                     budget=self.token_budget, memory=self.memory,
                                      emit_first=bool(self.table.emit_first),
                                      recompute=self.preemption == "recompute")
             pre, dec, seen = state.rid[batch.prefill], state.rid[batch.decode], None
@@ -362,10 +364,10 @@ class Engine:
         prefilling = pre.size and not in_decode[pre[-1]]   # a member still in its prefill
         if (live.size and not prefilling and self.n_decode == live.size
                 and self.policy.drains(self.state(end))):
-            if self.budget is not None and live.size > self.budget:
+            if self.token_budget is not None and live.size > self.token_budget:
                 raise InfeasibleBatchError(self.policy, self.iteration, "2.5d",
                                            f"promised to decode all {live.size} requests, "
-                                           f"over the budget {self.budget}")
+                                           f"over the budget {self.token_budget}")
             return self._repeat, (None, True, np.inf, False)
         if batch.evict.size or finished.size:
             return None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import renamed_attribute
+
 __all__ = ["RequestTable", "State"]
 
 _STATIC = ("arrival", "prompt", "output", "cls", "lo", "hi", "priority")
@@ -236,7 +238,7 @@ class State:
     ``priority``, ``prefilled``, ``decoded``, ``recomputed``, ``restarts``, ``discarded``,
     ``kv``, ``prefill_length`` (prompt plus recomputed output), ``remaining_prefill``,
     ``remaining_output``, ``in_decode`` (true once the prefill is complete, ``p_i = 0`` in
-    Li, Dai, Peng's notation), ``started``. Scalars: ``time``, ``budget``, ``memory``,
+    Li, Dai, Peng's notation), ``started``. Scalars: ``time``, ``token_budget``, ``memory``,
     ``memory_used`` and ``memory_free``; ``n_decode``, the number of requests in decode, and
     ``promised``, the prefill tokens not yet written of the requests that hold KV and are
     not in decode (the KV their prefills will still take, as vLLM's block manager reserves
@@ -260,7 +262,7 @@ class State:
         ``live[i]``, kept as ``rid``).
     time : float
         The decision epoch.
-    budget : int or None
+    token_budget : int or None
         The per-batch token budget ``b``; ``None``: none.
     memory : int or None
         The KV capacity ``M`` in tokens; ``None``: unlimited.
@@ -283,7 +285,9 @@ class State:
         columns on first use.
     """
 
-    def __init__(self, table: RequestTable, live: np.ndarray, time: float, budget, memory,
+    budget = renamed_attribute("token_budget")
+
+    def __init__(self, table: RequestTable, live: np.ndarray, time: float, token_budget, memory,
                  outside_kv: int = 0, kv_total: int | None = None, arrivals_done: bool = False,
                  promised: int | None = None, n_decode: int | None = None,
                  n_prefilling: int | None = None):
@@ -292,7 +296,7 @@ class State:
         self.rid = live
         self.n = int(live.size)
         self.time = float(time)
-        self.budget = budget
+        self.token_budget = token_budget
         self.memory = memory
         self.outside_kv = int(outside_kv)
         if kv_total is not None:     # the engine keeps the sum of resident KV up to date
@@ -418,7 +422,7 @@ class State:
         """
         positions = np.sort(np.asarray(positions, dtype=np.int64))
         rest = self.memory_used - int(self.kv[positions].sum())
-        return State(self._t, self.rid[positions], self.time, self.budget, self.memory, rest,
+        return State(self._t, self.rid[positions], self.time, self.token_budget, self.memory, rest,
                      arrivals_done=self.arrivals_done)
 
     def __repr__(self) -> str:

@@ -96,8 +96,8 @@ def _relieve(state, resident=None) -> tuple[Batch, bool]:
     if room < 1:                     # the engine idles on an eviction alone: decode too
         evict, resident, rid = resident[-1:], resident[:-1], rid[:-1]
         room += int(tab.kv(state.rid[evict])[0])
-    if state.budget is not None:
-        room = min(room, int(state.budget))
+    if state.token_budget is not None:
+        room = min(room, int(state.token_budget))
     if room >= resident.size and not evict.size:      # every resident request decodes
         return Batch(decode=resident), True
     order = resident[np.argsort(-tab.decoded[rid], kind="stable")]

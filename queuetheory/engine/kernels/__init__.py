@@ -78,7 +78,7 @@ def bulk_ready(engine) -> bool:
     options)."""
     tab = engine.table
     return not (not engine.time_model.counts_only
-                or engine.budget != getattr(engine.policy, "token_budget", None)
+                or engine.token_budget != getattr(engine.policy, "token_budget", None)
                 or engine.iteration or engine.live.size
                 or (tab.n and min(tab.column("prompt").min(), tab.column("output").min()) < 1))
 

@@ -72,7 +72,7 @@ def class_priority_fill(engine, t, stop, limit, *, class_order, max_reqs=None):
     cls = [rank[c] for c in tab.column("cls").tolist()]     # priority rank of each request
     K = len(rank)
     taus, new_tau = durations(engine.time_model)
-    b, e = engine.budget, tab.emit_first
+    b, e = engine.token_budget, tab.emit_first
     R = max_reqs or b       # each member takes a token: at most b members anyway
     waiting = [deque() for _ in range(K)]     # per class, in arrival order
     head_done = [0] * K                       # prompt tokens of each class's head prefilled
@@ -209,7 +209,7 @@ def class_priority_fill_memory(  # noqa: C901
     cls = [rank[c] for c in tab.column("cls").tolist()]
     K = len(rank)
     taus, new_tau = durations(engine.time_model)
-    b, e, M = engine.budget, tab.emit_first, engine.memory
+    b, e, M = engine.token_budget, tab.emit_first, engine.memory
     R = max_reqs or b
     length = prompt[:]             # current prefill: prompt plus recomputed output
     filled = [0] * n               # prefilled tokens of the current prefill

@@ -34,7 +34,7 @@ def decode_first_fill(engine, t, stop, limit):
     prompt = tab.column("prompt").tolist()
     output = tab.column("output").tolist()
     taus, new_tau = durations(engine.time_model)
-    b = engine.budget
+    b = engine.token_budget
     e = tab.emit_first           # 1: the iteration that ends a prompt emits its first token
     prefill_end = [-1] * n       # iteration in which each prompt finished
     leaving: dict = {}           # iteration -> requests that emit their last token in it
@@ -143,7 +143,7 @@ def decode_first_fill_memory(engine, t, stop, limit, *, max_reqs=None):
     prompt = tab.column("prompt").tolist()
     output = tab.column("output").tolist()
     taus, new_tau = durations(engine.time_model)
-    b, e = engine.budget, tab.emit_first
+    b, e = engine.token_budget, tab.emit_first
     M = engine.memory if engine.memory is not None else float("inf")
     R = max_reqs or b
     length = prompt[:]             # current prefill: prompt plus recomputed output

@@ -105,7 +105,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None
     output = tab.column("output").tolist()
     cls_of = tab.column("cls").tolist()
     taus, new_tau = durations(engine.time_model)
-    b, e = engine.budget if budget is None else budget, tab.emit_first
+    b, e = engine.token_budget if budget is None else budget, tab.emit_first
     inf, nan = float("inf"), float("nan")
     M = engine.memory if engine.memory is not None else inf
     R = n + 1 if max_reqs is None else max_reqs

@@ -32,7 +32,7 @@ def prefill_batches_kernel(engine, max_reqs=None):
     (:func:`most_decoding` at most ``min(b, max_reqs)``), every one decodes in every
     decode-only batch and :func:`prefill_batches` follows residencies; elsewhere
     :func:`vllm_decode_prefix` follows the oldest decoders (:mod:`.decode_prefix`)."""
-    cap = engine.budget if max_reqs is None else min(engine.budget, max_reqs)
+    cap = engine.token_budget if max_reqs is None else min(engine.token_budget, max_reqs)
     kernel = prefill_batches if most_decoding(engine) <= cap else vllm_decode_prefix
     return partial(kernel, max_reqs=max_reqs)
 
@@ -68,7 +68,7 @@ def prefill_batches(engine, t, stop, limit, *, max_reqs=None):
     prompt = tab.column("prompt").tolist()
     output = tab.column("output").tolist()
     taus, new_tau = durations(engine.time_model)
-    b, e = engine.budget, tab.emit_first
+    b, e = engine.token_budget, tab.emit_first
     M = engine.memory if engine.memory is not None else float("inf")
     R = n + 1 if max_reqs is None else max_reqs
     cap = min(b, R)

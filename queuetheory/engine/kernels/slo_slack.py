@@ -102,7 +102,7 @@ def slo_slack(  # noqa: C901
     targets = list(tbt)
     target = [targets[min(c, len(targets) - 1)] for c in range(max(cls_of, default=0) + 1)]
     taus, new_tau = durations(engine.time_model)
-    b = engine.budget
+    b = engine.token_budget
     e = tab.emit_first
     beta = b if beta is None else min(beta, b)
     queue = _WaitingQueue(spf, paying_first, prompt, tab.column("priority").tolist())
