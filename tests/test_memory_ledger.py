@@ -17,7 +17,7 @@ import pytest
 
 import queuetheory as qt
 from queuetheory.engine import Engine, State
-from queuetheory.engine.simulate import _in_bulk
+from queuetheory.engine.kernels import bulk_runner
 from queuetheory.policies import AMin, FCFSRestart, Orca, Sarathi, VLLMVanilla
 
 ANCHOR_TIME = qt.AffineTokenTime(c=16.1e-3, per_prefill=57.8e-6, per_decode=39.5e-6)
@@ -116,7 +116,7 @@ def test_ledger_recounted_where_a_bulk_runner_hands_the_engine_back(seen, first_
                     first_token=first_token, capacity=len(trace))
     engine.load(trace, final=True)
     policy.reset()
-    t = _in_bulk(engine, policy, 0.0, 3.0, np.inf)      # part-way: requests in the system
+    t = bulk_runner(engine, policy)(0.0, 3.0, np.inf)   # part-way: requests in the system
     assert seen["decisions"] == 0 and engine.live.size > 50 and engine.iteration > 100
     while engine.live.size or engine.next_arrival() < np.inf:
         engine.admit_until(t)
@@ -174,3 +174,23 @@ def test_admissible_read_in_prefixes_keeps_what_the_whole_read_keeps():
         early += max(read) < cands.size
         cut += whole.size > most
     assert state.n_prefilling == 6 and early > 50 and cut > 50
+
+
+def test_live_ids_handed_out_stay_as_they_were(monkeypatch):
+    """The engine appends arrivals to ``live`` in place, after its end: a view's ids
+    (``State.rid``) handed out at an earlier decision never change."""
+    kept, state_of = [], Engine.state
+
+    def keep(engine, t):
+        state = state_of(engine, t)
+        kept.append((state.rid, state.rid.copy()))
+        return state
+
+    monkeypatch.setattr(Engine, "state", keep)
+    res = qt.simulate(_workload(), Sarathi(512, preemption="restart"), ANCHOR_TIME,
+                      memory=5000, fast_path=False)
+    assert res.metrics["completed"] == 400 and len(kept) > 1000
+    bases = [rid.base for rid, _ in kept]
+    assert sum(a is b for a, b in zip(bases, bases[1:], strict=False)) > 100   # in place
+    for rid, ids in kept:
+        np.testing.assert_array_equal(rid, ids)
