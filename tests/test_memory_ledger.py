@@ -17,8 +17,9 @@ import pytest
 
 import queuetheory as qt
 from queuetheory.engine import Engine, State
-from queuetheory.engine.simulate import _in_bulk
+from queuetheory.engine.kernels import bulk_runner
 from queuetheory.policies import AMin, FCFSRestart, Orca, Sarathi, VLLMVanilla
+from queuetheory.policies.base import admissible
 
 ANCHOR_TIME = qt.AffineTokenTime(c=16.1e-3, per_prefill=57.8e-6, per_decode=39.5e-6)
 MEMORY_TIME = qt.LinearMemoryTime(0.01, 1e-6)
@@ -116,7 +117,7 @@ def test_ledger_recounted_where_a_bulk_runner_hands_the_engine_back(seen, first_
                     first_token=first_token, capacity=len(trace))
     engine.load(trace, final=True)
     policy.reset()
-    t = _in_bulk(engine, policy, 0.0, 3.0, np.inf)      # part-way: requests in the system
+    t = bulk_runner(engine, policy)(0.0, 3.0, np.inf)   # part-way: requests in the system
     assert seen["decisions"] == 0 and engine.live.size > 50 and engine.iteration > 100
     while engine.live.size or engine.next_arrival() < np.inf:
         engine.admit_until(t)
@@ -174,3 +175,90 @@ def test_admissible_read_in_prefixes_keeps_what_the_whole_read_keeps():
         early += max(read) < cands.size
         cut += whole.size > most
     assert state.n_prefilling == 6 and early > 50 and cut > 50
+
+
+def test_live_ids_handed_out_stay_as_they_were(monkeypatch):
+    """The engine appends arrivals to ``live`` in place, after its end: a view's ids
+    (``State.rid``) handed out at an earlier decision never change."""
+    kept, state_of = [], Engine.state
+
+    def keep(engine, t):
+        state = state_of(engine, t)
+        kept.append((state.rid, state.rid.copy()))
+        return state
+
+    monkeypatch.setattr(Engine, "state", keep)
+    res = qt.simulate(_workload(), Sarathi(512, preemption="restart"), ANCHOR_TIME,
+                      memory=5000, fast_path=False)
+    assert res.metrics["completed"] == 400 and len(kept) > 1000
+    bases = [rid.base for rid, _ in kept]
+    assert sum(a is b for a, b in zip(bases, bases[1:], strict=False)) > 100   # in place
+    for rid, ids in kept:
+        np.testing.assert_array_equal(rid, ids)
+
+
+@pytest.mark.parametrize("make", [lambda: Sarathi(512), lambda: Sarathi(512, max_reqs=40),
+                                  lambda: Orca(256), lambda: VLLMVanilla(512),
+                                  lambda: qt.policies.FasterTransformer(512)])
+@pytest.mark.parametrize("memory", [None, 6000])
+def test_fcfs_candidates_read_in_prefixes_are_the_whole_reads(monkeypatch, make, memory):
+    """FCFS candidates read in prefixes of a long queue: the first ``token_budget`` decode
+    candidates and the admissible prefill candidates of the whole read, at every decision,
+    and the read stops early at most of them."""
+    from queuetheory.policies.base import ordered
+    from queuetheory.policies.classic import _TokenBudgetPolicy
+
+    fcfs, seen = _TokenBudgetPolicy._fcfs_candidates, {"early": 0, "all": 0}
+
+    def checked(policy, state):
+        read = []
+        state.of = lambda name, at, state=state, read=read: (
+            read.append(at.stop) if isinstance(at, slice) else None) or State.of(state, name, at)
+        pre, dec = fcfs(policy, state)
+        in_decode = state._t.in_decode[state.rid]
+        whole = admissible(state, ordered(state, np.flatnonzero(~in_decode), "fcfs"),
+                           policy._decodes_beside_prefills(int(in_decode.sum())))
+        most = policy.token_budget
+        np.testing.assert_array_equal(pre, whole[:most])
+        np.testing.assert_array_equal(dec[:most], np.flatnonzero(in_decode)[:most])
+        seen["all"] += 1
+        seen["early"] += max(read) < state.n
+        return pre, dec
+
+    monkeypatch.setattr(_TokenBudgetPolicy, "_fcfs_candidates", checked)
+    trace = _workload(n=3000).sample(n_requests=3000, seed=0)
+    trace = dataclasses.replace(trace, arrival=trace.arrival / 4)     # overloaded: a long queue
+    qt.simulate(trace, make(), ANCHOR_TIME, memory=memory, fast_path=False, max_iterations=3000)
+    assert seen["all"] > 1000 and seen["early"] > 300
+
+
+def test_fcfs_candidates_with_decodes_and_residents_late_in_the_queue():
+    """Hand-built queues where requests in decode and part-way prefills sit anywhere (a
+    network's handed-over requests, a user's state): the prefix read still returns the
+    whole read's first ``token_budget`` of each."""
+    res = qt.simulate(_workload(n=2000), Sarathi(128), ANCHOR_TIME, memory=6000,
+                      fast_path=False, max_iterations=900)
+    tab, live = res.table, res.live
+    rng = np.random.default_rng(4)
+    waiting = live[(tab.kv(live) == 0) & (tab.prompt[live] > 1)]
+    late = rng.choice(waiting[100:], 40, replace=False)
+    tab.set_progress(late[:30], tab.prompt[late[:30]], 1)                 # in decode
+    tab.set_progress(late[30:], tab.prompt[late[30:]] // 2)               # part-way
+    early, edge = 0, int(np.count_nonzero(tab.in_decode[live[:256]])) + 1   # one past 256
+    for _ in range(200):
+        policy = Sarathi(edge if rng.random() < 0.3 else int(rng.integers(1, 600)))
+        memory = None if rng.random() < 0.2 else int(rng.integers(6000, 60000))
+        state = State(tab, live, 0.0, policy.token_budget, memory)
+        fresh = State(tab, live, 0.0, policy.token_budget, memory)
+        in_decode = fresh.in_decode
+        whole = admissible(fresh, np.flatnonzero(~in_decode),
+                           policy._decodes_beside_prefills(int(in_decode.sum())))
+        ledger = {"n_decode": fresh.n_decode, "n_prefilling": fresh.n_prefilling,
+                  "promised": fresh.promised}
+        state.__dict__.update(ledger)                    # as the engine hands them over
+        pre, dec = policy._fcfs_candidates(state)
+        most = policy.token_budget
+        np.testing.assert_array_equal(pre, whole[:most])
+        np.testing.assert_array_equal(dec[:most], np.flatnonzero(in_decode)[:most])
+        early += "in_decode" not in state.__dict__ and dec.size + pre.size < state.n
+    assert early > 20

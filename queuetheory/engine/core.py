@@ -80,7 +80,8 @@ class Engine:
         self.first_token = check_first_token(first_token)
         self.preemption = check_preemption(getattr(policy, "preemption", "restart"))
         self.table = RequestTable(first_token == "prefill", capacity)
-        self.live = np.empty(0, dtype=np.int64)
+        self.live = self._spare = np.empty(0, dtype=np.int64)   # _spare: live's buffer
+        self._counted = self.live      # the live requests the ledger below counts
         self.iteration = 0
         self.work = 0          # unprocessed tokens of the requests in the system, |X(n)|
         self.peak_memory = 0
@@ -193,7 +194,20 @@ class Engine:
             decoding = int(np.count_nonzero(t.in_decode[ids]))
         self.work += owed
         self.n_decode += decoding
-        self.live = np.concatenate((self.live, ids))
+        self.live = self._counted = self._extended(ids)
+
+    def _extended(self, ids):
+        """``live`` and then ``ids``, written in place after ``live`` where ``live`` is the
+        start of its buffer ``_spare`` and the buffer has room (every ``live`` handed out
+        before is a shorter start of it, or of a buffer no longer written), else in a new
+        buffer with room to grow."""
+        live, spare = self.live, self._spare
+        n, k = live.size, len(ids)
+        if n + k > spare.size or live.base is not spare:
+            spare = self._spare = np.empty(max(2 * (n + k), 64), dtype=np.int64)
+            spare[:n] = live
+        spare[n: n + k] = ids
+        return spare[: n + k]
 
     # ---- one iteration ----------------------------------------------------------------------
     def state(self, t: float) -> State:
@@ -209,6 +223,8 @@ class Engine:
         State
             The live requests, with the engine's budget, memory and resident KV.
         """
+        if self.live is not self._counted:   # a bulk runner (or a network) moved the table
+            self.recount()
         return State(self.table, self.live, t, self.token_budget, self.memory,
                      kv_total=self.kv_total, promised=self.promised, n_decode=self.n_decode,
                      n_prefilling=self.n_prefilling,
@@ -604,17 +620,19 @@ class Engine:
         """Remove the sorted ids ``finished`` from ``live`` (sorted too: ids are given in
         arrival order)."""
         live = self.live
+        rest = live.size - finished.size
+        spare = self._spare = np.empty(max(2 * rest, 64), dtype=np.int64)   # room to grow
         if finished.size > 8:
             keep = np.ones(live.size, dtype=bool)
             keep[live.searchsorted(finished)] = False
-            self.live = live[keep]
+            self.live = self._counted = np.compress(keep, live, out=spare[:rest])
             return
         parts, start = [], 0                 # a few: the runs between them, copied once
         for at in live.searchsorted(finished).tolist():
             parts.append(live[start:at])
             start = at + 1
         parts.append(live[start:])
-        self.live = np.concatenate(parts)
+        self.live = self._counted = np.concatenate(parts, out=spare[:rest])
 
     def _stamp_one(self, r, t, end):
         """:meth:`_stamp_tokens` of the one request ``r``, in plain floats."""
@@ -778,11 +796,13 @@ class Engine:
         the KV their prefills will take), :attr:`n_prefilling` (how many they are) and
         :attr:`n_decode` (the requests in decode).
 
-        The engine keeps both by deltas as it admits, prefills, finishes and evicts;
-        ``simulate`` recounts them where a bulk runner (:meth:`Policy.bulk`), which moves
-        the table without them, hands the engine back.
+        The engine keeps them by deltas as it admits, prefills, finishes and evicts, and
+        recounts them at the next decision (:meth:`state`) when ``live`` was replaced from
+        outside: a bulk runner (:meth:`Policy.bulk`) or a network's fast path moves the
+        table, and sets ``live``, without them.
         """
         tab, live = self.table, self.live
+        self._counted = live
         in_decode = tab.in_decode[live]
         self.n_decode = int(np.count_nonzero(in_decode))
         begun = live[(tab.kv(live) > 0) & ~in_decode]

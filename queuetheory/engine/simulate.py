@@ -337,8 +337,9 @@ def simulate(workload, policy, time_model, *, memory=None, token_budget=None, ho
     limit = np.inf if max_iterations is None else int(max_iterations)
     t = 0.0 if not len(trace) else min(0.0, float(trace.arrival[0]))
     bar = _Progress(engine, horizon, len(trace)) if progress else None
-    if fast_path:
-        t = _in_bulk(engine, policy, t, stop, limit)
+    bulk = bulk_runner(engine, policy) if fast_path else None
+    if bulk is not None:
+        t = bulk(t, stop, limit)
     t = _step_by_step(engine, policy, t, stop, limit, fast_path, bar)
     if bar is not None:
         bar.close(t)
@@ -367,18 +368,6 @@ def _warn_if_censored(result, stop, limit) -> None:
     warnings.warn(f"{left} of {arrived} requests ({100 * left / max(arrived, 1):.1f} %) are "
                   f"unfinished: {why}; metrics over completed requests leave them out "
                   "(metrics['unfinished'])", CensoredRunWarning, stacklevel=3)
-
-
-def _in_bulk(engine, policy, t, stop, limit) -> float:
-    """Run ``policy``'s bulk runner from ``t`` where it has one (:func:`bulk_runner`) and
-    hand the engine back with its ledger recounted (the runner moves the table, not the
-    ledger: :meth:`Engine.recount`); returns where the runner stopped."""
-    bulk = bulk_runner(engine, policy)
-    if bulk is None:
-        return t
-    t = bulk(t, stop, limit)
-    engine.recount()
-    return t
 
 
 def _step_by_step(engine, policy, t, stop, limit, fast_path, bar) -> float:

@@ -406,21 +406,49 @@ def admissible(state, cands: np.ndarray, decodes: int | None = None,
     """
     if state.memory is None or cands.size == 0:
         return cands if most is None else cands[:most]
+    size = cands.size if most is None else min(cands.size, 64)
+    while True:
+        kept, decided = admitted_head(state, cands[:size], decodes, most)
+        if decided or size == cands.size:
+            return kept
+        size = min(cands.size, 4 * size)
+
+
+def admitted_head(state, head: np.ndarray, decodes: int | None, most: int | None):
+    """:func:`admissible` of the first prefill candidates ``head`` (requests not in
+    decode), and whether later candidates can change the first ``most`` it keeps.
+
+    Parameters
+    ----------
+    state : State
+        The view the candidates index.
+    head : numpy.ndarray
+        The first prefill candidates, positions in priority order.
+    decodes : int or None
+        As :func:`admissible`'s.
+    most : int or None
+        Only the first ``most`` kept are wanted; ``None``: all (never decided).
+
+    Returns
+    -------
+    kept : numpy.ndarray
+        The first ``most`` of ``head`` that :func:`admissible` keeps.
+    decided : bool
+        ``most`` are kept, or a new request did not fit (no later new one does) and every
+        resident not in decode (``State.n_prefilling``) is in ``head``.
+    """
+    if state.memory is None:
+        return (head, False) if most is None else (head[:most], head.size >= most)
     if decodes is None:
         decodes = state.n_decode
     room = state.memory_free - decodes - state.promised
-    size = cands.size if most is None else min(cands.size, 64)
-    while True:
-        head = cands[:size]
-        new = state.of("kv", head) == 0
-        fits = np.cumsum(np.where(new, state.of("remaining_prefill", head), 0)) <= room
-        kept = head[~new | fits]
-        if size == cands.size:
-            return kept if most is None else kept[:most]
-        if kept.size >= most or (not fits[-1] and head.size - np.count_nonzero(new)
-                                 == state.n_prefilling):
-            return kept[:most]
-        size = min(cands.size, 4 * size)
+    new = state.of("kv", head) == 0
+    fits = np.cumsum(np.where(new, state.of("remaining_prefill", head), 0)) <= room
+    kept = head[~new | fits]
+    if most is None:
+        return kept, False
+    return kept[:most], bool(kept.size >= most or (
+        head.size and not fits[-1] and head.size - np.count_nonzero(new) == state.n_prefilling))
 
 
 def fit_memory(state, prefill, chunk, decode, rank=None) -> Batch:

@@ -36,6 +36,7 @@ from ..engine.kernels import (
 from .base import (
     Policy,
     admissible,
+    admitted_head,
     check_budget,
     check_max_reqs,
     check_order,
@@ -60,12 +61,35 @@ class _TokenBudgetPolicy(Policy):
         self.preemption = check_preemption(preemption)
 
     def _candidates(self, state):
+        """The admissible prefill candidates and the decode candidates, in order: the first
+        ``token_budget`` of each at least (every use takes at most that many: one token
+        each), all of them where the order is not FCFS."""
+        if self.order == "fcfs":
+            return self._fcfs_candidates(state)
         in_decode = state.in_decode
         dec = ordered(state, in_decode.nonzero()[0], self.order)
         pre = ordered(state, (~in_decode).nonzero()[0], self.order)
-        # every use takes at most the first ``token_budget`` (one prompt token each)
         return admissible(state, pre, self._decodes_beside_prefills(dec.size),
                           most=self.token_budget), dec
+
+    def _fcfs_candidates(self, state):
+        """:meth:`_candidates` in arrival order, read in growing prefixes of the queue until
+        the first ``token_budget`` decode candidates (or all) are in it and
+        :func:`~.base.admitted_head` says later prefill candidates change nothing."""
+        n, most = state.n, self.token_budget
+        decodes = self._decodes_beside_prefills(state.n_decode)
+        want = min(state.n_decode, most)
+        m = min(n, 256)
+        while True:
+            in_decode = state.of("in_decode", slice(0, m))
+            dec = in_decode.nonzero()[0]
+            if m == n:
+                return admissible(state, (~in_decode).nonzero()[0], decodes, most), dec
+            if dec.size >= want:
+                pre, decided = admitted_head(state, (~in_decode).nonzero()[0], decodes, most)
+                if decided:
+                    return pre, dec
+            m = min(n, 4 * m)
 
     def _decodes_beside_prefills(self, n_decode):
         """The decode tokens of a batch that takes prefills, given ``n_decode`` requests in
