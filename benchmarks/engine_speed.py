@@ -214,14 +214,16 @@ def table(ns, memory: int, load: float, names, fast_path: bool = True,
     """``--all``: every scheduler of ``names`` on the ShareGPT trace, without and with the KV
     limit ``memory`` where it runs there; one markdown row per scheduler and setting: CPU
     seconds at each size of ``ns``, iterations per CPU second at the smallest, FCFS Sarathi's
-    beside it in the same run, and the cost exponent ``d log CPU / d log n`` (least squares
-    over the sizes run). A size is skipped (``—``) when the previous one's CPU, scaled
-    linearly, would pass ``max_cpu`` seconds."""
+    beside it in the same run, the cost exponent ``d log CPU / d log n`` (least squares
+    over the sizes run) and the requests left unfinished at the smallest size (a run that
+    stops early, e.g. α-protection's loop rule, times fewer iterations). A size is skipped
+    (``—``) when the previous one's CPU, scaled linearly, would pass ``max_cpu`` seconds."""
     ns = sorted(ns)
     traces = {n: trace(n, True, load) for n in ns}
     print("| scheduler | KV limit | " + " | ".join(f"CPU s at {n:,}" for n in ns)
-          + f" | iterations at {ns[0]:,} | it / CPU s | Sarathi it / CPU s | exponent |")
-    print("|---|---:|" + "---:|" * (len(ns) + 4))
+          + f" | iterations at {ns[0]:,} | it / CPU s | Sarathi it / CPU s | exponent "
+          f"| unfinished at {ns[0]:,} |")
+    print("|---|---:|" + "---:|" * (len(ns) + 5))
     for mem in (None, memory):
         arrival, prompt, output = traces[ns[0]]
         lim = mem and max(mem, int(max((t[1] + t[2]).max() for t in traces.values())))
@@ -241,7 +243,8 @@ def table(ns, memory: int, load: float, names, fast_path: bool = True,
             cells = " | ".join(f"{cpu[n]:.3f}" if n in cpu else "—" for n in ns)
             print(f"| {name} | {lim or '—'} | {cells} | {first['iterations']:,} | "
                   f"{first['iterations_per_cpu_s']:.3g} | "
-                  f"{ref['iterations'] / ref['cpu_s']:.3g} | {slope:.2f} |", flush=True)
+                  f"{ref['iterations'] / ref['cpu_s']:.3g} | {slope:.2f} | "
+                  f"{ns[0] - first['completed']:,} |", flush=True)
 
 
 def main():
