@@ -239,19 +239,18 @@ class State:
     ``kv``, ``prefill_length`` (prompt plus recomputed output), ``remaining_prefill``,
     ``remaining_output``, ``in_decode`` (true once the prefill is complete, ``p_i = 0`` in
     Li, Dai, Peng's notation), ``started``. Scalars: ``time``, ``token_budget``, ``memory``,
-    ``memory_used`` and ``memory_free``; ``n_decode``, the number of requests in decode, and
+    ``memory_used`` and ``memory_free``; ``n_decode``, the number of requests in decode;
     ``promised``, the prefill tokens not yet written of the requests that hold KV and are
     not in decode (the KV their prefills will still take, as vLLM's block manager reserves
     it: ``remaining_prefill[started & ~in_decode].sum()``), and ``n_prefilling``, how many
-    those requests are; ``arrivals_done`` is true when no
-    request will arrive any more in a run that drains (``simulate`` without a horizon, once
-    the whole trace is admitted), so that a policy waiting for cohorts finishes its
-    leftovers.
+    those requests are; ``arrivals_done`` is true when no request will arrive any more in a
+    run that drains (``simulate`` without a horizon, once the whole trace is admitted), so
+    that a policy waiting for cohorts finishes its leftovers.
 
     The engine keeps ``memory_used``, ``n_decode``, ``promised`` and ``n_prefilling`` by
-    deltas and hands them
-    over, so reading them costs nothing; a view built otherwise sums its columns on first
-    use. :meth:`of` reads a column at a few positions without gathering it whole.
+    deltas and hands them over, so reading them costs nothing; a view built otherwise sums
+    its columns on first use. :meth:`of` reads a column at a few positions without
+    gathering it whole.
 
     Parameters
     ----------
