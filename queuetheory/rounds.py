@@ -160,12 +160,56 @@ class FuturePeak:
         """
         return int(self.load.max()) if self.load.size else 0
 
-    def _load_at(self, tau: int) -> int:
+    def load_at(self, tau: int) -> int:
+        """The running jobs' total memory in round ``tau``.
+
+        Parameters
+        ----------
+        tau : int
+            A round (``≥ t``).
+
+        Returns
+        -------
+        int
+            The memory in tokens of the jobs still running in round ``tau``.
+        """
         k = int(self.taus.searchsorted(tau, side="left"))
         if k == self.taus.size:
             return 0
         # the jobs alive at τ are those alive at the next checkpoint
         return int(self.load[k] - self.count[k] * (self.taus[k] - tau))
+
+    def advance(self, t: int) -> None:
+        """Move the profile on to round ``t`` (``≥`` the current round): the checkpoints
+        before it go; what is left is unchanged (it holds the memory of each round, not
+        of each round relative to the current one).
+
+        Parameters
+        ----------
+        t : int
+            The new current round.
+        """
+        k = int(self.taus.searchsorted(t, side="left"))
+        if k:
+            self.taus, self.load, self.count = self.taus[k:], self.load[k:], self.count[k:]
+        self.t = t
+
+    def remove(self, m: int, e: int) -> None:
+        """Take out a job added with :meth:`add` (or given at construction) that leaves
+        before its last round ``e``; keeps the profile exact. Its checkpoint stays: one
+        with no job ending there changes no answer of :meth:`fits` (the memory grows with
+        the round between two job ends, so the later one dominates it).
+
+        Parameters
+        ----------
+        m : int
+            The job's memory in the current round ``t``, in tokens.
+        e : int
+            The job's last round (``≥ t``), a checkpoint of the profile.
+        """
+        k = int(self.taus.searchsorted(e, side="right"))       # the checkpoints τ <= e
+        self.load[:k] -= m - self.t + self.taus[:k]
+        self.count[:k] -= 1
 
     def fits(self, m: int, e: int) -> bool:
         """Would a job using ``m`` tokens in round ``t`` and lasting until round ``e`` fit?
@@ -198,7 +242,7 @@ class FuturePeak:
         room = self.memory - m + self.t
         if k and int((self.load[:k] + self.taus[:k]).max()) > room:
             return False
-        return bool(self._load_at(e) + e <= room)
+        return bool(self.load_at(e) + e <= room)
 
     def add(self, m: int, e: int) -> None:
         """Admit a job (without checking); keeps the profile exact.
@@ -212,7 +256,7 @@ class FuturePeak:
         """
         k = int(self.taus.searchsorted(e, side="left"))
         if k == self.taus.size or self.taus[k] != e:
-            load, count = self._load_at(e), (int(self.count[k]) if k < self.taus.size else 0)
+            load, count = self.load_at(e), (int(self.count[k]) if k < self.taus.size else 0)
             self.taus = _insert(self.taus, k, e)
             self.load = _insert(self.load, k, load)
             self.count = _insert(self.count, k, count)

@@ -13,6 +13,7 @@ from test_fast_path import _same_records
 import queuetheory as qt
 from queuetheory.engine import Engine, State, check_batch
 from queuetheory.engine.state import RequestTable
+from queuetheory.rounds import FuturePeak
 from queuetheory.workload import Trace
 
 P = qt.policies
@@ -34,14 +35,28 @@ def _workload(n=500, interval=False, seed=4, gap=2.0e4):
 @pytest.mark.parametrize("memory", [2000, 8000])
 def test_aell_books_are_the_queue(first_token, interval, memory):
     """Before each decision the heap holds exactly the waiting jobs, in the order of their
-    queue keys, and the running ids are exactly the jobs holding KV."""
-    seen = []
+    queue keys, and the running ids are exactly the jobs holding KV; the memory profile
+    book, moved on to the decision, is the profile of the running jobs built afresh."""
+    seen, now = [], []
     pol = P.AEll()
-    decide = pol._schedule
+    decide, tick = pol._schedule, pol._tick
+
+    def moved_on(running, a, gone):
+        """The profile book moved on equals the profile of the jobs still running."""
+        tick(running, a, gone)
+        if pol._rebuild:
+            return
+        state = now[-1]
+        keep = running[a < pol._lb[running]]
+        a = state._t.decoded[keep]
+        fresh = FuturePeak(memory, 0, state._t.kv(keep) + 1, pol._lb[keep] - a - 1)
+        for e in range(0, 400, 7):
+            assert pol._peak.load_at(pol._clock + e) == fresh.load_at(e)
 
     def schedule(state):
+        now.append(state)
         if pol._seen:                            # books of the last decision, updated
-            rid, running, pos = pol._books(state)
+            rid, running, pos, _ = pol._books(state)
             started = state.kv > 0
             np.testing.assert_array_equal(pos, started.nonzero()[0])
             np.testing.assert_array_equal(running, rid[started])
@@ -50,10 +65,11 @@ def test_aell_books_are_the_queue(first_token, interval, memory):
             assert [c for _, c in sorted(pol._heap)] == order.tolist()
             seen.append(len(pol._heap))
         return decide(state)
-    pol._schedule = schedule
+    pol._schedule, pol._tick = schedule, moved_on
     res = qt.simulate(_workload(interval=interval), pol, TM, memory=memory,
                       first_token=first_token)
     assert res.metrics["completed"] == 500 and max(seen) > 16     # a queue formed
+    assert len(now) > 500
     _same_records(_workload(interval=interval), P.AEll, TM, memory=memory,
                   first_token=first_token)
 

@@ -26,3 +26,41 @@ def test_profile_equals_the_sum_over_the_jobs_alive(seed):
     np.testing.assert_array_equal(peak.taus, later.taus)
     np.testing.assert_array_equal(peak.load, later.load)
     np.testing.assert_array_equal(peak.count, later.count)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_book_moved_on_answers_as_a_fresh_profile(seed):
+    """A profile kept as a book (jobs added, the clock advanced, jobs that leave early
+    removed) answers ``load_at`` and ``fits`` as the profile built afresh from the jobs
+    still running, at every round; a job removed that was never added breaks it (the
+    check can fail)."""
+    rng = np.random.default_rng(seed)
+    memory, t = 4000, int(rng.integers(0, 20))
+    jobs = {}                                          # id -> (memory less round, last round)
+    book = FuturePeak(memory, t)
+    for step in range(60):
+        for i in range(int(rng.integers(0, 4))):      # admissions at round t
+            m, e = int(rng.integers(1, 300)), t + int(rng.integers(0, 15))
+            book.add(m, e)
+            jobs[(step, i)] = (m - t, e)
+        t += int(rng.integers(0, 4))
+        book.advance(t)
+        for k, (c, e) in list(jobs.items()):
+            if e < t:
+                del jobs[k]                            # ended: its rounds dropped
+            elif rng.random() < 0.1:
+                book.remove(c + t, e)                  # leaves before its last round
+                del jobs[k]
+        c = np.array([v[0] for v in jobs.values()], dtype=np.int64)
+        last = np.array([v[1] for v in jobs.values()], dtype=np.int64)
+        fresh = FuturePeak(memory, t, c + t, last)
+        for e in range(t, t + 16):
+            assert book.load_at(e) == fresh.load_at(e)
+            for m in (1, 100, 400, 1500):
+                assert book.fits(m, e) == fresh.fits(m, e)
+    assert t > 20 and book.taus.min(initial=t) >= t
+    if jobs:
+        c, e = next(iter(jobs.values()))
+        book.remove(c + t, e)                           # removed twice: no longer the jobs'
+        book.remove(c + t, e)
+        assert book.load_at(t) != fresh.load_at(t)

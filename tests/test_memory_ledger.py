@@ -262,3 +262,85 @@ def test_fcfs_candidates_with_decodes_and_residents_late_in_the_queue():
         np.testing.assert_array_equal(dec[:most], np.flatnonzero(in_decode)[:most])
         early += "in_decode" not in state.__dict__ and dec.size + pre.size < state.n
     assert early > 20
+
+
+def _whole_residents(state):
+    """The residents as the whole read found them (the reference)."""
+    kv = state._t.kv(state.rid)
+    return np.flatnonzero(kv > 0), kv[kv > 0]
+
+
+@pytest.mark.parametrize("make", [lambda: Sarathi(512), lambda: Orca(256),
+                                  lambda: VLLMVanilla(512)])
+def test_eviction_victims_read_in_prefixes_are_the_whole_reads(monkeypatch, make):
+    """``fit_memory``'s eviction path reads the residents in a prefix of a long queue: the
+    residents and their KV of the whole read at every eviction, the read stopping early at
+    most of them."""
+    import queuetheory.policies.base as base
+
+    residents, seen = base._residents, {"early": 0, "all": 0}
+
+    def checked(state):
+        read = [0]
+        state.of = lambda name, at, state=state, read=read: (
+            read.append(at.stop) if isinstance(at, slice) else None) or State.of(state, name, at)
+        pos, kv = residents(state)
+        del state.of
+        whole = _whole_residents(state)
+        np.testing.assert_array_equal(pos, whole[0])
+        np.testing.assert_array_equal(kv, whole[1])
+        seen["all"] += 1
+        seen["early"] += max(read) < state.n
+        return pos, kv
+
+    monkeypatch.setattr(base, "_residents", checked)
+    trace = _workload(n=3000).sample(n_requests=3000, seed=0)
+    trace = dataclasses.replace(trace, arrival=trace.arrival / 4)     # overloaded: a long queue
+    qt.simulate(trace, make(), ANCHOR_TIME, memory=6000, fast_path=False, max_iterations=3000)
+    assert seen["all"] > 20 and seen["early"] > 0.8 * seen["all"]
+
+
+def test_residents_late_in_the_queue_and_empty_prompts_in_decode():
+    """Hand-built queues with residents anywhere, and requests in decode holding no KV
+    (empty prompts): the prefix read returns every resident of the whole read, and reads
+    less than the whole queue when the residents sit at its front."""
+    from queuetheory.policies.base import _residents
+
+    res = qt.simulate(_workload(n=2000), Sarathi(128), ANCHOR_TIME, memory=6000,
+                      fast_path=False, max_iterations=900)
+    tab, live = res.table, res.live
+    rng = np.random.default_rng(4)
+    early = 0
+    for trial in range(60):
+        waiting = live[(tab.kv(live) == 0) & (tab.prompt[live] > 1)]
+        if trial % 3 == 0:                                # a resident late in the queue
+            tab.set_progress(waiting[-rng.integers(1, 50):][:1], 1)
+        elif trial % 3 == 1:                              # in decode holding nothing
+            tab.set_progress(waiting[-rng.integers(1, 50):][:1], 0, 1)
+        state = State(tab, live, 0.0, 128, 10**6)
+        fresh = State(tab, live, 0.0, 128, 10**6)
+        state.__dict__.update(n_decode=fresh.n_decode, n_prefilling=fresh.n_prefilling)
+        pos, kv = _residents(state)
+        whole = _whole_residents(fresh)
+        np.testing.assert_array_equal(pos, whole[0])
+        np.testing.assert_array_equal(kv, whole[1])
+        early += "kv" not in state.__dict__ and trial == 0
+    assert early == 1
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+def test_evictions_by_rank_with_decodes_in_class_order(first_token):
+    """Static priority evicts by rank, its decodes in class order (not by position): the
+    stepped records equal the bulk rule's, which evicts as vLLM's priority scheduling
+    does, and evictions happen."""
+    from test_fast_path import _same_records
+
+    prompt, output = qt.data.sharegpt_lengths()
+    tr = qt.Workload.from_lengths(prompt, output, load=0.8, time_model=ANCHOR_TIME,
+                                  token_budget=512).sample(n_requests=1500, seed=0)
+    classes = np.random.default_rng(1).integers(0, 2, 1500)
+    work = qt.Workload.from_arrays(tr.arrival, tr.prompt, tr.output, classes)
+    slow = _same_records(work, lambda: qt.policies.StaticPriority(512, (1, 0)),
+                            ANCHOR_TIME, memory=30000,
+                            first_token=first_token)
+    assert slow[0].batches["evicted"].sum() > 10

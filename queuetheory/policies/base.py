@@ -451,6 +451,30 @@ def admitted_head(state, head: np.ndarray, decodes: int | None, most: int | None
         head.size and not fits[-1] and head.size - np.count_nonzero(new) == state.n_prefilling))
 
 
+def _among(x: np.ndarray, ascending: np.ndarray) -> np.ndarray:
+    """Which of ``x`` are in the ascending array ``ascending`` (``np.isin`` without its
+    generic machinery)."""
+    if not ascending.size:
+        return np.zeros(x.size, dtype=bool)
+    return ascending.take(ascending.searchsorted(x), mode="clip") == x
+
+
+def _residents(state):
+    """The positions of the requests holding KV, ascending, and their KV, read from the
+    front of the queue only as far as the last of them: a prefix holds them all once it
+    holds ``n_decode + n_prefilling`` requests that hold KV or decode (an empty prompt
+    decodes holding none), so the prefix read doubles until it does."""
+    need = state.n_decode + state.n_prefilling
+    width = min(state.n, max(64, 2 * need))
+    while True:
+        kv = state.of("kv", slice(0, width))
+        held = kv > 0
+        if width == state.n or np.count_nonzero(
+                held | state.of("in_decode", slice(0, width))) >= need:
+            return np.flatnonzero(held), kv[held]
+        width = min(state.n, 2 * width)
+
+
 def fit_memory(state, prefill, chunk, decode, rank=None) -> Batch:
     """Make a batch respect KV memory the way vLLM does.
 
@@ -489,20 +513,21 @@ def fit_memory(state, prefill, chunk, decode, rank=None) -> Batch:
     prefill, chunk, decode = (np.asarray(a, dtype=np.int64) for a in (prefill, chunk, decode))
     free = state.memory_free - state.promised
     if decode.size > free:
-        kv = state.kv
-        victims = np.flatnonzero(kv > 0)[::-1]
-        if rank is not None:
+        if rank is None:
+            victims, held = _residents(state)
+            victims, held = victims[::-1], held[::-1]
+        else:
+            kv = state.kv
+            victims = np.flatnonzero(kv > 0)[::-1]
             victims = victims[np.argsort(-rank[victims], kind="stable")]
+            held = kv[victims]
         promise = np.where(state.of("in_decode", victims), 0,
                            state.of("remaining_prefill", victims))
-        added = np.zeros(state.n, dtype=np.int64)
-        added[decode] = 1
-        saving = np.cumsum(kv[victims] + promise + added[victims])
+        saving = np.cumsum(held + promise + _among(victims, np.sort(decode)))
         evict = victims[: int(np.searchsorted(saving, decode.size - free, side="left")) + 1]
-        out = np.zeros(state.n, dtype=bool)
-        out[evict] = True
-        keep = (kv[prefill] > 0) & ~out[prefill]
-        return Batch(prefill[keep], chunk[keep], decode[~out[decode]], evict)
+        out = np.sort(evict)
+        keep = (state.of("kv", prefill) > 0) & ~_among(prefill, out)
+        return Batch(prefill[keep], chunk[keep], decode[~_among(decode, out)], evict)
     if not prefill.size:
         return Batch(prefill, chunk, decode)
     room = free - decode.size

@@ -348,6 +348,17 @@ class AEll(_LowerBounds):
         self._heap: list = []
         self._running = np.empty(0, dtype=np.int64)
         self._seen = 0
+        # the running jobs' memory profile (eq. 3) as a book in rounds counted by
+        # ``_clock``, per id the job's clock anchor (``clock − a`` while it runs), its
+        # memory in round τ less τ and its last round; rebuilt from the state when
+        # ``_rebuild`` (the first decision, a job handed over running)
+        self._fast = self._fast and self.preemption == "restart"
+        self._peak = FuturePeak(0, 0)
+        self._clock = 0
+        self._anchor = np.empty(0, dtype=np.int64)
+        self._held = np.empty(0, dtype=np.int64)
+        self._last_round = np.empty(0, dtype=np.int64)
+        self._rebuild = True
 
     def _enqueue(self, rid, waits=None):
         """Queue keys for ``rid`` at the back of the queue, in a random order; with the
@@ -391,10 +402,11 @@ class AEll(_LowerBounds):
         if not self._fast:
             return super()._schedule(state)
         tab = state._t
-        rid, running, pos = self._books(state)
+        rid, running, pos, gone = self._books(state)
         a = tab.decoded[running]
         lb = self._lb[running]
-        out = a >= lb
+        self._tick(running, a, gone)
+        out = a >= lb                     # past their last round: out of the profile
         evict = pos[:0]
         if out.any():
             gone = running[out]
@@ -403,24 +415,72 @@ class AEll(_LowerBounds):
             self._enqueue(gone)
             keep = ~out
             running, pos, a, lb = running[keep], pos[keep], a[keep], lb[keep]
-        kv = tab.kv(running)
-        now = int(kv.sum()) + running.size                  # memory after this round
+        if self._rebuild:
+            self._build(state, running, a, lb)
+        now = self._peak.load_at(self._clock)                # memory after this round
         admit = []
         blocked = True          # no candidate, or the first fails at this round and later
         if self._heap:
             head = self._heap[0][1]
             if now + int(tab.prompt[head]) <= state.memory:
                 blocked = False
-                admit = self._admit(state, running, kv, a, lb)
+                admit = self._admit(state, running)
             elif not running.size:
                 self._cannot_start(state, int(rid.searchsorted(head)))
         self._last = (pos, running, a, lb) if blocked and not evict.size else None
         if admit:
             new = np.array(admit, dtype=np.int64)
+            self._started(state, new)
             self._running = np.sort(np.concatenate((running, new)))
             return Batch(rid.searchsorted(new), tab.prompt[new], pos, evict)
         self._running = running
         return Batch(pos[:0], pos[:0], pos, evict)
+
+    def _tick(self, running, a, gone):
+        """The profile book moved on to this decision: the clock read off a running job
+        (every running job decodes one token per round), the past rounds dropped, the
+        jobs that finished before their last round taken out; emptied with no job left."""
+        if not running.size:
+            self._peak, self._clock = FuturePeak(self._peak.memory, 0), 0
+            return
+        if self._rebuild:
+            return
+        clock = int(a[0] + self._anchor[running[0]])
+        self._peak.advance(clock)
+        self._clock = clock
+        for g in gone[self._last_round[gone] >= clock].tolist():
+            self._peak.remove(int(self._held[g]) + clock, int(self._last_round[g]))
+
+    def _build(self, state, running, a, lb):
+        """The profile book from the state: the running jobs (every one has
+        ``õ ≥ a + 1``: the others were just evicted, §5 #5) hold ``kv + 1`` after this
+        round and run ``õ − a − 1`` more rounds."""
+        self._rebuild = False
+        kv = state._t.kv(running) + 1
+        last = lb - a - 1
+        self._clock = 0
+        self._peak = FuturePeak(state.memory, 0, kv, last)
+        self._grow_books(int(running.max()) + 1 if running.size else 0)
+        self._anchor[running] = -a
+        self._held[running] = kv
+        self._last_round[running] = last
+
+    def _grow_books(self, top):
+        """The per-id arrays of the profile book with room for ids below ``top``."""
+        self._anchor = _grown(self._anchor, top, 0)
+        self._held = _grown(self._held, top, 0)
+        self._last_round = _grown(self._last_round, top, 0)
+
+    def _started(self, state, new):
+        """The book's entries of the jobs admitted now (ids ``new``): a job starts with
+        nothing decoded (``preemption="restart"``, even one evicted in this batch); in the
+        round after this one it has decoded its first token when ``first_token="prefill"``
+        (none otherwise); it holds its prompt after this round, until its last round."""
+        tab, clock, emit = state._t, self._clock, int(state.emit_first)
+        self._grow_books(int(new.max()) + 1)
+        self._anchor[new] = clock + 1 - emit
+        self._held[new] = tab.prompt[new] - clock
+        self._last_round[new] = clock + self._lb[new] - emit
 
     def _books(self, state):
         """The ids in the system (``state.rid``), the running jobs' ids (ascending) and
@@ -429,7 +489,8 @@ class AEll(_LowerBounds):
         join the queue (a key each, as the shared loop draws them) or, holding KV already
         (handed over prefilled), run; running jobs that finished (no longer in the system)
         leave. A job runs from its admission (its whole prompt in that round) until it
-        finishes or this policy evicts it: exactly the jobs holding KV."""
+        finishes or this policy evicts it: exactly the jobs holding KV. Also returns the
+        running jobs that finished (their ids)."""
         rid = state.rid
         if rid.size and rid[-1] >= self._seen:
             new = rid[int(rid.searchsorted(self._seen)):]
@@ -442,13 +503,16 @@ class AEll(_LowerBounds):
             self._enqueue(new, ~held)
             if held.any():                       # younger than every id seen
                 self._running = np.concatenate((self._running, new[held]))
+                self._rebuild = True
             self._seen = top
         running = self._running
         pos = rid.searchsorted(running)
         there = rid.take(pos, mode="clip") == running if rid.size else pos < 0
+        gone = running[:0]
         if not there.all():
+            gone = running[~there]
             running, pos = running[there], pos[there]
-        return rid, running, pos
+        return rid, running, pos, gone
 
     def steady(self, state, batch):
         """A decode-only batch whose first candidate failed the memory test (``now`` plus
@@ -496,18 +560,18 @@ class AEll(_LowerBounds):
                 and not np.count_nonzero(self._lb[state.rid] < state.output)
                 and not np.count_nonzero(state.kv == 0))
 
-    def _admit(self, state, running, kv, a, lb):
-        """Admission in queue order (§5 #11), the future-peak check candidate by candidate:
-        the next in the queue is the top of the heap, the rest of the queue sorted only
-        when many are admitted. Returns the admitted ids, in queue order."""
-        # lb >= a + 1 for every job still running (the others were just evicted): §5 #5
-        peak = FuturePeak(state.memory, 0, kv + 1, np.maximum(lb, a + 1) - a - 1)
+    def _admit(self, state, running):
+        """Admission in queue order (§5 #11), the future-peak check of the profile book
+        candidate by candidate: the next in the queue is the top of the heap, the rest of
+        the queue sorted only when many are admitted. Returns the admitted ids, in queue
+        order (added to the profile)."""
+        peak, clock = self._peak, self._clock
         tab, heap, emit = state._t, self._heap, int(state.emit_first)
         prompt, bound = tab.prompt, self._lb
         admit = []
         for _ in range(min(16, len(heap))):
             c = heap[0][1]
-            m, e = int(prompt[c]), int(bound[c]) - emit
+            m, e = int(prompt[c]), clock + int(bound[c]) - emit
             if not peak.fits(m, e):
                 break
             peak.add(m, e)
@@ -517,7 +581,7 @@ class AEll(_LowerBounds):
             if heap:                            # 16 admitted: the rest in queue order
                 rest = sorted(heap)
                 order = np.array([c for _, c in rest], dtype=np.int64)
-                taken = order[peak.admit(prompt[order], bound[order] - emit,
+                taken = order[peak.admit(prompt[order], clock + bound[order] - emit,
                                          on_fail="break")]     # a prefix of the queue
                 admit += taken.tolist()
                 self._heap = rest[taken.size:]          # a sorted list is a heap
