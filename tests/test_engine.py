@@ -374,3 +374,39 @@ def test_engine_add_rows_admits_the_same_requests_as_a_taken_trace():
         assert np.array_equal(a.table.column(f), b.table.column(f))
     assert [x.tolist() for x in a.table.column("blocks")] == [[0, 1, 2], [0, 1, 2, 3]]
     assert a.table.block_size == 16 and a.work == b.work and a.live.tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("make, memory", [
+    (lambda: qt.policies.VLLMVanilla(2048, preemption="restart"), 6000),
+    (lambda: qt.policies.Sarathi(512), 5000),
+    (lambda: qt.policies.Orca(1024), None),
+])
+def test_few_members_in_plain_integers_are_the_array_path(monkeypatch, make, memory,
+                                                          first_token):
+    """The prefill members of a batch, and the requests whose prefill ends in it, are taken
+    one by one in plain integers when they are few (``core._FEW``), else as arrays: the
+    two ways give the same records (request stamps, batch log, TBT histogram) through
+    chunked and whole prompts, several prompts ending in one batch, outputs of one token and
+    evictions."""
+    from queuetheory.engine import core
+
+    rng = np.random.default_rng(11)
+    n = 400
+    output = np.where(rng.random(n) < 0.2, 1, rng.integers(1, 200, n))
+    workload = qt.Workload.from_arrays(np.cumsum(rng.exponential(0.005, n)),
+                                       rng.integers(1, 150, n), output)
+    runs = []
+    for few in (0, 10**9):
+        monkeypatch.setattr(core, "_FEW", few)
+        runs.append(qt.simulate(workload, make(), qt.AffineTokenTime(0.01, 5e-5, 4e-5),
+                                memory=memory, first_token=first_token, fast_path=False))
+    arrays, one_by_one = runs
+    for records in ("requests", "batches"):
+        pd.testing.assert_frame_equal(getattr(arrays, records), getattr(one_by_one, records),
+                                      check_exact=True)
+    np.testing.assert_array_equal(arrays.tbt.counts, one_by_one.tbt.counts)
+    assert arrays.metrics["completed"] == n
+    assert (arrays.batches["prefill_requests"] > 8).sum() > 2    # many members, both ways
+    if memory is not None:
+        assert arrays.metrics["restarts"] > 0
