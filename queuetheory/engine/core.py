@@ -543,7 +543,21 @@ class Engine:
         """Give ``pre`` their chunks; return those whose prefill ends here and that emit a
         token at ``end`` (the real engines' convention)."""
         tab = self.table
-        if pre.size <= _FEW:
+        if pre.size == 1:                    # one member: plain integers
+            r, c = int(pre[0]), int(chunk[0])
+            prefilled = int(tab.prefilled[r]) + c
+            tab.prefilled[r] = prefilled
+            left = int(tab.prompt[r]) + (int(tab.recomputed[r]) if tab.recomputing else 0
+                                         ) - prefilled
+            # the promise: what is left of a begun prefill (none before its first chunk)
+            begun = prefilled > c
+            self.promised += max(left, 0) - (left + c if begun else 0)
+            if left > 0:
+                self.n_prefilling += not begun
+                return _NONE
+            self.n_prefilling -= begun
+            done = pre
+        elif pre.size <= _FEW:
             done = self._prefill_few(pre, chunk)
             if not done.size:
                 return _NONE
@@ -570,8 +584,8 @@ class Engine:
         return done
 
     def _prefill_few(self, pre, chunk):
-        """:meth:`_prefill`'s chunks and ledger for a few members, in plain integers; the
-        ids of those whose prefill ends (an array)."""
+        """:meth:`_prefill`'s chunks and ledger for a few members (two or more), in plain
+        integers; the ids of those whose prefill ends (an array)."""
         tab = self.table
         prefilled, prompt = tab.prefilled, tab.prompt
         again = tab.recomputed if tab.recomputing else None
