@@ -374,3 +374,53 @@ def test_engine_add_rows_admits_the_same_requests_as_a_taken_trace():
         assert np.array_equal(a.table.column(f), b.table.column(f))
     assert [x.tolist() for x in a.table.column("blocks")] == [[0, 1, 2], [0, 1, 2, 3]]
     assert a.table.block_size == 16 and a.work == b.work and a.live.tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("make, memory, chunked", [
+    (lambda: qt.policies.VLLMVanilla(2048, preemption="restart"), 6000, False),
+    (lambda: qt.policies.Sarathi(512), 5000, True),
+    (lambda: qt.policies.Orca(1024), None, True),
+])
+def test_few_members_in_plain_integers_are_the_array_path(monkeypatch, make, memory, chunked,
+                                                          first_token):
+    """The prefill members of a batch, and the requests whose prefill ends in it, are taken
+    one by one in plain integers when they are few (``core._FEW``), else as arrays: the
+    two ways give the same records (request stamps, batch log, TBT histogram) and the same
+    ledger (checked at every decision against the columns' sums) through
+    chunked and whole prompts, several prompts ending in one batch, outputs of one token and
+    evictions."""
+    from queuetheory.engine import core
+
+    rng = np.random.default_rng(11)
+    n = 400
+    output = np.where(rng.random(n) < 0.2, 1, rng.integers(1, 200, n))
+    workload = qt.Workload.from_arrays(np.cumsum(rng.exponential(0.005, n)),
+                                       rng.integers(1, 150, n), output)
+    state_of, decisions = Engine.state, []
+
+    def ledger_checked(engine, t):      # the ledger the two ways keep, at every decision
+        state = state_of(engine, t)
+        whole = qt.engine.State(engine.table, engine.live, t, engine.token_budget,
+                                engine.memory)
+        assert state.__dict__["promised"] == whole.promised
+        assert state.__dict__["n_prefilling"] == whole.n_prefilling
+        decisions.append(whole.n_prefilling)
+        return state
+
+    monkeypatch.setattr(Engine, "state", ledger_checked)
+    runs = []
+    for few in (0, 10**9):
+        monkeypatch.setattr(core, "_FEW", few)
+        runs.append(qt.simulate(workload, make(), qt.AffineTokenTime(0.01, 5e-5, 4e-5),
+                                memory=memory, first_token=first_token, fast_path=False))
+    arrays, one_by_one = runs
+    for records in ("requests", "batches"):
+        pd.testing.assert_frame_equal(getattr(arrays, records), getattr(one_by_one, records),
+                                      check_exact=True)
+    np.testing.assert_array_equal(arrays.tbt.counts, one_by_one.tbt.counts)
+    assert arrays.metrics["completed"] == n
+    assert (arrays.batches["prefill_requests"] > 8).sum() > 2    # many members, both ways
+    assert (sum(k > 0 for k in decisions) > 20) == chunked      # prefills under way
+    if memory is not None:
+        assert arrays.metrics["restarts"] > 0

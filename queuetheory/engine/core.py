@@ -14,6 +14,7 @@ from .state import RequestTable, State
 __all__ = ["Engine"]
 
 _NONE = np.empty(0, dtype=np.int64)
+_FEW = 8         # members handled one by one in plain integers (cheaper than arrays)
 
 _BATCH_COLUMNS = {
     "start": float, "duration": float, "prefill_requests": np.int64, "prefill_tokens": np.int64,
@@ -359,7 +360,7 @@ class Engine:
         self.kv_total += chunk_sum + grown
         self.work -= chunk_sum + dec.size
         done = self._prefill(pre, chunk, end) if pre.size else _NONE
-        if done.size > 1:
+        if done.size > _FEW:
             emitted = np.concatenate([dec, done])
             self._stamp_tokens(emitted, t, end)
             finished = self._finish(emitted, end)
@@ -556,6 +557,10 @@ class Engine:
                 return _NONE
             self.n_prefilling -= begun
             done = pre
+        elif pre.size <= _FEW:
+            done = self._prefill_few(pre, chunk)
+            if not done.size:
+                return _NONE
         else:
             prefilled = tab.prefilled[pre] + chunk
             tab.prefilled[pre] = prefilled
@@ -578,24 +583,44 @@ class Engine:
         self.work -= done.size
         return done
 
+    def _prefill_few(self, pre, chunk):
+        """:meth:`_prefill`'s chunks and ledger for a few members (two or more), in plain
+        integers; the ids of those whose prefill ends (an array)."""
+        tab = self.table
+        prefilled, prompt = tab.prefilled, tab.prompt
+        again = tab.recomputed if tab.recomputing else None
+        done = []
+        for r, c in zip(pre.tolist(), chunk.tolist(), strict=True):
+            begun = int(prefilled[r])        # a begun prefill's promise is what is left
+            prefilled[r] = begun + c
+            left = int(prompt[r]) + (int(again[r]) if again is not None else 0) - begun - c
+            self.promised += max(left, 0) - (left + c if begun else 0)
+            if left > 0:
+                self.n_prefilling += not begun
+            else:
+                self.n_prefilling -= begun > 0
+                done.append(r)
+        return np.array(done, dtype=np.int64) if done else _NONE
+
     def _emit(self, dec, over, done, t, end):
         """The tokens of a batch's decode members ``dec`` (``over``: those that now have all
-        their output) and of at most one request ``done`` whose prefill ended, all emitted
-        at ``end``: stamped, and the requests with all their output finished, as
+        their output) and of a few requests ``done`` whose prefill ended, all emitted at
+        ``end``: stamped, and the requests with all their output finished, as
         :meth:`_stamp_tokens` and :meth:`_finish` do for them together."""
         tab = self.table
         if dec.size:
             self._stamp_tokens(dec, t, end)
-        last = False
-        if done.size:
-            r = int(done[0])
+        last = []
+        for r in done.tolist():
             self._stamp_one(r, t, end)
-            last = tab.decoded[r] >= tab.output[r]
+            if tab.decoded[r] >= tab.output[r]:
+                last.append(r)
         if not (dec.size and np.count_nonzero(over)):
-            return self._leave(done, end) if last else _NONE
-        finished = dec[over]
-        if last:
-            finished = np.concatenate([finished, done])
+            if not last:
+                return _NONE
+            finished = np.array(last, dtype=np.int64)
+        else:
+            finished = np.concatenate([dec[over], last]) if last else dec[over]
         return self._leave(np.sort(finished) if finished.size > 1 else finished, end)
 
     def _finish(self, emitted, end):
