@@ -197,6 +197,19 @@ def test_live_ids_handed_out_stay_as_they_were(monkeypatch):
         np.testing.assert_array_equal(rid, ids)
 
 
+def _record_prefix_reads(state, read):
+    """Make ``state.of`` note how far each read of a prefix (a slice) reaches, in ``read``."""
+    state.of = lambda name, at, state=state, read=read: (
+        read.append(at.stop) if isinstance(at, slice) else None) or State.of(state, name, at)
+
+
+def _run_overloaded(make, memory):
+    """3,000 requests at four times the rate (a long queue), stepped for 3,000 iterations."""
+    trace = _workload(n=3000).sample(n_requests=3000, seed=0)
+    trace = dataclasses.replace(trace, arrival=trace.arrival / 4)
+    qt.simulate(trace, make(), ANCHOR_TIME, memory=memory, fast_path=False, max_iterations=3000)
+
+
 @pytest.mark.parametrize("make", [lambda: Sarathi(512), lambda: Sarathi(512, max_reqs=40),
                                   lambda: Orca(256), lambda: VLLMVanilla(512),
                                   lambda: qt.policies.FasterTransformer(512)])
@@ -212,8 +225,7 @@ def test_fcfs_candidates_read_in_prefixes_are_the_whole_reads(monkeypatch, make,
 
     def checked(policy, state):
         read = []
-        state.of = lambda name, at, state=state, read=read: (
-            read.append(at.stop) if isinstance(at, slice) else None) or State.of(state, name, at)
+        _record_prefix_reads(state, read)
         pre, dec = fcfs(policy, state)
         in_decode = state._t.in_decode[state.rid]
         whole = admissible(state, ordered(state, np.flatnonzero(~in_decode), "fcfs"),
@@ -226,9 +238,7 @@ def test_fcfs_candidates_read_in_prefixes_are_the_whole_reads(monkeypatch, make,
         return pre, dec
 
     monkeypatch.setattr(_TokenBudgetPolicy, "_fcfs_candidates", checked)
-    trace = _workload(n=3000).sample(n_requests=3000, seed=0)
-    trace = dataclasses.replace(trace, arrival=trace.arrival / 4)     # overloaded: a long queue
-    qt.simulate(trace, make(), ANCHOR_TIME, memory=memory, fast_path=False, max_iterations=3000)
+    _run_overloaded(make, memory)
     assert seen["all"] > 1000 and seen["early"] > 300
 
 
@@ -282,8 +292,7 @@ def test_eviction_victims_read_in_prefixes_are_the_whole_reads(monkeypatch, make
 
     def checked(state):
         read = [0]
-        state.of = lambda name, at, state=state, read=read: (
-            read.append(at.stop) if isinstance(at, slice) else None) or State.of(state, name, at)
+        _record_prefix_reads(state, read)
         pos, kv = residents(state)
         del state.of
         whole = _whole_residents(state)
@@ -294,9 +303,7 @@ def test_eviction_victims_read_in_prefixes_are_the_whole_reads(monkeypatch, make
         return pos, kv
 
     monkeypatch.setattr(base, "_residents", checked)
-    trace = _workload(n=3000).sample(n_requests=3000, seed=0)
-    trace = dataclasses.replace(trace, arrival=trace.arrival / 4)     # overloaded: a long queue
-    qt.simulate(trace, make(), ANCHOR_TIME, memory=6000, fast_path=False, max_iterations=3000)
+    _run_overloaded(make, 6000)
     assert seen["all"] > 20 and seen["early"] > 0.8 * seen["all"]
 
 
