@@ -113,7 +113,7 @@ def test_vllm_simulate_fast_path_same_records_and_books(crowded):
     for records in ("requests", "batches"):
         pd.testing.assert_frame_equal(getattr(slow, records), getattr(fast, records),
                                       check_exact=True)
-    np.testing.assert_array_equal(slow.engine.tbt.counts, fast.engine.tbt.counts)
+    np.testing.assert_array_equal(slow.tbt.counts, fast.tbt.counts)
     ms, mf = slow.metrics, fast.metrics
     assert all(ms[k] == mf[k] or (np.isnan(ms[k]) and np.isnan(mf[k])) for k in ms)
     assert slow.metrics["restarts"] > 0
@@ -149,7 +149,7 @@ def test_vllm_prefill_chunk_stretches_same_records_and_books(monkeypatch, crowde
     for records in ("requests", "batches"):
         pd.testing.assert_frame_equal(getattr(slow, records), getattr(fast, records),
                                       check_exact=True)
-    np.testing.assert_array_equal(slow.engine.tbt.counts, fast.engine.tbt.counts)
+    np.testing.assert_array_equal(slow.tbt.counts, fast.tbt.counts)
     assert _books(p_slow) == _books(p_fast)
     np.testing.assert_array_equal(p_slow.queued, p_fast.queued)
     assert (slow.metrics["restarts"] > 0) == (seqs > 3)      # preemptions replayed too
@@ -191,7 +191,7 @@ def test_a_vllm_subclass_that_decides_otherwise_is_asked_every_step(crowded):
 
     policy = Mine(32, 1024, num_gpu_blocks=1500)
     res = qt.simulate(crowded.take(slice(0, 20)), policy, TIME)
-    assert len(policy.queue_log) == res.engine.iteration
+    assert len(policy.queue_log) == res.iterations
 
 
 class _ReferencePool:
