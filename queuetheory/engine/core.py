@@ -807,13 +807,21 @@ class Engine:
 
     def _forget(self, rid, kv):
         """Take the requests ``rid``, holding ``kv``, out of the ledger (:meth:`recount`)."""
+        n_decode, promised, n_prefilling = self._ledger_of(rid, kv)
+        self.n_decode -= n_decode
+        self.promised -= promised
+        self.n_prefilling -= n_prefilling
+
+    def _ledger_of(self, rid, kv):
+        """The ledger's three counts over the requests ``rid`` holding ``kv``: how many are
+        in decode, the prefill tokens not yet written of those holding KV and not in decode,
+        and how many those are."""
         tab = self.table
         in_decode = tab.in_decode[rid]
-        self.n_decode -= int(np.count_nonzero(in_decode))
         begun = rid[(kv > 0) & ~in_decode]
-        if begun.size:
-            self.promised -= int((tab.prefill_length(begun) - tab.prefilled[begun]).sum())
-            self.n_prefilling -= begun.size
+        promised = (int((tab.prefill_length(begun) - tab.prefilled[begun]).sum())
+                    if begun.size else 0)
+        return int(np.count_nonzero(in_decode)), promised, int(begun.size)
 
     def recount(self) -> None:
         """Count the engine's ledger again from the request table: :attr:`promised` (the
@@ -826,13 +834,10 @@ class Engine:
         outside: a bulk runner (:meth:`Policy.bulk`) or a network's fast path moves the
         table, and sets ``live``, without them.
         """
-        tab, live = self.table, self.live
+        live = self.live
         self._counted = live
-        in_decode = tab.in_decode[live]
-        self.n_decode = int(np.count_nonzero(in_decode))
-        begun = live[(tab.kv(live) > 0) & ~in_decode]
-        self.promised = int((tab.prefill_length(begun) - tab.prefilled[begun]).sum())
-        self.n_prefilling = begun.size
+        self.n_decode, self.promised, self.n_prefilling = self._ledger_of(
+            live, self.table.kv(live))
 
     def _evict(self, rid):
         """Drop the KV cache of ``rid`` (:mod:`~queuetheory.engine.conventions`)."""

@@ -33,6 +33,7 @@ from ..engine.kernels import decode_priority, slo_slack
 from ..errors import check_positive, moved_names
 from .base import (
     Policy,
+    _among,
     check_budget,
     decides_as_shipped,
     fit_memory,
@@ -544,15 +545,6 @@ class DecodeOnly(Policy):
         return Batch(decode=np.flatnonzero(state.in_decode)[: self.cap])
 
 
-def _among(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``np.isin(a, b)`` by a search in ``b`` sorted (a few small arrays: several times
-    cheaper)."""
-    if not b.size:
-        return np.zeros(a.size, dtype=bool)
-    b = np.sort(b)
-    return b[np.minimum(b.searchsorted(a), b.size - 1)] == a
-
-
 class _SlaiBooks:
     """What SLAI keeps between decisions instead of reading every request: the requests in
     decode (``dec``) and those holding KV part-way through their prefill (``partial``), ids
@@ -639,10 +631,11 @@ class _SlaiBooks:
         held = tab.kv(holders)[::-1]
         promise = np.where(tab.in_decode[holders], 0,
                            tab.prompt[holders] - tab.prefilled[holders])[::-1]
-        saving = np.cumsum(held + promise + _among(victims, decode))
+        saving = np.cumsum(held + promise + _among(victims, np.sort(decode)))
         evict = victims[: int(np.searchsorted(saving, decode.size - free, side="left")) + 1]
-        keep = (tab.prefilled[rid[prefill]] > 0) & ~_among(prefill, evict)
-        return Batch(prefill[keep], chunk[keep], decode[~_among(decode, evict)], evict)
+        out = np.sort(evict)
+        keep = (tab.prefilled[rid[prefill]] > 0) & ~_among(prefill, out)
+        return Batch(prefill[keep], chunk[keep], decode[~_among(decode, out)], evict)
 
     def commit(self, state, batch, policy) -> None:
         """The batch decided on ``state``: the requests it admits (the queue's first) now
@@ -654,8 +647,9 @@ class _SlaiBooks:
             del self.keys[: adm.size]
             self.partial = np.sort(np.concatenate([self.partial, adm]))
         if ev.size:
-            self.dec = self.dec[~_among(self.dec, ev)]
-            self.partial = self.partial[~_among(self.partial, ev)]
+            out = np.sort(ev)
+            self.dec = self.dec[~_among(self.dec, out)]
+            self.partial = self.partial[~_among(self.partial, out)]
             for r in ev.tolist():
                 insort(self.keys, policy._key(tab, r))
         self.admitted, self.evicted = adm, ev
