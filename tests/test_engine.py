@@ -424,3 +424,71 @@ def test_few_members_in_plain_integers_are_the_array_path(monkeypatch, make, mem
     assert (sum(k > 0 for k in decisions) > 20) == chunked      # prefills under way
     if memory is not None:
         assert arrays.metrics["restarts"] > 0
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("make, memory, fast_path, classes", [
+    (lambda: qt.policies.VLLMVanilla(2048, preemption="restart"), 6000, False, 1),
+    (lambda: qt.policies.Sarathi(512), 5000, False, 1),
+    (lambda: qt.policies.StaticPriority(512, (1, 0)), 5000, False, 2),
+    (lambda: qt.policies.Orca(1024), None, False, 1),
+    (lambda: qt.policies.Sarathi(512), None, True, 1),
+    (lambda: qt.policies.Sarathi(512), 5000, True, 1),
+])
+def test_fresh_decodes_are_what_the_columns_say(monkeypatch, make, memory, fast_path,
+                                                classes, first_token):
+    """Where the engine's books say every request in decode emitted its last token at the
+    batch's start and has output left (``Engine._fresh_decodes``, which spares the check,
+    the KV count and the stamps a read of the columns), the columns say so too, at every
+    decision; and runs that never trust the books give the same records."""
+    rng = np.random.default_rng(5)
+    n = 400
+    output = np.where(rng.random(n) < 0.2, 1, rng.integers(1, 200, n))
+    workload = qt.Workload.from_arrays(np.cumsum(rng.exponential(0.005, n)),
+                                       rng.integers(1, 150, n), output,
+                                       rng.integers(0, classes, n))
+    books, claims = Engine._fresh_decodes, []
+
+    def checked(engine, t):
+        fresh = books(engine, t)
+        if fresh:
+            live, tab = engine.live, engine.table
+            dec = live[tab.in_decode[live]]
+            assert (tab.last_token[dec] == t).all() and (tab.decoded[dec] < tab.output[dec]).all()
+            assert (tab.decoded[dec] > tab.recomputed[dec]).all()    # a token since prefill
+            claims.append(dec.size)
+        return fresh
+
+    runs = []
+    for trust in (checked, lambda engine, t: False):
+        monkeypatch.setattr(Engine, "_fresh_decodes", trust)
+        runs.append(qt.simulate(workload, make(), qt.AffineTokenTime(0.01, 5e-5, 4e-5),
+                                memory=memory, first_token=first_token, fast_path=fast_path))
+    trusted, read = runs
+    for records in ("requests", "batches"):
+        pd.testing.assert_frame_equal(getattr(trusted, records), getattr(read, records),
+                                      check_exact=True)
+    np.testing.assert_array_equal(trusted.tbt.counts, read.tbt.counts)
+    assert trusted.metrics["completed"] == n
+    if not fast_path:                   # (the fast path's stretches and bulk runs reset it)
+        assert sum(k > 0 for k in claims) > 0.2 * trusted.iterations
+        assert (trusted.metrics["restarts"] > 0) == (memory is not None)
+
+
+def test_fresh_decodes_are_forgotten_when_the_table_moves_outside():
+    """A bulk runner or a network that moves the table and hands ``live`` back makes the
+    engine recount its books at the next decision, and forget which requests emitted at
+    the last batch's end (``Engine._fresh_decodes``)."""
+    z = np.zeros(6, np.int64)
+    output = np.full(6, 50)
+    engine = Engine(qt.policies.Sarathi(512), qt.AffineTokenTime(0.01, 5e-5, 4e-5))
+    engine.add(Trace(np.zeros(6), np.full(6, 30), output, z, output.copy(), output.copy(), z))
+    t, fresh = 0.0, []
+    for _ in range(4):
+        t += engine.step(t)[0]
+        fresh.append(engine._fresh_decodes(t))
+    assert fresh[-1]                      # six decodes, every one emitted at t
+    engine.table.last_token[engine.live[0]] = t / 2    # as a runner would move it
+    engine.live = engine.live.copy()
+    engine.state(t)
+    assert not engine._fresh_decodes(t)

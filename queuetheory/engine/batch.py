@@ -115,11 +115,12 @@ def _feasible_used(state, batch: Batch, budget, memory, recompute=None) -> int |
     return None if quick is None else quick[0]
 
 
-def _quick_check(state, batch: Batch, budget, memory, recompute=None):
+def _quick_check(state, batch: Batch, budget, memory, recompute=None, unfinished=False):
     """The quick check of a batch, and what it read: ``(used, pre, dec, decoded, output)``
     (the memory after the batch; the prefill and decode members' request ids; the decode
     members' output tokens done before the batch and their output lengths), or None when
-    in doubt.
+    in doubt. ``unfinished``: every request in decode is known to have output left (the
+    engine's books), so the decode members' output is not compared.
 
     Sound but incomplete: it accepts only batches :func:`check_batch` accepts (unique
     positions; a chunk ``1 <= c <= remaining`` puts a prefill member outside the decode part,
@@ -145,7 +146,7 @@ def _quick_check(state, batch: Batch, budget, memory, recompute=None):
             return None
         freed, again = evicted
     chunk_sum = credit = 0
-    pre_ids = rid[pre]
+    pre_ids = rid[pre] if pre.size else _EMPTY
     if pre.size == 1:
         chunk_sum = int(chunk[0])
         r = int(pre_ids[0])
@@ -180,7 +181,7 @@ def _quick_check(state, batch: Batch, budget, memory, recompute=None):
         dec = rid[d]
         decoded, output = tab.decoded[dec], tab.output[dec]
         if (np.count_nonzero(tab.in_decode[dec]) != d.size
-                or np.count_nonzero(decoded >= output)):
+                or not unfinished and np.count_nonzero(decoded >= output)):
             return None
     if budget is not None and chunk_sum + d.size > budget:
         return None

@@ -95,6 +95,8 @@ class Engine:
         self._pending = 0      # first table row not yet admitted (pre-loaded traces)
         self._final = False    # the pre-loaded trace is all that arrives (a run that drains)
         self._resume = None    # a promised stretch cut by time alone, to go on with (_repeat)
+        self._fresh_at = None  # the last batch's end, and _fresh: how many requests in decode
+        self._fresh = 0        # emitted there (:meth:`_fresh_decodes`)
 
     # ---- arrivals -----------------------------------------------------------------------------
     def load(self, trace, final: bool = False) -> None:
@@ -173,6 +175,7 @@ class Engine:
         """
         ids = self.table.append(trace, rows)
         self._admit(ids)
+        self._fresh_at = None                # (requests handed over with their last token)
         if ready is not None:
             tab = self.table
             if not tab.emit_first:
@@ -310,9 +313,10 @@ class Engine:
         batch = self.policy.schedule(state)
         if not isinstance(batch, Batch):
             raise TypeError(f"{self.policy!r}.schedule returned {type(batch).__name__}, not Batch")
+        fresh = self._fresh_decodes(t)
         # check_batch, keeping what its quick check read (the members' ids and counts)
         quick = _quick_check(state, batch, self.token_budget, self.memory,
-                             self.preemption == "recompute")
+                             self.preemption == "recompute", fresh)
         if quick is None:
             used = _check_every_rule(state, batch, policy=self.policy, iteration=self.iteration,
                                      budget=self.token_budget, memory=self.memory,
@@ -330,7 +334,7 @@ class Engine:
         if batch.cached.size:
             self._credit_cached(pre, batch.cached)
         duration, finished, end = self._run(t, pre, chunk, chunk_sum, dec, used, state.n,
-                                            batch.evict.size, seen)
+                                            batch.evict.size, seen, fresh)
         if max_iterations > 1 and end < until:
             stretch = self._stretch(state, batch, pre, dec, finished, end)
             if stretch is not None:
@@ -339,20 +343,21 @@ class Engine:
                     finished = np.union1d(finished, more) if finished.size else more
         return duration, finished, end
 
-    def _run(self, t, pre, chunk, chunk_sum, dec, used, n, evicted, seen=None):
+    def _run(self, t, pre, chunk, chunk_sum, dec, used, n, evicted, seen=None, fresh=False):
         """Apply a checked batch (request ids ``pre`` with their ``chunk``, ``dec``) that
         starts at ``t`` with ``n`` requests in the system and leaves ``used`` KV tokens:
         the books, the stamps and the log row. ``seen``: the decode members' output tokens
-        done and output lengths, where the check read them. Returns ``(duration, finished,
-        end)``."""
+        done and output lengths, where the check read them; ``fresh``: every request in
+        decode emitted its last token at ``t`` (:meth:`_fresh_decodes`). Returns
+        ``(duration, finished, end)``."""
         tab = self.table
         duration = self._duration(pre, chunk, chunk_sum, dec)
         end = t + duration
         before, output = (tab.decoded[dec], tab.output[dec]) if seen is None else seen
         decoded = before + 1
         tab.decoded[dec] = decoded
-        if not tab.emit_first:
-            grown = dec.size
+        if fresh or not tab.emit_first:      # (a fresh decode has emitted a token since its
+            grown = dec.size                 # prefill: its KV grows by the one before)
         elif tab.recomputing:                # a decode writes back its previous token
             grown = np.count_nonzero(before > tab.recomputed[dec])   # decoded - recomputed > 1
         else:
@@ -365,7 +370,10 @@ class Engine:
             self._stamp_tokens(emitted, t, end)
             finished = self._finish(emitted, end)
         else:
-            finished = self._emit(dec, decoded >= output, done, t, end)
+            finished = self._emit(dec, decoded >= output, done, t, end, fresh)
+        # every request emitting here that stays is in decode (not a prompt ending without
+        # a token: _prefill returns those only where they emit one)
+        self._fresh_at, self._fresh = end, dec.size + done.size - finished.size
         self.peak_memory = max(self.peak_memory, used)
         self.log.append(t, duration, pre.size, chunk_sum, dec.size,
                         chunk_sum + dec.size, evicted, used, n, self.work)
@@ -433,7 +441,8 @@ class Engine:
                 cut = True
                 break
             starts.append(t)
-            _, finished, t = self._run(t, pre, chunk, c, dec, used, self.live.size, 0)
+            _, finished, t = self._run(t, pre, chunk, c, dec, used, self.live.size, 0, None,
+                                       self._fresh_decodes(t))
             if finished.size:
                 cut = True
                 break
@@ -449,6 +458,7 @@ class Engine:
         alone (the same for every batch of the stretch): the stretch's batches, their
         ends, KV loads and stamps computed at once, the same as batch after batch."""
         tab = self.table
+        self._fresh_at = None                # (it stamps the decodes itself)
         duration = self.time_model.count_duration(c, dec.size)
         if not duration > 0:
             raise ValueError(f"{self.time_model!r} returned a non-positive duration {duration}")
@@ -602,14 +612,15 @@ class Engine:
                 done.append(r)
         return np.array(done, dtype=np.int64) if done else _NONE
 
-    def _emit(self, dec, over, done, t, end):
+    def _emit(self, dec, over, done, t, end, fresh=False):
         """The tokens of a batch's decode members ``dec`` (``over``: those that now have all
         their output) and of a few requests ``done`` whose prefill ended, all emitted at
         ``end``: stamped, and the requests with all their output finished, as
-        :meth:`_stamp_tokens` and :meth:`_finish` do for them together."""
+        :meth:`_stamp_tokens` and :meth:`_finish` do for them together (``fresh``: every
+        decode member emitted its last token at ``t``)."""
         tab = self.table
         if dec.size:
-            self._stamp_tokens(dec, t, end)
+            self._stamp_tokens(dec, t, end, fresh)
         last = []
         for r in done.tolist():
             self._stamp_one(r, t, end)
@@ -674,14 +685,18 @@ class Engine:
             self.tbt.add(tab.cls[r: r + 1], np.array([gap]))
         tab.last_token[r] = end
 
-    def _stamp_tokens(self, rid, t, end):
+    def _stamp_tokens(self, rid, t, end, fresh=False):
         """Time stamps of the tokens ``rid`` emit at ``end``: first tokens, and the gaps
-        since each request's previous token (TBT)."""
+        since each request's previous token (TBT). ``fresh``: every one of them emitted its
+        previous token at ``t`` (known without reading ``last_token``)."""
         tab = self.table
-        last = tab.last_token[rid]              # NaN before a first token
         shared = end - t                        # the gap of each request that emitted at t
-        regular = last == t
-        count = np.count_nonzero(regular)
+        if fresh:
+            last, regular, count = None, None, rid.size
+        else:
+            last = tab.last_token[rid]          # NaN before a first token
+            regular = last == t
+            count = np.count_nonzero(regular)
         if count and count == rid.size:         # every gap is the shared one
             tab.tbt_max[rid] = np.fmax(tab.tbt_max[rid], shared)
             self.tbt.add_shared(shared, count, None if self.tbt.single else tab.cls[rid])
@@ -720,6 +735,7 @@ class Engine:
         arrives first.
         """
         tab = self.table
+        self._fresh_at = None                # (it stamps its members itself)
         if dec is None:
             dec = self.live
         left = tab.output[dec] - tab.decoded[dec]          # >= 1 for every member
@@ -805,6 +821,14 @@ class Engine:
         self._drop(finished)
         return end, finished
 
+    def _fresh_decodes(self, t):
+        """Whether every request in decode emitted its last token at ``t`` and has output
+        left: the requests that emitted at the end of the last batch (:meth:`_run`) and did
+        not finish number ``_fresh``, all still in decode, and they are all
+        (``n_decode``). Admissions only add to ``n_decode``; evictions, stretches and
+        :meth:`recount` forget the count."""
+        return self._fresh_at == t and self._fresh == self.n_decode
+
     def _forget(self, rid, kv):
         """Take the requests ``rid``, holding ``kv``, out of the ledger (:meth:`recount`)."""
         n_decode, promised, n_prefilling = self._ledger_of(rid, kv)
@@ -836,13 +860,14 @@ class Engine:
         """
         live = self.live
         self._counted = live
+        self._fresh_at = None                # the table was moved from outside
         self.n_decode, self.promised, self.n_prefilling = self._ledger_of(
             live, self.table.kv(live))
 
     def _evict(self, rid):
         """Drop the KV cache of ``rid`` (:mod:`~queuetheory.engine.conventions`)."""
         tab = self.table
-        self._resume = None
+        self._resume = self._fresh_at = None
         kv = tab.kv(rid)
         self.kv_total -= int(kv.sum())
         self._forget(rid, kv)
