@@ -623,19 +623,28 @@ class _SlaiBooks:
 
     def fit(self, state, prefill, chunk, decode, free) -> Batch:
         """:func:`~queuetheory.policies.base.fit_memory` where the decodes overflow the
-        ``free`` memory (neither written nor promised): the same evictions, read from the
-        requests holding KV alone."""
+        ``free`` memory (neither written nor promised): the same evictions, the youngest
+        holders of KV first until what they free (their KV, the prompt a part-way prefill
+        was promised, their decode token) covers the overflow, read one by one from the
+        books (a few, as a rule)."""
         tab, rid = state._t, state.rid
-        holders = np.sort(np.concatenate([self.dec, self.partial]))
-        victims = rid.searchsorted(holders)[::-1]
-        held = tab.kv(holders)[::-1]
-        promise = np.where(tab.in_decode[holders], 0,
-                           tab.prompt[holders] - tab.prefilled[holders])[::-1]
-        saving = np.cumsum(held + promise + _among(victims, np.sort(decode)))
-        evict = victims[: int(np.searchsorted(saving, decode.size - free, side="left")) + 1]
-        out = np.sort(evict)
-        keep = (tab.prefilled[rid[prefill]] > 0) & ~_among(prefill, out)
-        return Batch(prefill[keep], chunk[keep], decode[~_among(decode, out)], evict)
+        need = decode.size - free
+        every = decode.size == self.dec.size            # (the decodes are some of dec)
+        members = None if every else set(rid[decode].tolist())
+        dec, partial = self.dec.tolist(), self.partial.tolist()
+        out, saving = [], 0
+        while saving < need and (dec or partial):       # the youngest of the two first
+            if dec and (not partial or dec[-1] > partial[-1]):
+                r = dec.pop()
+                saving += tab._kv_of(r) + (every or r in members)
+            else:
+                r = partial.pop()
+                saving += tab._kv_of(r) + int(tab.prompt[r]) - int(tab.prefilled[r])
+            out.append(r)
+        evict = rid.searchsorted(out)                   # descending, as the ids
+        among = evict[::-1]
+        keep = (tab.prefilled[rid[prefill]] > 0) & ~_among(prefill, among)
+        return Batch(prefill[keep], chunk[keep], decode[~_among(decode, among)], evict)
 
     def commit(self, state, batch, policy) -> None:
         """The batch decided on ``state``: the requests it admits (the queue's first) now
@@ -785,10 +794,9 @@ class SLAI(Policy):
     def _observe(self, state):
         """Book the previous (non-empty) batch: its duration — the engine calls again at its
         end unless the system emptied — and the token times ``e_j`` of its members."""
-        rid = state.rid
-        if rid.size and rid.max() >= self._e.size:
-            self._e = np.concatenate([self._e, np.full(max(self._e.size, rid.max() + 1),
-                                                       np.nan)])
+        rid, rows = state.rid, state._t.prompt.size     # every id is a row of the table
+        if rows > self._e.size:
+            self._e = np.concatenate([self._e, np.full(rows - self._e.size, np.nan)])
         if self._prev_rids.size:
             arrival, prev = state._t.arrival, self._prev_time
             if rid.size and (arrival[rid[0]] <= prev or (arrival[rid] <= prev).any()):
@@ -839,11 +847,8 @@ class SLAI(Policy):
         target = self.tbt[0] if self.tbt.size == 1 else \
             self.tbt[np.minimum(tab.cls[rdec], self.tbt.size - 1)]
         C = e + target - delta * self._mean
-        order = np.argsort(C, kind="stable")
-        by_c = dec[order]
-        crit = time >= C[order]
-        d1 = by_c[crit][:beta]
-        tau = d1.size
+        by_c = dec[np.argsort(C, kind="stable")]
+        n1 = tau = min(int(np.count_nonzero(C <= time)), beta)   # the critical lead the order
         promised = int(partial_left.sum())
         p1, c1 = take_prefills(partial, partial_left, budget - tau)
         tau += int(c1.sum())
@@ -875,15 +880,16 @@ class SLAI(Policy):
                 waiting, left = waiting[fits], left[fits]
             p2, c2 = take_prefills(waiting, left, budget - tau)
             tau += int(c2.sum())
-        d2 = by_c[~crit][: max(0, min(budget - tau, beta - d1.size))]
-        prefill, chunk = np.concatenate([p1, p2]), np.concatenate([c1, c2])
-        decode = np.concatenate([d1, d2])
+        decode = by_c[: n1 + max(0, min(budget - tau, beta - n1))]    # critical, then others
+        prefill, chunk = (p1, c1) if not p2.size else (p2, c2) if not p1.size else (
+            np.concatenate([p1, p2]), np.concatenate([c1, c2]))
         if state.memory is not None:
             free = state.memory_free - promised
             if decode.size > free:
                 batch = (fit_memory(state, prefill, chunk, decode) if books is None
                          else books.fit(state, prefill, chunk, decode, free))
-            elif p2.size:        # fit_memory: new requests in batch order while they fit
+            elif p2.size and books is None:   # fit_memory: new requests while they fit
+                # (the books admit only whole prompts that fit beside every decode)
                 whole = np.cumsum(tab.prefill_length(rid[p2]) - tab.prefilled[rid[p2]])
                 keep = np.concatenate([np.ones(p1.size, dtype=bool),
                                        whole <= free - decode.size])
