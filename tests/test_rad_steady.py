@@ -139,7 +139,8 @@ class _Checked(SLAI):
     def _reset(self):
         super()._reset()
         self._kept = True            # a subclass reads the state; this one its books
-        self.seen = {"decided": 0, "admitted": 0, "evicted": 0}
+        self.seen = {"decided": 0, "admitted": 0, "evicted": 0, "evicted_prefilling": 0,
+                     "evicted_every_decode": 0, "evicted_some_decodes": 0}
 
     def _decide(self, state, books):
         batch = super()._decide(state, books)
@@ -150,26 +151,35 @@ class _Checked(SLAI):
             self.seen["decided"] += 1
             self.seen["admitted"] += int(np.count_nonzero(state.kv[batch.prefill] == 0))
             self.seen["evicted"] += batch.evict.size
+            if batch.evict.size:             # which of the books' eviction paths was taken
+                decoding = np.count_nonzero(state.in_decode[batch.evict])
+                self.seen["evicted_prefilling"] += batch.evict.size - decoding
+                every = batch.decode.size + decoding == books.dec.size
+                self.seen["evicted_every_decode" if every else "evicted_some_decodes"] += 1
         return batch
 
 
 @pytest.mark.parametrize("first_token", ["prefill", "decode"])
-@pytest.mark.parametrize("kw", [
-    {"tbt": (0.5,)},
-    {"tbt": (0.5, 0.1), "paying_first": True, "offset": "dynamic", "beta": 24},
-    {"alpha": 12, "beta": None, "order": "fcfs", "tbt": (0.05,)},
-    {"order": "fcfs", "paying_first": True, "tbt": (0.2, 0.1)},
+@pytest.mark.parametrize(("kw", "path"), [
+    ({"tbt": (0.5,)}, "evicted_every_decode"),
+    ({"tbt": (0.5, 0.1), "paying_first": True, "offset": "dynamic", "beta": 24},
+     "evicted_some_decodes"),
+    ({"alpha": 12, "beta": None, "order": "fcfs", "tbt": (0.05,)}, "evicted_prefilling"),
+    ({"order": "fcfs", "paying_first": True, "tbt": (0.2, 0.1)}, "evicted_every_decode"),
 ], ids=["paper", "two-classes-dynamic", "alpha-fcfs", "fcfs-paying"])
-def test_slai_books_decide_as_the_whole_state(kw, first_token):
+def test_slai_books_decide_as_the_whole_state(kw, path, first_token):
     """SLAI keeps its decodes, part-way prefills and waiting queue between decisions
     (arrivals, admissions, finished prefills, finishes and evictions): every batch the one
-    the whole state gives, through admissions and evictions."""
+    the whole state gives, through admissions and evictions — by each path of the books'
+    evictions (``path``: with every decode in the batch, with some of them under ``β``, a
+    part-way prefill evicted)."""
     policy = _Checked(512, **kw)
     res = qt.simulate(_workload(9.0, classes=2), policy, ANCHOR_TIME, n_requests=300,
                       memory=4000, first_token=first_token, fast_path=False)
     assert res.metrics["completed"] == 300
     assert policy.seen["decided"] == res.iterations
     assert policy.seen["admitted"] == 300 + policy.seen["evicted"] and policy.seen["evicted"]
+    assert policy.seen[path] > 0
 
 
 def test_slai_books_only_for_the_states_its_batches_reach():
@@ -198,3 +208,27 @@ def test_slai_books_only_for_the_states_its_batches_reach():
     policy.reset(0)
     policy.schedule(State(table, np.arange(n), 0.0, 64, 1000))
     assert policy._books is None
+
+
+def test_slai_books_evict_a_decode_member_once():
+    """An evicted request that the batch decodes frees its decode token too: the youngest
+    holder of KV (one token, decoded first under ``β = 2`` as its last token is the oldest)
+    alone covers an overflow of two tokens, read from the books as from the whole state."""
+    from queuetheory.engine import State
+    from queuetheory.engine.state import RequestTable
+    from queuetheory.workload import Trace
+
+    prompt, output = np.array([10, 10, 10, 1]), np.full(4, 20)
+    table = RequestTable(True)
+    table.append(Trace(np.zeros(4), prompt, output, np.zeros(4, int), output, output,
+                       np.zeros(4, int)))
+    table.set_progress(np.arange(4), prompt, 1)      # in decode, 31 KV tokens in all
+    policy = SLAI(64, beta=2, tbt=(0.5,))
+    policy.reset(0)
+    policy._e[3] = -1.0
+    batch = policy.schedule(State(table, np.arange(4), 0.0, 64, 31))
+    assert policy._books is not None
+    assert batch.evict.tolist() == [3] and batch.decode.tolist() == [0]
+    whole = policy._decide(State(table, np.arange(4), 0.0, 64, 31), None)
+    for part in ("prefill", "chunk", "decode", "evict"):
+        np.testing.assert_array_equal(getattr(batch, part), getattr(whole, part))

@@ -91,6 +91,7 @@ class _TiledPolicy(Policy):
         return None
 
     def _reset(self):
+        self._lcm = self.t_lcm
         self._ric = 0
         self._cycles = []
         self._dec = _EMPTY        # ids of the requests in decode, ascending (books)
@@ -124,10 +125,10 @@ class _TiledPolicy(Policy):
         if rid[-1] >= self._seen:
             new = rid[int(rid.searchsorted(self._seen)):]
             ready = tab.in_decode[new]
-            if ready.any():                                # younger than every id seen
+            if np.count_nonzero(ready):                    # younger than every id seen
                 dec = np.concatenate((dec, new[ready]))
-            begun = ~ready & (tab.prefilled[new] > 0)      # (a state built by hand)
-            if begun.any():
+            if np.count_nonzero(tab.prefilled[new]):       # (a state built by hand)
+                begun = ~ready & (tab.prefilled[new] > 0)
                 self._parked = np.concatenate((self._parked, new[begun]))
             self._seen = int(rid[-1]) + 1
         if self._parked.size:                              # the oldest goes on first
@@ -136,7 +137,7 @@ class _TiledPolicy(Policy):
             return None, int(rid.searchsorted(self._partial)), None
         pos = rid.searchsorted(dec)
         there = rid.take(pos, mode="clip") == dec
-        if not there.all():                                # finished: left the system
+        if np.count_nonzero(there) < dec.size:             # finished: left the system
             dec, pos = dec[there], pos[there]
         self._dec = dec
         d = pos.size
@@ -153,18 +154,17 @@ class _TiledPolicy(Policy):
         if j is None:
             return None
         j = np.array([j])
-        return Batch(j, np.minimum(self.t_lcm, state.remaining_prefill_of(j)))
+        return Batch(j, np.array([min(self._lcm, int(state.remaining_prefill_of(j)[0]))]))
 
     def _start_prefill(self, state, first):
         """Start the prefill of the oldest waiting request (position ``first``)."""
-        j = np.array([first])
-        r = state.rid[j]
+        r = int(state.rid[first])
         if self._ric == 0:
             self._cycles.append({"start": state.time, "pending": state.n, "rids": []})
         self._ric += 1
-        self._partial = int(r[0])
-        self._cycles[-1]["rids"].append(self._partial)
-        return Batch(j, np.minimum(self.t_lcm, state._t.prompt[r]))
+        self._partial = r
+        self._cycles[-1]["rids"].append(r)
+        return Batch(np.array([first]), np.array([min(self._lcm, int(state._t.prompt[r]))]))
 
     def _full(self):
         return self.n is not None and self._ric >= self.n
@@ -592,11 +592,12 @@ class _SlaiBooks:
             partial = partial[np.isnan(tab.finish[partial])]
             done = tab.in_decode[partial]
             if np.count_nonzero(done):
-                dec = np.sort(np.concatenate([dec, partial[done]]))
+                dec = np.concatenate([dec, partial[done]])
+                dec.sort()
                 partial = partial[~done]
         self.dec, self.partial = dec, partial
-        new = live[int(live.searchsorted(self.seen, side="right")):]
-        if new.size:
+        if live.size and live[-1] > self.seen:
+            new = live[int(live.searchsorted(self.seen, side="right")):]
             if np.count_nonzero(tab.prompt[new] < 1):
                 return False
             for r in new.tolist():
@@ -612,8 +613,11 @@ class _SlaiBooks:
         """The ids of the first waiting requests, at most ``k``, whose prompts (``prompt``
         by id) together fit in ``room`` tokens: the prefix of :meth:`first` that the
         running sum of the prompts keeps (prompts are positive), read key by key."""
+        keys = self.keys
+        if k < 1 or not keys or prompt[keys[0][-1]] > room:      # (the usual answer)
+            return _EMPTY
         ids, total = [], 0
-        for key in islice(self.keys, k):
+        for key in islice(keys, k):
             r = key[-1]
             total += int(prompt[r])
             if total > room:
@@ -623,33 +627,54 @@ class _SlaiBooks:
 
     def fit(self, state, prefill, chunk, decode, free) -> Batch:
         """:func:`~queuetheory.policies.base.fit_memory` where the decodes overflow the
-        ``free`` memory (neither written nor promised): the same evictions, read from the
-        requests holding KV alone."""
+        ``free`` memory (neither written nor promised): the same evictions, the youngest
+        holders of KV first until what they free (their KV, the prompt a part-way prefill
+        was promised, their decode token) covers the overflow, read one by one from the
+        books (a few, as a rule). ``decode`` is some of the books' decodes, or all of them
+        in ascending positions (as :meth:`SLAI._decide` takes them all)."""
         tab, rid = state._t, state.rid
-        holders = np.sort(np.concatenate([self.dec, self.partial]))
-        victims = rid.searchsorted(holders)[::-1]
-        held = tab.kv(holders)[::-1]
-        promise = np.where(tab.in_decode[holders], 0,
-                           tab.prompt[holders] - tab.prefilled[holders])[::-1]
-        saving = np.cumsum(held + promise + _among(victims, np.sort(decode)))
-        evict = victims[: int(np.searchsorted(saving, decode.size - free, side="left")) + 1]
-        out = np.sort(evict)
-        keep = (tab.prefilled[rid[prefill]] > 0) & ~_among(prefill, out)
-        return Batch(prefill[keep], chunk[keep], decode[~_among(decode, out)], evict)
+        need = decode.size - free
+        every = decode.size == self.dec.size
+        members = None if every else set(rid[decode].tolist())
+        dec, partial = self.dec.tolist(), self.partial.tolist()
+        out, saving = [], 0
+        while saving < need and (dec or partial):       # the youngest of the two first
+            if dec and (not partial or dec[-1] > partial[-1]):
+                r = dec.pop()
+                saving += tab._kv_of(r) + (every or r in members)
+            else:
+                r = partial.pop()
+                saving += tab._kv_of(r) + int(tab.prompt[r]) - int(tab.prefilled[r])
+            out.append(r)
+        evict = rid.searchsorted(out)                   # descending, as the ids
+        among = evict[::-1]
+        if every:                                       # the youngest decodes leave
+            decode = decode[: len(dec)]
+        else:
+            decode = decode[~_among(decode, among)]
+        if prefill.size:                                # residents not evicted go on
+            keep = (tab.prefilled[rid[prefill]] > 0) & ~_among(prefill, among)
+            prefill, chunk = prefill[keep], chunk[keep]
+        return Batch(prefill, chunk, decode, evict)
 
     def commit(self, state, batch, policy) -> None:
         """The batch decided on ``state``: the requests it admits (the queue's first) now
         hold KV, the ones it evicts wait again."""
         tab, live = state._t, state.rid
-        pre, ev = live[batch.prefill], live[batch.evict]
-        adm = pre[tab.prefilled[pre] == 0] if pre.size else _EMPTY
+        ev = live[batch.evict] if batch.evict.size else _EMPTY
+        adm = _EMPTY
+        if batch.prefill.size:
+            pre = live[batch.prefill]
+            adm = pre[tab.prefilled[pre] == 0]
         if adm.size:
             del self.keys[: adm.size]
-            self.partial = np.sort(np.concatenate([self.partial, adm]))
+            self.partial = np.concatenate([self.partial, adm])
+            self.partial.sort()
         if ev.size:
-            out = np.sort(ev)
+            out = ev[::-1]                   # fit evicts the youngest first: ascending
             self.dec = self.dec[~_among(self.dec, out)]
-            self.partial = self.partial[~_among(self.partial, out)]
+            if self.partial.size:
+                self.partial = self.partial[~_among(self.partial, out)]
             for r in ev.tolist():
                 insort(self.keys, policy._key(tab, r))
         self.admitted, self.evicted = adm, ev
@@ -785,10 +810,9 @@ class SLAI(Policy):
     def _observe(self, state):
         """Book the previous (non-empty) batch: its duration — the engine calls again at its
         end unless the system emptied — and the token times ``e_j`` of its members."""
-        rid = state.rid
-        if rid.size and rid.max() >= self._e.size:
-            self._e = np.concatenate([self._e, np.full(max(self._e.size, rid.max() + 1),
-                                                       np.nan)])
+        rid, rows = state.rid, state._t.prompt.size     # every id is a row of the table
+        if rows > self._e.size:
+            self._e = np.concatenate([self._e, np.full(rows - self._e.size, np.nan)])
         if self._prev_rids.size:
             arrival, prev = state._t.arrival, self._prev_time
             if rid.size and (arrival[rid[0]] <= prev or (arrival[rid] <= prev).any()):
@@ -831,22 +855,22 @@ class SLAI(Policy):
             holds = tab.kv(rother) > 0
             partial, partial_left = other[holds], remaining[holds]
         else:
-            dec, partial = rid.searchsorted(books.dec), rid.searchsorted(books.partial)
-            partial_left = tab.prompt[books.partial] - tab.prefilled[books.partial]
+            dec, partial, partial_left = rid.searchsorted(books.dec), _EMPTY, _EMPTY
+            if books.partial.size:
+                partial = rid.searchsorted(books.partial)
+                partial_left = tab.prompt[books.partial] - tab.prefilled[books.partial]
         rdec = rid[dec] if books is None else books.dec
         e = self._e[rdec]
         e = np.where(np.isnan(e), time, e)
         target = self.tbt[0] if self.tbt.size == 1 else \
             self.tbt[np.minimum(tab.cls[rdec], self.tbt.size - 1)]
         C = e + target - delta * self._mean
-        order = np.argsort(C, kind="stable")
-        by_c = dec[order]
-        crit = time >= C[order]
-        d1 = by_c[crit][:beta]
-        tau = d1.size
-        promised = int(partial_left.sum())
-        p1, c1 = take_prefills(partial, partial_left, budget - tau)
-        tau += int(c1.sum())
+        n1 = tau = min(int(np.count_nonzero(C <= time)), beta)   # the critical lead the order
+        promised, p1, c1 = 0, _EMPTY, _EMPTY
+        if partial.size:
+            promised = int(partial_left.sum())
+            p1, c1 = take_prefills(partial, partial_left, budget - tau)
+            tau += int(c1.sum())
         dec_holds = None if books is not None else tab.kv(rdec) > 0
         started = partial.size + (dec.size if books is not None
                                   else int(np.count_nonzero(dec_holds)))
@@ -865,7 +889,8 @@ class SLAI(Policy):
             elif state.memory is not None:   # those whose whole prompts fit (below)
                 waiting = books.first_fitting(room, state.memory_free - dec.size - promised,
                                               tab.prompt)
-                left, waiting = tab.prompt[waiting], rid.searchsorted(waiting)
+                if waiting.size:
+                    left, waiting = tab.prompt[waiting], rid.searchsorted(waiting)
             else:
                 waiting = books.first(room)
                 left, waiting = tab.prompt[waiting], rid.searchsorted(waiting)
@@ -873,17 +898,20 @@ class SLAI(Policy):
                 mem_room = state.memory_free - dec.size - promised
                 fits = np.cumsum(left) <= mem_room          # none holds KV: each is new
                 waiting, left = waiting[fits], left[fits]
-            p2, c2 = take_prefills(waiting, left, budget - tau)
-            tau += int(c2.sum())
-        d2 = by_c[~crit][: max(0, min(budget - tau, beta - d1.size))]
-        prefill, chunk = np.concatenate([p1, p2]), np.concatenate([c1, c2])
-        decode = np.concatenate([d1, d2])
+            if waiting.size:
+                p2, c2 = take_prefills(waiting, left, budget - tau)
+                tau += int(c2.sum())
+        take = n1 + max(0, min(budget - tau, beta - n1))     # critical, then others by C
+        decode = dec if take >= dec.size else dec[np.argsort(C, kind="stable")[:take]]
+        prefill, chunk = (p1, c1) if not p2.size else (p2, c2) if not p1.size else (
+            np.concatenate([p1, p2]), np.concatenate([c1, c2]))
         if state.memory is not None:
             free = state.memory_free - promised
             if decode.size > free:
                 batch = (fit_memory(state, prefill, chunk, decode) if books is None
                          else books.fit(state, prefill, chunk, decode, free))
-            elif p2.size:        # fit_memory: new requests in batch order while they fit
+            elif p2.size and books is None:   # fit_memory: new requests while they fit
+                # (the books admit only whole prompts that fit beside every decode)
                 whole = np.cumsum(tab.prefill_length(rid[p2]) - tab.prefilled[rid[p2]])
                 keep = np.concatenate([np.ones(p1.size, dtype=bool),
                                        whole <= free - decode.size])
@@ -893,8 +921,8 @@ class SLAI(Policy):
         else:
             batch = Batch(prefill, chunk, decode)
         self._prev_time = time
-        self._prev_rids = rid[np.concatenate([batch.decode, batch.prefill])] \
-            if not batch.empty else _EMPTY
+        self._prev_rids = rid[batch.decode if not batch.prefill.size else np.concatenate(
+            [batch.decode, batch.prefill])]
         # a decode-only batch of every decode, no prefill under way (see steady)
         self._repeatable = (state, not partial.size and batch.decode.size == dec.size
                             and dec.size < budget)
