@@ -244,6 +244,35 @@ class FuturePeak:
             return False
         return bool(self.load_at(e) + e <= room)
 
+    def excess(self, m: int, e: int) -> tuple[int, int]:
+        """By how much would a job (as in :meth:`fits`) overflow ``M`` at its worst round,
+        and which round is that? It fits exactly when the excess is at most 0. The total
+        plus the round grows between two job ends, so the worst round is a checkpoint or
+        ``e``; of equal ones the latest.
+
+        Parameters
+        ----------
+        m : int
+            The job's memory in round ``t``, in tokens.
+        e : int
+            The job's last round (``≥ t``).
+
+        Returns
+        -------
+        tuple of int
+            ``(excess, round)``: the total memory less ``M`` at the worst round ``τ`` of
+            ``t … e`` and ``τ``.
+        """
+        k = int(self.taus.searchsorted(e, side="right"))       # the checkpoints τ <= e
+        room = self.memory - m + self.t
+        worst, at = self.load_at(e) + e, e
+        if k:
+            ends = self.load[:k] + self.taus[:k]
+            i = k - 1 - int(ends[::-1].argmax())                # the latest of the highest
+            if int(ends[i]) > worst:
+                worst, at = int(ends[i]), int(self.taus[i])
+        return worst - room, at
+
     def add(self, m: int, e: int) -> None:
         """Admit a job (without checking); keeps the profile exact.
 

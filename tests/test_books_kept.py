@@ -75,6 +75,30 @@ def test_aell_books_are_the_queue(first_token, interval, memory):
 
 
 @pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("make", [P.AEll, P.AdaptiveRobust])
+def test_aell_counted_stretches_are_the_steps(make, first_token):
+    """Where A_ℓ's first candidate fails the future-peak check, the decode batch repeats a
+    counted number of times (:meth:`AEll.steady`); the records are those of stepping, and
+    the counted stretches replace decisions (AdaptiveRobust choosing A_ℓ on intervals)."""
+    stretches = []
+
+    def made():
+        pol = make()
+        repeated = pol.repeated
+
+        def counted(k, starts):
+            stretches.append(k)
+            repeated(k, starts)
+        pol.repeated = counted
+        return pol
+    work = _workload(interval=True, gap=1.0e4)
+    slow, n_slow, n_fast = _same_records(work, made, TM, memory=4000, first_token=first_token)
+    assert slow.metrics["completed"] == 500
+    assert len(stretches) > 50 and sum(stretches) > 2 * len(stretches)
+    assert n_fast + sum(stretches) <= n_slow
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
 @pytest.mark.parametrize("memory", [None, 2000, 8000])
 def test_fcfs_restart_residents_are_a_prefix(first_token, memory):
     """The books' resident count is the number of requests holding KV, and they are the

@@ -419,15 +419,14 @@ class AEll(_LowerBounds):
             self._build(state, running, a, lb)
         now = self._peak.load_at(self._clock)                # memory after this round
         admit = []
-        blocked = True          # no candidate, or the first fails at this round and later
+        hold = True        # no candidate, or the first fails at this round and later
         if self._heap:
             head = self._heap[0][1]
             if now + int(tab.prompt[head]) <= state.memory:
-                blocked = False
-                admit = self._admit(state, running)
+                admit, hold = self._admit(state, running)
             elif not running.size:
                 self._cannot_start(state, int(rid.searchsorted(head)))
-        self._last = (pos, running, a, lb) if blocked and not evict.size else None
+        self._last = (pos, running, a, lb, hold) if not (admit or evict.size) else None
         if admit:
             new = np.array(admit, dtype=np.int64)
             self._started(state, new)
@@ -519,7 +518,11 @@ class AEll(_LowerBounds):
         its prompt over ``M``), or with none waiting, repeats until a job finishes: ``now``
         only grows, the queue is unchanged while nothing arrives, and no job reaches its
         eviction point ``õ`` first (checked: at the decisions of the stretch a job has
-        ``a + 1 … a + k`` tokens, ``k + 1`` the fewest tokens a member still owes).
+        ``a + 1 … a + k`` tokens, ``k + 1`` the fewest tokens a member still owes). One
+        whose first candidate failed the future-peak check repeats a counted number of
+        times (:meth:`_admit`): the profile is kept per round, so while nothing arrives
+        or finishes only the candidate moves, starting a round later with one token less
+        in every round.
 
         Parameters
         ----------
@@ -530,17 +533,32 @@ class AEll(_LowerBounds):
 
         Returns
         -------
-        bool
-            Whether the batch repeats until a job finishes.
+        bool or int
+            Whether the batch repeats until a job finishes, or how many more times it
+            repeats.
         """
         last, self._last = self._last, None
         if last is None or batch.prefill.size or not batch.decode.size:
             return False
-        pos, running, a, lb = last
+        pos, running, a, lb, hold = last
         if pos.size != batch.decode.size:
             return False
         owed = state._t.output[running] - a              # >= 2: none finishes in this batch
-        return bool((lb - a).min() >= owed.min())
+        if (lb - a).min() < owed.min():
+            return False
+        return hold
+
+    def repeated(self, k, starts) -> None:
+        """Nothing to move after a counted stretch (:meth:`steady`): the profile book is
+        kept per round and read at the next decision from the running jobs' tokens.
+
+        Parameters
+        ----------
+        k : int
+            The batches the engine ran.
+        starts : numpy.ndarray
+            Their start times.
+        """
 
     def drains(self, state):
         """Every job running and none waiting: all decode to the end unless one reaches
@@ -564,7 +582,11 @@ class AEll(_LowerBounds):
         """Admission in queue order (§5 #11), the future-peak check of the profile book
         candidate by candidate: the next in the queue is the top of the heap, the rest of
         the queue sorted only when many are admitted. Returns the admitted ids, in queue
-        order (added to the profile)."""
+        order (added to the profile), and, when none is, the rounds after this one for
+        which the first candidate still fails while nothing arrives or finishes: started
+        ``j`` rounds later it holds ``j`` tokens less in every round and lasts ``j`` more,
+        so it fails while ``j`` is below its excess at its worst round ``τ`` and ``τ`` is
+        still to come."""
         peak, clock = self._peak, self._clock
         tab, heap, emit = state._t, self._heap, int(state.emit_first)
         prompt, bound = tab.prompt, self._lb
@@ -573,6 +595,11 @@ class AEll(_LowerBounds):
             c = heap[0][1]
             m, e = int(prompt[c]), clock + int(bound[c]) - emit
             if not peak.fits(m, e):
+                if not admit:
+                    if not running.size:
+                        self._cannot_start(state, int(state.rid.searchsorted(c)))
+                    over, at = peak.excess(m, e)
+                    return admit, min(over - 1, at - clock)
                 break
             peak.add(m, e)
             admit.append(c)
@@ -585,9 +612,7 @@ class AEll(_LowerBounds):
                                          on_fail="break")]     # a prefix of the queue
                 admit += taken.tolist()
                 self._heap = rest[taken.size:]          # a sorted list is a heap
-        if not admit and not running.size:
-            self._cannot_start(state, int(state.rid.searchsorted(heap[0][1])))
-        return admit
+        return admit, 0
 
 
 def _as_float(value) -> float:
@@ -662,6 +687,19 @@ class AdaptiveRobust(Policy):
         """
         return (self._inner is not None and decides_as_shipped(self)
                 and self._inner.steady(state, batch))
+
+    def repeated(self, k, starts) -> None:
+        """The chosen scheduler's books moved after a counted stretch (:meth:`AEll.repeated`;
+        only A_ℓ counts one).
+
+        Parameters
+        ----------
+        k : int
+            The batches the engine ran.
+        starts : numpy.ndarray
+            Their start times.
+        """
+        self._inner.repeated(k, starts)
 
     def drains(self, state):
         """The chosen scheduler's promise.
