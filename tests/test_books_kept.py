@@ -6,6 +6,8 @@ the decision read them before; and the records are those of stepping."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from test_fast_path import _same_records
@@ -72,6 +74,33 @@ def test_aell_books_are_the_queue(first_token, interval, memory):
     assert len(now) > 500
     _same_records(_workload(interval=interval), P.AEll, TM, memory=memory,
                   first_token=first_token)
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("interval", [False, True])
+def test_aell_decision_again_is_the_decision(first_token, interval):
+    """Where A_ℓ gives its last batch again after arrivals alone (:meth:`AEll._again`), a
+    copy of the policy deciding afresh on the same state returns the same batch and leaves
+    the same queue (heap, keys, random state)."""
+    pol, hits = P.AEll(), []
+    again = pol._again
+
+    def checked(state, *keep):
+        fresh = copy.deepcopy(pol)
+        batch = again(state, *keep)
+        if batch is not None:
+            other = fresh._schedule(state)
+            for part in ("prefill", "chunk", "decode", "evict"):
+                np.testing.assert_array_equal(getattr(batch, part), getattr(other, part))
+            assert sorted(pol._heap) == sorted(fresh._heap) and pol._tail == fresh._tail
+            np.testing.assert_array_equal(pol._queue, fresh._queue)
+            assert pol.rng.bit_generator.state == fresh.rng.bit_generator.state
+            hits.append(state.n)
+        return batch
+    pol._again = checked
+    res = qt.simulate(_workload(interval=interval, gap=1.0e4), pol, TM, memory=4000,
+                      first_token=first_token)
+    assert res.metrics["completed"] == 500 and len(hits) > 100
 
 
 @pytest.mark.parametrize("first_token", ["prefill", "decode"])

@@ -359,6 +359,7 @@ class AEll(_LowerBounds):
         self._held = np.empty(0, dtype=np.int64)
         self._last_round = np.empty(0, dtype=np.int64)
         self._rebuild = True
+        self._keep = None         # the last decision's, to repeat (:meth:`_again`)
 
     def _enqueue(self, rid, waits=None):
         """Queue keys for ``rid`` at the back of the queue, in a random order; with the
@@ -401,6 +402,11 @@ class AEll(_LowerBounds):
         loop."""
         if not self._fast:
             return super()._schedule(state)
+        keep, self._keep = self._keep, None
+        if keep is not None:
+            batch = self._again(state, *keep)
+            if batch is not None:
+                return batch
         tab = state._t
         rid, running, pos, gone = self._books(state)
         a = tab.decoded[running]
@@ -427,6 +433,10 @@ class AEll(_LowerBounds):
             elif not running.size:
                 self._cannot_start(state, int(rid.searchsorted(head)))
         self._last = (pos, running, a, lb, hold) if not (admit or evict.size) else None
+        if self._last is not None and self._heap and running.size:
+            due = int((lb - a).min())         # the first round a job reaches õ, from now
+            self._keep = (self._seen, rid.size, pos, running, a, lb, int(a[0]),
+                          due - 1 if hold is True else min(due - 1, hold), hold)
         if admit:
             new = np.array(admit, dtype=np.int64)
             self._started(state, new)
@@ -434,6 +444,26 @@ class AEll(_LowerBounds):
             return Batch(rid.searchsorted(new), tab.prompt[new], pos, evict)
         self._running = running
         return Batch(pos[:0], pos[:0], pos, evict)
+
+    def _again(self, state, seen, n, pos, running, a, lb, first, window, hold):
+        """The last decision's batch again, where it is provably the decision now: it
+        admitted and evicted nothing with a job waiting, since then only arrivals came (the
+        ``n`` jobs in the system then, the ids below ``seen``, are still there; the new
+        ones join the back of the queue, the first candidate stays), and the ``j`` rounds
+        since are within the ``window`` where no job reaches ``õ`` and the first candidate
+        fails (its ``hold``, :meth:`_admit`; ``True``: ``now`` only grows). The arrivals
+        join the books; ``None`` where it does not hold."""
+        rid = state.rid
+        j = int(state._t.decoded[running[0]]) - first
+        if not 1 <= j <= window or int(rid.searchsorted(seen)) != n:
+            return None
+        if self._arrive(state):                  # one handed over running: decide afresh
+            return None
+        a = a + j
+        self._last = (pos, running, a, lb, True if hold is True else hold - j)
+        self._keep = (self._seen, rid.size, pos, running, a, lb, first + j, window - j,
+                      self._last[4])
+        return Batch(decode=pos)
 
     def _tick(self, running, a, gone):
         """The profile book moved on to this decision: the clock read off a running job
@@ -484,26 +514,12 @@ class AEll(_LowerBounds):
     def _books(self, state):
         """The ids in the system (``state.rid``), the running jobs' ids (ascending) and
         their positions, after the books took in what changed since the last decision:
-        new arrivals (the ids from ``_seen`` on, the tail of the ascending ``state.rid``)
-        join the queue (a key each, as the shared loop draws them) or, holding KV already
-        (handed over prefilled), run; running jobs that finished (no longer in the system)
-        leave. A job runs from its admission (its whole prompt in that round) until it
+        new arrivals (:meth:`_arrive`); running jobs that finished (no longer in the
+        system) leave. A job runs from its admission (its whole prompt in that round) until it
         finishes or this policy evicts it: exactly the jobs holding KV. Also returns the
         running jobs that finished (their ids)."""
         rid = state.rid
-        if rid.size and rid[-1] >= self._seen:
-            new = rid[int(rid.searchsorted(self._seen)):]
-            top = int(rid[-1]) + 1
-            if top > min(self._queue.size, self._lb.size):
-                self._lb = _grown(self._lb, top, 0)
-                self._queue = _grown(self._queue, top, -1.0)
-            self._lb[new] = state._t.lo[new]
-            held = state._t.kv(new) > 0          # handed over running (Engine.add(ready=))
-            self._enqueue(new, ~held)
-            if held.any():                       # younger than every id seen
-                self._running = np.concatenate((self._running, new[held]))
-                self._rebuild = True
-            self._seen = top
+        self._arrive(state)
         running = self._running
         pos = rid.searchsorted(running)
         there = rid.take(pos, mode="clip") == running if rid.size else pos < 0
@@ -512,6 +528,28 @@ class AEll(_LowerBounds):
             gone = running[~there]
             running, pos = running[there], pos[there]
         return rid, running, pos, gone
+
+    def _arrive(self, state) -> bool:
+        """New arrivals (the ids from ``_seen`` on, the tail of the ascending
+        ``state.rid``) join the queue (a key each, as the shared loop draws them) or,
+        holding KV already (handed over prefilled), run: then the profile book is rebuilt
+        and ``True`` returned."""
+        rid = state.rid
+        if not (rid.size and rid[-1] >= self._seen):
+            return False
+        new = rid[int(rid.searchsorted(self._seen)):]
+        top = int(rid[-1]) + 1
+        if top > min(self._queue.size, self._lb.size):
+            self._lb = _grown(self._lb, top, 0)
+            self._queue = _grown(self._queue, top, -1.0)
+        self._lb[new] = state._t.lo[new]
+        held = state._t.kv(new) > 0          # handed over running (Engine.add(ready=))
+        self._enqueue(new, ~held)
+        self._seen = top
+        if held.any():                       # younger than every id seen
+            self._running = np.concatenate((self._running, new[held]))
+            self._rebuild = True
+        return self._rebuild
 
     def steady(self, state, batch):
         """A decode-only batch whose first candidate failed the memory test (``now`` plus
