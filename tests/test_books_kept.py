@@ -186,6 +186,45 @@ def test_fcfs_restart_reads_the_queue_once_a_request_arrives_with_kv():
         t += out[0]
 
 
+class _SharedLoopAEll(P.AEll):
+    """A_ℓ deciding through the shared loop (a hook overridden, so no books)."""
+
+    def _order(self, state, waiting):
+        return super()._order(state, waiting)
+
+
+def test_aell_takes_jobs_handed_over_running():
+    """Jobs handed over prefilled (``Engine.add(ready=...)``), one and then two at once,
+    run at once and rebuild the profile book: every decision is the shared loop's."""
+    rng = np.random.default_rng(2)
+    trace = qt.Workload.from_arrays(np.cumsum(rng.exponential(1.0e2, 60)),
+                                    rng.integers(1, 50, 60), rng.integers(50, 300, 60)).sample()
+    engines = []
+    for make in (P.AEll, _SharedLoopAEll):
+        pol = make()
+        pol.reset()
+        eng = Engine(pol, TM, memory=6000)
+        eng.add(trace.head(40))
+        decide, chosen = pol._schedule, []
+        pol._schedule = lambda state, d=decide, c=chosen: c.append(d(state)) or c[-1]
+        engines.append((eng, chosen))
+    t = [0.0, 0.0]
+    for step in range(400):
+        if step in (1, 3):
+            for eng, _ in engines:
+                eng.add(trace.head(1 if step == 1 else 2), ready=np.full(1 if step == 1 else 2,
+                                                                         t[0]))
+        outs = [eng.step(t[i]) for i, (eng, _) in enumerate(engines)]
+        (_, mine), (_, shared) = engines
+        for field in ("prefill", "chunk", "decode", "evict"):
+            np.testing.assert_array_equal(getattr(mine[-1], field), getattr(shared[-1], field))
+        if not isinstance(outs[0], tuple):
+            break
+        t = [t[i] + out[0] for i, out in enumerate(outs)]
+    assert step > 100
+    assert engines[0][0].policy._fast and not engines[1][0].policy._fast
+
+
 @pytest.mark.parametrize("make", [
     lambda: P.RAD((64, 128, 32)),
     lambda: P.RAD((64, 128, 32), n=5, strict_cycles=True),

@@ -40,6 +40,9 @@ from .base import Policy, decides_as_shipped, round_model
 __all__ = ["HSF", "AMax", "ARandom", "AMin", "AEll", "AdaptiveRobust"]
 
 
+_NONE_WAITS = np.zeros(1, dtype=bool)     # one job handed over running: it does not wait
+
+
 def _grown(a: np.ndarray, size: int, fill) -> np.ndarray:
     """``a`` with at least ``size`` entries, the new ones ``fill``: the length at least
     doubles, so that per-request arrays grown as requests arrive cost amortised O(1) per
@@ -364,7 +367,13 @@ class AEll(_LowerBounds):
     def _enqueue(self, rid, waits=None):
         """Queue keys for ``rid`` at the back of the queue, in a random order; with the
         books, those that wait (``waits``: a mask, default all) join the heap."""
-        if rid.size:
+        if rid.size == 1:               # a permutation of one draws no random number
+            key, r = self._tail, int(rid[0])
+            self._queue[r] = key
+            self._tail += 1
+            if self._fast and (waits is None or waits[0]):
+                heappush(self._heap, (key, r))
+        elif rid.size:
             keys = self._tail + self.rng.permutation(rid.size)
             self._queue[rid] = keys
             self._tail += rid.size
@@ -542,12 +551,18 @@ class AEll(_LowerBounds):
         if top > min(self._queue.size, self._lb.size):
             self._lb = _grown(self._lb, top, 0)
             self._queue = _grown(self._queue, top, -1.0)
-        self._lb[new] = state._t.lo[new]
-        held = state._t.kv(new) > 0          # handed over running (Engine.add(ready=))
-        self._enqueue(new, ~held)
+        tab = state._t
+        self._lb[new] = tab.lo[new]
+        if new.size == 1:                # handed over running (Engine.add(ready=))?
+            held = new if tab._kv_of(int(new[0])) > 0 else new[:0]
+            self._enqueue(new, _NONE_WAITS if held.size else None)
+        else:
+            ready = tab.kv(new) > 0
+            self._enqueue(new, ~ready)
+            held = new[ready]
         self._seen = top
-        if held.any():                       # younger than every id seen
-            self._running = np.concatenate((self._running, new[held]))
+        if held.size:                        # younger than every id seen
+            self._running = np.concatenate((self._running, held))
             self._rebuild = True
         return self._rebuild
 
