@@ -238,11 +238,46 @@ class FuturePeak:
         """
         if e < self.t:
             raise ValueError(f"e={e}: a job's last round cannot precede t={self.t}")
+        taus = self.taus
+        k = int(taus.searchsorted(e, side="right"))            # the checkpoints τ <= e
+        room = self.memory - m + self.t
+        if k:
+            if int((self.load[:k] + taus[:k]).max()) > room:
+                return False
+            if taus[k - 1] == e:                                # round e: checked above
+                return True
+        if k == taus.size:                                      # no job runs in round e
+            return e <= room
+        return int(self.load[k] - self.count[k] * (taus[k] - e)) + e <= room
+
+    def excess(self, m: int, e: int) -> tuple[int, int]:
+        """By how much would a job (as in :meth:`fits`) overflow ``M`` at its worst round,
+        and which round is that? It fits exactly when the excess is at most 0. The total
+        plus the round grows between two job ends, so the worst round is a checkpoint or
+        ``e``; of equal ones the latest.
+
+        Parameters
+        ----------
+        m : int
+            The job's memory in round ``t``, in tokens.
+        e : int
+            The job's last round (``≥ t``).
+
+        Returns
+        -------
+        tuple of int
+            ``(excess, round)``: the total memory less ``M`` at the worst round ``τ`` of
+            ``t … e`` and ``τ``.
+        """
         k = int(self.taus.searchsorted(e, side="right"))       # the checkpoints τ <= e
         room = self.memory - m + self.t
-        if k and int((self.load[:k] + self.taus[:k]).max()) > room:
-            return False
-        return bool(self.load_at(e) + e <= room)
+        worst, at = self.load_at(e) + e, e
+        if k:
+            ends = self.load[:k] + self.taus[:k]
+            i = k - 1 - int(ends[::-1].argmax())                # the latest of the highest
+            if int(ends[i]) > worst:
+                worst, at = int(ends[i]), int(self.taus[i])
+        return worst - room, at
 
     def add(self, m: int, e: int) -> None:
         """Admit a job (without checking); keeps the profile exact.
@@ -255,8 +290,12 @@ class FuturePeak:
             The job's last round (``≥ t``).
         """
         k = int(self.taus.searchsorted(e, side="left"))
+        if k == self.taus.size:
+            load = count = 0
+        elif self.taus[k] != e:                 # the jobs alive in round e, as load_at
+            count = int(self.count[k])
+            load = int(self.load[k]) - count * (int(self.taus[k]) - e)
         if k == self.taus.size or self.taus[k] != e:
-            load, count = self.load_at(e), (int(self.count[k]) if k < self.taus.size else 0)
             self.taus = _insert(self.taus, k, e)
             self.load = _insert(self.load, k, load)
             self.count = _insert(self.count, k, count)

@@ -6,6 +6,8 @@ the decision read them before; and the records are those of stepping."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from test_fast_path import _same_records
@@ -75,6 +77,57 @@ def test_aell_books_are_the_queue(first_token, interval, memory):
 
 
 @pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("interval", [False, True])
+def test_aell_decision_again_is_the_decision(first_token, interval):
+    """Where A_ℓ gives its last batch again after arrivals alone (:meth:`AEll._again`), a
+    copy of the policy deciding afresh on the same state returns the same batch and leaves
+    the same queue (heap, keys, random state)."""
+    pol, hits = P.AEll(), []
+    again = pol._again
+
+    def checked(state, *keep):
+        fresh = copy.deepcopy(pol)
+        batch = again(state, *keep)
+        if batch is not None:
+            other = fresh._schedule(state)
+            for part in ("prefill", "chunk", "decode", "evict"):
+                np.testing.assert_array_equal(getattr(batch, part), getattr(other, part))
+            assert sorted(pol._heap) == sorted(fresh._heap) and pol._tail == fresh._tail
+            np.testing.assert_array_equal(pol._queue, fresh._queue)
+            assert pol.rng.bit_generator.state == fresh.rng.bit_generator.state
+            hits.append(state.n)
+        return batch
+    pol._again = checked
+    res = qt.simulate(_workload(interval=interval, gap=1.0e4), pol, TM, memory=4000,
+                      first_token=first_token)
+    assert res.metrics["completed"] == 500 and len(hits) > 100
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("make", [P.AEll, P.AdaptiveRobust])
+def test_aell_counted_stretches_are_the_steps(make, first_token):
+    """Where A_ℓ's first candidate fails the future-peak check, the decode batch repeats a
+    counted number of times (:meth:`AEll.steady`); the records are those of stepping, and
+    the counted stretches replace decisions (AdaptiveRobust choosing A_ℓ on intervals)."""
+    stretches = []
+
+    def made():
+        pol = make()
+        repeated = pol.repeated
+
+        def counted(k, starts):
+            stretches.append(k)
+            repeated(k, starts)
+        pol.repeated = counted
+        return pol
+    work = _workload(interval=True, gap=1.0e4)
+    slow, n_slow, n_fast = _same_records(work, made, TM, memory=4000, first_token=first_token)
+    assert slow.metrics["completed"] == 500
+    assert len(stretches) > 50 and sum(stretches) > 2 * len(stretches)
+    assert n_fast + sum(stretches) <= n_slow
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
 @pytest.mark.parametrize("memory", [None, 2000, 8000])
 def test_fcfs_restart_residents_are_a_prefix(first_token, memory):
     """The books' resident count is the number of requests holding KV, and they are the
@@ -131,6 +184,45 @@ def test_fcfs_restart_reads_the_queue_once_a_request_arrives_with_kv():
         if not isinstance(out, tuple):
             break
         t += out[0]
+
+
+class _SharedLoopAEll(P.AEll):
+    """A_ℓ deciding through the shared loop (a hook overridden, so no books)."""
+
+    def _order(self, state, waiting):
+        return super()._order(state, waiting)
+
+
+def test_aell_takes_jobs_handed_over_running():
+    """Jobs handed over prefilled (``Engine.add(ready=...)``), one and then two at once,
+    run at once and rebuild the profile book: every decision is the shared loop's."""
+    rng = np.random.default_rng(2)
+    trace = qt.Workload.from_arrays(np.cumsum(rng.exponential(1.0e2, 60)),
+                                    rng.integers(1, 50, 60), rng.integers(50, 300, 60)).sample()
+    engines = []
+    for make in (P.AEll, _SharedLoopAEll):
+        pol = make()
+        pol.reset()
+        eng = Engine(pol, TM, memory=6000)
+        eng.add(trace.head(40))
+        decide, chosen = pol._schedule, []
+        pol._schedule = lambda state, d=decide, c=chosen: c.append(d(state)) or c[-1]
+        engines.append((eng, chosen))
+    t = [0.0, 0.0]
+    for step in range(400):
+        if step in (1, 3):
+            for eng, _ in engines:
+                eng.add(trace.head(1 if step == 1 else 2), ready=np.full(1 if step == 1 else 2,
+                                                                         t[0]))
+        outs = [eng.step(t[i]) for i, (eng, _) in enumerate(engines)]
+        (_, mine), (_, shared) = engines
+        for field in ("prefill", "chunk", "decode", "evict"):
+            np.testing.assert_array_equal(getattr(mine[-1], field), getattr(shared[-1], field))
+        if not isinstance(outs[0], tuple):
+            break
+        t = [t[i] + out[0] for i, out in enumerate(outs)]
+    assert step > 100
+    assert engines[0][0].policy._fast and not engines[1][0].policy._fast
 
 
 @pytest.mark.parametrize("make", [

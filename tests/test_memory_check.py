@@ -64,3 +64,37 @@ def test_a_book_moved_on_answers_as_a_fresh_profile(seed):
         book.remove(c + t, e)                           # removed twice: no longer the jobs'
         book.remove(c + t, e)
         assert book.load_at(t) != fresh.load_at(t)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_excess_is_the_worst_round_and_the_failure_lasts(seed):
+    """``excess`` is the highest total (plus the candidate) over the rounds ``t … e`` less
+    ``M``, at the latest such round, so it is at most 0 exactly when ``fits``; a candidate
+    that fails fails again, a round later with the same prompt and one more round, for as
+    many rounds as A_ℓ's counted stretch promises (``min(excess − 1, round − t)``), on a
+    book moved on with nothing else changed."""
+    rng = np.random.default_rng(seed)
+    memory, t, failed = 3000, int(rng.integers(0, 20)), 0
+    book = FuturePeak(memory, t)
+    for _ in range(25):
+        for _ in range(int(rng.integers(1, 4))):
+            book.add(int(rng.integers(1, 300)), t + int(rng.integers(0, 15)))
+        t += int(rng.integers(0, 3))
+        book.advance(t)
+        for m in (1, 50, 200, 900, 2500):
+            for e in range(t, t + 20, 3):
+                over, at = book.excess(m, e)
+                totals = [book.load_at(u) + u + m - t for u in range(t, e + 1)]
+                worst = max(totals)
+                assert over == worst - memory
+                assert at == t + len(totals) - 1 - totals[::-1].index(worst)
+                assert (over <= 0) == book.fits(m, e)
+                if over <= 0:
+                    continue
+                failed += 1
+                later = FuturePeak(memory, t)
+                later.taus, later.load, later.count = book.taus, book.load, book.count
+                for j in range(1, min(over - 1, at - t) + 1):
+                    later.advance(t + j)
+                    assert not later.fits(m, e + j)
+    assert failed > 100

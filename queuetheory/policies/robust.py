@@ -40,6 +40,9 @@ from .base import Policy, decides_as_shipped, round_model
 __all__ = ["HSF", "AMax", "ARandom", "AMin", "AEll", "AdaptiveRobust"]
 
 
+_NONE_WAITS = np.zeros(1, dtype=bool)     # one job handed over running: it does not wait
+
+
 def _grown(a: np.ndarray, size: int, fill) -> np.ndarray:
     """``a`` with at least ``size`` entries, the new ones ``fill``: the length at least
     doubles, so that per-request arrays grown as requests arrive cost amortised O(1) per
@@ -359,11 +362,18 @@ class AEll(_LowerBounds):
         self._held = np.empty(0, dtype=np.int64)
         self._last_round = np.empty(0, dtype=np.int64)
         self._rebuild = True
+        self._keep = None         # the last decision's, to repeat (:meth:`_again`)
 
     def _enqueue(self, rid, waits=None):
         """Queue keys for ``rid`` at the back of the queue, in a random order; with the
         books, those that wait (``waits``: a mask, default all) join the heap."""
-        if rid.size:
+        if rid.size == 1:               # a permutation of one draws no random number
+            key, r = self._tail, int(rid[0])
+            self._queue[r] = key
+            self._tail += 1
+            if self._fast and (waits is None or waits[0]):
+                heappush(self._heap, (key, r))
+        elif rid.size:
             keys = self._tail + self.rng.permutation(rid.size)
             self._queue[rid] = keys
             self._tail += rid.size
@@ -401,6 +411,11 @@ class AEll(_LowerBounds):
         loop."""
         if not self._fast:
             return super()._schedule(state)
+        keep, self._keep = self._keep, None
+        if keep is not None:
+            batch = self._again(state, *keep)
+            if batch is not None:
+                return batch
         tab = state._t
         rid, running, pos, gone = self._books(state)
         a = tab.decoded[running]
@@ -419,15 +434,18 @@ class AEll(_LowerBounds):
             self._build(state, running, a, lb)
         now = self._peak.load_at(self._clock)                # memory after this round
         admit = []
-        blocked = True          # no candidate, or the first fails at this round and later
+        hold = True        # no candidate, or the first fails at this round and later
         if self._heap:
             head = self._heap[0][1]
             if now + int(tab.prompt[head]) <= state.memory:
-                blocked = False
-                admit = self._admit(state, running)
+                admit, hold = self._admit(state, running)
             elif not running.size:
                 self._cannot_start(state, int(rid.searchsorted(head)))
-        self._last = (pos, running, a, lb) if blocked and not evict.size else None
+        self._last = (pos, running, a, lb, hold) if not (admit or evict.size) else None
+        if self._last is not None and self._heap and running.size:
+            due = int((lb - a).min())         # the first round a job reaches õ, from now
+            self._keep = (self._seen, rid.size, pos, running, a, lb, int(a[0]),
+                          due - 1 if hold is True else min(due - 1, hold), hold)
         if admit:
             new = np.array(admit, dtype=np.int64)
             self._started(state, new)
@@ -435,6 +453,26 @@ class AEll(_LowerBounds):
             return Batch(rid.searchsorted(new), tab.prompt[new], pos, evict)
         self._running = running
         return Batch(pos[:0], pos[:0], pos, evict)
+
+    def _again(self, state, seen, n, pos, running, a, lb, first, window, hold):
+        """The last decision's batch again, where it is provably the decision now: it
+        admitted and evicted nothing with a job waiting, since then only arrivals came (the
+        ``n`` jobs in the system then, the ids below ``seen``, are still there; the new
+        ones join the back of the queue, the first candidate stays), and the ``j`` rounds
+        since are within the ``window`` where no job reaches ``õ`` and the first candidate
+        fails (its ``hold``, :meth:`_admit`; ``True``: ``now`` only grows). The arrivals
+        join the books; ``None`` where it does not hold."""
+        rid = state.rid
+        j = int(state._t.decoded[running[0]]) - first
+        if not 1 <= j <= window or int(rid.searchsorted(seen)) != n:
+            return None
+        if self._arrive(state):                  # one handed over running: decide afresh
+            return None
+        a = a + j
+        self._last = (pos, running, a, lb, True if hold is True else hold - j)
+        self._keep = (self._seen, rid.size, pos, running, a, lb, first + j, window - j,
+                      self._last[4])
+        return Batch(decode=pos)
 
     def _tick(self, running, a, gone):
         """The profile book moved on to this decision: the clock read off a running job
@@ -485,26 +523,12 @@ class AEll(_LowerBounds):
     def _books(self, state):
         """The ids in the system (``state.rid``), the running jobs' ids (ascending) and
         their positions, after the books took in what changed since the last decision:
-        new arrivals (the ids from ``_seen`` on, the tail of the ascending ``state.rid``)
-        join the queue (a key each, as the shared loop draws them) or, holding KV already
-        (handed over prefilled), run; running jobs that finished (no longer in the system)
-        leave. A job runs from its admission (its whole prompt in that round) until it
+        new arrivals (:meth:`_arrive`); running jobs that finished (no longer in the
+        system) leave. A job runs from its admission (its whole prompt in that round) until it
         finishes or this policy evicts it: exactly the jobs holding KV. Also returns the
         running jobs that finished (their ids)."""
         rid = state.rid
-        if rid.size and rid[-1] >= self._seen:
-            new = rid[int(rid.searchsorted(self._seen)):]
-            top = int(rid[-1]) + 1
-            if top > min(self._queue.size, self._lb.size):
-                self._lb = _grown(self._lb, top, 0)
-                self._queue = _grown(self._queue, top, -1.0)
-            self._lb[new] = state._t.lo[new]
-            held = state._t.kv(new) > 0          # handed over running (Engine.add(ready=))
-            self._enqueue(new, ~held)
-            if held.any():                       # younger than every id seen
-                self._running = np.concatenate((self._running, new[held]))
-                self._rebuild = True
-            self._seen = top
+        self._arrive(state)
         running = self._running
         pos = rid.searchsorted(running)
         there = rid.take(pos, mode="clip") == running if rid.size else pos < 0
@@ -514,12 +538,44 @@ class AEll(_LowerBounds):
             running, pos = running[there], pos[there]
         return rid, running, pos, gone
 
+    def _arrive(self, state) -> bool:
+        """New arrivals (the ids from ``_seen`` on, the tail of the ascending
+        ``state.rid``) join the queue (a key each, as the shared loop draws them) or,
+        holding KV already (handed over prefilled), run: then the profile book is rebuilt
+        and ``True`` returned."""
+        rid = state.rid
+        if not (rid.size and rid[-1] >= self._seen):
+            return False
+        new = rid[int(rid.searchsorted(self._seen)):]
+        top = int(rid[-1]) + 1
+        if top > min(self._queue.size, self._lb.size):
+            self._lb = _grown(self._lb, top, 0)
+            self._queue = _grown(self._queue, top, -1.0)
+        tab = state._t
+        self._lb[new] = tab.lo[new]
+        if new.size == 1:                # handed over running (Engine.add(ready=))?
+            held = new if tab._kv_of(int(new[0])) > 0 else new[:0]
+            self._enqueue(new, _NONE_WAITS if held.size else None)
+        else:
+            ready = tab.kv(new) > 0
+            self._enqueue(new, ~ready)
+            held = new[ready]
+        self._seen = top
+        if held.size:                        # younger than every id seen
+            self._running = np.concatenate((self._running, held))
+            self._rebuild = True
+        return self._rebuild
+
     def steady(self, state, batch):
         """A decode-only batch whose first candidate failed the memory test (``now`` plus
         its prompt over ``M``), or with none waiting, repeats until a job finishes: ``now``
         only grows, the queue is unchanged while nothing arrives, and no job reaches its
         eviction point ``õ`` first (checked: at the decisions of the stretch a job has
-        ``a + 1 … a + k`` tokens, ``k + 1`` the fewest tokens a member still owes).
+        ``a + 1 … a + k`` tokens, ``k + 1`` the fewest tokens a member still owes). One
+        whose first candidate failed the future-peak check repeats a counted number of
+        times (:meth:`_admit`): the profile is kept per round, so while nothing arrives
+        or finishes only the candidate moves, starting a round later with one token less
+        in every round.
 
         Parameters
         ----------
@@ -530,17 +586,32 @@ class AEll(_LowerBounds):
 
         Returns
         -------
-        bool
-            Whether the batch repeats until a job finishes.
+        bool or int
+            Whether the batch repeats until a job finishes, or how many more times it
+            repeats.
         """
         last, self._last = self._last, None
         if last is None or batch.prefill.size or not batch.decode.size:
             return False
-        pos, running, a, lb = last
+        pos, running, a, lb, hold = last
         if pos.size != batch.decode.size:
             return False
         owed = state._t.output[running] - a              # >= 2: none finishes in this batch
-        return bool((lb - a).min() >= owed.min())
+        if (lb - a).min() < owed.min():
+            return False
+        return hold
+
+    def repeated(self, k, starts) -> None:
+        """Nothing to move after a counted stretch (:meth:`steady`): the profile book is
+        kept per round and read at the next decision from the running jobs' tokens.
+
+        Parameters
+        ----------
+        k : int
+            The batches the engine ran.
+        starts : numpy.ndarray
+            Their start times.
+        """
 
     def drains(self, state):
         """Every job running and none waiting: all decode to the end unless one reaches
@@ -564,7 +635,11 @@ class AEll(_LowerBounds):
         """Admission in queue order (§5 #11), the future-peak check of the profile book
         candidate by candidate: the next in the queue is the top of the heap, the rest of
         the queue sorted only when many are admitted. Returns the admitted ids, in queue
-        order (added to the profile)."""
+        order (added to the profile), and, when none is, the rounds after this one for
+        which the first candidate still fails while nothing arrives or finishes: started
+        ``j`` rounds later it holds ``j`` tokens less in every round and lasts ``j`` more,
+        so it fails while ``j`` is below its excess at its worst round ``τ`` and ``τ`` is
+        still to come."""
         peak, clock = self._peak, self._clock
         tab, heap, emit = state._t, self._heap, int(state.emit_first)
         prompt, bound = tab.prompt, self._lb
@@ -573,6 +648,11 @@ class AEll(_LowerBounds):
             c = heap[0][1]
             m, e = int(prompt[c]), clock + int(bound[c]) - emit
             if not peak.fits(m, e):
+                if not admit:
+                    if not running.size:
+                        self._cannot_start(state, int(state.rid.searchsorted(c)))
+                    over, at = peak.excess(m, e)
+                    return admit, min(over - 1, at - clock)
                 break
             peak.add(m, e)
             admit.append(c)
@@ -585,9 +665,7 @@ class AEll(_LowerBounds):
                                          on_fail="break")]     # a prefix of the queue
                 admit += taken.tolist()
                 self._heap = rest[taken.size:]          # a sorted list is a heap
-        if not admit and not running.size:
-            self._cannot_start(state, int(state.rid.searchsorted(heap[0][1])))
-        return admit
+        return admit, 0
 
 
 def _as_float(value) -> float:
@@ -662,6 +740,19 @@ class AdaptiveRobust(Policy):
         """
         return (self._inner is not None and decides_as_shipped(self)
                 and self._inner.steady(state, batch))
+
+    def repeated(self, k, starts) -> None:
+        """The chosen scheduler's books moved after a counted stretch (:meth:`AEll.repeated`;
+        only A_ℓ counts one).
+
+        Parameters
+        ----------
+        k : int
+            The batches the engine ran.
+        starts : numpy.ndarray
+            Their start times.
+        """
+        self._inner.repeated(k, starts)
 
     def drains(self, state):
         """The chosen scheduler's promise.
