@@ -50,7 +50,7 @@ __all__ = ["future_peak_admission", "Books"]
 
 _SHIFT = 6                       # ids per block of the waiting counts: 64 (8 words)
 _BYTES = np.uint64(0x0101010101010101)   # a word's bytes, each 0 or 1, summed in its top one
-_JUMP = 1 << 13                  # from this many uniforms on, jump to the few needed
+_JUMP = 1 << 14                  # from this many uniforms on, jump to the few needed
 _MUL = 0x2360ED051FC65DA44385DF649FCCF645     # numpy's PCG64: its LCG multiplier
 _M64 = (1 << 64) - 1
 
@@ -186,7 +186,7 @@ def _run(engine, rng, t, stop, limit, kind, est, cap, evicts):  # noqa: C901
     groups: dict = {}            # ... or, kind "fresh", key -> [ids (ascending), Σ P, min P],
     keys: list = []              # with a heap of the keys
     flags = bytearray(((n >> _SHIFT) + 1) << _SHIFT)   # kind "fresh": 1 for a waiting
-    per_block = np.zeros((n >> _SHIFT) + 1, np.int64)   # request; count per block of ids
+    per_block = array("q", bytes(8 * ((n >> _SHIFT) + 1)))   # request; count per block
     jumps = []                   # the draws read by jumps (:class:`_Jumps`), made once
     waiting = 0                  # requests seen and not admitted
     ranks: list = []             # kinds "rank", "hi_rank": σ per request id
@@ -303,10 +303,11 @@ def _run(engine, rng, t, stop, limit, kind, est, cap, evicts):  # noqa: C901
                         take.append(j)
                         profile.enter(last, prompt[j] - s)
                     new.extend(take)
-                    gone = set(take)
-                    g[0] = [j for j in ids if j not in gone]
-                    g[1] -= sum(prompt[j] for j in take)
-                    g[2] = min(prompt[j] for j in g[0])
+                    for j in take:                        # (a few: memory is short)
+                        ids.remove(j)
+                        g[1] -= prompt[j]
+                    if any(prompt[j] == least for j in take):
+                        g[2] = min(prompt[j] for j in ids)
                     break
                 for j in take:
                     profile.enter(last, prompt[j] - s)
@@ -375,24 +376,27 @@ def _in_draw_order(ids, width, rng, flags, per_block, jumps):
     """The waiting ``ids`` (ascending) in the order of the fresh uniforms the policy draws
     now, ``width`` of them for the waiting requests in id order (then by id); the
     generator ends past them. A request's draw is at its place among the waiting ids
-    (``flags``, counted ``per_block``); from :data:`_JUMP` uniforms on, only the draws at
-    those places are read (:class:`_Jumps`), not the whole block."""
+    (``flags``, counted ``per_block``): below :data:`_JUMP` uniforms the block is drawn
+    and the places counted one by one, from there on the places are counted in numpy and
+    only the draws there are read (:class:`_Jumps`)."""
+    counts = np.frombuffer(per_block, np.int64, (ids[-1] >> _SHIFT) + 1)
+    starts = np.cumsum(counts) - counts                           # waiting before a block
+    if width < _JUMP:
+        pos = [starts[i >> _SHIFT] + flags.count(1, i >> _SHIFT << _SHIFT, i) for i in ids]
+        u = rng.random(width)[pos].tolist()
+        return [i for _, i in sorted(zip(u, ids, strict=True))]
     j = np.array(ids, dtype=np.int64)
     blk = j >> _SHIFT
-    counts = per_block[:blk[-1] + 1]
     words = np.frombuffer(flags, np.uint64).reshape(-1, 8)[blk]   # flags of j's block
     word, byte = (j >> 3) & 7, (j & 7) << 3
     full = ((words * _BYTES) >> np.uint64(56)) * (np.arange(8) < word[:, None])
     part = words[np.arange(j.size), word] & ((np.uint64(1) << byte.astype(np.uint64)) - 1)
     within = full.sum(1) + ((part * _BYTES) >> np.uint64(56))
-    pos = (np.cumsum(counts) - counts)[blk] + within.astype(np.int64)
-    if width < _JUMP:
-        u = rng.random(width)[pos]
-    else:
-        if not jumps:
-            jumps.append(_Jumps(rng.bit_generator.state["state"]["inc"]))
-        u = jumps[0].draws(rng.bit_generator.state["state"]["state"], pos)
-        rng.bit_generator.advance(width)
+    if not jumps:
+        jumps.append(_Jumps(rng.bit_generator.state["state"]["inc"]))
+    pos = starts[blk] + within.astype(np.int64)
+    u = jumps[0].draws(rng.bit_generator.state["state"]["state"], pos)
+    rng.bit_generator.advance(width)
     return j[np.lexsort((j, u))].tolist()
 
 
