@@ -18,6 +18,7 @@ from queuetheory.engine.kernels.decode_prefix import largest_gap
 from queuetheory.engine.kernels.prefill_batches import (
     prefill_batches,
     prefill_batches_kernel,
+    residencies_or_oldest,
     vllm_decode_prefix,
 )
 from queuetheory.policies import FasterTransformer, Orca, Sarathi, VLLMVanilla
@@ -190,8 +191,15 @@ def test_vllm_prefill_batches_same_records(first_token, memory, max_reqs, budget
     engine = Engine(res.policy, res.time_model, memory=memory, token_budget=budget,
                     first_token=first_token)
     engine.load(res.trace)
-    runner = prefill_batches_kernel(engine, max_reqs)
-    assert runner.func is {"residencies": prefill_batches, "oldest": vllm_decode_prefix}[follows]
+    assert prefill_batches_kernel(engine, max_reqs).func is residencies_or_oldest
+    before = engine.table.column("decoded").copy(), engine.work, engine.kv_total
+    reached = prefill_batches(engine, 0.0, np.inf, np.inf, max_reqs=max_reqs)
+    assert (reached is None) == (follows == "oldest")
+    if reached is None:          # it stopped part-way and wrote nothing into the engine
+        assert engine.iteration == 0 and not engine.live.size
+        assert (engine.table.column("decoded") == before[0]).all()
+        assert (engine.work, engine.kv_total) == before[1:]
+        assert vllm_decode_prefix(engine, 0.0, np.inf, np.inf, max_reqs=max_reqs) > 0
     assert n_fast == 0 and n_slow > 0
     if memory is not None:
         assert res.metrics["restarts"] > 20

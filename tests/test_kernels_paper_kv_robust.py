@@ -9,6 +9,8 @@ arrivals). Request stamps, the batch log, the TBT histogram, every metric and th
 random generator afterwards must be identical: the rule draws the policy's random numbers.
 """
 
+import importlib
+
 import numpy as np
 import pytest
 from test_fast_path import ANCHOR_TIME, _same_run
@@ -20,6 +22,8 @@ from queuetheory.policies.kvcache import FCFS
 from queuetheory.policies.robust_experiments import paper_trace
 from queuetheory.rounds import CONVENTIONS
 from queuetheory.workload import Trace
+
+fpa = importlib.import_module("queuetheory.engine.kernels.future_peak_admission")   # the module
 
 
 def _same(trace, make_policy, time_model, **kw):
@@ -40,6 +44,40 @@ def _same(trace, make_policy, time_model, **kw):
     if isinstance(slow, AMin):          # õ > 0 for every request the policy has seen
         np.testing.assert_array_equal(np.trim_zeros(slow._lb, "b"), np.trim_zeros(fast._lb, "b"))
     return res, n_slow, n_fast
+
+
+@pytest.fixture(params=["block", "jumps"])
+def draws(request, monkeypatch):
+    """The rule's fresh uniforms drawn as a block, or read by jumps at every tie-break (the
+    threshold ``_JUMP`` at 1; at least one jump must be made)."""
+    jumped = []
+    if request.param == "jumps":
+        class Counted(fpa._Jumps):
+            def draws(self, state, pos):
+                jumped.append(pos.size)
+                return super().draws(state, pos)
+
+        monkeypatch.setattr(fpa, "_JUMP", 1)
+        monkeypatch.setattr(fpa, "_Jumps", Counted)
+    yield request.param
+    assert (request.param == "jumps") == bool(jumped)
+
+
+def test_jumps_read_the_draws_of_the_block():
+    """The draws read by jumps are numpy's PCG64 uniforms at those places, bit for bit, from
+    any state, at the first and last place of blocks up to 70,000 long; the tables grow."""
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        rng.random(int(rng.integers(0, 5000)))
+        state = rng.bit_generator.state["state"]
+        jumps = fpa._Jumps(state["inc"])
+        for width in (1, 7, 3000, 70_000):
+            pos = np.unique(np.random.default_rng(seed).integers(0, width, 400))
+            pos[0], pos[-1] = 0, width - 1
+            state = rng.bit_generator.state["state"]["state"]
+            ref = rng.random(width)[pos]
+            np.testing.assert_array_equal(jumps.draws(state, pos) * 2.0 ** -53, ref)
+        assert jumps.tables[0].size >= 70_000
 
 
 def _random_trace(seed, n, *, rounds=False, slack=0, spread=0):
@@ -129,7 +167,7 @@ def test_chen_online_arrivals_same_records(name, first_token):
             assert n_fast == 0
 
 
-def test_ties_of_fresh_draws_same_records():
+def test_ties_of_fresh_draws_same_records(draws):
     # few distinct lengths and a tight memory: A_min and H-SF stop inside groups of equal
     # keys, where the uniforms they draw at every decision decide who is admitted
     for seed in range(10):
@@ -144,7 +182,7 @@ def test_ties_of_fresh_draws_same_records():
             assert n_fast == 0
 
 
-def test_ties_in_a_long_queue_same_records():
+def test_ties_in_a_long_queue_same_records(draws):
     # ids over many blocks of the rule's waiting counts (256 ids each), a queue hundreds long
     rng = np.random.default_rng(5)
     n = 900
@@ -167,7 +205,7 @@ AMIN = {
 
 @pytest.mark.parametrize("first_token", ["prefill", "decode"])
 @pytest.mark.parametrize("name", list(AMIN))
-def test_amin_evictions_same_records(name, first_token):
+def test_amin_evictions_same_records(name, first_token, draws):
     # lower bounds below the true lengths: jobs outlive them, memory overflows, A_min evicts
     # (restart) and raises their bounds; every decision still goes through the rule
     restarts = 0

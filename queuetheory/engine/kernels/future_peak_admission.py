@@ -40,7 +40,6 @@ from __future__ import annotations
 import heapq
 from array import array
 from bisect import bisect_left, insort
-from itertools import accumulate
 from typing import NamedTuple
 
 import numpy as np
@@ -49,7 +48,11 @@ from .common import add_inner_gaps, durations, log_columns, stamp_runs, tail_of,
 
 __all__ = ["future_peak_admission", "Books"]
 
-_SHIFT = 8                       # ids per block of the waiting counts: 256
+_SHIFT = 6                       # ids per block of the waiting counts: 64 (8 words)
+_BYTES = np.uint64(0x0101010101010101)   # a word's bytes, each 0 or 1, summed in its top one
+_JUMP = 1 << 14                  # from this many uniforms on, jump to the few needed
+_MUL = 0x2360ED051FC65DA44385DF649FCCF645     # numpy's PCG64: its LCG multiplier
+_M64 = (1 << 64) - 1
 
 
 class Books(NamedTuple):
@@ -182,8 +185,9 @@ def _run(engine, rng, t, stop, limit, kind, est, cap, evicts):  # noqa: C901
     heap: list = []              # waiting requests by priority (unique keys) ...
     groups: dict = {}            # ... or, kind "fresh", key -> [ids (ascending), Σ P, min P],
     keys: list = []              # with a heap of the keys
-    flags = bytearray(n)         # kind "fresh": 1 for a waiting request, and their
-    per_block = [0] * ((n >> _SHIFT) + 1)   # count per block of ids (draw positions)
+    flags = bytearray(((n >> _SHIFT) + 1) << _SHIFT)   # kind "fresh": 1 for a waiting
+    per_block = array("q", bytes(8 * ((n >> _SHIFT) + 1)))   # request; count per block
+    jumps = []                   # the draws read by jumps (:class:`_Jumps`), made once
     waiting = 0                  # requests seen and not admitted
     ranks: list = []             # kinds "rank", "hi_rank": σ per request id
     skip = 0                     # kind "fresh": uniforms owed to the generator
@@ -279,7 +283,7 @@ def _run(engine, rng, t, stop, limit, kind, est, cap, evicts):  # noqa: C901
                 new.append(j)
                 profile.enter(last, prompt[j] - s)
         else:
-            block = None
+            drawn = False
             while keys:
                 key = keys[0]
                 ids, total, least = g = groups[key]
@@ -289,25 +293,21 @@ def _run(engine, rng, t, stop, limit, kind, est, cap, evicts):  # noqa: C901
                 elif len(ids) == 1 or not fits(least, 1, last, s):
                     break                                 # none of it does
                 else:                                     # the tie-break decides
-                    if block is None:
-                        rng.bit_generator.advance(skip)
-                        skip = 0
-                        block = rng.random(width)
-                        before = [0, *accumulate(per_block)]
-                    # u of request j: its place among the waiting ids, ascending
-                    u = block[[before[j >> _SHIFT] + flags.count(1, j >> _SHIFT << _SHIFT, j)
-                               for j in ids]].tolist()
+                    rng.bit_generator.advance(skip)
+                    skip = 0
+                    drawn = True
                     take = []
-                    for _, j in sorted(zip(u, ids, strict=True)):
+                    for j in _in_draw_order(ids, width, rng, flags, per_block, jumps):
                         if not fits(prompt[j], 1, last, s):
                             break
                         take.append(j)
                         profile.enter(last, prompt[j] - s)
                     new.extend(take)
-                    gone = set(take)
-                    g[0] = [j for j in ids if j not in gone]
-                    g[1] -= sum(prompt[j] for j in take)
-                    g[2] = min(prompt[j] for j in g[0])
+                    for j in take:                        # (a few: memory is short)
+                        ids.remove(j)
+                        g[1] -= prompt[j]
+                    if any(prompt[j] == least for j in take):
+                        g[2] = min(prompt[j] for j in ids)
                     break
                 for j in take:
                     profile.enter(last, prompt[j] - s)
@@ -317,7 +317,7 @@ def _run(engine, rng, t, stop, limit, kind, est, cap, evicts):  # noqa: C901
             for j in new:
                 flags[j] = 0
                 per_block[j >> _SHIFT] -= 1
-            if block is None and (new or running):
+            if not drawn and (new or running):
                 skip += width
         if not new and not running:
             if out:
@@ -370,6 +370,81 @@ def _run(engine, rng, t, stop, limit, kind, est, cap, evicts):  # noqa: C901
     _write_back(engine, admitted, log_columns(times, counts), residencies)
     engine.work, engine.kv_total, engine.peak_memory = work, kv, peak
     return t, Books(seen, est, ranks, skip)
+
+
+def _in_draw_order(ids, width, rng, flags, per_block, jumps):
+    """The waiting ``ids`` (ascending) in the order of the fresh uniforms the policy draws
+    now, ``width`` of them for the waiting requests in id order (then by id); the
+    generator ends past them. A request's draw is at its place among the waiting ids
+    (``flags``, counted ``per_block``): below :data:`_JUMP` uniforms the block is drawn
+    and the places counted one by one, from there on the places are counted in numpy and
+    only the draws there are read (:class:`_Jumps`)."""
+    counts = np.frombuffer(per_block, np.int64, (ids[-1] >> _SHIFT) + 1)
+    starts = np.cumsum(counts) - counts                           # waiting before a block
+    if width < _JUMP:
+        pos = [starts[i >> _SHIFT] + flags.count(1, i >> _SHIFT << _SHIFT, i) for i in ids]
+        u = rng.random(width)[pos].tolist()
+        return [i for _, i in sorted(zip(u, ids, strict=True))]
+    j = np.array(ids, dtype=np.int64)
+    blk = j >> _SHIFT
+    words = np.frombuffer(flags, np.uint64).reshape(-1, 8)[blk]   # flags of j's block
+    word, byte = (j >> 3) & 7, (j & 7) << 3
+    full = ((words * _BYTES) >> np.uint64(56)) * (np.arange(8) < word[:, None])
+    part = words[np.arange(j.size), word] & ((np.uint64(1) << byte.astype(np.uint64)) - 1)
+    within = full.sum(1) + ((part * _BYTES) >> np.uint64(56))
+    if not jumps:
+        jumps.append(_Jumps(rng.bit_generator.state["state"]["inc"]))
+    pos = starts[blk] + within.astype(np.int64)
+    u = jumps[0].draws(rng.bit_generator.state["state"]["state"], pos)
+    rng.bit_generator.advance(width)
+    return j[np.lexsort((j, u))].tolist()
+
+
+class _Jumps:
+    """Numpy's PCG64 (XSL-RR 128/64) read at some places of a block of draws without
+    drawing it: ``r + 1`` steps from the state ``x`` the state is ``A_r x + H_r`` (mod
+    ``2^128``; ``A_r = m^(r+1)``, ``H_r = c (m^r + … + 1)``, ``m`` the multiplier and ``c``
+    the generator's increment), the tables kept in 64-bit halves and grown as needed."""
+
+    def __init__(self, inc):
+        self.inc = inc
+        self.tables = [np.zeros(0, np.uint64) for _ in range(4)]   # A hi, A lo, H hi, H lo
+        self.a, self.h = 1, 0
+
+    def _grow(self, size):
+        a, h, inc, m128 = self.a, self.h, self.inc, (1 << 128) - 1
+        rows = []
+        for _ in range(size - self.tables[0].size):
+            a, h = a * _MUL & m128, (h * _MUL + inc) & m128
+            rows.append((a >> 64, a & _M64, h >> 64, h & _M64))
+        self.a, self.h = a, h
+        new = np.array(rows, dtype=np.uint64).reshape(-1, 4).T
+        self.tables = [np.concatenate([old, part]) for old, part in zip(self.tables, new,
+                                                                        strict=True)]
+
+    def draws(self, state, pos):
+        """The draws at places ``pos`` (ascending) from ``state``: the uniforms times
+        ``2^53``, as unsigned integers (``out >> 11`` of each output)."""
+        if pos[-1] >= self.tables[0].size:
+            self._grow(max(int(pos[-1]) + 1, 2 * self.tables[0].size))
+        ah, al, hh, hl = (t[pos] for t in self.tables)
+        sh, sl = np.uint64(state >> 64), np.uint64(state & _M64)
+        low = al * sl
+        lo = low + hl
+        hi = _high(al, sl) + ah * sl + al * sh + hh + (lo < low)
+        x = hi ^ lo
+        rot = hi >> np.uint64(58)
+        out = (x >> rot) | (x << ((np.uint64(64) - rot) & np.uint64(63)))
+        return out >> np.uint64(11)
+
+
+def _high(a, b):
+    """The high 64 bits of the 128-bit products ``a · b`` (unsigned 64-bit ``a``, ``b``)."""
+    m32, k = np.uint64(0xFFFFFFFF), np.uint64(32)
+    a0, a1, b0, b1 = a & m32, a >> k, b & m32, b >> k
+    p01, p10 = a0 * b1, a1 * b0
+    mid = ((a0 * b0) >> k) + (p01 & m32) + (p10 & m32)
+    return a1 * b1 + (p01 >> k) + (p10 >> k) + (mid >> k)
 
 
 def _evictions(running, excess, rng, est, began, prompt, s, e, dynamic):

@@ -18,7 +18,8 @@ from .common import (
 )
 from .decode_prefix import VLLM, run_decode_prefix
 
-__all__ = ["prefill_batches_kernel", "most_decoding", "prefill_batches", "vllm_decode_prefix"]
+__all__ = ["prefill_batches_kernel", "residencies_or_oldest", "prefill_batches",
+           "vllm_decode_prefix"]
 
 
 def prefill_batches_kernel(engine, max_reqs=None):
@@ -28,23 +29,21 @@ def prefill_batches_kernel(engine, max_reqs=None):
     decode-only batch of the oldest requests in decode, up to the budget ``b`` and
     ``max_reqs``, preempting the youngest (recompute) when their tokens do not fit.
 
-    Where no more requests can ever be in decode than a decode-only batch takes
-    (:func:`most_decoding` at most ``min(b, max_reqs)``), every one decodes in every
-    decode-only batch and :func:`prefill_batches` follows residencies; elsewhere
-    :func:`vllm_decode_prefix` follows the oldest decoders (:mod:`.decode_prefix`)."""
-    cap = engine.token_budget if max_reqs is None else min(engine.token_budget, max_reqs)
-    kernel = prefill_batches if most_decoding(engine) <= cap else vllm_decode_prefix
-    return partial(kernel, max_reqs=max_reqs)
+    While no more requests are in decode than a decode-only batch takes (``min(b,
+    max_reqs)``), every one decodes in every decode-only batch and :func:`prefill_batches`
+    follows residencies; at the first decode-only batch that would leave one out it stops,
+    having written nothing, and :func:`vllm_decode_prefix` runs from the start, following the
+    oldest decoders (:mod:`.decode_prefix`)."""
+    return partial(residencies_or_oldest, max_reqs=max_reqs)
 
 
-def most_decoding(engine) -> int:
-    """An upper bound on the requests in decode at once: all of them, or with a KV-memory
-    limit ``M`` the most whose prompts fit in ``M`` together (a request in decode holds at
-    least its prompt's KV)."""
-    prompt = engine.table.column("prompt")
-    if engine.memory is None:
-        return int(prompt.size)
-    return int(np.searchsorted(np.cumsum(np.sort(prompt)), engine.memory, side="right"))
+def residencies_or_oldest(engine, t, stop, limit, *, max_reqs=None):
+    """:func:`prefill_batches`, or where more requests come to be in decode than a batch
+    takes, :func:`vllm_decode_prefix` on the engine it left untouched."""
+    reached = prefill_batches(engine, t, stop, limit, max_reqs=max_reqs)
+    if reached is None:
+        return vllm_decode_prefix(engine, t, stop, limit, max_reqs=max_reqs)
+    return reached
 
 
 def vllm_decode_prefix(engine, t, stop, limit, *, max_reqs=None):
@@ -58,7 +57,9 @@ def prefill_batches(engine, t, stop, limit, *, max_reqs=None):
     """Vanilla vLLM under FCFS where every request in decode decodes in every decode-only
     batch (see :func:`prefill_batches_kernel`): the residents are the oldest requests, so a
     residency emits its tokens (after the first, under ``first_token="prefill"``) in
-    consecutive decode-only batches.
+    consecutive decode-only batches. Returns the time reached, or ``None``, with nothing
+    written into the engine, at a decode-only batch that would leave a request in decode
+    out (more than ``min(b, max_reqs)`` of them).
     """
     from collections import deque
 
@@ -139,8 +140,8 @@ def prefill_batches(engine, t, stop, limit, *, max_reqs=None):
                     break
         else:                                                       # a decode-only batch
             d = decoding
-            if d > cap:        # unreachable where most_decoding(engine) <= cap
-                raise RuntimeError("prefill_batches: more requests decode than a batch takes")
+            if d > cap:        # the oldest decode: not this rule's (nothing written yet)
+                return None
             j = len(decode_iters)
             if d > free:
                 need, saved = d - free, 0
