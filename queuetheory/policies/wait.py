@@ -212,7 +212,8 @@ class _Books:
 
 class _Gated(Policy):
     """Ao et al.'s schedulers with the memory gate of the module notes: the batches of
-    :func:`_relieve` that decode every resident request repeat (:meth:`steady`). A shipped
+    :func:`_relieve` that decode every resident request repeat (:meth:`steady`), and so do
+    WAIT's decode-only cohort steps (:meth:`WAIT._decide`). A shipped
     scheduler keeps books (:class:`_Books`) and decides from them, reading only the
     requests it starts, runs or relieves; a subclass that decides otherwise reads the
     state (``_decide_whole``)."""
@@ -221,18 +222,18 @@ class _Gated(Policy):
     _groups = 1
 
     def _reset(self):
-        self._relieved = None     # the resident requests of the last relieving batch
+        self._repeats = None      # the decodes of the last batch that repeats (steady)
         self._books = None
         self._kept = decides_as_shipped(self)
 
     def _relieve(self, state, resident=None) -> Batch:
         batch, whole = _relieve(state, resident)
         if whole:
-            self._relieved = batch.decode
+            self._repeats = batch.decode
         return batch
 
     def schedule(self, state) -> Batch:
-        self._relieved = None
+        self._repeats = None
         return super().schedule(state)
 
     def _schedule(self, state):
@@ -258,10 +259,11 @@ class _Gated(Policy):
         a request that crosses out of segment 1 takes one token off its step, and the
         memory left falls by one for every resident request); and all residents decode
         again as long as their memory after the batch fits ``M``, which the engine checks.
-        The policy keeps no other state (its books change only at a decision)."""
-        relieved, self._relieved = self._relieved, None
-        return (relieved is not None and decides_as_shipped(self)
-                and batch.decode.size == relieved.size and not batch.prefill.size)
+        The policy keeps no other state (its books change only at a decision). WAIT's
+        decode-only cohort steps repeat too (:meth:`WAIT._decide`)."""
+        repeats, self._repeats = self._repeats, None
+        return (repeats is not None and decides_as_shipped(self)
+                and batch.decode.size == repeats.size and not batch.prefill.size)
 
 
 def _fitting_groups(state, group: np.ndarray, need: np.ndarray, groups: int) -> np.ndarray:
@@ -394,7 +396,15 @@ class WAIT(_Gated):
                 prefill, decode = prefill[keep[tab.cls[prefill]]], decode[keep[tab.cls[decode]]]
                 if prefill.size + decode.size == 0:
                     return self._relieve(state, live.searchsorted(started))
-        return Batch(live.searchsorted(prefill), tab.prompt[prefill], live.searchsorted(decode))
+        batch = Batch(live.searchsorted(prefill), tab.prompt[prefill], live.searchsorted(decode))
+        if not prefill.size:
+            # decode-only (every kept type has no prompt waiting): it repeats while only its
+            # members decode. The ready types and their waiting prompts stay; the gate's
+            # steps stay, only the memory left falls, by ``decode.size`` a batch; the
+            # types left out never fit less of it, and the kept ones (whose steps sum to
+            # ``decode.size``) fit while the next batch fits ``M``, which the engine checks
+            self._repeats = batch.decode
+        return batch
 
     def _decide_whole(self, state):
         cls = state.cls
