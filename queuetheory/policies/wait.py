@@ -668,20 +668,32 @@ class FCFSRestart(Policy):
         rid, tab, n = state.rid, state._t, state.n
         k = n
         if state.memory is not None:
-            # the prefix sums of a window past the residents, the whole queue only when the
-            # window fits entirely (every need is at least one token)
-            w = min(n, r + 64)
-            held = tab.kv(rid[:r]) + 1
-            while True:
-                need = np.concatenate((held, tab.prompt[rid[r:w]])).cumsum()
-                if w == n or need[-1] > state.memory:
-                    break
-                w = n
-            k = int(need.searchsorted(state.memory, side="right"))
+            k = self._fitting_prefix(state, r)
         self._resident = rid[:k]
         pre = np.arange(r, k)
         evict = np.arange(k, r) if k < r else _NONE
         return Batch(pre, tab.prompt[rid[r:k]], np.arange(min(k, r)), evict)
+
+    def _fitting_prefix(self, state, r) -> int:
+        """The longest arrival-order prefix whose next-iteration memory fits: the first
+        ``r`` (the residents) need their KV and one token each, the others their prompts.
+        The residents hold every resident KV token (``memory_used`` less what is held
+        outside the requests), so their need is read from it; only when it exceeds the
+        memory are their prefix sums needed (an eviction). Past them, the prefix sums of a
+        window of prompts, the whole queue only when the window fits entirely."""
+        rid, tab, n, memory = state.rid, state._t, state.n, state.memory
+        room = memory - (state.memory_used - state.outside_kv + r)
+        if room < 0:
+            return int((tab.kv(rid[:r]) + 1).cumsum().searchsorted(memory, side="right"))
+        if r == n:
+            return n
+        w = min(n, r + 64)
+        while True:
+            need = tab.prompt[rid[r:w]].cumsum()
+            if w == n or need[-1] > room:
+                break
+            w = n
+        return r + int(need.searchsorted(room, side="right"))
 
     def _residents(self, state):
         """How many requests are resident: the first ``r`` in arrival order, the residents
