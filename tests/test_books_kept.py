@@ -151,8 +151,19 @@ def test_fcfs_restart_residents_are_a_prefix(first_token, memory):
         assert r == int(np.count_nonzero(state.kv > 0))
         return r
     pol._residents = checked
+    fitting, cuts = pol._fitting_prefix, []
+
+    def prefix(state, r):        # the whole queue's prefix sums of next-iteration memory
+        k = fitting(state, r)
+        need = np.where(np.arange(state.n) < r, state.kv + 1, state.prompt).cumsum()
+        assert k == int(need.searchsorted(state.memory, side="right"))
+        cuts.append(k < r)
+        return k
+    pol._fitting_prefix = prefix
     res = qt.simulate(_workload(), pol, TM, memory=memory, first_token=first_token)
     assert res.metrics["completed"] == 500 and max(counts) > 1
+    if memory is not None:
+        assert len(cuts) > 100 and (memory == 8000 or any(cuts))   # evictions read too
     if memory == 2000:
         assert res.metrics["restarts"] > 0
     _same_records(_workload(), P.FCFSRestart, TM, memory=memory, first_token=first_token)

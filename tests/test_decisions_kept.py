@@ -88,6 +88,23 @@ def test_wait_and_nested_wait_gate_same_records(memory):
         assert n_fast < n_slow           # relieving stretches are taken
 
 
+@pytest.mark.parametrize("memory", [None, 3000, 6000])
+@pytest.mark.parametrize("thresholds", [[1] * 6, [3, 2, 2, 1, 1, 1]])
+def test_wait_decode_only_cohort_steps_repeat(memory, thresholds):
+    """WAIT's decode-only cohort steps (leftovers once arrivals end: every type with
+    started prompts and none waiting, or none whose step fits) are taken as stretches:
+    the same records as deciding every iteration. Without a memory limit, under the
+    linear memory time (which steps), they are the only batches that repeat."""
+    arrival, prompt, output = _arrays(n=400)
+    typed = qt.Workload.from_arrays(arrival / 50, prompt, output,
+                                    np.minimum((output - 1) // 50, 5))
+    tm = qt.LinearMemoryTime(16.1e3, 0.05) if memory is None else TM
+    slow, n_slow, n_fast = _same_records(typed, lambda: P.WAIT(thresholds), tm,
+                                         memory=memory, first_token="decode")
+    assert slow.metrics["completed"] == 400
+    assert n_fast < n_slow - 50
+
+
 def _brute_fits(memory, t, m0, last, cands):
     """Admission by counting every round's memory: the reference of the checkpoints."""
     m0, last = list(m0), list(last)

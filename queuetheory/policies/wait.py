@@ -137,7 +137,8 @@ class _Books:
     """What a gated scheduler keeps between decisions instead of reading every request:
     the waiting queues (one per group: WAIT's types, Nested WAIT's one entry queue), the
     started requests (ids ascending; every one resident, its prompt prefilled whole), the
-    last id seen arrive, and what the last batch started and evicted.
+    last id seen arrive, what the last batch started and evicted, and each queue's first
+    ``quota[g]`` ids (its next cohort, :meth:`heads`) with their prompts' sum.
 
     :meth:`sync` brings them up to a new state from the last batch's members alone (who
     finished, who arrived); they hold only while the state is the one the engine reached
@@ -146,10 +147,28 @@ class _Books:
     state is not (``None`` where some request is part-way through a prefill or was put back
     by a recompute, which the books do not describe: the policy then reads the state)."""
 
-    def __init__(self, table, queues, started, seen):
+    def __init__(self, table, queues, started, seen, quota):
         self.table, self.queues, self.started, self.seen = table, queues, started, seen
         self.waiting = np.array([len(q) for q in queues], dtype=np.int64)   # per queue
         self.admitted = self.evicted = _NONE
+        self.quota = quota.tolist()
+        self.offset = np.concatenate([[0], np.cumsum(quota)]).tolist()
+        self.slots = np.full(self.offset[-1], -1, dtype=np.int64)   # the heads, -1: none
+        self.slot_group = np.repeat(np.arange(quota.size), quota)
+        self.head_need = np.zeros(quota.size, dtype=np.int64)     # the heads' prompts
+        self.dirty = set(range(quota.size))     # the queues whose heads may have moved
+
+    def heads(self) -> np.ndarray:
+        """The slots: queue ``g``'s first ``quota[g]`` ids (ascending, ``-1`` past its
+        end) at ``offset[g]``; ``head_need`` their prompts' sum. Refreshed where a queue's
+        head moved since the last call (a take, an eviction back, an arrival to a queue
+        shorter than its quota)."""
+        for g in self.dirty:
+            first, lo, k = self.queues[g].first(self.quota[g]), self.offset[g], self.quota[g]
+            self.slots[lo: lo + k] = first + [-1] * (k - len(first))
+            self.head_need[g] = int(self.table.prompt[first].sum()) if first else 0
+        self.dirty.clear()
+        return self.slots
 
     @classmethod
     def of(cls, state, policy):
@@ -165,7 +184,8 @@ class _Books:
         wait = live[waiting]
         group = policy._group(tab, wait)
         queues = [_Waiting(wait[group == g].tolist()) for g in range(policy._groups)]
-        return cls(tab, queues, live[~waiting], int(live[-1]) if live.size else -1)
+        return cls(tab, queues, live[~waiting], int(live[-1]) if live.size else -1,
+                   policy._quota)
 
     def sync(self, state, policy) -> bool:
         """Bring the books up to ``state``; whether they hold there."""
@@ -183,10 +203,15 @@ class _Books:
             policy._arrived(tab, new)
             group = policy._group(tab, new)
             if new.size == 1:
-                self.queues[int(group[0])].fresh.append(int(new[0]))
+                g = int(group[0])
+                self.queues[g].fresh.append(int(new[0]))
+                if self.waiting[g] < self.quota[g]:
+                    self.dirty.add(g)
             else:
                 for g in np.unique(group).tolist():
                     self.queues[g].fresh.extend(new[group == g].tolist())
+                    if self.waiting[g] < self.quota[g]:
+                        self.dirty.add(g)
             self.waiting += np.bincount(group, minlength=self.waiting.size)
             self.seen = int(new[-1])
         return live.size == started.size + int(self.waiting.sum())
@@ -201,18 +226,21 @@ class _Books:
             taken = np.bincount(policy._group(tab, pre), minlength=self.waiting.size)
             for g in taken.nonzero()[0].tolist():
                 self.queues[g].take(int(taken[g]))
+                self.dirty.add(g)
             self.waiting -= taken
             started = np.sort(np.concatenate([started, pre]))
         for r, g in zip(ev.tolist(), policy._group(tab, ev).tolist(), strict=True):
             started = started[started != r]
             insort(self.queues[g].back, r)
             self.waiting[g] += 1
+            self.dirty.add(g)
         self.started, self.admitted, self.evicted = started, pre, ev
 
 
 class _Gated(Policy):
     """Ao et al.'s schedulers with the memory gate of the module notes: the batches of
-    :func:`_relieve` that decode every resident request repeat (:meth:`steady`). A shipped
+    :func:`_relieve` that decode every resident request repeat (:meth:`steady`), and so do
+    WAIT's decode-only cohort steps (:meth:`WAIT._decide`). A shipped
     scheduler keeps books (:class:`_Books`) and decides from them, reading only the
     requests it starts, runs or relieves; a subclass that decides otherwise reads the
     state (``_decide_whole``)."""
@@ -220,19 +248,24 @@ class _Gated(Policy):
     #: how many waiting queues the books keep
     _groups = 1
 
+    @property
+    def _quota(self) -> np.ndarray:
+        """The prompts a queue's next cohort takes (its threshold)."""
+        return self._n[: self._groups]
+
     def _reset(self):
-        self._relieved = None     # the resident requests of the last relieving batch
+        self._repeats = None      # the decodes of the last batch that repeats (steady)
         self._books = None
         self._kept = decides_as_shipped(self)
 
     def _relieve(self, state, resident=None) -> Batch:
         batch, whole = _relieve(state, resident)
         if whole:
-            self._relieved = batch.decode
+            self._repeats = batch.decode
         return batch
 
     def schedule(self, state) -> Batch:
-        self._relieved = None
+        self._repeats = None
         return super().schedule(state)
 
     def _schedule(self, state):
@@ -258,20 +291,25 @@ class _Gated(Policy):
         a request that crosses out of segment 1 takes one token off its step, and the
         memory left falls by one for every resident request); and all residents decode
         again as long as their memory after the batch fits ``M``, which the engine checks.
-        The policy keeps no other state (its books change only at a decision)."""
-        relieved, self._relieved = self._relieved, None
-        return (relieved is not None and decides_as_shipped(self)
-                and batch.decode.size == relieved.size and not batch.prefill.size)
+        The policy keeps no other state (its books change only at a decision). WAIT's
+        decode-only cohort steps repeat too (:meth:`WAIT._decide`)."""
+        repeats, self._repeats = self._repeats, None
+        return (repeats is not None and decides_as_shipped(self)
+                and batch.decode.size == repeats.size and not batch.prefill.size)
 
 
 def _fitting_groups(state, group: np.ndarray, need: np.ndarray, groups: int) -> np.ndarray:
     """Whether each of ``groups`` step groups (types or segments) joins the batch: in index
     order, a group joins while the tokens its members add (``need``) still fit ``memory``."""
-    per = np.bincount(group, weights=need, minlength=groups)
-    room = state.memory_free
+    return _fitting(np.bincount(group, weights=need, minlength=groups), state.memory_free)
+
+
+def _fitting(per: np.ndarray, room) -> np.ndarray:
+    """:func:`_fitting_groups` from the tokens each group adds (``per``) and the memory
+    left (``room``)."""
     if per.sum() <= room:                # all of them fit together
         return per > 0
-    keep = np.zeros(groups, dtype=bool)
+    keep = np.zeros(per.size, dtype=bool)
     for g, x in enumerate(per.tolist()):
         if 0 < x <= room:
             keep[g] = True
@@ -376,25 +414,31 @@ class WAIT(_Gated):
         the started requests."""
         self._check_memory(state)
         tab, live, m = state._t, state.rid, self._n.size
-        queues, started, waiting = books.queues, books.started, books.waiting
+        started, waiting, slots = books.started, books.waiting, books.heads()
         ready = waiting >= self._n
         cls = tab.cls[started]
+        cohorts = np.bincount(cls, minlength=m)      # started prompts per type
         if state.arrivals_done:                      # leftovers: every type present runs
-            ready |= (waiting > 0) | (np.bincount(cls, minlength=m) > 0)
+            ready |= (waiting > 0) | (cohorts > 0)
         if not ready.any():
             return Batch()
-        new = [r for j in ready.nonzero()[0].tolist() for r in queues[j].first(self.thresholds[j])]
-        prefill = np.array(sorted(new), dtype=np.int64)
-        decode = started[ready[cls]]
+        keep = ready
         if state.memory is not None and self.memory_bound is None:
-            keep = _fitting_groups(state, np.concatenate([tab.cls[prefill], cls[ready[cls]]]),
-                                   np.concatenate([tab.prompt[prefill],
-                                                   np.ones(decode.size, np.int64)]), m)
-            if not keep.all():
-                prefill, decode = prefill[keep[tab.cls[prefill]]], decode[keep[tab.cls[decode]]]
-                if prefill.size + decode.size == 0:
-                    return self._relieve(state, live.searchsorted(started))
-        return Batch(live.searchsorted(prefill), tab.prompt[prefill], live.searchsorted(decode))
+            keep = _fitting(np.where(ready, books.head_need + cohorts, 0), state.memory_free)
+        prefill = slots[keep[books.slot_group]]
+        prefill = np.sort(prefill[prefill >= 0])
+        decode = started[keep[cls]]
+        if prefill.size + decode.size == 0:
+            return self._relieve(state, live.searchsorted(started))
+        batch = Batch(live.searchsorted(prefill), tab.prompt[prefill], live.searchsorted(decode))
+        if not prefill.size:
+            # decode-only (every kept type has no prompt waiting): it repeats while only its
+            # members decode. The ready types and their waiting prompts stay; the gate's
+            # steps stay, only the memory left falls, by ``decode.size`` a batch; the
+            # types left out never fit less of it, and the kept ones (whose steps sum to
+            # ``decode.size``) fit while the next batch fits ``M``, which the engine checks
+            self._repeats = batch.decode
+        return batch
 
     def _decide_whole(self, state):
         cls = state.cls
@@ -551,7 +595,7 @@ class NestedWAIT(_Gated):
         from the waiting queue's length and head, every later segment's from the started
         requests' stages."""
         tab, live, L = state._t, state.rid, self._n.size
-        queue, started = books.queues[0], books.started
+        started, new = books.started, books.heads()
         seg, entry = self._stage(tab.decoded[started])
         count = np.bincount(seg[entry], minlength=L)
         count[0] += int(books.waiting[0])
@@ -561,13 +605,13 @@ class NestedWAIT(_Gated):
         k = L if full.all() else int(np.argmin(full))       # I*: longest ready prefix
         if k == 0:
             return Batch()
-        new = np.array(queue.first(self.thresholds[0]), dtype=np.int64)
+        new = new[new >= 0]
         ent = (entry & (seg < k)).nonzero()[0]
         chosen = ~entry & (seg < k)
         chosen[_first_per_group(ent, seg[ent], self._n)] = True
         if self._gated(state):
             per_seg = np.bincount(seg[chosen], minlength=L)[:k]
-            per_seg[0] += int(tab.prompt[new].sum())
+            per_seg[0] += int(books.head_need[0])
             fits = state.memory_used + np.cumsum(per_seg) <= state.memory
             k = int(np.argmin(fits)) if not fits.all() else k
             if k == 0:
@@ -624,20 +668,32 @@ class FCFSRestart(Policy):
         rid, tab, n = state.rid, state._t, state.n
         k = n
         if state.memory is not None:
-            # the prefix sums of a window past the residents, the whole queue only when the
-            # window fits entirely (every need is at least one token)
-            w = min(n, r + 64)
-            held = tab.kv(rid[:r]) + 1
-            while True:
-                need = np.concatenate((held, tab.prompt[rid[r:w]])).cumsum()
-                if w == n or need[-1] > state.memory:
-                    break
-                w = n
-            k = int(need.searchsorted(state.memory, side="right"))
+            k = self._fitting_prefix(state, r)
         self._resident = rid[:k]
         pre = np.arange(r, k)
         evict = np.arange(k, r) if k < r else _NONE
         return Batch(pre, tab.prompt[rid[r:k]], np.arange(min(k, r)), evict)
+
+    def _fitting_prefix(self, state, r) -> int:
+        """The longest arrival-order prefix whose next-iteration memory fits: the first
+        ``r`` (the residents) need their KV and one token each, the others their prompts.
+        The residents hold every resident KV token (``memory_used`` less what is held
+        outside the requests), so their need is read from it; only when it exceeds the
+        memory are their prefix sums needed (an eviction). Past them, the prefix sums of a
+        window of prompts, the whole queue only when the window fits entirely."""
+        rid, tab, n, memory = state.rid, state._t, state.n, state.memory
+        room = memory - (state.memory_used - state.outside_kv + r)
+        if room < 0:
+            return int((tab.kv(rid[:r]) + 1).cumsum().searchsorted(memory, side="right"))
+        if r == n:
+            return n
+        w = min(n, r + 64)
+        while True:
+            need = tab.prompt[rid[r:w]].cumsum()
+            if w == n or need[-1] > room:
+                break
+            w = n
+        return r + int(need.searchsorted(room, side="right"))
 
     def _residents(self, state):
         """How many requests are resident: the first ``r`` in arrival order, the residents
