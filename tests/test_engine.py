@@ -135,6 +135,14 @@ def test_eviction_restarts_and_recomputes(preemption, llama):
         assert req["recomputed"].sum() == 0 and res.table.discarded.sum() > 0
 
 
+def _assert_same_records(a, b):
+    """The two runs' request tables and batch logs are equal exactly, and their TBT counts."""
+    for records in ("requests", "batches"):
+        pd.testing.assert_frame_equal(getattr(a, records), getattr(b, records),
+                                      check_exact=True)
+    np.testing.assert_array_equal(a.tbt.counts, b.tbt.counts)
+
+
 def _two_requests():
     return Trace(np.zeros(2), np.array([10, 10]), np.array([20, 20]), np.zeros(2, int),
                  np.array([20, 20]), np.array([20, 20]), np.zeros(2, int))
@@ -415,10 +423,7 @@ def test_few_members_in_plain_integers_are_the_array_path(monkeypatch, make, mem
         runs.append(qt.simulate(workload, make(), qt.AffineTokenTime(0.01, 5e-5, 4e-5),
                                 memory=memory, first_token=first_token, fast_path=False))
     arrays, one_by_one = runs
-    for records in ("requests", "batches"):
-        pd.testing.assert_frame_equal(getattr(arrays, records), getattr(one_by_one, records),
-                                      check_exact=True)
-    np.testing.assert_array_equal(arrays.tbt.counts, one_by_one.tbt.counts)
+    _assert_same_records(arrays, one_by_one)
     assert arrays.metrics["completed"] == n
     assert (arrays.batches["prefill_requests"] > 8).sum() > 2    # many members, both ways
     assert (sum(k > 0 for k in decisions) > 20) == chunked      # prefills under way
@@ -465,10 +470,7 @@ def test_fresh_decodes_are_what_the_columns_say(monkeypatch, make, memory, fast_
         runs.append(qt.simulate(workload, make(), qt.AffineTokenTime(0.01, 5e-5, 4e-5),
                                 memory=memory, first_token=first_token, fast_path=fast_path))
     trusted, read = runs
-    for records in ("requests", "batches"):
-        pd.testing.assert_frame_equal(getattr(trusted, records), getattr(read, records),
-                                      check_exact=True)
-    np.testing.assert_array_equal(trusted.tbt.counts, read.tbt.counts)
+    _assert_same_records(trusted, read)
     assert trusted.metrics["completed"] == n
     if not fast_path:                   # (the fast path's stretches and bulk runs reset it)
         assert sum(k > 0 for k in claims) > 0.2 * trusted.iterations
