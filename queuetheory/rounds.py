@@ -173,11 +173,14 @@ class FuturePeak:
         int
             The memory in tokens of the jobs still running in round ``tau``.
         """
-        k = int(self.taus.searchsorted(tau, side="left"))
+        return self._load_from(int(self.taus.searchsorted(tau, side="left")), tau)
+
+    def _load_from(self, k: int, tau: int) -> int:
+        """:meth:`load_at` from ``k``, the first checkpoint at or after round ``tau``."""
         if k == self.taus.size:
             return 0
         # the jobs alive at τ are those alive at the next checkpoint
-        return int(self.load[k] - self.count[k] * (self.taus[k] - tau))
+        return int(self.load[k]) - int(self.count[k]) * (int(self.taus[k]) - tau)
 
     def advance(self, t: int) -> None:
         """Move the profile on to round ``t`` (``≥`` the current round): the checkpoints
@@ -246,9 +249,7 @@ class FuturePeak:
                 return False
             if taus[k - 1] == e:                                # round e: checked above
                 return True
-        if k == taus.size:                                      # no job runs in round e
-            return e <= room
-        return int(self.load[k] - self.count[k] * (taus[k] - e)) + e <= room
+        return self._load_from(k, e) + e <= room                # (k: the first τ > e)
 
     def excess(self, m: int, e: int) -> tuple[int, int]:
         """By how much would a job (as in :meth:`fits`) overflow ``M`` at its worst round,
@@ -290,12 +291,9 @@ class FuturePeak:
             The job's last round (``≥ t``).
         """
         k = int(self.taus.searchsorted(e, side="left"))
-        if k == self.taus.size:
-            load = count = 0
-        elif self.taus[k] != e:                 # the jobs alive in round e, as load_at
-            count = int(self.count[k])
-            load = int(self.load[k]) - count * (int(self.taus[k]) - e)
         if k == self.taus.size or self.taus[k] != e:
+            load = self._load_from(k, e)        # the jobs alive in round e
+            count = int(self.count[k]) if k < self.taus.size else 0
             self.taus = _insert(self.taus, k, e)
             self.load = _insert(self.load, k, load)
             self.count = _insert(self.count, k, count)

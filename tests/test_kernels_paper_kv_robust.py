@@ -183,7 +183,7 @@ def test_ties_of_fresh_draws_same_records(draws):
 
 
 def test_ties_in_a_long_queue_same_records(draws):
-    # ids over many blocks of the rule's waiting counts (256 ids each), a queue hundreds long
+    # ids over many blocks of the rule's waiting counts (64 ids each), a queue hundreds long
     rng = np.random.default_rng(5)
     n = 900
     arrival = rng.exponential(0.004, n).cumsum()

@@ -553,7 +553,7 @@ class Engine:
         """Give ``pre`` their chunks; return those whose prefill ends here and that emit a
         token at ``end`` (the real engines' convention)."""
         tab = self.table
-        if pre.size == 1:                    # one member: plain integers
+        if pre.size == 1:    # one member, plain integers (_prefill_few's loop costs RAD more)
             r, c = int(pre[0]), int(chunk[0])
             prefilled = int(tab.prefilled[r]) + c
             tab.prefilled[r] = prefilled

@@ -187,7 +187,7 @@ def _run(engine, rng, t, stop, limit, kind, est, cap, evicts):  # noqa: C901
     keys: list = []              # with a heap of the keys
     flags = bytearray(((n >> _SHIFT) + 1) << _SHIFT)   # kind "fresh": 1 for a waiting
     per_block = array("q", bytes(8 * ((n >> _SHIFT) + 1)))   # request; count per block
-    jumps = []                   # the draws read by jumps (:class:`_Jumps`), made once
+    jumps = _Jumps(rng.bit_generator.state["state"]["inc"]) if kind == "fresh" else None
     waiting = 0                  # requests seen and not admitted
     ranks: list = []             # kinds "rank", "hi_rank": σ per request id
     skip = 0                     # kind "fresh": uniforms owed to the generator
@@ -378,7 +378,7 @@ def _in_draw_order(ids, width, rng, flags, per_block, jumps):
     generator ends past them. A request's draw is at its place among the waiting ids
     (``flags``, counted ``per_block``): below :data:`_JUMP` uniforms the block is drawn
     and the places counted one by one, from there on the places are counted in numpy and
-    only the draws there are read (:class:`_Jumps`)."""
+    only the draws there are read (``jumps``, a :class:`_Jumps` of ``rng``)."""
     counts = np.frombuffer(per_block, np.int64, (ids[-1] >> _SHIFT) + 1)
     starts = np.cumsum(counts) - counts                           # waiting before a block
     if width < _JUMP:
@@ -392,10 +392,8 @@ def _in_draw_order(ids, width, rng, flags, per_block, jumps):
     full = ((words * _BYTES) >> np.uint64(56)) * (np.arange(8) < word[:, None])
     part = words[np.arange(j.size), word] & ((np.uint64(1) << byte.astype(np.uint64)) - 1)
     within = full.sum(1) + ((part * _BYTES) >> np.uint64(56))
-    if not jumps:
-        jumps.append(_Jumps(rng.bit_generator.state["state"]["inc"]))
     pos = starts[blk] + within.astype(np.int64)
-    u = jumps[0].draws(rng.bit_generator.state["state"]["state"], pos)
+    u = jumps.draws(rng.bit_generator.state["state"]["state"], pos)
     rng.bit_generator.advance(width)
     return j[np.lexsort((j, u))].tolist()
 
