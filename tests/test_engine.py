@@ -143,6 +143,23 @@ def _assert_same_records(a, b):
     np.testing.assert_array_equal(a.tbt.counts, b.tbt.counts)
 
 
+def _short_outputs_workload(n, seed, classes=1):
+    """``n`` requests arriving fast, a fifth with one output token (prompts up to 149)."""
+    rng = np.random.default_rng(seed)
+    output = np.where(rng.random(n) < 0.2, 1, rng.integers(1, 200, n))
+    return qt.Workload.from_arrays(np.cumsum(rng.exponential(0.005, n)),
+                                   rng.integers(1, 150, n), output, rng.integers(0, classes, n))
+
+
+def _runs_patched(monkeypatch, owner, name, values, workload, make, **kw):
+    """One run of ``workload`` under ``make()`` per value of ``owner.name``."""
+    runs = []
+    for value in values:
+        monkeypatch.setattr(owner, name, value)
+        runs.append(qt.simulate(workload, make(), qt.AffineTokenTime(0.01, 5e-5, 4e-5), **kw))
+    return runs
+
+
 def _two_requests():
     return Trace(np.zeros(2), np.array([10, 10]), np.array([20, 20]), np.zeros(2, int),
                  np.array([20, 20]), np.array([20, 20]), np.zeros(2, int))
@@ -400,11 +417,8 @@ def test_few_members_in_plain_integers_are_the_array_path(monkeypatch, make, mem
     evictions."""
     from queuetheory.engine import core
 
-    rng = np.random.default_rng(11)
     n = 400
-    output = np.where(rng.random(n) < 0.2, 1, rng.integers(1, 200, n))
-    workload = qt.Workload.from_arrays(np.cumsum(rng.exponential(0.005, n)),
-                                       rng.integers(1, 150, n), output)
+    workload = _short_outputs_workload(n, seed=11)
     state_of, decisions = Engine.state, []
 
     def ledger_checked(engine, t):      # the ledger the two ways keep, at every decision
@@ -417,12 +431,8 @@ def test_few_members_in_plain_integers_are_the_array_path(monkeypatch, make, mem
         return state
 
     monkeypatch.setattr(Engine, "state", ledger_checked)
-    runs = []
-    for few in (0, 10**9):
-        monkeypatch.setattr(core, "_FEW", few)
-        runs.append(qt.simulate(workload, make(), qt.AffineTokenTime(0.01, 5e-5, 4e-5),
-                                memory=memory, first_token=first_token, fast_path=False))
-    arrays, one_by_one = runs
+    arrays, one_by_one = _runs_patched(monkeypatch, core, "_FEW", (0, 10**9), workload, make,
+                                       memory=memory, first_token=first_token, fast_path=False)
     _assert_same_records(arrays, one_by_one)
     assert arrays.metrics["completed"] == n
     assert (arrays.batches["prefill_requests"] > 8).sum() > 2    # many members, both ways
@@ -446,12 +456,8 @@ def test_fresh_decodes_are_what_the_columns_say(monkeypatch, make, memory, fast_
     batch's start and has output left (``Engine._fresh_decodes``, which spares the check,
     the KV count and the stamps a read of the columns), the columns say so too, at every
     decision; and runs that never trust the books give the same records."""
-    rng = np.random.default_rng(5)
     n = 400
-    output = np.where(rng.random(n) < 0.2, 1, rng.integers(1, 200, n))
-    workload = qt.Workload.from_arrays(np.cumsum(rng.exponential(0.005, n)),
-                                       rng.integers(1, 150, n), output,
-                                       rng.integers(0, classes, n))
+    workload = _short_outputs_workload(n, seed=5, classes=classes)
     books, claims = Engine._fresh_decodes, []
 
     def checked(engine, t):
@@ -464,12 +470,9 @@ def test_fresh_decodes_are_what_the_columns_say(monkeypatch, make, memory, fast_
             claims.append(dec.size)
         return fresh
 
-    runs = []
-    for trust in (checked, lambda engine, t: False):
-        monkeypatch.setattr(Engine, "_fresh_decodes", trust)
-        runs.append(qt.simulate(workload, make(), qt.AffineTokenTime(0.01, 5e-5, 4e-5),
-                                memory=memory, first_token=first_token, fast_path=fast_path))
-    trusted, read = runs
+    trusted, read = _runs_patched(monkeypatch, Engine, "_fresh_decodes",
+                                  (checked, lambda engine, t: False), workload, make,
+                                  memory=memory, first_token=first_token, fast_path=fast_path)
     _assert_same_records(trusted, read)
     assert trusted.metrics["completed"] == n
     if not fast_path:                   # (the fast path's stretches and bulk runs reset it)
