@@ -214,6 +214,10 @@ class FuturePeak:
         self.load[:k] -= m - self.t + self.taus[:k]
         self.count[:k] -= 1
 
+    def _check_last(self, e: int) -> None:
+        if e < self.t:
+            raise ValueError(f"e={e}: a job's last round cannot precede t={self.t}")
+
     def fits(self, m: int, e: int) -> bool:
         """Would a job using ``m`` tokens in round ``t`` and lasting until round ``e`` fit?
 
@@ -239,8 +243,7 @@ class FuturePeak:
         ValueError
             If ``e < t``.
         """
-        if e < self.t:
-            raise ValueError(f"e={e}: a job's last round cannot precede t={self.t}")
+        self._check_last(e)
         taus = self.taus
         k = int(taus.searchsorted(e, side="right"))            # the checkpoints τ <= e
         room = self.memory - m + self.t
@@ -269,7 +272,13 @@ class FuturePeak:
         tuple of int
             ``(excess, round)``: the total memory less ``M`` at the worst round ``τ`` of
             ``t … e`` and ``τ``.
+
+        Raises
+        ------
+        ValueError
+            If ``e < t``.
         """
+        self._check_last(e)
         k = int(self.taus.searchsorted(e, side="right"))       # the checkpoints τ <= e
         room = self.memory - m + self.t
         worst, at = self.load_at(e) + e, e

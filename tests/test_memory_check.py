@@ -98,3 +98,13 @@ def test_excess_is_the_worst_round_and_the_failure_lasts(seed):
                     later.advance(t + j)
                     assert not later.fits(m, e + j)
     assert failed > 100
+
+
+@pytest.mark.parametrize("ask", ["fits", "excess"])
+def test_a_last_round_before_the_current_one_is_refused(ask):
+    """A job cannot end before the profile's current round: ``fits`` and ``excess`` refuse
+    it with an error naming ``e`` and ``t``."""
+    book = FuturePeak(100, 5, [10, 20], [8, 12])
+    with pytest.raises(ValueError, match=r"e=4: .* t=5"):
+        getattr(book, ask)(10, 4)
+    assert getattr(book, ask)(10, 5) is not None            # the current round is fine
