@@ -252,7 +252,7 @@ def main():
     ap.add_argument("-n", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--sharegpt", action="store_true")
     ap.add_argument("--policy", choices=(*POLICIES, *AO), default="sarathi")
-    ap.add_argument("--all", nargs="*", metavar="POLICY", default=None,
+    ap.add_argument("--all", nargs="*", metavar="POLICY", default=None, choices=(*POLICIES, *AO),
                     help="a table of every scheduler (or those named), ShareGPT lengths, "
                          "without and with --memory (default 30000)")
     ap.add_argument("--memory", type=int, default=None)
