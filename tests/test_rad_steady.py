@@ -1,19 +1,23 @@
 """The steady stretches of Bari, Hegde and de Veciana's stepped schedulers change nothing.
 
-RAD, the cycle scheduler (Alg. 2) and request-level batching (Alg. 3) promise ``steady`` and
-``drains``; SLAI with a KV-memory limit (no bulk rule there) promises ``steady`` with books
-(:meth:`SLAI.repeated`). Each run is made with ``fast_path=False`` and with the fast path:
-request stamps, the batch log row by row, the TBT histogram, every metric and the policy's
-own books identical, and the fast path must have skipped decisions.
+RAD and the cycle scheduler (Alg. 2) promise ``steady`` and ``drains``, the cycle scheduler
+and request-level batching (Alg. 3) ``decodes_through``; SLAI with a KV-memory limit (no bulk
+rule there) promises ``steady`` with books (:meth:`SLAI.repeated`). Each run is made with
+``fast_path=False`` and with the fast path: request stamps, the batch log row by row, the TBT
+histogram, every metric and the policy's own books identical, and the fast path must have
+skipped decisions.
 """
+
+import dataclasses
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from test_fast_path import ANCHOR_TIME, _same_records
+from test_fast_path import ANCHOR_TIME, _counting, _same_records
 
 import queuetheory as qt
+from queuetheory.engine import Engine
 from queuetheory.policies import RAD, SLAI, CycleScheduler, RequestLevel
 
 
@@ -117,6 +121,66 @@ def test_request_level_bulk_rule_same_records(batch_size, first_token, cut):
     assert (batches["prefill_requests"] * batches["decode_requests"] == 0).all()
 
 
+def _decisions_without_through(workload, make_policy, **kw):
+    """Decisions of the fast run with :meth:`decodes_through` masked on the instance."""
+    policy = make_policy()
+    policy.decodes_through = lambda state, batch: False
+    calls = _counting(policy)
+    qt.simulate(workload, policy, ANCHOR_TIME, **kw)
+    return calls["n"]
+
+
+@pytest.mark.parametrize("empty", [False, True], ids=["prompts", "some-empty-prompts"])
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("n", [None, 12])
+def test_cycle_decode_phase_runs_through_arrivals(n, first_token, empty):
+    """In decode mode, with every request in decode in its batch, the cycle scheduler
+    promises that the members decode to their last tokens whatever arrives
+    (``decodes_through``): the engine runs them in one stretch, admitting the arrivals on the
+    way (and stopping before one that arrives in decode: an empty prompt joins ``D``). The
+    records are stepping's, and the promise saves decisions over the stretches that end at
+    each completion or arrival."""
+    workload = _workload(4.0)
+    kw = {"n_requests": 300}
+    if empty:        # a trace allows empty prompts (a workload does not)
+        trace = workload.sample(n_requests=300, seed=2)
+        prompt = trace.prompt * (np.random.default_rng(4).random(300) > 0.1)
+        workload, kw = dataclasses.replace(trace, prompt=prompt), {}
+    make = lambda: CycleScheduler(TILE, n=n)          # noqa: E731
+    res, n_slow, n_fast = _same_records(workload, make, ANCHOR_TIME, first_token=first_token,
+                                        **kw)
+    assert res.metrics["completed"] == 300
+    assert n_fast < 0.8 * _decisions_without_through(workload, make, first_token=first_token,
+                                                     **kw)
+
+
+def test_a_stretch_through_arrivals_admits_them():
+    """``Engine.advance(t, until, most, horizon=)``: a stretch the policy promises through
+    arrivals runs past ``until`` (the next arrival) and returns with every pre-loaded request
+    that arrived before its last batch's start admitted, as stepping admits them; driven this
+    way the engine keeps the records of ``simulate`` without a fast path."""
+    trace = _workload(4.0).sample(n_requests=200, seed=1)
+    policy = CycleScheduler(TILE, n=12)
+    policy.reset()
+    engine = Engine(policy, ANCHOR_TIME, first_token="prefill")
+    engine.load(trace, final=True)
+    t, past = 0.0, 0
+    while engine.live.size or engine.next_arrival() < np.inf:
+        engine.admit_until(t)
+        if not engine.live.size:
+            t = engine.next_arrival()
+            continue
+        until = engine.next_arrival()
+        out = engine.advance(t, until, 1 << 62, horizon=np.inf)
+        t = out[0] if isinstance(out, tuple) else until
+        last_start = engine.log.column("start")[-1]
+        assert engine.next_arrival() > last_start        # admitted before its last batch
+        past += t > until
+    assert past > 5                                       # stretches ran through arrivals
+    steps = qt.simulate(trace, CycleScheduler(TILE, n=12), ANCHOR_TIME, fast_path=False)
+    pd.testing.assert_frame_equal(engine.log.frame(), steps.batches, check_exact=True)
+
+
 def test_a_subclass_that_decides_otherwise_steps():
     class Mine(RAD):
         def _schedule(self, state):
@@ -126,7 +190,12 @@ def test_a_subclass_that_decides_otherwise_steps():
         def _schedule(self, state):
             return super()._schedule(state)
 
-    for make, kw in ((lambda: Mine(TILE), {}), (lambda: Slai(512), {"memory": 6000})):
+    class Cycle(CycleScheduler):
+        def _schedule(self, state):
+            return super()._schedule(state)
+
+    for make, kw in ((lambda: Mine(TILE), {}), (lambda: Slai(512), {"memory": 6000}),
+                     (lambda: Cycle(TILE, n=12), {})):
         res, n_slow, n_fast = _same_records(_workload(4.0), make, ANCHOR_TIME,
                                             n_requests=80, **kw)
         assert n_fast == n_slow == res.iterations

@@ -93,6 +93,9 @@ class Engine:
         self.log = ColumnLog(_BATCH_COLUMNS)
         self.tbt = TBTHistogram(n_classes)
         self._pending = 0      # first table row not yet admitted (pre-loaded traces)
+        self._arrival = np.empty(0)          # the pre-loaded rows' arrivals, and before
+        self._owed = self._decoding = np.zeros(1, dtype=np.int64)   # each row: tokens owed,
+        # requests in decode (:meth:`load`)
         self._final = False    # the pre-loaded trace is all that arrives (a run that drains)
         self._resume = None    # a promised stretch cut by time alone, to go on with (_repeat)
         self._fresh_at = None  # the last batch's end, and _fresh: how many requests in decode
@@ -132,6 +135,13 @@ class Engine:
                         int(self._owed[stop] - self._owed[self._pending]),
                         int(self._decoding[stop] - self._decoding[self._pending]))
             self._pending = stop
+
+    def _arrival_in_decode(self) -> float:
+        """The arrival time of the next pre-loaded request not yet admitted that arrives in
+        decode (an empty prompt), or ``inf``."""
+        decoding = self._decoding
+        row = int(decoding.searchsorted(decoding[self._pending] + 1)) - 1
+        return float(self._arrival[row]) if row < self._arrival.size else np.inf
 
     def next_arrival(self) -> float:
         """The arrival time of the next pre-loaded request not yet admitted.
@@ -262,12 +272,18 @@ class Engine:
         out = self._iterate(t)
         return out if isinstance(out, Batch) else out[:2]
 
-    def advance(self, t: float, until: float = np.inf, max_iterations: int = 1):
+    def advance(self, t: float, until: float = np.inf, max_iterations: int = 1, *,
+                horizon: float | None = None):
         """One decision of the policy at ``t``, then — when the policy declares the batch
         steady (:meth:`Policy.steady`) and the time model has a closed form for repeating it
         (:meth:`TimeModel.repeat_decode`) — the same batch again and again, at most
         ``max_iterations`` in all, while every repeat starts before ``until`` (the next
-        arrival or the horizon) and no member finishes before the last one.
+        arrival or the horizon) and no member finishes before the last one. Where the
+        policy promises that the batch's members decode to their last tokens whatever
+        arrives (:meth:`Policy.decodes_through`), the stretch runs on past ``until`` up to
+        ``horizon``, members leaving as they finish, and the pre-loaded requests
+        (:meth:`load`) arriving on the way are admitted as stepping admits them: before
+        the first batch that starts at or after their arrival.
 
         Every skipped iteration is checked analytically (output lengths, token budget and
         KV memory over the whole stretch) and recorded exactly as :meth:`step` would, row
@@ -281,6 +297,10 @@ class Engine:
             No repeat starts at or after this time.
         max_iterations : int, default 1
             The most batches to run (1: :meth:`step`, ending at the batch's end).
+        horizon : float, optional
+            No repeat of a stretch promised through arrivals starts at or after this time
+            (``None``: ``until``); give it only where the pre-loaded trace is all that
+            arrives before it.
 
         Returns
         -------
@@ -298,10 +318,10 @@ class Engine:
         ValueError
             When the time model returns a duration that is not positive.
         """
-        out = self._iterate(t, until, max_iterations)
+        out = self._iterate(t, until, max_iterations, horizon)
         return out if isinstance(out, Batch) else (out[2], out[1])
 
-    def _iterate(self, t, until=np.inf, max_iterations=1):
+    def _iterate(self, t, until=np.inf, max_iterations=1, horizon=None):
         resume, self._resume = self._resume, None
         if resume is not None and max_iterations > 1 and resume[0] == t:
             # the stretch an earlier call cut at ``until`` goes on: nothing arrived since,
@@ -338,7 +358,9 @@ class Engine:
         if max_iterations > 1 and end < until:
             stretch = self._stretch(state, batch, pre, dec, finished, end)
             if stretch is not None:
-                end, more = stretch[0](*stretch[1], end, until, max_iterations - 1)
+                runner, args, arrivals = stretch
+                end, more = runner(*args, end, until if horizon is None or not arrivals
+                                   else max(until, horizon), max_iterations - 1)
                 if more.size:
                     finished = np.union1d(finished, more) if finished.size else more
         return duration, finished, end
@@ -381,10 +403,16 @@ class Engine:
         return duration, finished, end
 
     def _stretch(self, state, batch, pre, dec, finished, end):
-        """The stretch the policy promises after this batch, if any: ``(runner, args)``,
-        the runner :meth:`_repeat` (decode-only: :meth:`Policy.drains`,
-        :meth:`Policy.steady`) or :meth:`_repeat_chunk` (one prefill chunk beside the
-        decodes: :meth:`Policy.steady_chunk`)."""
+        """The stretch the policy promises after this batch, if any: ``(runner, args,
+        arrivals)``, the runner :meth:`_repeat` (decode-only: :meth:`Policy.decodes_through`,
+        :meth:`Policy.drains`, :meth:`Policy.steady`) or :meth:`_repeat_chunk` (one prefill
+        chunk beside the decodes: :meth:`Policy.steady_chunk`); ``arrivals``: the promise
+        holds whatever arrives."""
+        if (not batch.prefill.size and not batch.evict.size
+                and self.policy.decodes_through(state, batch)):
+            members = dec[~np.isin(dec, finished)] if finished.size else dec
+            return (self._repeat, (members, True, np.inf, False, True), True
+                    ) if members.size else None
         live, in_decode = self.live, self.table.in_decode
         prefilling = pre.size and not in_decode[pre[-1]]   # a member still in its prefill
         if (live.size and not prefilling and self.n_decode == live.size
@@ -393,20 +421,21 @@ class Engine:
                 raise InfeasibleBatchError(self.policy, self.iteration, "2.5d",
                                            f"promised to decode all {live.size} requests, "
                                            f"over the budget {self.token_budget}")
-            return self._repeat, (None, True, np.inf, False)
+            return self._repeat, (None, True, np.inf, False, False), False
         if batch.evict.size or finished.size:
             return None
         if not batch.prefill.size:
             promise = self.policy.steady(state, batch)
             if isinstance(promise, bool | np.bool_):
-                return (self._repeat, (dec, False, np.inf, False)) if promise else None
+                return (self._repeat, (dec, False, np.inf, False, False), False
+                        ) if promise else None
             if promise > 0:          # a bounded stretch over which the policy's books move
-                return self._repeat, (dec, False, int(promise), True)
+                return self._repeat, (dec, False, int(promise), True, False), False
             return None
         if pre.size == 1 and not self.table.in_decode[pre[0]]:   # (a cache credit is once)
             promise = int(self.policy.steady_chunk(state, batch))
             if promise > 0:
-                return self._repeat_chunk, (pre, batch.chunk, dec, promise)
+                return self._repeat_chunk, (pre, batch.chunk, dec, promise), False
         return None
 
     def _repeat_chunk(self, pre, chunk, dec, limit, t, until, most):
@@ -716,14 +745,19 @@ class Engine:
             self.tbt.add(tab.cls[rid[other]], gaps[other])
         tab.last_token[rid] = end
 
-    def _repeat(self, dec, through, limit, books, t, until, most):
+    def _repeat(self, dec, through, limit, books, arrivals, t, until, most):
         """The fast path: from ``t``, run the decode-only batch ``dec`` again and again in
         closed form, less each member once it has finished when ``through`` is set
-        (:meth:`Policy.drains`, ``dec`` ``None``: every request in the system; else until
-        the first member finishes, :meth:`Policy.steady`), at most ``limit`` times (the
-        policy's bound). Returns the end of the stretch and the requests it finished.
-        ``books``: the policy keeps books over the stretch, told of the ``k`` batches run
-        (their starts) by its ``repeated(k, starts)``.
+        (:meth:`Policy.drains`, ``dec`` ``None``: every request in the system;
+        :meth:`Policy.decodes_through`; else until the first member finishes,
+        :meth:`Policy.steady`), at most ``limit`` times (the policy's bound). Returns the
+        end of the stretch and the requests it finished. ``books``: the policy keeps books
+        over the stretch, told of the ``k`` batches run (their starts) by its
+        ``repeated(k, starts)``. ``arrivals``: the promise holds whatever arrives, so the
+        pre-loaded requests that arrive on the way are admitted as stepping admits them
+        (each before the first batch starting at or after its arrival: the log's
+        population and work count it from there), up to the first that arrives in decode
+        (an empty prompt would join the decodes), where the stretch stops.
 
         The stretch is checked analytically: members stay in decode (no prefill, no
         eviction); the token load only falls from the checked one; no member decodes past
@@ -738,6 +772,8 @@ class Engine:
         self._fresh_at = None                # (it stamps its members itself)
         if dec is None:
             dec = self.live
+        if arrivals:
+            until = min(until, self._arrival_in_decode())
         left = tab.output[dec] - tab.decoded[dec]          # >= 1 for every member
         if left.size > 1:
             order = left.argsort(kind="stable")
@@ -798,8 +834,13 @@ class Engine:
                 self.tbt.add_intervals(gaps, np.zeros_like(emitted), emitted - 1,
                                        tab.cls[members])
         work = self.work - decodes.cumsum()
+        population, logged = self.live.size - gone, work
+        if arrivals:                         # the rows arrived by each batch's start
+            came = self._arrival[self._pending:].searchsorted(ends[:-1], side="right")
+            population = population + came
+            logged = work + (self._owed[came + self._pending] - self._owed[self._pending])
         self.log.extend(k, ends[:-1], durations, 0, 0, decodes, decodes, 0, memory,
-                        self.live.size - gone, work)
+                        population, logged)
         self.work = int(work[-1])
         self.peak_memory = max(self.peak_memory, int(memory.max()))
         self.iteration += k
@@ -807,9 +848,11 @@ class Engine:
         if books:
             self.policy.repeated(k, ends[:-1])
         end = float(ends[-1])
-        if k < promised and not cut:        # stopped by `until` or `most` alone
+        if arrivals:
+            self.admit_until(float(ends[-2]))
+        elif k < promised and not cut:      # stopped by `until` or `most` alone
             self._resume = (end, self._repeat,
-                            (None if through else dec, through, limit - k, books))
+                            (None if through else dec, through, limit - k, books, False))
         done = int(left.searchsorted(k, side="right"))     # members with left <= k
         if not done:
             return end, _NONE

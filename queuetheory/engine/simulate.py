@@ -385,7 +385,7 @@ def _step_by_step(engine, policy, t, stop, limit, fast_path, bar) -> float:
             continue
         if fast_path:
             most = limit - engine.iteration if limit < np.inf else 1 << 62
-        out = engine.advance(t, min(nxt, stop), most)
+        out = engine.advance(t, min(nxt, stop), most, horizon=stop)
         if isinstance(out, tuple):
             t = out[0]
         else:

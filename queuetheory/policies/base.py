@@ -191,6 +191,35 @@ class Policy:
         """
         return False
 
+    def decodes_through(self, state, batch) -> bool:
+        """May the engine run the members of a decode-only ``batch`` to their last tokens
+        without asking, whatever arrives? (the engine's fast path)
+
+        Asked after every decode-only batch without evictions, before :meth:`drains` and
+        :meth:`steady`. ``True`` promises: in the state the batch was built on, and in every
+        state it leads to while each member left gains one output token per iteration
+        (leaving the system at its last), requests arrive with prompts to prefill (none in
+        decode) and nothing else changes, ``schedule`` would return the decode-only batch
+        of the members left, and calling it would change no state of the policy that the
+        next call after the stretch would not change the same way (books that read arrivals
+        and completions lazily). The engine then runs the members to completion in closed
+        form (KV memory growing as long as it stays within ``M``), admitting the arrivals
+        on the way. The default is ``False``.
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The decode-only batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        bool
+            Whether the promise holds.
+        """
+        return False
+
     def bulk(self, engine):
         """A runner ``run(t, stop, limit) -> t`` that makes this policy's decisions in bulk
         on ``engine``, or ``None`` (the default): the engine asks :meth:`schedule` at every

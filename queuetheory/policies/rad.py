@@ -361,6 +361,29 @@ class CycleScheduler(_TiledPolicy):
         """
         return decides_as_shipped(self) and bool(batch.decode.size)
 
+    def decodes_through(self, state, batch):
+        """A decode batch of all of ``D`` (no more than ``t*_col`` requests in decode) in
+        decode mode: each call returns ``D[:t*_col] = D`` for the members left whatever
+        arrives — an arrival with a prompt joins no ``D`` and waits (a prefill starts only
+        back in prefill mode, and the switch needs ``D = ∅``: the next call after the last
+        member finishes); the books read arrivals and completions at the next call (ids
+        from ``_seen`` on, ``D`` filtered by ``rid``) and nothing else changes.
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The decode-only batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        bool
+            Whether the batch is every request in decode, in decode mode (as shipped).
+        """
+        return (decides_as_shipped(self) and self._mode == "decode"
+                and batch.decode.size == state.n_decode)
+
     def drains(self, state):
         """Every request in decode, in decode mode and no more of them than ``t*_col``: each
         call returns ``D[:t*_col] = D`` for the requests left and changes nothing (the switch
@@ -443,40 +466,24 @@ class RequestLevel(Policy):
         S = (~in_decode).nonzero()[0][: self.batch_size]
         return Batch(S, state.remaining_prefill_of(S))
 
-    def steady(self, state, batch):
+    def decodes_through(self, state, batch):
         """A decode-only batch is every request in decode (``D ≠ ∅``); the policy keeps no
-        state. While nothing arrives, nothing finishes and only ``D`` decodes, ``D`` stays
-        the same: the same batch.
+        state. Each call decodes the members left whatever arrives: an arrival with a prompt
+        waits until ``D`` empties (the next call after the last member finishes).
 
         Parameters
         ----------
         state : State
             The state the batch was built on.
         batch : Batch
-            The batch :meth:`schedule` returned on it.
+            The decode-only batch :meth:`schedule` returned on it.
 
         Returns
         -------
         bool
-            Whether the batch repeats (``True`` for a decode batch of this policy as
-            shipped).
+            ``True`` for a decode batch of this policy as shipped.
         """
         return decides_as_shipped(self) and bool(batch.decode.size)
-
-    def drains(self, state):
-        """Every request in decode: each call decodes every request left; no state.
-
-        Parameters
-        ----------
-        state : State
-            A state where every request in the system is in decode.
-
-        Returns
-        -------
-        bool
-            Whether the policy, as shipped, decodes them all to completion.
-        """
-        return decides_as_shipped(self)
 
 
 class PrefillOnly(Policy):
