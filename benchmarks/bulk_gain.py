@@ -29,7 +29,7 @@ from benchmarks import engine_speed as es
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 WITH_RULES = ("sarathi", "sarathi-maxreqs", "orca", "vllm", "static", "static2", "ft",
-              "ft-request", "kfcfs", "mcsf", "mcsf-fcfs", "amax", "amin", "hsf", "arandom",
+              "kfcfs", "mcsf", "mcsf-fcfs", "amax", "amin", "hsf", "arandom",
               "adaptive", "slai", "wait", "nested-wait")
 
 

@@ -1,5 +1,6 @@
-"""The bulk rules of FCFS Orca (``prefill_first_fill``) and FasterTransformer
-(``decode_priority``, both modes) change nothing.
+"""The bulk rules of FCFS Orca (``prefill_first_fill``) and iteration-level FasterTransformer
+(``decode_priority``) change nothing, nor do request-level FasterTransformer's stretches
+(it steps, each cohort's decode phase one stretch through arrivals: ``decodes_through``).
 
 Each run is made with ``fast_path=False`` (the policy decides every iteration) and with the
 fast path, where the rule runs without calling ``schedule``; request stamps, the batch log
@@ -52,7 +53,7 @@ def test_small_random_traces_same_records(name, first_token):
     decode, readmission), horizons and iteration caps that cut the run."""
     rng = np.random.default_rng(11 + len(name) + len(first_token))
     make = POLICIES[name]
-    skipped = preempted = cut = 0
+    skipped = preempted = cut = through = 0
     for case in range(20):
         n = int(rng.integers(2, 13))
         arrival = np.sort(rng.choice([0.0, 0.5, 1.0, 40.0, 41.0, 400.0], n)
@@ -74,9 +75,12 @@ def test_small_random_traces_same_records(name, first_token):
         trace = qt.Workload.from_arrays(arrival, prompt, output)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", qt.errors.CensoredRunWarning)
-            res, _, n_fast = _same_run(trace, partial(make, budget, max_reqs),
-                                       qt.UnitTime(), **kw)
-        assert n_fast == 0, case
+            res, n_slow, n_fast = _same_run(trace, partial(make, budget, max_reqs),
+                                            qt.UnitTime(), **kw)
+        if name == "ft-request":
+            through += n_fast < n_slow
+        else:
+            assert n_fast == 0, case          # the rule decides without asking
         if memory is None:
             skipped += _skipped(res) > 0
         preempted += res.metrics["restarts"] > 0
@@ -84,6 +88,8 @@ def test_small_random_traces_same_records(name, first_token):
     assert cut >= 3
     if name != "ft-request":
         assert preempted >= 2
+    else:
+        assert through >= 10
     if name in ("orca", "orca-whole-prompts"):
         assert skipped >= 2
 
@@ -131,9 +137,13 @@ def test_orca_two_classes_same_records(first_token, memory):
 def test_faster_transformer_same_records(first_token, make_policy):
     wl = qt.Workload([qt.RequestClass(_lognormal(100), _lognormal(40), rate=2.0),
                       qt.RequestClass(_lognormal(300), _lognormal(20), rate=1.0)])
-    res, _, n_fast = _same_run(wl, make_policy, ANCHOR_TIME, n_requests=60,
-                               first_token=first_token)
-    assert n_fast == 0 and res.metrics["completed"] == 60
+    res, n_slow, n_fast = _same_run(wl, make_policy, ANCHOR_TIME, n_requests=60,
+                                    first_token=first_token)
+    assert res.metrics["completed"] == 60
+    if make_policy().mode == "iteration":
+        assert n_fast == 0                    # the rule
+    else:        # steps: a cohort within the budget decodes in one stretch through arrivals
+        assert 0 < n_fast < n_slow
 
 
 @pytest.mark.parametrize("first_token", ["prefill", "decode"])
@@ -160,8 +170,8 @@ def test_stops_mid_run_with_the_same_state(cut, make_policy):
     memory = None if getattr(make_policy(), "mode", "") == "request" else 6000
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", qt.errors.CensoredRunWarning)
-        res, _, n_fast = _same_run(wl, make_policy, ANCHOR_TIME, memory=memory, **kw)
-    assert n_fast == 0
+        res, n_slow, n_fast = _same_run(wl, make_policy, ANCHOR_TIME, memory=memory, **kw)
+    assert n_fast == 0 if memory else n_fast < n_slow
     assert res.requests["finish"].isna().any()
 
 
@@ -174,6 +184,7 @@ def test_rule_only_where_it_covers_the_setting():
 
     for policy, kw in [(Orca(512, order="sjf_prompt"), {}),
                        (FasterTransformer(512, order="sjf_decode"), {}),
+                       (FasterTransformer(512, mode="request", max_reqs=4), {}),
                        (FasterTransformer(512, mode="request", max_reqs=4, order="sjf_total"),
                         {}),
                        (Orca(512, preemption="restart"), {"memory": 10_000}),
@@ -184,8 +195,7 @@ def test_rule_only_where_it_covers_the_setting():
         assert bulk_runner(engine, policy) is None, (policy, kw)
     linear = Engine(Orca(512), qt.LinearMemoryTime(1.0, 0.01), token_budget=512)
     assert bulk_runner(linear, Orca(512)) is None
-    for policy in (Orca(512), Orca(512, chunk=False, max_reqs=4), FasterTransformer(512),
-                   FasterTransformer(512, mode="request", max_reqs=4)):
+    for policy in (Orca(512), Orca(512, chunk=False, max_reqs=4), FasterTransformer(512)):
         for memory in (None, 10_000):
             if policy.supports(memory=memory, first_token="prefill"):
                 continue

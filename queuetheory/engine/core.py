@@ -416,7 +416,7 @@ class Engine:
         live, in_decode = self.live, self.table.in_decode
         prefilling = pre.size and not in_decode[pre[-1]]   # a member still in its prefill
         if (live.size and not prefilling and self.n_decode == live.size
-                and self.policy.drains(self.state(end))):
+                and self.policy.drains(self.state(end)) and self._written_back(live)):
             if self.token_budget is not None and live.size > self.token_budget:
                 raise InfeasibleBatchError(self.policy, self.iteration, "2.5d",
                                            f"promised to decode all {live.size} requests, "
@@ -437,6 +437,17 @@ class Engine:
             if promise > 0:
                 return self._repeat_chunk, (pre, batch.chunk, dec, promise), False
         return None
+
+    def _written_back(self, rid) -> bool:
+        """Whether each of ``rid`` (requests in decode) writes one token of KV at its next
+        decode, as :meth:`_repeat`'s closed form takes: under ``first_token="prefill"`` a
+        request in decode that has emitted nothing since its prefill (an empty prompt, which
+        has none) writes none there."""
+        tab = self.table
+        if not tab.emit_first:
+            return True
+        decoded = tab.decoded[rid]
+        return bool((decoded > tab.recomputed[rid] if tab.recomputing else decoded > 0).all())
 
     def _repeat_chunk(self, pre, chunk, dec, limit, t, until, most):
         """The fast path of a batch with one prefill chunk: from ``t``, the request ``pre``

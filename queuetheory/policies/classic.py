@@ -352,8 +352,13 @@ class FasterTransformer(_TokenBudgetPolicy):
         self._cohort = np.empty(0, dtype=np.int64)
 
     def _kernel(self, engine):
-        """The rule ``decode_priority`` in both modes."""
-        return partial(decode_priority, engine, mode=self.mode, max_reqs=self.max_reqs)
+        """The rule ``decode_priority`` in iteration mode. Request mode steps: a cohort's
+        decode phase runs in one stretch through arrivals (:meth:`decodes_through`), and a
+        rule of its own bought 1.6–1.8× over that (``benchmarks/README.md``), under the ~3× a
+        bulk rule must buy to be kept."""
+        if self.mode == "request":
+            return None
+        return partial(decode_priority, engine, max_reqs=self.max_reqs)
 
     def _schedule(self, state):
         if self.mode == "iteration":
@@ -363,12 +368,15 @@ class FasterTransformer(_TokenBudgetPolicy):
                                                                 self.max_reqs))
             p, c = self._prefills(state, pre, self.token_budget, self.max_reqs)
             return self._finish(state, p, c, [])
-        members = np.flatnonzero(np.isin(state.rid, self._cohort))
+        rid, cohort = state.rid, self._cohort       # (ids ascending: members by search)
+        members = rid.searchsorted(cohort)
+        members = members[rid.take(members, mode="clip") == cohort]   # those still here
         if members.size == 0:
-            members = ordered(state, np.arange(state.n), self.order)[: self.max_reqs]
+            members = (np.arange(min(state.n, self.max_reqs)) if self.order == "fcfs" else
+                       ordered(state, np.arange(state.n), self.order)[: self.max_reqs])
             self._cohort = state.rid[members]
         members = np.sort(members)
-        pre = members[~state.in_decode[members]]
+        pre = members[~state.of("in_decode", members)]
         if pre.size:
             p, c = self._prefills(state, pre, self.token_budget, None, chunk=True)
             return self._finish(state, p, c, [])
@@ -376,6 +384,28 @@ class FasterTransformer(_TokenBudgetPolicy):
 
     def _steady_prefills(self, state, batch):
         return True     # decode priority (and a fixed cohort in request mode)
+
+    def decodes_through(self, state, batch):
+        """Request mode: a decode-only batch of every request in decode is the whole
+        cohort, every member prefilled (only members leave their queue, and the batch takes
+        members only). Each call decodes the members left whatever arrives: an arrival joins
+        no cohort until every member has finished (``_cohort`` is read against ``rid`` at the
+        next call), and the members left all fit the budget.
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The decode-only batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        bool
+            Whether the batch is a request-mode cohort's every member (as shipped).
+        """
+        return (decides_as_shipped(self) and self.mode == "request"
+                and self._decode_only(batch) and batch.decode.size == state.n_decode)
 
 
 class StaticPriority(_TokenBudgetPolicy):

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..engine import Batch
-from ..engine.kernels import decode_priority, slo_slack
+from ..engine.kernels import slo_slack
 from ..errors import check_positive, moved_names
 from .base import (
     Policy,
@@ -44,8 +44,7 @@ from .base import (
 __all__ = ["RAD", "CycleScheduler", "RequestLevel", "SLAI", "PrefillOnly", "DecodeOnly"]
 
 _EMPTY = np.empty(0, dtype=np.int64)
-#: a token budget no batch reaches (request-level batching has none), a count no stretch
-#: reaches
+#: a count no stretch reaches
 _NO_BUDGET = 1 << 62
 
 
@@ -409,8 +408,8 @@ class RequestLevel(Policy):
     ``batch_size`` waiting requests are prefilled whole in one batch, then decoded together
     until all finish; arrivals wait.
 
-    With a token-count time model ``simulate`` runs it as the bulk rule ``decode_priority``
-    in request mode (:meth:`bulk`), with the records of the step-by-step engine.
+    The engine steps it; each cohort's decode phase runs in one stretch, arrivals admitted
+    on the way (:meth:`decodes_through`).
 
     Parameters
     ----------
@@ -434,29 +433,6 @@ class RequestLevel(Policy):
             return ("Bari, Hegde, de Veciana's model has no KV memory and this schedule has "
                     "no memory rule; run it with memory=None")
         return None
-
-    def bulk(self, engine):
-        """The rule ``decode_priority`` in request mode
-        (:func:`~queuetheory.engine.kernels.decode_priority`, FasterTransformer's cohorts)
-        with cohorts of ``batch_size`` and a token budget no batch reaches: the oldest
-        ``batch_size`` waiting requests prefilled whole in one batch once none decodes, then
-        every member decoded until all have finished, arrivals waiting — this policy's
-        decisions, batch for batch.
-
-        Parameters
-        ----------
-        engine : Engine
-            The fresh engine of the run.
-
-        Returns
-        -------
-        callable or None
-            The runner, or ``None`` for a subclass that decides otherwise.
-        """
-        if not decides_as_shipped(self):
-            return None
-        return partial(decode_priority, engine, mode="request", max_reqs=self.batch_size,
-                       budget=_NO_BUDGET)
 
     def _schedule(self, state):
         in_decode = state.in_decode

@@ -42,8 +42,8 @@ for each class in priority order its decodes, then its prompt tokens in arrival 
 the budget lasts; with one class, FCFS Sarathi's rule (:mod:`.class_priority_fill`).
 KFCFS around FCFS Sarathi with windows of at least the budget decides as Sarathi and runs
 as ``decode_first_fill``.
-``"prefill_first_fill"`` (Orca with FCFS order) and ``"decode_priority"`` (FasterTransformer
-with FCFS order, iteration- and request-level): the requests that decode in an iteration are
+``"prefill_first_fill"`` (Orca with FCFS order) and ``"decode_priority"`` (iteration-level
+FasterTransformer with FCFS order): the requests that decode in an iteration are
 the oldest requests in decode, so each emits its tokens in runs of consecutive iterations
 (:mod:`~.decode_prefix`: :func:`~.decode_prefix.prefill_first_fill`,
 :func:`~.decode_prefix.decode_priority`).

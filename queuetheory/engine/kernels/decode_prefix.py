@@ -29,14 +29,14 @@ import numpy as np
 
 from .common import RepeatedBatches, durations, log_columns, write_runs, write_states
 
-__all__ = ["ORCA", "FT_ITERATION", "FT_REQUEST", "VLLM", "decode_priority", "largest_gap",
+__all__ = ["ORCA", "FT_ITERATION", "VLLM", "decode_priority", "largest_gap",
            "one_gap", "prefill_first_fill", "run_decode_prefix", "write_back"]
 
 #: the decisions: Orca's prefill-first mixed batch; FasterTransformer's decode-only batch
-#: whenever a request decodes, else a prefill-only batch; FasterTransformer's cohorts;
-#: vanilla vLLM's prefill-only batch whenever a prompt can start (its whole prefill fits in
-#: the memory neither held nor promised), else a decode-only batch
-ORCA, FT_ITERATION, FT_REQUEST, VLLM = 0, 1, 2, 3
+#: whenever a request decodes, else a prefill-only batch; vanilla vLLM's prefill-only batch
+#: whenever a prompt can start (its whole prefill fits in the memory neither held nor
+#: promised), else a decode-only batch
+ORCA, FT_ITERATION, VLLM = 0, 1, 2
 #: how many arrays of gaps are held before they go to the TBT histogram
 _HOLD = 1024
 #: held gaps from this many on are counted by runs of equal values
@@ -75,29 +75,21 @@ def prefill_first_fill(engine, t, stop, limit, *, chunk=True, max_reqs=None):
     return run_decode_prefix(engine, t, stop, limit, ORCA, chunk=chunk, max_reqs=max_reqs)
 
 
-def decode_priority(engine, t, stop, limit, *, mode="iteration", max_reqs=None, budget=None):
-    """FasterTransformer under FCFS (Li, Dai, Peng §3). ``mode="iteration"``: a decode-only
-    batch of the oldest requests in decode (up to the budget and ``max_reqs``) whenever one
+def decode_priority(engine, t, stop, limit, *, max_reqs=None):
+    """Iteration-level FasterTransformer under FCFS (Li, Dai, Peng §3): a decode-only batch
+    of the oldest requests in decode (up to the budget and ``max_reqs``) whenever one
     decodes, else a prefill-only batch of prompts in arrival order up to the budget, the last
     one chunked (with a KV-memory limit: new prompts while their whole prefills fit, and the
-    youngest residents preempted, recompute, when the decodes do not). ``mode="request"``: a
-    cohort of the ``max_reqs`` oldest waiting requests is prefilled, then decoded (the oldest
-    ``b`` members at a time) until every member finishes, while arrivals wait. ``budget``:
-    the token budget ``b`` of the batches (default: the engine's); one that no batch reaches
-    stands for none (Bari et al.'s request-level batching prefills a cohort whole and decodes
-    all its members)."""
-    kind = FT_REQUEST if mode == "request" else FT_ITERATION
-    return run_decode_prefix(engine, t, stop, limit, kind, max_reqs=max_reqs, budget=budget)
+    youngest residents preempted, recompute, when the decodes do not)."""
+    return run_decode_prefix(engine, t, stop, limit, FT_ITERATION, max_reqs=max_reqs)
 
 
 # long: bulk kernel, one pass per iteration in plain ints: helper calls per iteration cost its speed
-def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None,  # noqa: C901
-                      budget=None):
+def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None):  # noqa: C901
     """Run the decision ``kind`` from a fresh engine at ``t`` up to the horizon ``stop`` or
     ``limit`` iterations; return the time reached. ``chunk=False``: only whole prompts enter
     a batch, except a first one longer than the room left (Orca without chunking);
-    ``max_reqs``: the policy's batch-size limit (``None``: none); ``budget``: the batches'
-    token budget (``None``: the engine's)."""
+    ``max_reqs``: the policy's batch-size limit (``None``: none)."""
     tab = engine.table
     n = tab.n
     arrival = tab.column("arrival").tolist()
@@ -105,7 +97,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None
     output = tab.column("output").tolist()
     cls_of = tab.column("cls").tolist()
     taus, new_tau = durations(engine.time_model)
-    b, e = engine.token_budget if budget is None else budget, tab.emit_first
+    b, e = engine.token_budget, tab.emit_first
     inf, nan = float("inf"), float("nan")
     M = engine.memory if engine.memory is not None else inf
     R = n + 1 if max_reqs is None else max_reqs
@@ -135,8 +127,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None
     a = 0                          # dec[:a] emitted in the last iteration, at t
     p = -1                         # the resident part-way through its prefill
     waiting: deque = deque()       # requests without KV, in arrival order
-    line = waiting if kind != FT_REQUEST else deque()   # where prefills are taken from
-    past = kind in (FT_ITERATION, FT_REQUEST)    # runs go on past arrivals
+    past = kind == FT_ITERATION    # runs go on past arrivals
     repeats = array("q")           # log rows that stand for k decode-only batches: (row, k)
     # per log row and class, the decoders that also emitted in the batch before: they
     # share its gap (its end less its start), binned at the end
@@ -192,7 +183,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None
             waiting.append(admitted)
             admitted += 1
         D = len(dec)
-        live = D + (p >= 0) + len(waiting) + (len(line) if kind == FT_REQUEST else 0)
+        live = D + (p >= 0) + len(waiting)
         if not live:
             if admitted == n:
                 break
@@ -204,19 +195,15 @@ def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None
         plan = []
         chunk_sum = 0
         if kind == ORCA or (kind == FT_ITERATION and not D) or (
-                kind == FT_REQUEST and (p >= 0 or line or not D)) or (
-                kind == VLLM and (p >= 0 or (line and length[line[0]] <= free) or not D)):
-            if kind == FT_REQUEST and not D and p < 0 and not line:   # a new cohort
-                for _ in range(min(R, len(waiting))):
-                    line.append(waiting.popleft())
-            room, slots = b, (R if kind != FT_REQUEST else n + 1)
+                kind == VLLM and (p >= 0 or (waiting and length[waiting[0]] <= free) or not D)):
+            room, slots = b, R
             memory_left = free - D if kind != VLLM else free   # vLLM: no decode beside
             i = 0
             while room > 0 and slots > 0:
                 if p >= 0 and not plan:
                     w = p
-                elif i < len(line) and length[line[i]] <= memory_left:
-                    w = line[i]
+                elif i < len(waiting) and length[waiting[i]] <= memory_left:
+                    w = waiting[i]
                     memory_left -= length[w]
                     i += 1
                 else:
@@ -235,7 +222,7 @@ def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None
             m = min(b - chunk_sum, D, R - len(plan)) if kind == ORCA else 0
         else:
             m = b if b < D else D
-            if kind != FT_REQUEST and R < m:
+            if R < m:
                 m = R
         if not m and not plan:     # an empty batch (not met while every request fits in M
             if admitted == n:      # alone): the engine waits for the next arrival
@@ -330,13 +317,13 @@ def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None
                 filled[v] = 0
                 restarts[v] += 1
                 out.append(v)
-            line.extendleft(out)
+            waiting.extendleft(out)
             if not m:          # unreachable while every request fits in M alone
                 raise RuntimeError("decode_prefix: a preemption emptied the batch")
         else:
             for w, c in plan:
                 if w != p:
-                    line.popleft()
+                    waiting.popleft()
                 filled[w] += c
                 members += 1
                 if filled[w] == length[w]:       # the prefill ends in this iteration
@@ -422,8 +409,6 @@ def run_decode_prefix(engine, t, stop, limit, kind, *, chunk=True, max_reqs=None
         last_time[v], worst[v] = last, gap
     release()
     live_ids = dec + ([p] if p >= 0 else []) + list(waiting)
-    if kind == FT_REQUEST:
-        live_ids += list(line)
     runs = RepeatedBatches(log_columns(times, counts), repeats, arrivals=(
         tab.column("arrival")[:admitted], (tab.column("prompt") + tab.column("output"))[:admitted]
     ) if past else None)
