@@ -343,15 +343,33 @@ def test_static_priority_refuses_a_missing_class_when_it_lists_others(class_orde
                     n_requests=20)
 
 
-@pytest.mark.parametrize("finished", [[], [0], [3, 4, 9], [0, 17, 19], list(range(0, 20, 2))])
+@pytest.mark.parametrize("finished", [[], [0], [0, 1, 2], list(range(12)), [3, 4, 9],
+                                      [0, 17, 19], list(range(0, 20, 2))])
 def test_engine_drops_finished_requests_from_live(finished):
-    """A few finished requests (removed run by run) or many (by a mask) leave the others
-    in order."""
+    """A few finished requests (removed run by run), many (by a mask) or the oldest (a
+    view of the rest) leave the others in order."""
     eng = Engine(qt.policies.Sarathi(8), qt.UnitTime())
     eng.live = np.arange(20) * 3
     gone = np.array(finished, dtype=np.int64) * 3
     eng._drop(gone)
     assert eng.live.tolist() == [i for i in range(0, 60, 3) if i not in set(gone.tolist())]
+
+
+def test_live_grows_after_its_head_left_without_touching_older_views():
+    """After the oldest requests leave (``live`` becomes a view of the rest), admissions are
+    written after it in its buffer while it has room, and in a new one when not; every
+    ``live`` handed out before keeps its values."""
+    eng = Engine(qt.policies.Sarathi(8), qt.UnitTime())
+    eng.live = eng._extended(np.arange(5))
+    handed = [(eng.live, eng.live.tolist())]            # each live and its values then
+    for step in range(40):
+        eng._drop(eng.live[:2])                          # the two oldest leave
+        handed.append((eng.live, eng.live.tolist()))
+        eng.live = eng._extended(np.arange(5 + 3 * step, 8 + 3 * step))
+        handed.append((eng.live, eng.live.tolist()))
+    assert eng.live.tolist() == list(range(80, 125))
+    assert all(live.tolist() == then for live, then in handed)
+    assert sum(live.base is eng._spare for live, _ in handed) > 10   # written in place
 
 
 def test_result_holds_records_and_its_engine_only_behind_a_deprecation():

@@ -81,7 +81,8 @@ class Engine:
         self.first_token = check_first_token(first_token)
         self.preemption = check_preemption(getattr(policy, "preemption", "restart"))
         self.table = RequestTable(first_token == "prefill", capacity)
-        self.live = self._spare = np.empty(0, dtype=np.int64)   # _spare: live's buffer
+        self.live = self._spare = np.empty(0, dtype=np.int64)   # _spare: live's buffer,
+        self._live_at = 0                                         # where live starts in it
         self._counted = self.live      # the live requests the ledger below counts
         self.iteration = 0
         self.work = 0          # unprocessed tokens of the requests in the system, |X(n)|
@@ -211,17 +212,19 @@ class Engine:
         self.live = self._counted = self._extended(ids)
 
     def _extended(self, ids):
-        """``live`` and then ``ids``, written in place after ``live`` where ``live`` is the
-        start of its buffer ``_spare`` and the buffer has room (every ``live`` handed out
-        before is a shorter start of it, or of a buffer no longer written), else in a new
-        buffer with room to grow."""
-        live, spare = self.live, self._spare
+        """``live`` and then ``ids``, written in place after ``live`` where ``live`` is a
+        view of its buffer ``_spare`` (from ``_live_at`` on) and the buffer has room (every
+        ``live`` handed out before ends at or before this one's end, or lies in a buffer no
+        longer written), else in a new buffer with room to grow."""
+        live, spare, at = self.live, self._spare, self._live_at
         n, k = live.size, len(ids)
-        if n + k > spare.size or live.base is not spare:
+        if (live.base is not spare or at + n + k > spare.size
+                or not np.shares_memory(live[:1], spare[at: at + 1])):
             spare = self._spare = np.empty(max(2 * (n + k), 64), dtype=np.int64)
             spare[:n] = live
-        spare[n: n + k] = ids
-        return spare[: n + k]
+            at = self._live_at = 0
+        spare[at + n: at + n + k] = ids
+        return spare[at: at + n + k]
 
     # ---- one iteration ----------------------------------------------------------------------
     def state(self, t: float) -> State:
@@ -694,10 +697,16 @@ class Engine:
 
     def _drop(self, finished):
         """Remove the sorted ids ``finished`` from ``live`` (sorted too: ids are given in
-        arrival order)."""
+        arrival order). The oldest requests leave by a view of the rest (no copy: a queue
+        that grows costs nothing where its head finishes)."""
         live = self.live
         rest = live.size - finished.size
+        if finished.size and live[finished.size - 1] == finished[-1]:   # live's head
+            self.live = self._counted = live[finished.size:]
+            self._live_at += finished.size
+            return
         spare = self._spare = np.empty(max(2 * rest, 64), dtype=np.int64)   # room to grow
+        self._live_at = 0
         if finished.size > 8:
             keep = np.ones(live.size, dtype=bool)
             keep[live.searchsorted(finished)] = False
