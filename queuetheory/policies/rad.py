@@ -435,12 +435,14 @@ class RequestLevel(Policy):
         return None
 
     def _schedule(self, state):
-        in_decode = state.in_decode
-        D = in_decode.nonzero()[0]
-        if D.size:
-            return Batch(decode=D)
-        S = (~in_decode).nonzero()[0][: self.batch_size]
-        return Batch(S, state.remaining_prefill_of(S))
+        m = state.n_decode
+        if not m:                          # every request waits: the oldest form a cohort
+            S = np.arange(min(state.n, self.batch_size))
+            return Batch(S, state.remaining_prefill_of(S))
+        D = np.arange(m)                   # a cohort is the oldest requests, all prefilled
+        if not state.of("in_decode", D).all():      # (or empty prompts elsewhere)
+            D = state.in_decode.nonzero()[0]
+        return Batch(decode=D)
 
     def decodes_through(self, state, batch):
         """A decode-only batch is every request in decode (``D ≠ ∅``); the policy keeps no
