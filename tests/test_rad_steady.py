@@ -1,7 +1,7 @@
 """The steady stretches of Bari, Hegde and de Veciana's stepped schedulers change nothing.
 
-RAD and the cycle scheduler (Alg. 2) promise ``steady`` and ``drains``, the cycle scheduler
-and request-level batching (Alg. 3) ``decodes_through``; SLAI with a KV-memory limit (no bulk
+RAD and the cycle scheduler (Alg. 2) promise ``steady`` and ``drains``, both and request-level
+batching (Alg. 3) ``decodes_through``; SLAI with a KV-memory limit (no bulk
 rule there) promises ``steady`` with books (:meth:`SLAI.repeated`). Each run is made with
 ``fast_path=False`` and with the fast path: request stamps, the batch log row by row, the TBT
 histogram, every metric and the policy's own books identical, and the fast path must have
@@ -133,21 +133,21 @@ def _decisions_without_through(workload, make_policy, **kw):
 
 @pytest.mark.parametrize("empty", [False, True], ids=["prompts", "some-empty-prompts"])
 @pytest.mark.parametrize("first_token", ["prefill", "decode"])
-@pytest.mark.parametrize("n", [None, 12])
-def test_cycle_decode_phase_runs_through_arrivals(n, first_token, empty):
+@pytest.mark.parametrize("make", [lambda: CycleScheduler(TILE), lambda: CycleScheduler(TILE, n=12),
+                                  lambda: RAD(TILE, n=4)], ids=["cycle", "cycle-n", "rad-n"])
+def test_decode_phases_run_through_arrivals(make, first_token, empty):
     """In decode mode, with every request in decode in its batch, the cycle scheduler
     promises that the members decode to their last tokens whatever arrives
-    (``decodes_through``): the engine runs them in one stretch, admitting the arrivals on the
-    way (and stopping before one that arrives in decode: an empty prompt joins ``D``). The
-    records are stepping's, and the promise saves decisions over the stretches that end at
-    each completion or arrival."""
+    (``decodes_through``), as RAD does once ``n`` requests started in its cycle: the engine
+    runs them in one stretch, admitting the arrivals on the way (and stopping before one that
+    arrives in decode: an empty prompt joins ``D``). The records are stepping's, and the
+    promise saves decisions over the stretches that end at each completion or arrival."""
     workload = _workload(4.0)
     kw = {"n_requests": 300}
     if empty:        # a trace allows empty prompts (a workload does not)
         trace = workload.sample(n_requests=300, seed=2)
         prompt = trace.prompt * (np.random.default_rng(4).random(300) > 0.1)
         workload, kw = dataclasses.replace(trace, prompt=prompt), {}
-    make = lambda: CycleScheduler(TILE, n=n)          # noqa: E731
     res, n_slow, n_fast = _same_records(workload, make, ANCHOR_TIME, first_token=first_token,
                                         **kw)
     assert res.metrics["completed"] == 300
@@ -195,8 +195,8 @@ def test_a_subclass_that_decides_otherwise_steps():
         def _schedule(self, state):
             return super()._schedule(state)
 
-    for make, kw in ((lambda: Mine(TILE), {}), (lambda: Slai(512), {"memory": 6000}),
-                     (lambda: Cycle(TILE, n=12), {})):
+    for make, kw in ((lambda: Mine(TILE), {}), (lambda: Mine(TILE, n=4), {}),
+                     (lambda: Slai(512), {"memory": 6000}), (lambda: Cycle(TILE, n=12), {})):
         res, n_slow, n_fast = _same_records(_workload(4.0), make, ANCHOR_TIME,
                                             n_requests=80, **kw)
         assert n_fast == n_slow == res.iterations

@@ -281,6 +281,30 @@ class RAD(_TiledPolicy):
         """
         return decides_as_shipped(self) and bool(batch.decode.size)
 
+    def decodes_through(self, state, batch):
+        """A decode batch of all of ``D`` once ``n`` requests were started this cycle (line
+        4's third test): each call returns ``Batch(decode=D)`` for the members left whatever
+        arrives — an arrival with a prompt joins no ``D``, the cycle count cannot fall before
+        line 9 ends the cycle, which needs ``D = ∅`` (the next call after the last member
+        finishes), and ``_last_decode`` stays set; the books read arrivals and completions
+        at the next call.
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The decode-only batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        bool
+            Whether ``n`` requests were started this cycle and the batch is every request in
+            decode (as shipped).
+        """
+        return (decides_as_shipped(self) and self._full()
+                and batch.decode.size == state.n_decode)
+
     def drains(self, state):
         """Every request in decode (``P = ∅``, none part-way through its prefill) and
         ``_last_decode`` already set: each call returns ``Batch(decode=D)`` for the requests
