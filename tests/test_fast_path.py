@@ -356,3 +356,27 @@ def test_no_drain_over_a_request_yet_to_write_kv(seed):
         trace, lambda: FasterTransformer(512, mode="request", max_reqs=4), ANCHOR_TIME,
         first_token="prefill")
     assert n_fast < n_slow and res.metrics["completed"] == 200
+
+
+@pytest.mark.parametrize("memory", [None, 20000])
+@pytest.mark.parametrize("order, time_model", [
+    ("sjf_decode", ANCHOR_TIME), ("fcfs", qt.LinearMemoryTime(d0=16.1e-3, d1=2e-7))],
+    ids=["sjf-decode", "context-time"])
+def test_faster_transformer_decode_phases_run_through_arrivals(order, time_model, memory):
+    """Iteration-level FasterTransformer decodes every request in decode while any does,
+    arrivals waiting: where it steps (no bulk rule for a non-FCFS order or a time model that
+    reads the context) each such decode phase is one stretch through the arrivals
+    (``decodes_through``), the records those of stepping, with fewer decisions than with
+    the promise masked. With a KV limit a prefill part-way (the last prompt of a batch,
+    chunked) holds promised KV that the engine's check does not see, which withholds the
+    promise as it does :meth:`steady`'s: the records stay stepping's."""
+    workload = qt.Workload([qt.RequestClass(_lognormal(150), _lognormal(60), rate=3.0)])
+    make = lambda: FasterTransformer(512, order=order)          # noqa: E731
+    res, n_slow, n_fast = _same_records(workload, make, time_model, n_requests=200,
+                                        memory=memory)
+    masked = make()
+    masked.decodes_through = lambda state, batch: False
+    calls = _counting(masked)
+    qt.simulate(workload, masked, time_model, n_requests=200, memory=memory)
+    assert res.metrics["completed"] == 200
+    assert n_fast < (0.8 if memory is None else 1.0) * calls["n"]

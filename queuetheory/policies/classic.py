@@ -386,11 +386,14 @@ class FasterTransformer(_TokenBudgetPolicy):
         return True     # decode priority (and a fixed cohort in request mode)
 
     def decodes_through(self, state, batch):
-        """Request mode: a decode-only batch of every request in decode is the whole
-        cohort, every member prefilled (only members leave their queue, and the batch takes
-        members only). Each call decodes the members left whatever arrives: an arrival joins
-        no cohort until every member has finished (``_cohort`` is read against ``rid`` at the
-        next call), and the members left all fit the budget.
+        """A decode-only batch of every request in decode. Iteration mode decodes while any
+        request decodes, so an arrival waits until none does; request mode's batch is the
+        whole cohort, every member prefilled, and an arrival joins no cohort until every
+        member has finished (``_cohort`` is read against ``rid`` at the next call). Each call
+        then decodes the members left, which all fit the budget and ``max_reqs``, whatever
+        arrives; with a KV-memory limit :func:`fit_memory` keeps them while they fit, which
+        the engine checks — when no resident is part-way through its prefill (its promised
+        KV the check does not see), as :meth:`steady` requires.
 
         Parameters
         ----------
@@ -402,10 +405,11 @@ class FasterTransformer(_TokenBudgetPolicy):
         Returns
         -------
         bool
-            Whether the batch is a request-mode cohort's every member (as shipped).
+            Whether the batch is every request in decode (as shipped).
         """
-        return (decides_as_shipped(self) and self.mode == "request"
-                and self._decode_only(batch) and batch.decode.size == state.n_decode)
+        return (decides_as_shipped(self) and self._decode_only(batch)
+                and batch.decode.size == state.n_decode
+                and (state.memory is None or not self._promised(state)))
 
 
 class StaticPriority(_TokenBudgetPolicy):
