@@ -381,12 +381,8 @@ class Engine:
         before, output = (tab.decoded[dec], tab.output[dec]) if seen is None else seen
         decoded = before + 1
         tab.decoded[dec] = decoded
-        if fresh or not tab.emit_first:      # (a fresh decode has emitted a token since its
-            grown = dec.size                 # prefill: its KV grows by the one before)
-        elif tab.recomputing:                # a decode writes back its previous token
-            grown = np.count_nonzero(before > tab.recomputed[dec])   # decoded - recomputed > 1
-        else:
-            grown = np.count_nonzero(before)     # decoded > 1
+        # (a fresh decode has emitted a token since its prefill: its KV grows by the one before)
+        grown = dec.size if fresh else self._writes(dec, before)
         self.kv_total += chunk_sum + grown
         self.work -= chunk_sum + dec.size
         done = self._prefill(pre, chunk, end) if pre.size else _NONE
@@ -411,7 +407,7 @@ class Engine:
         :meth:`Policy.drains`, :meth:`Policy.steady`) or :meth:`_repeat_chunk` (one prefill
         chunk beside the decodes: :meth:`Policy.steady_chunk`); ``arrivals``: the promise
         holds whatever arrives."""
-        if (not batch.prefill.size and not batch.evict.size
+        if (not batch.prefill.size and not batch.evict.size and dec.size == state.n_decode
                 and self.policy.decodes_through(state, batch)):
             members = dec[~np.isin(dec, finished)] if finished.size else dec
             return (self._repeat, (members, True, np.inf, False, True), True
@@ -419,7 +415,8 @@ class Engine:
         live, in_decode = self.live, self.table.in_decode
         prefilling = pre.size and not in_decode[pre[-1]]   # a member still in its prefill
         if (live.size and not prefilling and self.n_decode == live.size
-                and self.policy.drains(self.state(end)) and self._written_back(live)):
+                and self.policy.drains(self.state(end))
+                and self._writes(live, self.table.decoded[live]) == live.size):
             if self.token_budget is not None and live.size > self.token_budget:
                 raise InfeasibleBatchError(self.policy, self.iteration, "2.5d",
                                            f"promised to decode all {live.size} requests, "
@@ -441,16 +438,18 @@ class Engine:
                 return self._repeat_chunk, (pre, batch.chunk, dec, promise), False
         return None
 
-    def _written_back(self, rid) -> bool:
-        """Whether each of ``rid`` (requests in decode) writes one token of KV at its next
-        decode, as :meth:`_repeat`'s closed form takes: under ``first_token="prefill"`` a
-        request in decode that has emitted nothing since its prefill (an empty prompt, which
+    def _writes(self, rid, decoded) -> int:
+        """How many of ``rid`` (requests in decode, ``decoded`` output tokens each) write one
+        token of KV at their next decode, as :meth:`_repeat`'s closed form takes of every
+        member: all, but under ``first_token="prefill"`` one that has emitted nothing since
+        its prefill (its newest token's KV is written by the decode after it; an empty prompt
         has none) writes none there."""
         tab = self.table
         if not tab.emit_first:
-            return True
-        decoded = tab.decoded[rid]
-        return bool((decoded > tab.recomputed[rid] if tab.recomputing else decoded > 0).all())
+            return rid.size
+        if tab.recomputing:
+            return int(np.count_nonzero(decoded > tab.recomputed[rid]))
+        return int(np.count_nonzero(decoded))
 
     def _repeat_chunk(self, pre, chunk, dec, limit, t, until, most):
         """The fast path of a batch with one prefill chunk: from ``t``, the request ``pre``

@@ -195,9 +195,10 @@ class Policy:
         """May the engine run the members of a decode-only ``batch`` to their last tokens
         without asking, whatever arrives? (the engine's fast path)
 
-        Asked after every decode-only batch without evictions, before :meth:`drains` and
-        :meth:`steady`. ``True`` promises: in the state the batch was built on, and in every
-        state it leads to while each member left gains one output token per iteration
+        Asked after every decode-only batch without evictions that decodes every request in
+        decode, before :meth:`drains` and :meth:`steady`. ``True`` promises: in the state
+        the batch was built on, and in every state it leads to while each member left gains
+        one output token per iteration
         (leaving the system at its last), requests arrive with prompts to prefill (none in
         decode) and nothing else changes, ``schedule`` would return the decode-only batch
         of the members left, and calling it would change no state of the policy that the

@@ -405,11 +405,10 @@ class FasterTransformer(_TokenBudgetPolicy):
         Returns
         -------
         bool
-            Whether the batch is every request in decode (as shipped).
+            Whether no resident is part-way through its prefill under a KV-memory limit
+            (as shipped).
         """
-        return (decides_as_shipped(self) and self._decode_only(batch)
-                and batch.decode.size == state.n_decode
-                and (state.memory is None or not self._promised(state)))
+        return decides_as_shipped(self) and (state.memory is None or not self._promised(state))
 
 
 class StaticPriority(_TokenBudgetPolicy):

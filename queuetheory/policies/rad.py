@@ -299,11 +299,9 @@ class RAD(_TiledPolicy):
         Returns
         -------
         bool
-            Whether ``n`` requests were started this cycle and the batch is every request in
-            decode (as shipped).
+            Whether ``n`` requests were started this cycle (as shipped).
         """
-        return (decides_as_shipped(self) and self._full()
-                and batch.decode.size == state.n_decode)
+        return decides_as_shipped(self) and self._full()
 
     def drains(self, state):
         """Every request in decode (``P = ∅``, none part-way through its prefill) and
@@ -402,10 +400,9 @@ class CycleScheduler(_TiledPolicy):
         Returns
         -------
         bool
-            Whether the batch is every request in decode, in decode mode (as shipped).
+            Whether the batch was made in decode mode (as shipped).
         """
-        return (decides_as_shipped(self) and self._mode == "decode"
-                and batch.decode.size == state.n_decode)
+        return decides_as_shipped(self) and self._mode == "decode"
 
     def drains(self, state):
         """Every request in decode, in decode mode and no more of them than ``t*_col``: each
@@ -483,9 +480,9 @@ class RequestLevel(Policy):
         Returns
         -------
         bool
-            ``True`` for a decode batch of this policy as shipped.
+            ``True`` for this policy as shipped.
         """
-        return decides_as_shipped(self) and bool(batch.decode.size)
+        return decides_as_shipped(self)
 
 
 class PrefillOnly(Policy):
