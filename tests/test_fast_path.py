@@ -380,3 +380,50 @@ def test_faster_transformer_decode_phases_run_through_arrivals(order, time_model
     qt.simulate(workload, masked, time_model, n_requests=200, memory=memory)
     assert res.metrics["completed"] == 200
     assert n_fast < (0.8 if memory is None else 1.0) * calls["n"]
+
+
+@pytest.mark.parametrize("horizon", [None, 20.5, 30.0, 500.0])
+@pytest.mark.parametrize("beta", [None, 0.5])
+def test_a_policy_that_idles_for_good_is_not_asked_at_every_arrival(horizon, beta):
+    """α-protection (Jaillet et al.) idles once it declares a loop (two requests of prompt
+    1 and output 10 need 20 tokens of ``M = 12`` before either finishes): it promises
+    :meth:`idles_through`, and ``simulate`` admits the later arrivals without asking it,
+    ending where stepping ends (the last arrival, or the first at or after the horizon).
+    The fast run makes exactly the decisions stepping makes up to its first idle one after
+    the loop. Greedy clearing loops; β-clearing may not, and then it never promises."""
+    a = np.concatenate([np.zeros(2), np.arange(10.0, 60.0, 0.5)])
+    s = np.ones(a.size, np.int64)
+    o = np.concatenate([[10, 10], np.full(a.size - 2, 3)])
+    wl = qt.Workload.from_arrays(a, s, o)
+    make = lambda: qt.policies.AlphaProtection(0.0, beta)          # noqa: E731
+    kw = dict(memory=12, n_requests=a.size, first_token="prefill", horizon=horizon, seed=1)
+    slow, n_slow, n_fast = _same_records(wl, make, qt.UnitTime(), **kw)
+    stepped, idled = make(), []
+    schedule = stepped.schedule
+    stepped.schedule = lambda state: idled.append(
+        (state.time, (batch := schedule(state)).empty and stepped.loop_at is not None)
+    ) or batch
+    qt.simulate(wl, stepped, qt.UnitTime(), fast_path=False, **kw)
+    np.testing.assert_array_equal(slow.live, qt.simulate(wl, make(), qt.UnitTime(), **kw).live)
+    if stepped.loop_at is None:
+        assert n_fast == n_slow
+    else:
+        first_idle = [k for k, (_, idle) in enumerate(idled) if idle][0]
+        assert n_fast == first_idle + 1 < n_slow
+        assert slow.metrics["unfinished"] > 0
+    assert beta is not None or stepped.loop_at is not None
+
+
+def test_admit_before_admits_as_stepping_admits():
+    """``Engine.admit_before(stop)`` admits the pre-loaded requests arriving before
+    ``stop`` (not at it) and returns the last one's arrival time; ``None`` when none is
+    pending before ``stop``."""
+    one = np.ones(5, np.int64)
+    engine = qt.engine.Engine(Sarathi(8), qt.UnitTime())
+    engine.load(qt.workload.Trace(np.array([0.0, 1.0, 1.0, 2.0, 5.0]), one, one, 0 * one, one,
+                                  one, 0 * one), final=True)
+    assert engine.admit_before(1.0) == 0.0 and engine.live.tolist() == [0]
+    assert engine.admit_before(1.0) is None
+    assert engine.admit_before(5.0) == 2.0 and engine.live.tolist() == [0, 1, 2, 3]
+    assert engine.next_arrival() == 5.0
+    assert engine.admit_before(np.inf) == 5.0 and engine.next_arrival() == np.inf

@@ -137,6 +137,27 @@ class Engine:
                         int(self._decoding[stop] - self._decoding[self._pending]))
             self._pending = stop
 
+    def admit_before(self, stop: float) -> float | None:
+        """Admit the pre-loaded requests that arrive before ``stop``.
+
+        Parameters
+        ----------
+        stop : float
+            The first time not admitted.
+
+        Returns
+        -------
+        float or None
+            The arrival time of the last request admitted (``None``: none was pending
+            before ``stop``).
+        """
+        last = int(self._arrival.searchsorted(stop, side="left")) - 1
+        if last < self._pending:
+            return None
+        t = float(self._arrival[last])
+        self.admit_until(t)
+        return t
+
     def _arrival_in_decode(self) -> float:
         """The arrival time of the next pre-loaded request not yet admitted that arrives in
         decode (an empty prompt), or ``inf``."""

@@ -389,6 +389,14 @@ def _step_by_step(engine, policy, t, stop, limit, fast_path, bar) -> float:
         if isinstance(out, tuple):
             t = out[0]
         else:
+            if fast_path and out.until == np.inf and policy.idles_through(engine.state(t)):
+                # it idles at every arrival to come: admitted as stepping would, unasked
+                last = engine.admit_before(stop)
+                nxt = engine.next_arrival()
+                t = nxt if nxt < np.inf else t if last is None else last
+                if bar is not None:
+                    bar.update(t)
+                break
             wait = nxt if out.until is None else min(out.until, nxt)
             if wait == np.inf:
                 break           # the policy idles and nothing else will arrive

@@ -221,6 +221,30 @@ class Policy:
         """
         return False
 
+    def idles_through(self, state) -> bool:
+        """May the engine let the requests wait to the end of the run without asking,
+        whatever arrives? (the engine's fast path)
+
+        Asked when :meth:`schedule` idles without a time to wake at (an empty batch with
+        ``until=inf``). ``True`` promises: in the state it idled on, and in every state the
+        arrivals lead to (requests join, nothing is processed), ``schedule`` would idle
+        with ``until=inf`` again, and calling it would change no state of the policy that
+        a user reads. ``simulate`` then admits the requests that arrive before its horizon,
+        each as stepping would, and ends where stepping ends (the last of them, or the
+        first arrival at or after the horizon). The default is ``False``.
+
+        Parameters
+        ----------
+        state : State
+            The state the policy idled on.
+
+        Returns
+        -------
+        bool
+            Whether the promise holds.
+        """
+        return False
+
     def bulk(self, engine):
         """A runner ``run(t, stop, limit) -> t`` that makes this policy's decisions in bulk
         on ``engine``, or ``None`` (the default): the engine asks :meth:`schedule` at every

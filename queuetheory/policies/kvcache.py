@@ -257,6 +257,23 @@ class AlphaProtection(Policy):
         new = wait[: int(np.argmin(fits)) if not fits.all() else wait.size]
         return Batch(prefill=new, chunk=state.prompt[new], decode=run, evict=evict)
 
+    def idles_through(self, state) -> bool:
+        """Once a loop is declared the policy idles at every later decision, whatever
+        arrives (:meth:`_watch` reads arrivals and completions, and none comes while it
+        idles): the engine may let the requests wait to the end.
+
+        Parameters
+        ----------
+        state : State
+            The state the policy idled on.
+
+        Returns
+        -------
+        bool
+            Whether a loop was declared (this policy as shipped).
+        """
+        return decides_as_shipped(self) and self.loop_at is not None
+
     def _watch(self, state) -> bool:
         """Track completions; True once a loop has been declared."""
         # ids enter in increasing order and leave only by finishing, so some request
