@@ -633,18 +633,18 @@ class AEll(_LowerBounds):
 
     def _admit(self, state, running):
         """Admission in queue order (§5 #11), the future-peak check of the profile book
-        candidate by candidate: the next in the queue is the top of the heap, the rest of
-        the queue sorted only when many are admitted. Returns the admitted ids, in queue
-        order (added to the profile), and, when none is, the rounds after this one for
-        which the first candidate still fails while nothing arrives or finishes: started
-        ``j`` rounds later it holds ``j`` tokens less in every round and lasts ``j`` more,
-        so it fails while ``j`` is below its excess at its worst round ``τ`` and ``τ`` is
-        still to come."""
+        candidate by candidate, the next in the queue the top of the heap (never the
+        whole queue sorted: the check runs candidate by candidate either way). Returns the
+        admitted ids, in queue order (added to the profile), and, when none is, the rounds
+        after this one for which the first candidate still fails while nothing arrives or
+        finishes: started ``j`` rounds later it holds ``j`` tokens less in every round and
+        lasts ``j`` more, so it fails while ``j`` is below its excess at its worst round
+        ``τ`` and ``τ`` is still to come."""
         peak, clock = self._peak, self._clock
         tab, heap, emit = state._t, self._heap, int(state.emit_first)
         prompt, bound = tab.prompt, self._lb
         admit = []
-        for _ in range(min(16, len(heap))):
+        while heap:
             c = heap[0][1]
             m, e = int(prompt[c]), clock + int(bound[c]) - emit
             if not peak.fits(m, e):
@@ -657,14 +657,6 @@ class AEll(_LowerBounds):
             peak.add(m, e)
             admit.append(c)
             heappop(heap)
-        else:
-            if heap:                            # 16 admitted: the rest in queue order
-                rest = sorted(heap)
-                order = np.array([c for _, c in rest], dtype=np.int64)
-                taken = order[peak.admit(prompt[order], clock + bound[order] - emit,
-                                         on_fail="break")]     # a prefix of the queue
-                admit += taken.tolist()
-                self._heap = rest[taken.size:]          # a sorted list is a heap
         return admit, 0
 
 
