@@ -946,57 +946,58 @@ class VLLMV1(Policy):
             new[-1] = min(new[-1], budget - (int(ends[served - 2]) if served > 1 else 0))
         upto = computed + new
         need = ceil_div(upto, bs) - self.held[run]
+        full = upto // bs
         if need.sum() > self.pool.num_free:
-            asks = zip(*(x.tolist() for x in self._asks(state, self._serving)), strict=True)
-            return self._serve_running_preempting(
-                state, dict(zip(self._serving.tolist(), asks, strict=True)))
+            return self._serve_running_preempting(state, run, new, upto, need, full)
         more = (need > 0).nonzero()[0]                 # the common step: no preemption
         if more.size:
             grow, need = run[more], need[more]
             self._allocate_many(grow.tolist(), need.tolist())
             self.held[grow] += need
-        full = upto // bs
         fill = (full > self.keyed[run]).nonzero()[0]
         if fill.size:
             self._register_many(run[fill], full[fill])
         return run, new, [], budget - int(new.sum())
 
-    def _serve_running_preempting(self, state, asks: dict):
-        """:meth:`_serve_running` one request at a time, preempting as vLLM does; ``asks``:
-        each running request's tokens computed and asked for (a preemption only takes the
-        last running requests, so those served before it ask what they asked at the
-        start)."""
-        budget, bs = self.token_budget, self.block_size
-        scheduled: dict[int, int] = {}
+    def _serve_running_preempting(self, state, run, new, upto, need, full):
+        """:meth:`_serve_running` one request at a time, preempting as vLLM does: the
+        requests ``run`` (those the budget reaches) ask ``new`` tokens, ``upto`` computed
+        after them, ``need`` more blocks, ``full`` blocks filled (as at the start: a
+        preemption only takes the last running requests, after the one it serves). A request
+        that neither allocates nor registers changes nothing: only the others are visited,
+        in order; the preempted are the last of ``run``, so those served are its first
+        ``cut``."""
+        budget = self.token_budget
+        # vLLM's loop stops once the budget is spent: past a request that asks nothing too
+        served = int(new.cumsum().searchsorted(budget, side="left")) + 1
+        run, new = run[:served], new[:served]
+        pool, blocks, running = self.pool, self.blocks, self.running
+        visit = ((need[:served] > 0) | (full[:served] > self.keyed[run])).nonzero()[0]
+        ids, need, upto = run.tolist(), need.tolist(), upto.tolist()
         preempted: list[int] = []
-        i = 0
-        while i < len(self.running) and budget > 0:
-            r = self.running[i]
-            if r in self._finishing:
-                i += 1
-                continue
-            computed, new = asks[r]
-            new = min(new, budget)
-            upto = computed + new
-            need = -(-upto // bs) - len(self.blocks[r])
-            if need > 0:                  # (r is none of the victims before it)
-                while need > self.pool.num_free:
-                    victim = self.running[-1]
+        gone: set[int] = set()
+        cut = len(ids)
+        for i in visit.tolist():
+            if i >= cut:                  # preempted by one before it
+                break
+            r, n = ids[i], need[i]
+            if n > 0:
+                while n > pool.num_free:
+                    victim = running[-1]
                     preempted.append(victim)
+                    gone.add(victim)
                     self._preempt(victim)
                     if victim == r:
                         break
-                if preempted and preempted[-1] == r:
+                while cut and ids[cut - 1] in gone:
+                    cut -= 1
+                if i >= cut:              # r itself
                     break
-                self.blocks[r] += self.pool.allocate(need)
-                self.held[r] += need
-            if upto // bs > self.keyed[r]:
-                self._register(state, r, upto)
-            scheduled[r] = new
-            budget -= new
-            i += 1
-        return (np.fromiter(scheduled, np.int64, len(scheduled)),
-                np.fromiter(scheduled.values(), np.int64, len(scheduled)), preempted, budget)
+                blocks[r] += pool.allocate(n)
+                self.held[r] += n
+            self._register(state, r, upto[i])
+        run, new = run[:cut], new[:cut]
+        return run, new, preempted, budget - int(new.sum())
 
     def _admit_waiting(self, state, budget, scheduled, cached) -> int:
         """Admit waiting requests in order, each with its cached prefix, while the budget,
