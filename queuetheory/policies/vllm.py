@@ -237,6 +237,12 @@ class BlockPool:
             self._refs[b] = 1
             self.used += 1
             return [b]
+        if fresh == n:                              # never-used blocks only: a range
+            first = self._next
+            self._take_fresh(n)
+            self._refs[first: first + n] = 1
+            self.used += n
+            return list(range(first, first + n))
         parts = []
         if fresh:
             parts.append(np.arange(self._next, self._next + fresh))
@@ -497,6 +503,9 @@ class VLLMV1(Policy):
         self.held = np.zeros(0, dtype=np.int64)
         self.keyed = np.zeros(0, dtype=np.int64)
         self._serving = np.zeros(0, dtype=np.int64)   # the running requests not finishing
+        # the ids of `running` less `_finishing`, in order, as the last step left them (None:
+        # it preempted; read the list again)
+        self._kept: np.ndarray | None = None
         self._keycache: dict[int, list] = {}  # prefix keys of the requests in the system
         self._shared: dict[int, list] = {}    # their prompts' keys, as a router computed them
         self._seen = 0                        # requests up to this id have joined `waiting`
@@ -518,10 +527,17 @@ class VLLMV1(Policy):
         for r in self._finishing:
             self._release(r)
         self._finishing = []
-        run = np.fromiter(self.running, dtype=np.int64, count=len(self.running))
-        over = ~np.isnan(state._t.finish[run])
-        self._serving = run[~over]
-        done = run[over].tolist()
+        run = self._kept
+        if run is None:
+            run = np.fromiter(self.running, dtype=np.int64, count=len(self.running))
+        finish = state._t.finish[run]
+        over = finish == finish                   # finished: a time, not NaN
+        if np.count_nonzero(over):
+            self._serving = self._kept = run[~over]
+            done = run[over].tolist()
+        else:
+            self._serving = self._kept = run
+            done = []
         if self.async_scheduling and self._launched is not None:
             self._finishing = done
         else:
@@ -609,10 +625,16 @@ class VLLMV1(Policy):
         (more than it registered), in one call of the pool: a registration reads only the
         cache the ones before it wrote, as :meth:`BlockPool.cache_many` does in order."""
         blocks, keys = self.blocks, self._keycache     # a running request's keys are built
-        span = list(zip(run.tolist(), self.keyed[run].tolist(), full.tolist(), strict=True))
+        done = self.keyed[run]
+        if int(full.sum() - done.sum()) == run.size:   # a block each (each fills one or more)
+            at = list(zip(run.tolist(), done.tolist(), strict=True))
+            self.pool.cache_many([blocks[r][d] for r, d in at], [keys[r][d] for r, d in at])
+            self.keyed[run] = full
+            return
+        span = list(zip(run.tolist(), done.tolist(), full.tolist(), strict=True))
         self.pool.cache_many(
-            list(chain.from_iterable([blocks[r][done:f] for r, done, f in span])),
-            list(chain.from_iterable([keys[r][done:f] for r, done, f in span])))
+            list(chain.from_iterable([blocks[r][d:f] for r, d, f in span])),
+            list(chain.from_iterable([keys[r][d:f] for r, d, f in span])))
         self.keyed[run] = full
 
     def _allocate_many(self, run: list, need: list) -> None:
@@ -620,6 +642,10 @@ class VLLMV1(Policy):
         pool (the blocks one call per request would take, in the same order); the caller
         counts them in :attr:`held`."""
         got, at, blocks = self.pool.allocate(sum(need)), 0, self.blocks
+        if len(got) == len(run):                    # a block each (each needs one or more)
+            for r, b in zip(run, got, strict=True):
+                blocks[r].append(b)
+            return
         for r, n in zip(run, need, strict=True):
             blocks[r] += got[at: at + n]
             at += n
@@ -671,6 +697,10 @@ class VLLMV1(Policy):
             run = np.concatenate([run, np.fromiter(admitted, np.int64, len(admitted))])
             tokens = np.concatenate([tokens, np.fromiter(admitted.values(), np.int64,
                                                          len(admitted))])
+        if preempted:
+            self._kept = None
+        elif admitted:      # (only with budget left: every running request was served)
+            self._kept = run
         return self._batch(state, run, tokens, cached, preempted)
 
     # ---- stretches in closed form (the engine's fast path) ----------------------------------
@@ -947,7 +977,7 @@ class VLLMV1(Policy):
         upto = computed + new
         need = ceil_div(upto, bs) - self.held[run]
         full = upto // bs
-        if need.sum() > self.pool.num_free:
+        if self.pool.capacity is not None and need.sum() > self.pool.num_free:
             return self._serve_running_preempting(state, run, new, upto, need, full)
         more = (need > 0).nonzero()[0]                 # the common step: no preemption
         if more.size:
@@ -1033,12 +1063,14 @@ class VLLMV1(Policy):
         """The step's batch: the requests ``ids`` scheduled ``tokens`` each (those in
         prefill with their ``cached`` prefix), the ``preempted`` that hold KV evicted."""
         rid = state.rid
+        in_decode = state._t.in_decode[ids]
+        if not preempted and in_decode.all():     # decodes only
+            return Batch(decode=rid.searchsorted(ids))
         evict = np.empty(0, np.int64)
         if preempted:
             gone = np.array(preempted, dtype=np.int64)
             gone = gone[np.isnan(state._t.finish[gone])]      # not those that had finished
             evict = rid.searchsorted(gone[state._t.kv(gone) > 0])
-        in_decode = state._t.in_decode[ids]
         prefill = ~in_decode
         pre = ids[prefill]
         hits = np.array([cached.get(r, 0) for r in pre.tolist()], dtype=np.int64) \
