@@ -237,6 +237,12 @@ class BlockPool:
             self._refs[b] = 1
             self.used += 1
             return [b]
+        if fresh == n:                              # never-used blocks only: a range
+            first = self._next
+            self._take_fresh(n)
+            self._refs[first: first + n] = 1
+            self.used += n
+            return list(range(first, first + n))
         parts = []
         if fresh:
             parts.append(np.arange(self._next, self._next + fresh))
@@ -497,6 +503,9 @@ class VLLMV1(Policy):
         self.held = np.zeros(0, dtype=np.int64)
         self.keyed = np.zeros(0, dtype=np.int64)
         self._serving = np.zeros(0, dtype=np.int64)   # the running requests not finishing
+        # the ids of `running` less `_finishing`, in order, as the last step left them (None:
+        # it preempted; read the list again)
+        self._kept: np.ndarray | None = None
         self._keycache: dict[int, list] = {}  # prefix keys of the requests in the system
         self._shared: dict[int, list] = {}    # their prompts' keys, as a router computed them
         self._seen = 0                        # requests up to this id have joined `waiting`
@@ -518,10 +527,17 @@ class VLLMV1(Policy):
         for r in self._finishing:
             self._release(r)
         self._finishing = []
-        run = np.fromiter(self.running, dtype=np.int64, count=len(self.running))
-        over = ~np.isnan(state._t.finish[run])
-        self._serving = run[~over]
-        done = run[over].tolist()
+        run = self._kept
+        if run is None:
+            run = np.fromiter(self.running, dtype=np.int64, count=len(self.running))
+        finish = state._t.finish[run]
+        over = finish == finish                   # finished: a time, not NaN
+        if np.count_nonzero(over):
+            self._serving = self._kept = run[~over]
+            done = run[over].tolist()
+        else:
+            self._serving = self._kept = run
+            done = []
         if self.async_scheduling and self._launched is not None:
             self._finishing = done
         else:
@@ -609,10 +625,16 @@ class VLLMV1(Policy):
         (more than it registered), in one call of the pool: a registration reads only the
         cache the ones before it wrote, as :meth:`BlockPool.cache_many` does in order."""
         blocks, keys = self.blocks, self._keycache     # a running request's keys are built
-        span = list(zip(run.tolist(), self.keyed[run].tolist(), full.tolist(), strict=True))
+        done = self.keyed[run]
+        if int(full.sum() - done.sum()) == run.size:   # a block each (each fills one or more)
+            at = list(zip(run.tolist(), done.tolist(), strict=True))
+            self.pool.cache_many([blocks[r][d] for r, d in at], [keys[r][d] for r, d in at])
+            self.keyed[run] = full
+            return
+        span = list(zip(run.tolist(), done.tolist(), full.tolist(), strict=True))
         self.pool.cache_many(
-            list(chain.from_iterable([blocks[r][done:f] for r, done, f in span])),
-            list(chain.from_iterable([keys[r][done:f] for r, done, f in span])))
+            list(chain.from_iterable([blocks[r][d:f] for r, d, f in span])),
+            list(chain.from_iterable([keys[r][d:f] for r, d, f in span])))
         self.keyed[run] = full
 
     def _allocate_many(self, run: list, need: list) -> None:
@@ -620,6 +642,10 @@ class VLLMV1(Policy):
         pool (the blocks one call per request would take, in the same order); the caller
         counts them in :attr:`held`."""
         got, at, blocks = self.pool.allocate(sum(need)), 0, self.blocks
+        if len(got) == len(run):                    # a block each (each needs one or more)
+            for r, b in zip(run, got, strict=True):
+                blocks[r].append(b)
+            return
         for r, n in zip(run, need, strict=True):
             blocks[r] += got[at: at + n]
             at += n
@@ -671,6 +697,10 @@ class VLLMV1(Policy):
             run = np.concatenate([run, np.fromiter(admitted, np.int64, len(admitted))])
             tokens = np.concatenate([tokens, np.fromiter(admitted.values(), np.int64,
                                                          len(admitted))])
+        if preempted:
+            self._kept = None
+        elif admitted:      # (only with budget left: every running request was served)
+            self._kept = run
         return self._batch(state, run, tokens, cached, preempted)
 
     # ---- stretches in closed form (the engine's fast path) ----------------------------------
@@ -946,57 +976,58 @@ class VLLMV1(Policy):
             new[-1] = min(new[-1], budget - (int(ends[served - 2]) if served > 1 else 0))
         upto = computed + new
         need = ceil_div(upto, bs) - self.held[run]
-        if need.sum() > self.pool.num_free:
-            asks = zip(*(x.tolist() for x in self._asks(state, self._serving)), strict=True)
-            return self._serve_running_preempting(
-                state, dict(zip(self._serving.tolist(), asks, strict=True)))
+        full = upto // bs
+        if self.pool.capacity is not None and need.sum() > self.pool.num_free:
+            return self._serve_running_preempting(state, run, new, upto, need, full)
         more = (need > 0).nonzero()[0]                 # the common step: no preemption
         if more.size:
             grow, need = run[more], need[more]
             self._allocate_many(grow.tolist(), need.tolist())
             self.held[grow] += need
-        full = upto // bs
         fill = (full > self.keyed[run]).nonzero()[0]
         if fill.size:
             self._register_many(run[fill], full[fill])
         return run, new, [], budget - int(new.sum())
 
-    def _serve_running_preempting(self, state, asks: dict):
-        """:meth:`_serve_running` one request at a time, preempting as vLLM does; ``asks``:
-        each running request's tokens computed and asked for (a preemption only takes the
-        last running requests, so those served before it ask what they asked at the
-        start)."""
-        budget, bs = self.token_budget, self.block_size
-        scheduled: dict[int, int] = {}
+    def _serve_running_preempting(self, state, run, new, upto, need, full):
+        """:meth:`_serve_running` one request at a time, preempting as vLLM does: the
+        requests ``run`` (those the budget reaches) ask ``new`` tokens, ``upto`` computed
+        after them, ``need`` more blocks, ``full`` blocks filled (as at the start: a
+        preemption only takes the last running requests, after the one it serves). A request
+        that neither allocates nor registers changes nothing: only the others are visited,
+        in order; the preempted are the last of ``run``, so those served are its first
+        ``cut``."""
+        budget = self.token_budget
+        # vLLM's loop stops once the budget is spent: past a request that asks nothing too
+        served = int(new.cumsum().searchsorted(budget, side="left")) + 1
+        run, new = run[:served], new[:served]
+        pool, blocks, running = self.pool, self.blocks, self.running
+        visit = ((need[:served] > 0) | (full[:served] > self.keyed[run])).nonzero()[0]
+        ids, need, upto = run.tolist(), need.tolist(), upto.tolist()
         preempted: list[int] = []
-        i = 0
-        while i < len(self.running) and budget > 0:
-            r = self.running[i]
-            if r in self._finishing:
-                i += 1
-                continue
-            computed, new = asks[r]
-            new = min(new, budget)
-            upto = computed + new
-            need = -(-upto // bs) - len(self.blocks[r])
-            if need > 0:                  # (r is none of the victims before it)
-                while need > self.pool.num_free:
-                    victim = self.running[-1]
+        gone: set[int] = set()
+        cut = len(ids)
+        for i in visit.tolist():
+            if i >= cut:                  # preempted by one before it
+                break
+            r, n = ids[i], need[i]
+            if n > 0:
+                while n > pool.num_free:
+                    victim = running[-1]
                     preempted.append(victim)
+                    gone.add(victim)
                     self._preempt(victim)
                     if victim == r:
                         break
-                if preempted and preempted[-1] == r:
+                while cut and ids[cut - 1] in gone:
+                    cut -= 1
+                if i >= cut:              # r itself
                     break
-                self.blocks[r] += self.pool.allocate(need)
-                self.held[r] += need
-            if upto // bs > self.keyed[r]:
-                self._register(state, r, upto)
-            scheduled[r] = new
-            budget -= new
-            i += 1
-        return (np.fromiter(scheduled, np.int64, len(scheduled)),
-                np.fromiter(scheduled.values(), np.int64, len(scheduled)), preempted, budget)
+                blocks[r] += pool.allocate(n)
+                self.held[r] += n
+            self._register(state, r, upto[i])
+        run, new = run[:cut], new[:cut]
+        return run, new, preempted, budget - int(new.sum())
 
     def _admit_waiting(self, state, budget, scheduled, cached) -> int:
         """Admit waiting requests in order, each with its cached prefix, while the budget,
@@ -1032,12 +1063,14 @@ class VLLMV1(Policy):
         """The step's batch: the requests ``ids`` scheduled ``tokens`` each (those in
         prefill with their ``cached`` prefix), the ``preempted`` that hold KV evicted."""
         rid = state.rid
+        in_decode = state._t.in_decode[ids]
+        if not preempted and in_decode.all():     # decodes only
+            return Batch(decode=rid.searchsorted(ids))
         evict = np.empty(0, np.int64)
         if preempted:
             gone = np.array(preempted, dtype=np.int64)
             gone = gone[np.isnan(state._t.finish[gone])]      # not those that had finished
             evict = rid.searchsorted(gone[state._t.kv(gone) > 0])
-        in_decode = state._t.in_decode[ids]
         prefill = ~in_decode
         pre = ids[prefill]
         hits = np.array([cached.get(r, 0) for r in pre.tolist()], dtype=np.int64) \
