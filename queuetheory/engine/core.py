@@ -809,9 +809,10 @@ class Engine:
         arrives first.
         """
         tab = self.table
-        self._fresh_at = None                # (it stamps its members itself)
         if dec is None:
             dec = self.live
+        if self.memory is not None and self.kv_total + dec.size > self.memory:
+            return t, _NONE                  # the first batch's memory is over M: none runs
         if arrivals:
             until = min(until, self._arrival_in_decode())
         left = tab.output[dec] - tab.decoded[dec]          # >= 1 for every member
@@ -822,18 +823,15 @@ class Engine:
             order = None
         promised = min(int(left[-1] if through else left[0]), limit)
         k = min(most, promised)
-        steps = np.arange(1, k + 1)
-        gone = left.searchsorted(steps, side="left")       # members finished before batch j
-        decodes = dec.size - gone
         context = tab.kv(dec) if order is None else tab.kv(dec)[order]
-        kv_tokens = None
-        if not self.time_model.counts_only:  # Σ (context + j) over the members of batch j
-            held = np.concatenate([[0], context.cumsum()])
-            kv_tokens = held[-1] - held[gone] + steps * decodes
+        held = None if self.time_model.counts_only else np.concatenate([[0], context.cumsum()])
         n = min(k, 32)          # durations in blocks, four times longer each, up to `until`
         while True:
-            durations = self.time_model.decode_durations(
-                decodes[:n], None if kv_tokens is None else kv_tokens[:n])
+            steps = np.arange(1, n + 1)
+            gone = left.searchsorted(steps, side="left")   # members finished before batch j
+            decodes = dec.size - gone
+            durations = self.time_model.decode_durations(   # (Σ context + j over batch j)
+                decodes, None if held is None else held[-1] - held[gone] + steps * decodes)
             if durations is None:
                 return t, _NONE
             ends = np.concatenate([[t], durations]).cumsum()   # sequential, as t += τ
@@ -858,9 +856,10 @@ class Engine:
         emitted = np.minimum(left, k)                      # tokens each member emits
         members = dec if order is None else dec[order]
         tab.decoded[members] += emitted
-        # the first batch's tokens close gaps of any length (or are first tokens); every
-        # later gap is the last batch's duration
-        self._stamp_tokens(members, t, ends[1])
+        # the first batch's tokens close gaps of any length (or are first tokens), but the
+        # one each member's token at `t` leaves where every request in decode emitted one
+        # there; every later gap is the last batch's duration
+        self._stamp_tokens(members, t, ends[1], self._fresh_decodes(t))
         if k > 1:
             gaps = ends[2:] - ends[1:-1]
             longest = np.concatenate([[0.0], np.maximum.accumulate(gaps)])
@@ -894,6 +893,8 @@ class Engine:
             self._resume = (end, self._repeat,
                             (None if through else dec, through, limit - k, books, False))
         done = int(left.searchsorted(k, side="right"))     # members with left <= k
+        # the members left emitted their last tokens at `end` (:meth:`_fresh_decodes`)
+        self._fresh_at, self._fresh = end, members.size - done
         if not done:
             return end, _NONE
         finished = members[:done]
