@@ -395,7 +395,11 @@ def test_a_policy_that_idles_for_good_is_not_asked_at_every_arrival(horizon, bet
     s = np.ones(a.size, np.int64)
     o = np.concatenate([[10, 10], np.full(a.size - 2, 3)])
     wl = qt.Workload.from_arrays(a, s, o)
-    make = lambda: qt.policies.AlphaProtection(0.0, beta)          # noqa: E731
+    def make():
+        policy = qt.policies.AlphaProtection(0.0, beta)
+        policy.steady = lambda state, batch: 0       # (its decode stretches: tested below)
+        return policy
+
     kw = dict(memory=12, n_requests=a.size, first_token="prefill", horizon=horizon, seed=1)
     slow, n_slow, n_fast = _same_records(wl, make, qt.UnitTime(), **kw)
     stepped, idled = make(), []
@@ -427,3 +431,37 @@ def test_admit_before_admits_as_stepping_admits():
     assert engine.admit_before(5.0) == 2.0 and engine.live.tolist() == [0, 1, 2, 3]
     assert engine.next_arrival() == 5.0
     assert engine.admit_before(np.inf) == 5.0 and engine.next_arrival() == np.inf
+
+
+@pytest.mark.parametrize("alpha, beta, memory", [(0.3, None, 60), (0.05, None, 60),
+                                                 (0.1, 0.5, 60), (0.1, None, 2000)])
+def test_alpha_protection_decode_stretches_count_the_loop_rounds(alpha, beta, memory):
+    """α-protection (Jaillet et al.) repeats a decode-only batch (:meth:`steady`) until the
+    round its loop rule would declare a loop, the rounds counted by ``repeated``: the same
+    records, clearings and loop time as deciding every round, with fewer decisions, and
+    at every decision the fast run makes the loop rule's count of rounds is stepping's."""
+    rng = np.random.default_rng(3)
+    a = np.sort(rng.integers(0, 200, 80)).astype(float)
+    s, o = rng.integers(1, 5, 80), rng.integers(5, 60, 80)
+    wl = qt.Workload.from_arrays(a, s, o)
+    kw = dict(memory=memory, n_requests=80, first_token="prefill", seed=2)
+    make = lambda: qt.policies.AlphaProtection(alpha, beta)          # noqa: E731
+    _, n_slow, n_fast = _same_records(wl, make, qt.UnitTime(), **kw)
+    runs = []
+    for fast in (False, True):
+        policy, rounds = make(), {}
+        schedule = policy.schedule
+
+        def counted(state, schedule=schedule, policy=policy, rounds=rounds):
+            batch = schedule(state)
+            rounds[state.time] = policy._rounds
+            return batch
+
+        policy.schedule = counted
+        qt.simulate(wl, policy, qt.UnitTime(), fast_path=fast, **kw)
+        runs.append((policy.loop_at, policy.clearings, rounds))
+    (loop, clearings, stepped), (loop_fast, clearings_fast, fast) = runs
+    assert (loop, clearings) == (loop_fast, clearings_fast)
+    assert {t: stepped[t] for t in fast} == fast
+    assert n_fast < n_slow
+    assert (loop is None) == (memory == 2000)     # the roomy memory completes every one

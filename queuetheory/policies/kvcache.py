@@ -257,6 +257,47 @@ class AlphaProtection(Policy):
         new = wait[: int(np.argmin(fits)) if not fits.all() else wait.size]
         return Batch(prefill=new, chunk=state.prompt[new], decode=run, evict=evict)
 
+    def steady(self, state, batch) -> int:
+        """A decode-only batch (no clearing, no prompt admitted) repeats while nothing
+        arrives and no request finishes: the running requests' need ``Σ (s_j + k_j)``
+        grows by one per request each round, so the room for new prompts only shrinks and
+        the first waiting one never fits, and the need passes ``M`` (a clearing) exactly
+        when the memory after the batch would, which the engine checks (no member has an
+        empty prompt: one waits, never fits a chunk and fails the batch). The loop rule
+        counts decisions: the batch repeats until the round at which it would declare
+        a loop, and :meth:`repeated` counts the rounds run.
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        int
+            How many more times the batch repeats.
+        """
+        dec = batch.decode
+        if (not decides_as_shipped(self) or self.loop_at is not None or batch.prefill.size
+                or batch.evict.size or not dec.size):
+            return 0
+        return max(0, 10 * int(state.output.max()) + 1 - self._rounds)
+
+    def repeated(self, k, starts) -> None:
+        """The loop rule's count of rounds without a completion moved on by ``k``
+        (:meth:`steady`).
+
+        Parameters
+        ----------
+        k : int
+            The batches the engine ran.
+        starts : numpy.ndarray
+            Their start times.
+        """
+        self._rounds += k
+
     def idles_through(self, state) -> bool:
         """Once a loop is declared the policy idles at every later decision, whatever
         arrives (:meth:`_watch` reads arrivals and completions, and none comes while it
