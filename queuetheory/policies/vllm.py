@@ -502,10 +502,9 @@ class VLLMV1(Policy):
         # cache, kept as arrays so that a step reads them for every running request at once
         self.held = np.zeros(0, dtype=np.int64)
         self.keyed = np.zeros(0, dtype=np.int64)
-        self._serving = np.zeros(0, dtype=np.int64)   # the running requests not finishing
         # the ids of `running` less `_finishing`, in order, as the last step left them (None:
         # it preempted; read the list again)
-        self._kept: np.ndarray | None = None
+        self._serving: np.ndarray | None = None
         self._keycache: dict[int, list] = {}  # prefix keys of the requests in the system
         self._shared: dict[int, list] = {}    # their prompts' keys, as a router computed them
         self._seen = 0                        # requests up to this id have joined `waiting`
@@ -527,17 +526,16 @@ class VLLMV1(Policy):
         for r in self._finishing:
             self._release(r)
         self._finishing = []
-        run = self._kept
+        run = self._serving
         if run is None:
             run = np.fromiter(self.running, dtype=np.int64, count=len(self.running))
         finish = state._t.finish[run]
         over = finish == finish                   # finished: a time, not NaN
+        done = []
         if np.count_nonzero(over):
-            self._serving = self._kept = run[~over]
             done = run[over].tolist()
-        else:
-            self._serving = self._kept = run
-            done = []
+            run = run[~over]
+        self._serving = run
         if self.async_scheduling and self._launched is not None:
             self._finishing = done
         else:
@@ -698,9 +696,9 @@ class VLLMV1(Policy):
             tokens = np.concatenate([tokens, np.fromiter(admitted.values(), np.int64,
                                                          len(admitted))])
         if preempted:
-            self._kept = None
+            self._serving = None
         elif admitted:      # (only with budget left: every running request was served)
-            self._kept = run
+            self._serving = run
         return self._batch(state, run, tokens, cached, preempted)
 
     # ---- stretches in closed form (the engine's fast path) ----------------------------------
