@@ -153,7 +153,11 @@ def main():
     parser.add_argument("--load", type=float, default=0.8)
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args()
-    names = args.names or [*POLICIES, *AO]
+    known = [*POLICIES, *AO]
+    unknown = sorted(set(args.names) - set(known))
+    if unknown:
+        parser.error(f"names={unknown}: not schedulers of engine_speed ({', '.join(known)})")
+    names = args.names or known
     arrival, prompt, output = trace(args.n, True, args.load)
     # as engine_speed's table: the limit holds the longest request
     limit = max(args.memory, int((prompt + output).max()))

@@ -431,6 +431,8 @@ def test_admit_before_admits_as_stepping_admits():
     assert engine.admit_before(5.0) == 2.0 and engine.live.tolist() == [0, 1, 2, 3]
     assert engine.next_arrival() == 5.0
     assert engine.admit_before(np.inf) == 5.0 and engine.next_arrival() == np.inf
+    with pytest.raises(ValueError, match="stop=nan"):
+        engine.admit_before(float("nan"))
 
 
 @pytest.mark.parametrize("alpha, beta, memory", [(0.3, None, 60), (0.05, None, 60),

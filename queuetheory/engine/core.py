@@ -150,7 +150,14 @@ class Engine:
         float or None
             The arrival time of the last request admitted (``None``: none was pending
             before ``stop``).
+
+        Raises
+        ------
+        ValueError
+            For a ``stop`` that is NaN.
         """
+        if stop != stop:
+            raise ValueError(f"stop={stop!r}: must be a time, not NaN")
         last = int(self._arrival.searchsorted(stop, side="left")) - 1
         if last < self._pending:
             return None
