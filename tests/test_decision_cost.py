@@ -26,8 +26,8 @@ def test_a_replay_that_answers_differently_is_caught(monkeypatch):
     out of step with the engine's states (an infeasible batch, answers run out, or records
     that differ), and the row fails."""
     arrival, prompt, output = trace(300, True, 0.8)
-    monkeypatch.setattr(decision_cost.Replay, "steady", lambda self, state, batch: (
-        self._left["steady"].popleft() and False))
+    monkeypatch.setattr(decision_cost.Replay, "decodes_through", lambda self, state, batch: (
+        self._left["decodes_through"].popleft() and False))
     with pytest.raises((AssertionError, IndexError, qt.InfeasibleBatchError)):
         decision_cost.row("fcfs-restart", arrival, prompt, output, 30_000, repeat=1)
 

@@ -43,6 +43,28 @@ def test_aell_stretches_same_records(first_token, interval, memory):
         assert slow.metrics["restarts"] > 0       # promotions happen, and are kept
 
 
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("make", [P.AEll, lambda: P.AdaptiveRobust(threshold=2.0)],
+                         ids=["aell", "adaptive"])
+def test_aell_stretches_run_through_arrivals(make, first_token):
+    """A_ℓ's steady stretches with a job waiting go on whatever arrives
+    (:meth:`AEll.queues_arrivals`): arrivals in groups (several per iteration, whose random
+    order is drawn per group) join the queue as each skipped call would have taken them —
+    the records of stepping, in fewer decisions than with the promise masked."""
+    from test_fast_path import _counting
+
+    arrival, prompt, output = _arrays()
+    arrival = np.round(arrival / 6e4) * 6e4           # arrivals in groups
+    wl = qt.Workload.from_arrays(arrival, prompt, output, lo=np.maximum(1, output // 2),
+                                 hi=output + output // 2 + 1)
+    _, _, n_fast = _same_records(wl, make, TM, memory=3000, first_token=first_token)
+    policy = make()
+    policy.queues_arrivals = lambda state, batch: False
+    calls = _counting(policy)
+    qt.simulate(wl, policy, TM, memory=3000, first_token=first_token)
+    assert n_fast < calls["n"]
+
+
 @pytest.mark.parametrize("threshold", [0.0, 2.0, None])
 @pytest.mark.parametrize("interval", [False, True])
 def test_adaptive_runs_the_chosen_rule_same_records(threshold, interval):
@@ -71,6 +93,24 @@ def test_fcfs_restart_stretches_same_records(memory, first_token):
     _, n_slow, n_fast = _same_records(_workload(), P.FCFSRestart, TM, memory=memory,
                                       first_token=first_token)
     assert n_fast < n_slow
+
+
+@pytest.mark.parametrize("memory", [1500, 6000])
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+def test_fcfs_restart_decodes_until_the_waiting_prompt_fits(memory, first_token):
+    """With a request waiting, FCFSRestart's decode-only batches (after an eviction too)
+    run through completions and arrivals until the memory a batch leaves free fits the
+    waiting prompt (:meth:`FCFSRestart.decodes_through`'s ``need``): the records of
+    stepping, in fewer decisions than with the promise masked."""
+    from test_fast_path import _counting
+
+    _, _, n_fast = _same_records(_workload(), P.FCFSRestart, TM, memory=memory,
+                                 first_token=first_token)
+    policy = P.FCFSRestart()
+    policy.decodes_through = lambda state, batch: 0
+    calls = _counting(policy)
+    qt.simulate(_workload(), policy, TM, memory=memory, first_token=first_token)
+    assert n_fast < calls["n"]
 
 
 @pytest.mark.parametrize("memory", [None, 6000])

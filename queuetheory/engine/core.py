@@ -23,6 +23,15 @@ _BATCH_COLUMNS = {
 }
 
 
+def _cumsum_from(start, steps: np.ndarray) -> np.ndarray:
+    """``start`` and its running sums with ``steps`` (``len(steps) + 1`` values), summed in
+    order as ``np.concatenate([[start], steps]).cumsum()`` sums them."""
+    out = np.empty(steps.size + 1, dtype=np.result_type(start, steps))
+    out[0] = start
+    out[1:] = steps
+    return out.cumsum(out=out)
+
+
 class Engine:
     """Runs a policy's batches on a time model and keeps the books.
 
@@ -432,14 +441,28 @@ class Engine:
     def _stretch(self, state, batch, pre, dec, finished, end):
         """The stretch the policy promises after this batch, if any: ``(runner, args,
         arrivals)``, the runner :meth:`_repeat` (decode-only: :meth:`Policy.decodes_through`,
-        :meth:`Policy.drains`, :meth:`Policy.steady`) or :meth:`_repeat_chunk` (one prefill
-        chunk beside the decodes: :meth:`Policy.steady_chunk`); ``arrivals``: the promise
-        holds whatever arrives."""
-        if (not batch.prefill.size and not batch.evict.size and dec.size == state.n_decode
-                and self.policy.decodes_through(state, batch)):
-            members = dec[~np.isin(dec, finished)] if finished.size else dec
-            return (self._repeat, (members, True, np.inf, False, True), True
-                    ) if members.size else None
+        :meth:`Policy.drains`, :meth:`Policy.steady` and :meth:`Policy.queues_arrivals`) or
+        :meth:`_repeat_chunk` (one prefill chunk beside the decodes:
+        :meth:`Policy.steady_chunk`); ``arrivals``: the promise holds whatever arrives."""
+        if (dec.size + pre.size - finished.size == self.n_decode
+                and not (pre.size and self.n_prefilling)):  # its members left: all in decode
+            promise = self.policy.decodes_through(state, batch)
+            if promise:
+                need = 0 if isinstance(promise, bool | np.bool_) else int(promise)
+                first = self.kv_total + self.n_decode    # memory after the members' batch
+                if (need and self.memory is None) or self.memory is not None and (
+                        first > self.memory or need and first <= self.memory - need):
+                    return None          # (no stretch: that batch is over M or leaves
+                    #                       ``need`` free, or there is no M to fill)
+                members = np.sort(np.concatenate([dec, pre]) if pre.size else dec)
+                if finished.size:                # (they are members: ids sorted as both)
+                    keep = np.ones(members.size, dtype=bool)
+                    keep[members.searchsorted(finished)] = False
+                    members = members[keep]
+                if not members.size or pre.size and (
+                        self._writes(members, self.table.decoded[members]) < members.size):
+                    return None
+                return self._repeat, (members, True, np.inf, False, True, need), True
         live, in_decode = self.live, self.table.in_decode
         prefilling = pre.size and not in_decode[pre[-1]]   # a member still in its prefill
         if (live.size and not prefilling and self.n_decode == live.size
@@ -449,17 +472,20 @@ class Engine:
                 raise InfeasibleBatchError(self.policy, self.iteration, "2.5d",
                                            f"promised to decode all {live.size} requests, "
                                            f"over the budget {self.token_budget}")
-            return self._repeat, (None, True, np.inf, False, False), False
+            return self._repeat, (None, True, np.inf, False, False, 0), False
         if batch.evict.size or finished.size:
             return None
         if not batch.prefill.size:
             promise = self.policy.steady(state, batch)
             if isinstance(promise, bool | np.bool_):
-                return (self._repeat, (dec, False, np.inf, False, False), False
-                        ) if promise else None
-            if promise > 0:          # a bounded stretch over which the policy's books move
-                return self._repeat, (dec, False, int(promise), True, False), False
-            return None
+                limit, books = np.inf, False
+            else:                    # a bounded stretch over which the policy's books move
+                limit, books = int(promise), True
+            if not promise or limit <= 0:
+                return None
+            if self.policy.queues_arrivals(state, batch):
+                return self._repeat, (dec, False, limit, True, True, 0), True
+            return self._repeat, (dec, False, limit, books, False, 0), False
         if pre.size == 1 and not self.table.in_decode[pre[0]]:   # (a cache credit is once)
             promise = int(self.policy.steady_chunk(state, batch))
             if promise > 0:
@@ -792,7 +818,7 @@ class Engine:
             self.tbt.add(tab.cls[rid[other]], gaps[other])
         tab.last_token[rid] = end
 
-    def _repeat(self, dec, through, limit, books, arrivals, t, until, most):
+    def _repeat(self, dec, through, limit, books, arrivals, need, t, until, most):
         """The fast path: from ``t``, run the decode-only batch ``dec`` again and again in
         closed form, less each member once it has finished when ``through`` is set
         (:meth:`Policy.drains`, ``dec`` ``None``: every request in the system;
@@ -813,13 +839,17 @@ class Engine:
         would start at or after ``until``, after ``most`` batches, or at the end of the
         promise (the first completion, or the last, or ``limit``). Stopped by ``until`` or
         ``most`` alone, it is kept to go on with (:meth:`_iterate`) unless a request
-        arrives first.
+        arrives first. ``need``: the promise holds only while the memory left free after a
+        batch, ``M`` less its memory, is below ``need`` (0: always); the stretch stops
+        before the first batch that leaves ``need`` free.
         """
         tab = self.table
         if dec is None:
             dec = self.live
-        if self.memory is not None and self.kv_total + dec.size > self.memory:
-            return t, _NONE                  # the first batch's memory is over M: none runs
+        if self.memory is not None:          # the first batch's memory over M, or leaving
+            first = self.kv_total + dec.size     # ``need`` free: none runs
+            if first > self.memory or need and first <= self.memory - need:
+                return t, _NONE
         if arrivals:
             until = min(until, self._arrival_in_decode())
         left = tab.output[dec] - tab.decoded[dec]          # >= 1 for every member
@@ -831,7 +861,9 @@ class Engine:
         promised = min(int(left[-1] if through else left[0]), limit)
         k = min(most, promised)
         context = tab.kv(dec) if order is None else tab.kv(dec)[order]
-        held = None if self.time_model.counts_only else np.concatenate([[0], context.cumsum()])
+        held = None if self.time_model.counts_only else _cumsum_from(0, context)
+        freed = _cumsum_from(0, context + left)              # KV of finished members
+        stop = None             # the first batch over M, or leaving ``need`` free
         n = min(k, 32)          # durations in blocks, four times longer each, up to `until`
         while True:
             steps = np.arange(1, n + 1)
@@ -841,22 +873,26 @@ class Engine:
                 decodes, None if held is None else held[-1] - held[gone] + steps * decodes)
             if durations is None:
                 return t, _NONE
-            ends = np.concatenate([[t], durations]).cumsum()   # sequential, as t += τ
-            if n == k or ends[n] >= until:
+            ends = _cumsum_from(t, durations)                 # sequential, as t += τ
+            written = decodes.cumsum()
+            memory = self.kv_total + written - freed[gone]
+            if self.memory is not None:
+                stops = memory > self.memory
+                if need:                     # where the memory left free reaches ``need``
+                    stops |= memory <= self.memory - need
+                if np.count_nonzero(stops):
+                    stop = int(stops.argmax())
+            if n == k or ends[n] >= until or stop is not None:
                 break
             n = min(k, 4 * n)
         k = min(n, int(ends[:n].searchsorted(until, side="left")))
-        freed = np.concatenate([[0], (context + left).cumsum()])   # KV of finished members
-        memory = self.kv_total + decodes[:k].cumsum() - freed[gone[:k]]
-        cut = False
-        if self.memory is not None:
-            over = (memory > self.memory).nonzero()[0]
-            if over.size:
-                k, cut = int(over[0]), True
+        cut = stop is not None and stop < k
+        if cut:
+            k = stop
         if k < 1:
             return t, _NONE
-        ends, durations, decodes, gone, memory = (
-            ends[: k + 1], durations[:k], decodes[:k], gone[:k], memory[:k])
+        ends, durations, decodes, gone, memory, written = (
+            ends[: k + 1], durations[:k], decodes[:k], gone[:k], memory[:k], written[:k])
         if not durations.min() > 0:
             raise ValueError(f"{self.time_model!r} returned a non-positive duration")
 
@@ -879,7 +915,7 @@ class Engine:
             else:
                 self.tbt.add_intervals(gaps, np.zeros_like(emitted), emitted - 1,
                                        tab.cls[members])
-        work = self.work - decodes.cumsum()
+        work = self.work - written
         population, logged = self.live.size - gone, work
         if arrivals:                         # the rows arrived by each batch's start
             came = self._arrival[self._pending:].searchsorted(ends[:-1], side="right")
@@ -890,7 +926,7 @@ class Engine:
         self.work = int(work[-1])
         self.peak_memory = max(self.peak_memory, int(memory.max()))
         self.iteration += k
-        self.kv_total += int(decodes.sum())
+        self.kv_total += int(written[-1])
         if books:
             self.policy.repeated(k, ends[:-1])
         end = float(ends[-1])
@@ -898,7 +934,7 @@ class Engine:
             self.admit_until(float(ends[-2]))
         elif k < promised and not cut:      # stopped by `until` or `most` alone
             self._resume = (end, self._repeat,
-                            (None if through else dec, through, limit - k, books, False))
+                            (None if through else dec, through, limit - k, books, False, 0))
         done = int(left.searchsorted(k, side="right"))     # members with left <= k
         # the members left emitted their last tokens at `end` (:meth:`_fresh_decodes`)
         self._fresh_at, self._fresh = end, members.size - done

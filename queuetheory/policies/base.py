@@ -142,6 +142,37 @@ class Policy:
         """
         return False
 
+    def queues_arrivals(self, state, batch) -> bool:
+        """Does the stretch :meth:`steady` promised hold whatever arrives? (the engine's
+        fast path)
+
+        Asked after :meth:`steady` promised to repeat the decode-only ``batch`` (``True`` or
+        a count). ``True`` promises: requests that arrive during the stretch with prompts to
+        prefill only wait (they queue behind a request that cannot start), so that in every
+        state of the stretch with them in the system ``schedule`` would return the same
+        batch, and the calls it skips would change no state of the policy that the next
+        call after the stretch would not change the same way. The engine then admits the
+        arrivals on the way as stepping admits them (each before the first batch starting at
+        or after its arrival), stops at the first that arrives in decode, and calls
+        ``repeated(k, starts)`` with the starts of the ``k`` batches it ran, by which the
+        policy can tell which arrivals each skipped call would have seen (a policy that
+        promises it defines ``repeated``). The default is ``False``: the stretch stops at
+        the next arrival.
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The decode-only batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        bool
+            Whether the promise holds.
+        """
+        return False
+
     def steady_chunk(self, state, batch) -> int:
         """How many more times may the engine repeat a ``batch`` of decodes and **one
         prefill chunk** without asking again? (the engine's fast path for chunked prefill)
@@ -192,32 +223,38 @@ class Policy:
         return False
 
     def decodes_through(self, state, batch) -> bool:
-        """May the engine run the members of a decode-only ``batch`` to their last tokens
-        without asking, whatever arrives? (the engine's fast path)
+        """May the engine run the members of ``batch`` to their last tokens without asking,
+        whatever arrives? (the engine's fast path)
 
-        Asked after every decode-only batch without evictions that decodes every request in
-        decode, before :meth:`drains` and :meth:`steady`. ``True`` promises: in the state
-        the batch was built on, and in every state it leads to while each member left gains
-        one output token per iteration
-        (leaving the system at its last), requests arrive with prompts to prefill (none in
-        decode) and nothing else changes, ``schedule`` would return the decode-only batch
-        of the members left, and calling it would change no state of the policy that the
-        next call after the stretch would not change the same way (books that read arrivals
-        and completions lazily). The engine then runs the members to completion in closed
-        form (KV memory growing as long as it stays within ``M``), admitting the arrivals
-        on the way. The default is ``False``.
+        Asked, before :meth:`drains` and :meth:`steady`, after every batch that leaves
+        every request holding KV in decode and each of them a member: its decodes, and its
+        prefills where each finished its prompt (evicted requests hold none). ``True``
+        promises: in every state the batch leads to while each member left gains one
+        output token per iteration (leaving the system at its last), requests arrive with
+        prompts to prefill (none in decode) and nothing else changes, ``schedule`` would
+        return the decode-only batch of the members left, and calling it would change no
+        state of the policy that the next call after the stretch would not change the same
+        way (books that read arrivals and completions lazily). The engine then runs the
+        members to completion in closed form (KV memory growing as long as it stays within
+        ``M``), admitting the arrivals on the way. The default is ``False``.
+
+        A policy that decodes its members only while memory is short (a waiting request
+        that does not fit) returns instead an integer ``need >= 1``: the promise holds in
+        those states where the batch of the members left would leave less than ``need``
+        tokens free, ``state.memory - state.memory_used`` less its members; the engine stops
+        before the first batch that leaves ``need`` free (with no KV limit, none runs).
 
         Parameters
         ----------
         state : State
             The state the batch was built on.
         batch : Batch
-            The decode-only batch :meth:`schedule` returned on it.
+            The batch :meth:`schedule` returned on it.
 
         Returns
         -------
-        bool
-            Whether the promise holds.
+        bool or int
+            Whether the promise holds, or the free memory ``need`` up to which it holds.
         """
         return False
 

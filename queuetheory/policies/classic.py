@@ -386,14 +386,15 @@ class FasterTransformer(_TokenBudgetPolicy):
         return True     # decode priority (and a fixed cohort in request mode)
 
     def decodes_through(self, state, batch):
-        """A decode-only batch of every request in decode. Iteration mode decodes while any
-        request decodes, so an arrival waits until none does; request mode's batch is the
-        whole cohort, every member prefilled, and an arrival joins no cohort until every
-        member has finished (``_cohort`` is read against ``rid`` at the next call). Each call
-        then decodes the members left, which all fit the budget and ``max_reqs``, whatever
-        arrives; with a KV-memory limit :func:`fit_memory` keeps them while they fit, which
-        the engine checks — when no resident is part-way through its prefill (its promised
-        KV the check does not see), as :meth:`steady` requires.
+        """A decode-only batch of every request in decode, none evicted. Iteration mode
+        decodes while any request decodes, so an arrival waits until none does; request
+        mode's batch is the whole cohort, every member prefilled, and an arrival joins no
+        cohort until every member has finished (``_cohort`` is read against ``rid`` at the
+        next call). Each call then decodes the members left, which all fit the budget and
+        ``max_reqs``, whatever arrives; with a KV-memory limit :func:`fit_memory` keeps
+        them while they fit, which the engine checks — when no resident is part-way
+        through its prefill (its promised KV the check does not see), as :meth:`steady`
+        requires.
 
         Parameters
         ----------
@@ -408,7 +409,8 @@ class FasterTransformer(_TokenBudgetPolicy):
             Whether no resident is part-way through its prefill under a KV-memory limit
             (as shipped).
         """
-        return decides_as_shipped(self) and (state.memory is None or not self._promised(state))
+        return decides_as_shipped(self) and not (batch.prefill.size or batch.evict.size) and (
+            state.memory is None or not self._promised(state))
 
 
 class StaticPriority(_TokenBudgetPolicy):

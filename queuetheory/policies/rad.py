@@ -301,7 +301,7 @@ class RAD(_TiledPolicy):
         bool
             Whether ``n`` requests were started this cycle (as shipped).
         """
-        return decides_as_shipped(self) and self._full()
+        return decides_as_shipped(self) and not batch.prefill.size and self._full()
 
     def drains(self, state):
         """Every request in decode (``P = ∅``, none part-way through its prefill) and
@@ -402,7 +402,8 @@ class CycleScheduler(_TiledPolicy):
         bool
             Whether the batch was made in decode mode (as shipped).
         """
-        return decides_as_shipped(self) and self._mode == "decode"
+        return (decides_as_shipped(self) and not batch.prefill.size
+                and self._mode == "decode")
 
     def drains(self, state):
         """Every request in decode, in decode mode and no more of them than ``t*_col``: each
@@ -480,9 +481,9 @@ class RequestLevel(Policy):
         Returns
         -------
         bool
-            ``True`` for this policy as shipped.
+            ``True`` for a decode-only batch of this policy as shipped.
         """
-        return decides_as_shipped(self)
+        return decides_as_shipped(self) and not batch.prefill.size
 
 
 class PrefillOnly(Policy):

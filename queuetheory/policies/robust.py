@@ -363,6 +363,7 @@ class AEll(_LowerBounds):
         self._last_round = np.empty(0, dtype=np.int64)
         self._rebuild = True
         self._keep = None         # the last decision's, to repeat (:meth:`_again`)
+        self._starts = None       # the batches of the last stretch (:meth:`repeated`)
 
     def _enqueue(self, rid, waits=None):
         """Queue keys for ``rid`` at the back of the queue, in a random order; with the
@@ -544,6 +545,7 @@ class AEll(_LowerBounds):
         holding KV already (handed over prefilled), run: then the profile book is rebuilt
         and ``True`` returned."""
         rid = state.rid
+        starts, self._starts = self._starts, None
         if not (rid.size and rid[-1] >= self._seen):
             return False
         new = rid[int(rid.searchsorted(self._seen)):]
@@ -558,7 +560,13 @@ class AEll(_LowerBounds):
             self._enqueue(new, _NONE_WAITS if held.size else None)
         else:
             ready = tab.kv(new) > 0
-            self._enqueue(new, ~ready)
+            if starts is None:
+                self._enqueue(new, ~ready)
+            else:                        # the arrivals each call of the stretch would see
+                seen_at = starts.searchsorted(tab.arrival[new], side="left")
+                for part in np.split(np.arange(new.size), seen_at.searchsorted(
+                        np.unique(seen_at)[1:])):
+                    self._enqueue(new[part], ~ready[part])
             held = new[ready]
         self._seen = top
         if held.size:                        # younger than every id seen
@@ -601,9 +609,32 @@ class AEll(_LowerBounds):
             return False
         return hold
 
+    def queues_arrivals(self, state, batch):
+        """A job waits, the first candidate, which failed (:meth:`steady`): arrivals join
+        the back of the queue (:meth:`_enqueue`, their random order drawn per call as
+        stepping draws it, :meth:`repeated`) and never become the first candidate; they
+        run no profile and change no ``now``.
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The decode-only batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        bool
+            Whether a job waits (this policy as shipped).
+        """
+        return self._fast and bool(self._heap)
+
     def repeated(self, k, starts) -> None:
-        """Nothing to move after a counted stretch (:meth:`steady`): the profile book is
-        kept per round and read at the next decision from the running jobs' tokens.
+        """The starts of the stretch's batches, kept for the next decision: the arrivals
+        on the way join the queue in the groups the skipped calls would have seen (each
+        call the requests arrived since the last; a group of several in a random order).
+        The profile book is kept per round and read at the next decision from the running
+        jobs' tokens.
 
         Parameters
         ----------
@@ -612,6 +643,7 @@ class AEll(_LowerBounds):
         starts : numpy.ndarray
             Their start times.
         """
+        self._starts = starts
 
     def drains(self, state):
         """Every job running and none waiting: all decode to the end unless one reaches
@@ -745,6 +777,24 @@ class AdaptiveRobust(Policy):
             Their start times.
         """
         self._inner.repeated(k, starts)
+
+    def queues_arrivals(self, state, batch):
+        """The chosen scheduler's promise (:meth:`AEll.queues_arrivals`).
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The decode-only batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        bool
+            The chosen scheduler's answer (``False`` before the first decision).
+        """
+        return (self._inner is not None and decides_as_shipped(self)
+                and self._inner.queues_arrivals(state, batch))
 
     def drains(self, state):
         """The chosen scheduler's promise.

@@ -708,8 +708,9 @@ class FCFSRestart(Policy):
             self._books = not state._t.prefilled[new].any()
         if not self._books:
             return None
-        held = self._resident
-        return int(np.count_nonzero(rid.take(rid.searchsorted(held), mode="clip") == held))
+        held = self._resident   # a prefix of the last decision's ids (arrivals join the end):
+        # the ids here up to its last one are the residents still here
+        return int(rid.searchsorted(held[-1], side="right")) if held.size else 0
 
     def _schedule_all(self, state):
         """The decision from the whole queue's columns (residents need not be a prefix)."""
@@ -771,3 +772,33 @@ class FCFSRestart(Policy):
             Whether every request is resident (none waits for its prefill).
         """
         return decides_as_shipped(self) and not np.count_nonzero(state.kv == 0)
+
+    def decodes_through(self, state, batch):
+        """A batch of every resident with a request waiting (the arrival-order prefix
+        ``[0, k)``, its prompts whole, position ``k`` the first request without KV, evicted
+        by this batch or waiting): the waiting request is admitted as soon as its prompt
+        fits the memory the residents leave free after their next batch, and residents are
+        evicted only where that batch would not fit ``M`` (the engine's check stops
+        there); until then every later state decides the residents left again, whatever
+        arrives (arrivals queue behind ``k``; a resident that finishes leaves the prefix,
+        its KV freed, which the free memory counts).
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        int
+            The free memory at which the waiting request is admitted: its prompt, less the
+            KV the state holds outside its requests (0: no promise — no KV limit, nothing
+            waiting, or the books of the residents lost to a request handed over with KV).
+        """
+        k = batch.decode.size + batch.prefill.size
+        if not (decides_as_shipped(self) and self._books and state.memory is not None
+                and k < state.n):
+            return 0
+        return max(int(state._t.prompt[state.rid[k]]) - state.outside_kv, 0)
