@@ -846,10 +846,8 @@ class Engine:
         tab = self.table
         if dec is None:
             dec = self.live
-        if self.memory is not None:          # the first batch's memory over M, or leaving
-            first = self.kv_total + dec.size     # ``need`` free: none runs
-            if first > self.memory or need and first <= self.memory - need:
-                return t, _NONE
+        if self.memory is not None and self.kv_total + dec.size > self.memory:
+            return t, _NONE                  # the first batch's memory is over M: none runs
         if arrivals:
             until = min(until, self._arrival_in_decode())
         left = tab.output[dec] - tab.decoded[dec]          # >= 1 for every member

@@ -564,9 +564,10 @@ class AEll(_LowerBounds):
                 self._enqueue(new, ~ready)
             else:                        # the arrivals each call of the stretch would see
                 seen_at = starts.searchsorted(tab.arrival[new], side="left")
-                for part in np.split(np.arange(new.size), seen_at.searchsorted(
-                        np.unique(seen_at)[1:])):
-                    self._enqueue(new[part], ~ready[part])
+                cuts = np.flatnonzero(np.diff(seen_at)) + 1
+                for group, waits in zip(np.split(new, cuts), np.split(~ready, cuts),
+                                        strict=True):
+                    self._enqueue(group, waits)
             held = new[ready]
         self._seen = top
         if held.size:                        # younger than every id seen
