@@ -1,8 +1,8 @@
 """Issue 33: where a stepping scheduler's CPU goes — its decisions, or the engine's step.
 
 Each scheduler runs once as shipped with every answer it gives the engine recorded: the
-batches of ``schedule`` and the promises ``steady``, ``queues_arrivals``, ``steady_chunk``,
-``drains``, ``decodes_through`` and ``idles_through`` (:class:`Recorded`). A
+batches of ``schedule`` and the promises ``steady``, ``steady_chunk``, ``drains``,
+``decodes_through`` and ``idles_through`` (:class:`Recorded`). A
 :class:`Replay` of those answers then runs on the same trace: the engine does the same work
 — the records are checked equal to the first run's — while each decision costs a list
 lookup. The difference is what the decisions cost; the replay is the engine's own cost of
@@ -32,8 +32,7 @@ import queuetheory as qt
 from benchmarks.engine_speed import AO, POLICIES, scheduler, supported, trace
 
 #: the engine's questions to a policy, each answered by a method of that name
-ANSWERS = ("schedule", "steady", "queues_arrivals", "steady_chunk", "drains", "decodes_through",
-           "idles_through")
+ANSWERS = ("schedule", "steady", "steady_chunk", "drains", "decodes_through", "idles_through")
 #: the issue's target: iterations per CPU second
 TARGET = 5e4
 
@@ -86,9 +85,6 @@ class Replay(qt.policies.Policy):
     def steady(self, state, batch):
         return self._left["steady"].popleft()
 
-    def queues_arrivals(self, state, batch):
-        return self._left["queues_arrivals"].popleft()
-
     def steady_chunk(self, state, batch):
         return self._left["steady_chunk"].popleft()
 
@@ -100,9 +96,6 @@ class Replay(qt.policies.Policy):
 
     def idles_through(self, state):
         return self._left["idles_through"].popleft()
-
-    def repeated(self, k, starts):
-        """The shipped policy's books moved; the replay keeps none."""
 
 
 def _run(name, arrival, prompt, output, memory, policy=None):

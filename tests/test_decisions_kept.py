@@ -43,23 +43,38 @@ def test_aell_stretches_same_records(first_token, interval, memory):
         assert slow.metrics["restarts"] > 0       # promotions happen, and are kept
 
 
+def _aell_workload(kind):
+    """Arrivals in groups (several per iteration, whose random order A_ℓ draws per group)
+    with output intervals ``[o/2, 3o/2]``, or two-point outputs ``o ∈ {lo, 2 lo}`` (Chen et
+    al.'s A_ℓ setting), arrivals grouped or not."""
+    arrival, prompt, output = _arrays()
+    if kind != "two-point":
+        arrival = np.round(arrival / 6e4) * 6e4
+    if kind == "interval":
+        return qt.Workload.from_arrays(arrival, prompt, output, lo=np.maximum(1, output // 2),
+                                       hi=output + output // 2 + 1)
+    lo = output
+    output = np.where(np.random.default_rng(7).random(lo.size) < 0.3, 2 * lo, lo)
+    return qt.Workload.from_arrays(arrival, prompt, output, lo=lo, hi=2 * lo)
+
+
 @pytest.mark.parametrize("first_token", ["prefill", "decode"])
 @pytest.mark.parametrize("make", [P.AEll, lambda: P.AdaptiveRobust(threshold=2.0)],
                          ids=["aell", "adaptive"])
-def test_aell_stretches_run_through_arrivals(make, first_token):
-    """A_ℓ's steady stretches with a job waiting go on whatever arrives
-    (:meth:`AEll.queues_arrivals`): arrivals in groups (several per iteration, whose random
-    order is drawn per group) join the queue as each skipped call would have taken them —
-    the records of stepping, in fewer decisions than with the promise masked."""
+@pytest.mark.parametrize("kind", ["interval", "two-point", "two-point grouped"])
+def test_aell_decodes_through_while_its_first_candidate_fails(make, first_token, kind):
+    """With a job waiting, A_ℓ's decode-only batches run through completions and arrivals
+    (:meth:`AEll.decodes_through`) while its first candidate fails: the memory test until
+    the memory a batch leaves free takes its prompt (the ``need``), the future-peak check
+    for the rounds counted, until a job with ``õ ≠ o`` is evicted or leaves the profile.
+    Arrivals join the queue as each skipped call would have taken them. The records of
+    stepping, in fewer decisions than with the promise masked."""
     from test_fast_path import _counting
 
-    arrival, prompt, output = _arrays()
-    arrival = np.round(arrival / 6e4) * 6e4           # arrivals in groups
-    wl = qt.Workload.from_arrays(arrival, prompt, output, lo=np.maximum(1, output // 2),
-                                 hi=output + output // 2 + 1)
+    wl = _aell_workload(kind)
     _, _, n_fast = _same_records(wl, make, TM, memory=3000, first_token=first_token)
     policy = make()
-    policy.queues_arrivals = lambda state, batch: False
+    policy.decodes_through = lambda state, batch: 0
     calls = _counting(policy)
     qt.simulate(wl, policy, TM, memory=3000, first_token=first_token)
     assert n_fast < calls["n"]
@@ -126,6 +141,29 @@ def test_wait_and_nested_wait_gate_same_records(memory):
         TM, memory=memory, first_token="decode")
     if memory is not None:
         assert n_fast < n_slow           # relieving stretches are taken
+
+
+@pytest.mark.parametrize("memory", [3000, 6000])
+@pytest.mark.parametrize("thresholds", [[3, 2, 1, 1], [8, 4, 2, 1]])
+@pytest.mark.parametrize("first_token", ["decode", "prefill"])
+def test_nested_wait_relieves_until_segment_one_may_fit(memory, thresholds, first_token):
+    """Nested WAIT's gate: where segment 1's step does not fit, every resident decodes,
+    through completions and arrivals, until the memory a batch leaves free reaches the
+    step's prompts less the residents (:meth:`NestedWAIT.decodes_through`'s ``need``):
+    the records of stepping, in fewer decisions than with the promise masked."""
+    from test_fast_path import _counting
+
+    arrival, prompt, output = _arrays(n=400)
+    wl = qt.Workload.from_arrays(arrival / 4, prompt, output)
+
+    def make():
+        return P.NestedWAIT([50, 100, 200, 300], thresholds, overflow="gate")
+    _, _, n_fast = _same_records(wl, make, TM, memory=memory, first_token=first_token)
+    policy = make()
+    policy.decodes_through = lambda state, batch: 0
+    calls = _counting(policy)
+    qt.simulate(wl, policy, TM, memory=memory, first_token=first_token)
+    assert n_fast < calls["n"]
 
 
 @pytest.mark.parametrize("memory", [None, 3000, 6000])

@@ -441,14 +441,17 @@ class Engine:
     def _stretch(self, state, batch, pre, dec, finished, end):
         """The stretch the policy promises after this batch, if any: ``(runner, args,
         arrivals)``, the runner :meth:`_repeat` (decode-only: :meth:`Policy.decodes_through`,
-        :meth:`Policy.drains`, :meth:`Policy.steady` and :meth:`Policy.queues_arrivals`) or
+        :meth:`Policy.drains` and :meth:`Policy.steady`) or
         :meth:`_repeat_chunk` (one prefill chunk beside the decodes:
         :meth:`Policy.steady_chunk`); ``arrivals``: the promise holds whatever arrives."""
         if (dec.size + pre.size - finished.size == self.n_decode
                 and not (pre.size and self.n_prefilling)):  # its members left: all in decode
             promise = self.policy.decodes_through(state, batch)
             if promise:
-                need = 0 if isinstance(promise, bool | np.bool_) else int(promise)
+                need, limit = (promise if isinstance(promise, tuple) else
+                               (0 if isinstance(promise, bool | np.bool_) else promise, np.inf))
+                if limit < 1:
+                    return None
                 first = self.kv_total + self.n_decode    # memory after the members' batch
                 if (need and self.memory is None) or self.memory is not None and (
                         first > self.memory or need and first <= self.memory - need):
@@ -462,7 +465,7 @@ class Engine:
                 if not members.size or pre.size and (
                         self._writes(members, self.table.decoded[members]) < members.size):
                     return None
-                return self._repeat, (members, True, np.inf, False, True, need), True
+                return self._repeat, (members, True, limit, True, True, int(need)), True
         live, in_decode = self.live, self.table.in_decode
         prefilling = pre.size and not in_decode[pre[-1]]   # a member still in its prefill
         if (live.size and not prefilling and self.n_decode == live.size
@@ -483,8 +486,6 @@ class Engine:
                 limit, books = int(promise), True
             if not promise or limit <= 0:
                 return None
-            if self.policy.queues_arrivals(state, batch):
-                return self._repeat, (dec, False, limit, True, True, 0), True
             return self._repeat, (dec, False, limit, books, False, 0), False
         if pre.size == 1 and not self.table.in_decode[pre[0]]:   # (a cache credit is once)
             promise = int(self.policy.steady_chunk(state, batch))

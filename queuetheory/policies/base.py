@@ -142,36 +142,19 @@ class Policy:
         """
         return False
 
-    def queues_arrivals(self, state, batch) -> bool:
-        """Does the stretch :meth:`steady` promised hold whatever arrives? (the engine's
-        fast path)
-
-        Asked after :meth:`steady` promised to repeat the decode-only ``batch`` (``True`` or
-        a count). ``True`` promises: requests that arrive during the stretch with prompts to
-        prefill only wait (they queue behind a request that cannot start), so that in every
-        state of the stretch with them in the system ``schedule`` would return the same
-        batch, and the calls it skips would change no state of the policy that the next
-        call after the stretch would not change the same way. The engine then admits the
-        arrivals on the way as stepping admits them (each before the first batch starting at
-        or after its arrival), stops at the first that arrives in decode, and calls
-        ``repeated(k, starts)`` with the starts of the ``k`` batches it ran, by which the
-        policy can tell which arrivals each skipped call would have seen (a policy that
-        promises it defines ``repeated``). The default is ``False``: the stretch stops at
-        the next arrival.
+    def repeated(self, k, starts) -> None:
+        """The engine ran ``k`` batches of a stretch this policy promised without asking
+        (a count from :meth:`steady` or :meth:`steady_chunk`, :meth:`decodes_through`):
+        move the books those ``k`` calls to ``schedule`` would have moved. The default
+        keeps none.
 
         Parameters
         ----------
-        state : State
-            The state the batch was built on.
-        batch : Batch
-            The decode-only batch :meth:`schedule` returned on it.
-
-        Returns
-        -------
-        bool
-            Whether the promise holds.
+        k : int
+            The batches the engine ran.
+        starts : numpy.ndarray
+            Their start times, in order.
         """
-        return False
 
     def steady_chunk(self, state, batch) -> int:
         """How many more times may the engine repeat a ``batch`` of decodes and **one
@@ -222,7 +205,7 @@ class Policy:
         """
         return False
 
-    def decodes_through(self, state, batch) -> bool:
+    def decodes_through(self, state, batch) -> bool | int | tuple[int, int]:
         """May the engine run the members of ``batch`` to their last tokens without asking,
         whatever arrives? (the engine's fast path)
 
@@ -233,16 +216,21 @@ class Policy:
         output token per iteration (leaving the system at its last), requests arrive with
         prompts to prefill (none in decode) and nothing else changes, ``schedule`` would
         return the decode-only batch of the members left, and calling it would change no
-        state of the policy that the next call after the stretch would not change the same
-        way (books that read arrivals and completions lazily). The engine then runs the
-        members to completion in closed form (KV memory growing as long as it stays within
-        ``M``), admitting the arrivals on the way. The default is ``False``.
+        state of the policy that the next call after the stretch, told of the stretch by
+        :meth:`repeated`, would not change the same way (books that read arrivals and
+        completions lazily). The engine then runs the members to completion in closed form
+        (KV memory growing as long as it stays within ``M``), admitting the arrivals on the
+        way, and calls ``repeated(k, starts)`` with the starts of the ``k`` batches it ran.
+        The default is ``False``.
 
         A policy that decodes its members only while memory is short (a waiting request
         that does not fit) returns instead an integer ``need >= 1``: the promise holds in
         those states where the batch of the members left would leave less than ``need``
         tokens free, ``state.memory - state.memory_used`` less its members; the engine stops
         before the first batch that leaves ``need`` free (with no KV limit, none runs).
+        A policy whose books tell how long its decision stays put returns the pair
+        ``(need, n)``: the promise holds for at most ``n`` more batches (``need`` 0: no
+        condition on memory).
 
         Parameters
         ----------
@@ -253,8 +241,9 @@ class Policy:
 
         Returns
         -------
-        bool or int
-            Whether the promise holds, or the free memory ``need`` up to which it holds.
+        bool, int or tuple of int
+            Whether the promise holds, the free memory ``need`` up to which it holds, or
+            ``(need, n)``.
         """
         return False
 

@@ -190,9 +190,6 @@ class _TiledPolicy(Policy):
         """
         return _NO_BUDGET if decides_as_shipped(self) and not batch.decode.size else 0
 
-    def repeated(self, k, starts) -> None:
-        """A chunk stretch of ``k`` batches changed none of this policy's books."""
-
     def cycles(self, result) -> pd.DataFrame:
         """One row per cycle of the run: start, pending requests ``X[c]`` at its start,
         requests started, end (last finish of its requests) and ``Σ T*^R`` is left to

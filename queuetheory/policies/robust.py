@@ -584,7 +584,9 @@ class AEll(_LowerBounds):
         whose first candidate failed the future-peak check repeats a counted number of
         times (:meth:`_admit`): the profile is kept per round, so while nothing arrives
         or finishes only the candidate moves, starting a round later with one token less
-        in every round.
+        in every round. With a job waiting, :meth:`decodes_through` promises these
+        stretches through arrivals and completions, so the engine asks this only where it
+        declined.
 
         Parameters
         ----------
@@ -610,25 +612,53 @@ class AEll(_LowerBounds):
             return False
         return hold
 
-    def queues_arrivals(self, state, batch):
-        """A job waits, the first candidate, which failed (:meth:`steady`): arrivals join
-        the back of the queue (:meth:`_enqueue`, their random order drawn per call as
-        stepping draws it, :meth:`repeated`) and never become the first candidate; they
-        run no profile and change no ``now``.
+    def decodes_through(self, state, batch):
+        """A decode-only batch with a job waiting, the first candidate, which failed
+        (:meth:`_schedule`), repeats less the jobs that finish, whatever arrives: arrivals
+        join the back of the queue (their random order drawn per call as stepping draws
+        it, :meth:`repeated`) and never become the first candidate. It lasts
+
+        * while the candidate fails the memory test (``now``, the memory after the round,
+          plus its prompt over ``M``): only a job that finishes lowers ``now``, so the test
+          fails while the memory a batch leaves free is below the prompt (the ``need``:
+          the running jobs hold all the KV);
+        * or, where it failed the future-peak check, for the rounds counted by
+          :meth:`_admit`: a job that finishes at its last round (``o = õ``) leaves the
+          profile as it foresaw;
+
+        and in both cases only until a job with ``õ ≠ o`` reaches ``õ`` (it is evicted) or,
+        where the profile is read, finishes before its last round (the profile's later
+        rounds fall).
 
         Parameters
         ----------
         state : State
             The state the batch was built on.
         batch : Batch
-            The decode-only batch :meth:`schedule` returned on it.
+            The batch :meth:`schedule` returned on it.
 
         Returns
         -------
-        bool
-            Whether a job waits (this policy as shipped).
+        tuple of int or int
+            ``(need, n)``: the free memory at which the candidate passes the memory test
+            (0: not that test) and the batches the promise lasts at most; 0: no promise.
         """
-        return self._fast and bool(self._heap)
+        last = self._last
+        if not (self._fast and self._heap and last is not None
+                and batch.decode.size == last[0].size):
+            return 0
+        _, running, a, lb, hold = last
+        output = state._t.output[running]
+        if hold is True:
+            other, most = lb < output, np.inf
+        else:
+            other, most = lb != output, hold
+        if np.count_nonzero(other):         # the batch before the decision that sees it
+            most = min(most, int((np.minimum(lb, output) - a)[other].min()) - 1)
+        if most < 1:
+            return 0
+        # (a prompt over the memory the round leaves free is at least 1 token)
+        return (int(state._t.prompt[self._heap[0][1]]) if hold is True else 0), most
 
     def repeated(self, k, starts) -> None:
         """The starts of the stretch's batches, kept for the next decision: the arrivals
@@ -767,8 +797,7 @@ class AdaptiveRobust(Policy):
                 and self._inner.steady(state, batch))
 
     def repeated(self, k, starts) -> None:
-        """The chosen scheduler's books moved after a counted stretch (:meth:`AEll.repeated`;
-        only A_ℓ counts one).
+        """The chosen scheduler's books moved after a stretch (:meth:`AEll.repeated`).
 
         Parameters
         ----------
@@ -779,23 +808,23 @@ class AdaptiveRobust(Policy):
         """
         self._inner.repeated(k, starts)
 
-    def queues_arrivals(self, state, batch):
-        """The chosen scheduler's promise (:meth:`AEll.queues_arrivals`).
+    def decodes_through(self, state, batch):
+        """The chosen scheduler's promise (:meth:`AEll.decodes_through`).
 
         Parameters
         ----------
         state : State
             The state the batch was built on.
         batch : Batch
-            The decode-only batch :meth:`schedule` returned on it.
+            The batch :meth:`schedule` returned on it.
 
         Returns
         -------
-        bool
+        bool, int or tuple of int
             The chosen scheduler's answer (``False`` before the first decision).
         """
         return (self._inner is not None and decides_as_shipped(self)
-                and self._inner.queues_arrivals(state, batch))
+                and self._inner.decodes_through(state, batch))
 
     def drains(self, state):
         """The chosen scheduler's promise.

@@ -645,6 +645,36 @@ class NestedWAIT(_Gated):
         dec = members[state.prefilled[members] > 0]
         return Batch(pre, state.prompt[pre], dec)
 
+    def decodes_through(self, state, batch):
+        """A relieving batch of every resident (segment 1 ready, its step over the memory
+        left, :meth:`_decide`) repeats, less the residents that finish, whatever arrives:
+        segment 1's step holds its entry queue's first ``n_1`` prompts (arrivals join
+        behind them), plus a token for each resident still in segment 1, and it does not
+        fit while the memory in use plus that step exceeds ``M``; later segments wait
+        behind it. The batch of the ``R`` residents leaves ``R`` tokens fewer free than
+        the memory left before it, and ``R`` only falls, so the step does not fit while
+        that batch leaves less than the prompts' sum less ``R`` (the ``need``); a resident
+        that crosses into segment 2 or finishes only takes its token off the step.
+
+        Parameters
+        ----------
+        state : State
+            The state the batch was built on.
+        batch : Batch
+            The batch :meth:`schedule` returned on it.
+
+        Returns
+        -------
+        int
+            The free memory at which segment 1's step may fit (0: no promise — not such a
+            batch, or the step could fit within the residents' own tokens).
+        """
+        repeats, books = self._repeats, self._books
+        if (repeats is None or books is None or not decides_as_shipped(self)
+                or batch.decode.size != repeats.size or batch.prefill.size):
+            return 0
+        return max(int(books.head_need[0]) - repeats.size, 0)
+
 
 class FCFSRestart(Policy):
     """FCFS with eviction and restart, the type-unaware baseline of Props. 4–5 (spec
