@@ -1,8 +1,9 @@
 """Decisions that keep their state (issue 33): A_ℓ's queue sorted only as far as admission
-reaches, its steady and draining stretches, AdaptiveRobust's bulk rule through the
-scheduler it picks, FCFSRestart's stretches, WAIT's quota without a sort and the
-future-peak check without its second sort — each the same records as deciding every
-iteration (``fast_path=False``), and the check the same as counting every round."""
+reaches, its steady, draining and through-completion stretches, AdaptiveRobust's bulk rule
+through the scheduler it picks, FCFSRestart's stretches, Nested WAIT's relieving
+stretches, WAIT's quota without a sort and the future-peak check without its second sort —
+each the same records as deciding every iteration (``fast_path=False``), and the check the
+same as counting every round."""
 
 from __future__ import annotations
 
