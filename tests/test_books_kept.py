@@ -71,7 +71,7 @@ def test_aell_books_are_the_queue(first_token, interval, memory):
     res = qt.simulate(_workload(interval=interval), pol, TM, memory=memory,
                       first_token=first_token)
     assert res.metrics["completed"] == 500 and max(seen) > 16     # a queue formed
-    assert len(now) > 400            # decisions checked, the stretches between them
+    assert len(now) > 500
     _same_records(_workload(interval=interval), P.AEll, TM, memory=memory,
                   first_token=first_token)
 

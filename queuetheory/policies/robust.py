@@ -345,7 +345,6 @@ class AEll(_LowerBounds):
         self._tail = 0.0
         self._fast = decides_as_shipped(self) and self.on_fail == "break"
         self._last = None         # the running jobs of a decode-only decision (steady)
-        self._hold = None         # how the first candidate fails (decodes_through)
         # books of the decision (:meth:`_schedule`): the waiting jobs as a heap of
         # (queue key, id), the running ones (holding KV) as ascending ids, every id below
         # ``_seen`` seen in a state
@@ -444,7 +443,6 @@ class AEll(_LowerBounds):
             elif not running.size:
                 self._cannot_start(state, int(rid.searchsorted(head)))
         self._last = (pos, running, a, lb, hold) if not (admit or evict.size) else None
-        self._hold = hold if self._heap else None
         if self._last is not None and self._heap and running.size:
             due = int((lb - a).min())         # the first round a job reaches õ, from now
             self._keep = (self._seen, rid.size, pos, running, a, lb, int(a[0]),
@@ -473,7 +471,6 @@ class AEll(_LowerBounds):
             return None
         a = a + j
         self._last = (pos, running, a, lb, True if hold is True else hold - j)
-        self._hold = self._last[4]
         self._keep = (self._seen, rid.size, pos, running, a, lb, first + j, window - j,
                       self._last[4])
         return Batch(decode=pos)
@@ -616,22 +613,22 @@ class AEll(_LowerBounds):
         return hold
 
     def decodes_through(self, state, batch):
-        """With a job waiting, the first candidate, which failed (:meth:`_schedule`), the
-        running jobs decode, less those that finish, whatever arrives: arrivals join the
-        back of the queue (their random order drawn per call as stepping draws it,
-        :meth:`repeated`) and never become the first candidate. It lasts
+        """A decode-only batch with a job waiting, the first candidate, which failed
+        (:meth:`_schedule`), repeats less the jobs that finish, whatever arrives: arrivals
+        join the back of the queue (their random order drawn per call as stepping draws
+        it, :meth:`repeated`) and never become the first candidate. It lasts
 
         * while the candidate fails the memory test (``now``, the memory after the round,
           plus its prompt over ``M``): only a job that finishes lowers ``now``, so the test
           fails while the memory a batch leaves free is below the prompt (the ``need``:
           the running jobs hold all the KV);
-        * or, where it failed the future-peak check (after this round's admissions, if
-          any), for the rounds counted by :meth:`_admit`: a job that finishes at its last
-          round (``o = õ``) leaves the profile as it foresaw;
+        * or, where it failed the future-peak check, for the rounds counted by
+          :meth:`_admit`: a job that finishes at its last round (``o = õ``) leaves the
+          profile as it foresaw;
 
         and in both cases only until a job with ``õ ≠ o`` reaches ``õ`` (it is evicted) or,
         where the profile is read, finishes before its last round (the profile's later
-        rounds fall). The members' tokens are read after the batch, which the engine ran.
+        rounds fall).
 
         Parameters
         ----------
@@ -646,22 +643,22 @@ class AEll(_LowerBounds):
             ``(need, n)``: the free memory at which the candidate passes the memory test
             (0: not that test) and the batches the promise lasts at most; 0: no promise.
         """
-        hold, members = self._hold, self._running
-        if not (self._fast and hold is not None
-                and batch.decode.size + batch.prefill.size == members.size):
+        last = self._last
+        if not (self._fast and self._heap and last is not None
+                and batch.decode.size == last[0].size):
             return 0
-        tab = state._t
-        lb, output = self._lb[members], tab.output[members]
+        _, running, a, lb, hold = last
+        output = state._t.output[running]
         if hold is True:
             other, most = lb < output, np.inf
         else:
             other, most = lb != output, hold
-        if np.count_nonzero(other):    # the batch after which a job decides otherwise
-            most = min(most, int((np.minimum(lb, output) - tab.decoded[members])[other].min()))
+        if np.count_nonzero(other):         # the batch before the decision that sees it
+            most = min(most, int((np.minimum(lb, output) - a)[other].min()) - 1)
         if most < 1:
             return 0
         # (a prompt over the memory the round leaves free is at least 1 token)
-        return (int(tab.prompt[self._heap[0][1]]) if hold is True else 0), most
+        return (int(state._t.prompt[self._heap[0][1]]) if hold is True else 0), most
 
     def repeated(self, k, starts) -> None:
         """The starts of the stretch's batches, kept for the next decision: the arrivals
@@ -701,12 +698,11 @@ class AEll(_LowerBounds):
         """Admission in queue order (§5 #11), the future-peak check of the profile book
         candidate by candidate, the next in the queue the top of the heap (never the
         whole queue sorted: the check runs candidate by candidate either way). Returns the
-        admitted ids, in queue order (added to the profile), and the rounds after this one
-        for which the candidate that failed (the first one left) still fails while the
-        profile stays (nothing arrives ahead of it, no job leaves it early): started ``j``
-        rounds later it holds ``j`` tokens less in every round and lasts ``j`` more, so it
-        fails while ``j`` is below its excess at its worst round ``τ`` and ``τ`` is still
-        to come (0 where none is left)."""
+        admitted ids, in queue order (added to the profile), and, when none is, the rounds
+        after this one for which the first candidate still fails while nothing arrives or
+        finishes: started ``j`` rounds later it holds ``j`` tokens less in every round and
+        lasts ``j`` more, so it fails while ``j`` is below its excess at its worst round
+        ``τ`` and ``τ`` is still to come."""
         peak, clock = self._peak, self._clock
         tab, heap, emit = state._t, self._heap, int(state.emit_first)
         prompt, bound = tab.prompt, self._lb
@@ -715,10 +711,12 @@ class AEll(_LowerBounds):
             c = heap[0][1]
             m, e = int(prompt[c]), clock + int(bound[c]) - emit
             if not peak.fits(m, e):
-                if not (admit or running.size):
-                    self._cannot_start(state, int(state.rid.searchsorted(c)))
-                over, at = peak.excess(m, e)
-                return admit, min(over - 1, at - clock)
+                if not admit:
+                    if not running.size:
+                        self._cannot_start(state, int(state.rid.searchsorted(c)))
+                    over, at = peak.excess(m, e)
+                    return admit, min(over - 1, at - clock)
+                break
             peak.add(m, e)
             admit.append(c)
             heappop(heap)
