@@ -3,6 +3,8 @@
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 import queuetheory as qt
@@ -276,6 +278,36 @@ def test_column_log_first_bulk_write_then_rows():
     np.testing.assert_array_equal(log.column("x"), [0, 1, 2, 3, 4, 5, 6.5, 7, 8])
     np.testing.assert_array_equal(log.column("k"), [7] * 6 + [8, 9, 10])
     assert log.column("k").dtype == np.int64
+
+
+@settings(max_examples=60, deadline=None)
+@given(flush=st.integers(1, 9),
+       ops=st.lists(st.tuples(st.integers(0, 3), st.integers(1, 5)), min_size=1, max_size=40))
+def test_column_log_writes_every_row_in_order(flush, ops):
+    """Any mix of rows and blocks (arrays or scalars, several blocks between two rows)
+    reads back in the order written, whatever the flush size."""
+    ColumnLog.FLUSH, saved = flush, ColumnLog.FLUSH
+    try:
+        log = ColumnLog({"x": float, "k": np.int64}, capacity=2)
+        want_x, want_k, v = [], [], 0
+        for kind, k in ops:
+            if kind == 0:
+                log.append(v + 0.5, v)
+                want_x.append(v + 0.5)
+                want_k.append(v)
+            elif kind == 1:                          # arrays
+                log.extend(k, np.arange(v, v + k) + 0.25, np.arange(v, v + k))
+                want_x += [x + 0.25 for x in range(v, v + k)]
+                want_k += list(range(v, v + k))
+            else:                                    # a scalar column, or both
+                log.extend(k, np.arange(v, v + k) * 1.0 if kind == 2 else float(v), v)
+                want_x += [float(x) for x in range(v, v + k)] if kind == 2 else [float(v)] * k
+                want_k += [v] * k
+            v += k
+        assert log.column("x").tolist() == want_x
+        assert log.column("k").tolist() == want_k and log.column("k").dtype == np.int64
+    finally:
+        ColumnLog.FLUSH = saved
 
 
 def test_static_priority_refuses_a_class_it_does_not_order():
