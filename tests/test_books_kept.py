@@ -108,8 +108,9 @@ def test_aell_decision_again_is_the_decision(first_token, interval):
 @pytest.mark.parametrize("make", [P.AEll, P.AdaptiveRobust])
 def test_aell_counted_stretches_are_the_steps(make, first_token):
     """Where A_ℓ's first candidate fails the future-peak check, the decode batch repeats a
-    counted number of times (:meth:`AEll.steady`); the records are those of stepping, and
-    the counted stretches replace decisions (AdaptiveRobust choosing A_ℓ on intervals)."""
+    counted number of times (:meth:`AEll.decodes_through`); the records are those of
+    stepping, and the counted stretches replace decisions (AdaptiveRobust choosing A_ℓ on
+    intervals)."""
     stretches = []
 
     def made():

@@ -576,17 +576,13 @@ class AEll(_LowerBounds):
         return self._rebuild
 
     def steady(self, state, batch):
-        """A decode-only batch whose first candidate failed the memory test (``now`` plus
-        its prompt over ``M``), or with none waiting, repeats until a job finishes: ``now``
-        only grows, the queue is unchanged while nothing arrives, and no job reaches its
-        eviction point ``õ`` first (checked: at the decisions of the stretch a job has
-        ``a + 1 … a + k`` tokens, ``k + 1`` the fewest tokens a member still owes). One
-        whose first candidate failed the future-peak check repeats a counted number of
-        times (:meth:`_admit`): the profile is kept per round, so while nothing arrives
-        or finishes only the candidate moves, starting a round later with one token less
-        in every round. With a job waiting, :meth:`decodes_through` promises these
-        stretches through arrivals and completions, so the engine asks this only where it
-        declined.
+        """A decode-only batch with no job waiting repeats until a job finishes: nothing is
+        admitted while nothing arrives, and no job reaches its eviction point ``õ`` first
+        (checked: at the decisions of the stretch a job has ``a + 1 … a + k`` tokens,
+        ``k + 1`` the fewest tokens a member still owes). With a job waiting,
+        :meth:`decodes_through` promises the stretch, through arrivals and completions;
+        where it declines, the candidate may start at the next decision, a job finishes in
+        this batch or one reaches ``õ`` at the next, and no stretch is left to promise.
 
         Parameters
         ----------
@@ -597,20 +593,17 @@ class AEll(_LowerBounds):
 
         Returns
         -------
-        bool or int
-            Whether the batch repeats until a job finishes, or how many more times it
-            repeats.
+        bool
+            Whether the batch repeats until a job finishes.
         """
         last, self._last = self._last, None
-        if last is None or batch.prefill.size or not batch.decode.size:
+        if last is None or self._heap or batch.prefill.size or not batch.decode.size:
             return False
-        pos, running, a, lb, hold = last
+        pos, running, a, lb, _ = last
         if pos.size != batch.decode.size:
             return False
         owed = state._t.output[running] - a              # >= 2: none finishes in this batch
-        if (lb - a).min() < owed.min():
-            return False
-        return hold
+        return bool((lb - a).min() >= owed.min())
 
     def decodes_through(self, state, batch):
         """A decode-only batch with a job waiting, the first candidate, which failed

@@ -284,6 +284,13 @@ class _Gated(Policy):
         """The waiting queue of each of ``rids`` (one queue: all 0)."""
         return np.zeros(rids.size, dtype=np.int64)
 
+    def _repeating(self, batch) -> bool:
+        """Whether ``batch`` is the one this policy as shipped just decided to repeat (a
+        relieving batch of every resident, or WAIT's decode-only cohort step)."""
+        repeats = self._repeats
+        return (repeats is not None and decides_as_shipped(self)
+                and batch.decode.size == repeats.size and not batch.prefill.size)
+
     def steady(self, state, batch):
         """A relieving batch that decodes every resident request repeats while only they
         decode: nothing arrives, so the ready types (segments) and their waiting prompts stay;
@@ -293,9 +300,9 @@ class _Gated(Policy):
         again as long as their memory after the batch fits ``M``, which the engine checks.
         The policy keeps no other state (its books change only at a decision). WAIT's
         decode-only cohort steps repeat too (:meth:`WAIT._decide`)."""
-        repeats, self._repeats = self._repeats, None
-        return (repeats is not None and decides_as_shipped(self)
-                and batch.decode.size == repeats.size and not batch.prefill.size)
+        repeats = self._repeating(batch)
+        self._repeats = None
+        return repeats
 
 
 def _fitting_groups(state, group: np.ndarray, need: np.ndarray, groups: int) -> np.ndarray:
@@ -669,11 +676,10 @@ class NestedWAIT(_Gated):
             The free memory at which segment 1's step may fit (0: no promise — not such a
             batch, or the step could fit within the residents' own tokens).
         """
-        repeats, books = self._repeats, self._books
-        if (repeats is None or books is None or not decides_as_shipped(self)
-                or batch.decode.size != repeats.size or batch.prefill.size):
+        books = self._books
+        if books is None or not self._repeating(batch):
             return 0
-        return max(int(books.head_need[0]) - repeats.size, 0)
+        return max(int(books.head_need[0]) - batch.decode.size, 0)
 
 
 class FCFSRestart(Policy):
