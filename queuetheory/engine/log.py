@@ -345,8 +345,9 @@ class TBTHistogram:
             Per request, its class.
         """
         bins = None
-        for c in np.unique(cls).tolist():
-            mine = cls == c
+        present = np.flatnonzero(np.bincount(cls))     # the classes here (no sort)
+        for c in present.tolist():
+            mine = slice(None) if present.size == 1 else cls == c
             edges = np.bincount(lo[mine], minlength=gaps.size + 1)
             edges -= np.bincount(hi[mine], minlength=gaps.size + 1)
             counts = edges.cumsum()[: gaps.size]

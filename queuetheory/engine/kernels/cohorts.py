@@ -333,7 +333,8 @@ def _write_back(engine, admitted, groups, rows, e):
     decoded = np.zeros(n, dtype=np.int64)
     prefill_end = np.full(n, -1, dtype=np.int64)
     finish = np.full(n, -1, dtype=np.int64)
-    mem = []
+    mem = np.empty((5, sum(g.admitted for g in groups)), dtype=np.int64)  # memberships'
+    at = 0                                                       # columns, group by group
     for gid, g in enumerate(groups):     # in segment order: a request's in time order
         if not g.admitted:
             continue
@@ -344,15 +345,15 @@ def _write_back(engine, admitted, groups, rows, e):
         leave = first + g.stay[:g.admitted]
         closed = leave < runs
         last = np.where(closed, leave, runs - 1)
-        mem.append(np.column_stack([rid, np.full(rid.size, gid), first, last,
-                                    np.full(rid.size, g.silent), np.zeros(rid.size, np.int64)]))
+        block = mem[:, at: at + rid.size]
+        block[0], block[1], block[2], block[3], block[4] = rid, gid, first, last, g.silent
+        at += rid.size
         decoded[rid] = np.where(closed, g.first + g.stay[:g.admitted] + 1 - g.silent,
                                 g.first + last - first + 1 - g.silent)
         done = closed & g.finishes[:g.admitted]
         finish[rid[done]] = hist[leave[done]]
         if g.prefill:
             prefill_end[rid] = hist[first]
-    mem = np.concatenate(mem) if mem else np.zeros((0, 6), dtype=np.int64)
     start, dur, n_pre, chunks, decs = rows
     k = start.size
     start = start.astype(np.float64)

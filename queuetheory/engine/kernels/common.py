@@ -339,7 +339,8 @@ def add_inner_gaps(engine, gaps, lo, hi, who):
     if lo.size > 1 and (lo[1:] < lo[:-1]).any():
         order = lo.argsort(kind="stable")
         lo, hi, who = lo[order], hi[order], who[order]
-    bounds = np.column_stack([lo, hi]).ravel()
+    bounds = np.empty(2 * lo.size, dtype=np.int64)      # lo[0], hi[0], lo[1], hi[1], …
+    bounds[0::2], bounds[1::2] = lo, hi
     longest = np.maximum.reduceat(np.append(gaps, 0.0), bounds)[::2]
     np.maximum.at(engine.table.tbt_max, who, longest)
     engine.tbt.add_intervals(gaps, lo, hi, engine.table.cls[who])

@@ -2,8 +2,8 @@
 decode are served in groups (``slo_slack``, ``cohorts``).
 
 A group keeps the iterations it was served in (its *history*); a request keeps its
-*memberships* ``(request, group, first, last, silent, link)`` (six numbers each, laid end to end
-in one array; ``link`` is the rules' own): it emitted a token at every entry of
+*memberships* ``(request, group, first, last, silent)``, one column of numbers each (a rule
+may keep more columns of its own after them): it emitted a token at every entry of
 its group's history from ``first`` to ``last`` (history indices), but at ``first`` when
 ``silent`` (it joined there by a prefill that emits nothing, ``first_token="decode"``). At the
 end the memberships become the engine's records: first and last token times, the largest gap
@@ -24,9 +24,11 @@ def write_back(engine, admitted, cols, hists, memberships, decoded, prefill_end,
     """Write the batch log ``cols`` (:func:`~.common.write_log`), every admitted request's stamps
     and output counts (``decoded``, closed memberships), prefills (``prefill_end``: the
     iteration that finished each prompt, or −1) and completions (``finish``: iteration or −1)
-    into the engine. Returns ``(ends, at, hist, rid, lo, hi)``: iteration end times, the end
-    time and local iteration of every history entry (``hists`` laid end to end), and per
-    membership its request and the first and last entries where it emitted (``lo > hi``: none)."""
+    into the engine. ``memberships``: their columns, ``(request, group, first, last,
+    silent)`` first (an array of five rows or more). Returns ``(ends, at, hist, rid, lo,
+    hi)``: iteration end times, the end time and local iteration of every history entry
+    (``hists`` laid end to end), and per membership its request and the first and last
+    entries where it emitted (``lo > hi``: none)."""
     s0 = write_log(engine, admitted, cols)
     start, dur = cols[:2]
     tab = engine.table
@@ -47,7 +49,7 @@ def write_back(engine, admitted, cols, hists, memberships, decoded, prefill_end,
     hist = np.concatenate([np.zeros(0, np.int64)]
                           + [np.asarray(h, dtype=np.int64) for h in hists]) - s0
     at = ends[hist]                                      # the end of each history entry
-    rid, gid, a, last, silent, _ = np.asarray(memberships, np.int64).reshape(-1, 6).T
+    rid, gid, a, last, silent = memberships[:5]
     lo, hi = off[gid] + a + silent, off[gid] + last
     out = ends, at, hist, rid, lo, hi
     talked = hi >= lo

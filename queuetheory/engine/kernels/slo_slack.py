@@ -389,8 +389,9 @@ def _write_back(engine, admitted, cols, groups, memberships, decoded, prefill_en
     policy's books: its ``e_j`` of the requests left (``None`` when none arrived), the
     members of the last batch."""
     r_part, filled, part_last = partial
-    ends, at, hist, rid, lo, hi = write_back(engine, admitted, cols, [g.hist for g in groups],
-                                             memberships, decoded, prefill_end, finish)
+    ends, at, hist, rid, lo, hi = write_back(
+        engine, admitted, cols, [g.hist for g in groups],
+        np.asarray(memberships, np.int64).reshape(-1, 6).T, decoded, prefill_end, finish)
     tab = engine.table
     if r_part >= 0:
         tab.prefilled[r_part] = filled
