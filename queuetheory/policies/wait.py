@@ -317,7 +317,8 @@ def _fitting(per: np.ndarray, room) -> np.ndarray:
     if per.sum() <= room:                # all of them fit together
         return per > 0
     keep = np.zeros(per.size, dtype=bool)
-    for g, x in enumerate(per.tolist()):
+    some = per.nonzero()[0]              # (the groups that add nothing stay out)
+    for g, x in zip(some.tolist(), per[some].tolist(), strict=True):
         if 0 < x <= room:
             keep[g] = True
             room -= x
@@ -612,11 +613,17 @@ class NestedWAIT(_Gated):
         k = L if full.all() else int(np.argmin(full))       # I*: longest ready prefix
         if k == 0:
             return Batch()
+        gated = self._gated(state)
+        if gated and (state.memory_used + int(books.head_need[0])
+                      + int(np.count_nonzero(seg == 0)) > state.memory):
+            # segment 1's step (its prompts and a token for each request in it; none of
+            # them at an entry) does not fit: the gate keeps no segment, whatever follows
+            return self._relieve(state, live.searchsorted(started))
         new = new[new >= 0]
         ent = (entry & (seg < k)).nonzero()[0]
         chosen = ~entry & (seg < k)
         chosen[_first_per_group(ent, seg[ent], self._n)] = True
-        if self._gated(state):
+        if gated:
             per_seg = np.bincount(seg[chosen], minlength=L)[:k]
             per_seg[0] += int(books.head_need[0])
             fits = state.memory_used + np.cumsum(per_seg) <= state.memory
