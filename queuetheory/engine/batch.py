@@ -198,15 +198,6 @@ def _freed(tab, rid, evict, pre, d, n, recompute):
     what an eviction keeps (``recompute`` None)."""
     if not _positions_ok(evict, n):
         return None
-    if evict.size == 1:                  # one request (most evictions): no mark of all n
-        e = int(evict[0])
-        kv = tab._kv_of(int(rid[e]))
-        if not kv or np.count_nonzero(d == e):
-            return None
-        again = pre == e
-        if not np.count_nonzero(again):
-            return kv, None
-        return (None if recompute is None else (kv, again))
     kv = tab.kv(rid[evict])
     if np.count_nonzero(kv) != kv.size:
         return None

@@ -859,14 +859,9 @@ class Engine:
             order = None
         promised = min(int(left[-1] if through else left[0]), limit)
         k = min(most, promised)
-        members = dec if order is None else dec[order]
-        m = int(left.searchsorted(k, side="right"))         # those that may finish here
-        if self.time_model.counts_only:
-            held, context = None, tab.kv(members[:m])
-        else:
-            context = tab.kv(members)
-            held = _cumsum_from(0, context)
-        freed = _cumsum_from(0, context[:m] + left[:m])      # KV of finished members
+        context = tab.kv(dec) if order is None else tab.kv(dec)[order]
+        held = None if self.time_model.counts_only else _cumsum_from(0, context)
+        freed = _cumsum_from(0, context + left)              # KV of finished members
         stop = None             # the first batch over M, or leaving ``need`` free
         n = min(k, 32)          # durations in blocks, four times longer each, up to `until`
         while True:
@@ -901,6 +896,7 @@ class Engine:
             raise ValueError(f"{self.time_model!r} returned a non-positive duration")
 
         emitted = np.minimum(left, k)                      # tokens each member emits
+        members = dec if order is None else dec[order]
         tab.decoded[members] += emitted
         # the first batch's tokens close gaps of any length (or are first tokens), but the
         # one each member's token at `t` leaves where every request in decode emitted one
@@ -998,9 +994,6 @@ class Engine:
         """Drop the KV cache of ``rid`` (:mod:`~queuetheory.engine.conventions`)."""
         tab = self.table
         self._resume = self._fresh_at = None
-        if rid.size == 1:
-            self._evict_one(int(rid[0]))
-            return
         kv = tab.kv(rid)
         self.kv_total -= int(kv.sum())
         self._forget(rid, kv)
@@ -1018,32 +1011,3 @@ class Engine:
         tab.recomputed[rid] = decoded
         tab.prefilled[rid] = 0
         tab.in_decode[rid] = False
-
-    def _evict_one(self, r):
-        """:meth:`_evict` of the one request ``r``, in plain integers (most evictions are
-        of one request)."""
-        tab = self.table
-        kv = tab._kv_of(r)
-        self.kv_total -= kv
-        prefilled, decoded, recomputed = (int(tab.prefilled[r]), int(tab.decoded[r]),
-                                          int(tab.recomputed[r]))
-        if tab.in_decode[r]:                 # the ledger (:meth:`_forget`)
-            self.n_decode -= 1
-        elif kv > 0:
-            self.promised -= int(tab.prompt[r]) + (recomputed if tab.recomputing else 0
-                                                   ) - prefilled
-            self.n_prefilling -= 1
-        tab.restarts[r] += 1
-        if self.preemption == "restart":
-            self.work += prefilled + decoded
-            tab.discarded[r] += decoded
-            tab.prefilled[r] = tab.decoded[r] = tab.recomputed[r] = 0
-            empty = int(tab.prompt[r]) <= 0      # (RequestTable.set_progress's rule)
-            tab.in_decode[r] = empty
-            self.n_decode += empty
-            return
-        self.work += prefilled + decoded - recomputed
-        tab.recomputing = True
-        tab.recomputed[r] = decoded
-        tab.prefilled[r] = 0
-        tab.in_decode[r] = False
