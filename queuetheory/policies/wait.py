@@ -317,8 +317,7 @@ def _fitting(per: np.ndarray, room) -> np.ndarray:
     if per.sum() <= room:                # all of them fit together
         return per > 0
     keep = np.zeros(per.size, dtype=bool)
-    some = per.nonzero()[0]              # (the groups that add nothing stay out)
-    for g, x in zip(some.tolist(), per[some].tolist(), strict=True):
+    for g, x in enumerate(per.tolist()):
         if 0 < x <= room:
             keep[g] = True
             room -= x
