@@ -1,10 +1,10 @@
 """Instructions a scheduler's run executes, counted by Valgrind's cachegrind, in two trees.
 
-CPU seconds on a shared machine move by ±20 % between runs of the same code, which hides a
-change of a few per cent; the instructions a run executes barely move (hash seed fixed,
-address randomization off where ``setarch`` is found: two counts of one program differed by
-4.4 million instructions, 0.4 % of its run's; with randomization on, the run's count moved
-by 2.6 %). For
+CPU seconds on a shared machine move by ±20 % between runs of the same code; the
+instructions a run executes move less (hash seed fixed, address randomization off where
+``setarch`` is found), but not nothing: counts of one unchanged run taken minutes apart
+differed by up to 5 %, two started together by 0.2–0.4 %. Read a ratio as a change only
+well outside that, and compare counts taken together. For
 each tree — the working tree and a git revision (``--rev``, exported to a temporary folder)
 — every scheduler runs on ``engine_speed``'s trace (ShareGPT lengths, load 0.8, its
 scheduler and settings) under ``valgrind --tool=cachegrind --cache-sim=no``, once whole and
