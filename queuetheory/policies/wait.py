@@ -613,22 +613,20 @@ class NestedWAIT(_Gated):
         if k == 0:
             return Batch()
         gated = self._gated(state)
-        if gated and (state.memory_used + int(books.head_need[0])
-                      + int(np.count_nonzero(seg == 0)) > state.memory):
-            # segment 1's step (its prompts and a token for each request in it; none of
-            # them at an entry) does not fit: the gate keeps no segment, whatever follows
-            return self._relieve(state, live.searchsorted(started))
+        if gated:
+            # the memory after segment 1's step: its prompts and a token for each request
+            # in it (none of them at an entry); where it does not fit, no segment joins
+            used = (state.memory_used + int(books.head_need[0])
+                    + int(np.count_nonzero(seg == 0)))
+            if used > state.memory:
+                return self._relieve(state, live.searchsorted(started))
         new = new[new >= 0]
         ent = (entry & (seg < k)).nonzero()[0]
         chosen = ~entry & (seg < k)
         chosen[_first_per_group(ent, seg[ent], self._n)] = True
-        if gated:
-            per_seg = np.bincount(seg[chosen], minlength=L)[:k]
-            per_seg[0] += int(books.head_need[0])
-            fits = state.memory_used + np.cumsum(per_seg) <= state.memory
-            k = int(np.argmin(fits)) if not fits.all() else k
-            if k == 0:
-                return self._relieve(state, live.searchsorted(started))
+        if gated:                                   # segments 2 … k join while they fit
+            fits = used + np.cumsum(np.bincount(seg[chosen], minlength=L)[1:k]) <= state.memory
+            k = k if fits.all() else 1 + int(np.argmin(fits))
             chosen &= seg < k
         dec = started[chosen]
         return Batch(live.searchsorted(new), tab.prompt[new], live.searchsorted(dec))
