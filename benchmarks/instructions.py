@@ -31,6 +31,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks import engine_speed as es
+
 ROOT = Path(__file__).resolve().parent.parent
 
 #: the run counted, as ``python -c`` runs it in a tree (argv: name, memory, n, skip)
@@ -76,6 +78,16 @@ def main():
     parser.add_argument("-n", type=int, default=3000, help="requests (default 3000)")
     parser.add_argument("--rev", default="HEAD", help="the revision to compare with")
     args = parser.parse_args()
+    rows = [(name, memory or "none") for name, _, memory in
+            (row.partition(":") for row in args.rows)]
+    known = [*es.POLICIES, *es.AO]
+    for name, memory in rows:
+        if name not in known:
+            parser.error(f"rows: {name!r} is not a scheduler of engine_speed ({', '.join(known)})")
+        if memory != "none" and not (memory.isdigit() and int(memory) > 0):
+            parser.error(f"rows: {name}:{memory}: the KV limit must be a positive integer")
+    if args.n < 1:
+        parser.error(f"-n={args.n}: at least one request")
     if shutil.which("valgrind") is None:
         parser.error("valgrind is not on the path")
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,9 +98,7 @@ def main():
         print(f"| scheduler | KV limit | instructions at {args.rev} | instructions here "
               "| here / there |")
         print("|---|---:|---:|---:|---:|")
-        for row in args.rows:
-            name, _, memory = row.partition(":")
-            memory = memory or "none"
+        for name, memory in rows:
             there = run_instructions(base, name, memory, args.n)
             here = run_instructions(ROOT, name, memory, args.n)
             print(f"| {name} | {memory if memory != 'none' else '—'} | {there:,} | {here:,} "

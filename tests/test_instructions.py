@@ -38,3 +38,13 @@ def test_a_summary_without_a_count_is_an_error(monkeypatch):
     monkeypatch.setattr(instructions.subprocess, "run", _fake_valgrind("==1== error\n"))
     with pytest.raises(RuntimeError, match="no instruction count"):
         instructions.count(ROOT, "fcfs-restart", "none", 10, False)
+
+
+@pytest.mark.parametrize("argv, says", [(["nope"], "'nope' is not a scheduler"),
+                                        (["wait:-5"], "KV limit must be a positive integer"),
+                                        (["-n", "0", "wait"], "-n=0")])
+def test_a_bad_row_or_size_is_refused_by_name(monkeypatch, capsys, argv, says):
+    monkeypatch.setattr(sys, "argv", ["instructions", *argv])
+    with pytest.raises(SystemExit):
+        instructions.main()
+    assert says in capsys.readouterr().err
