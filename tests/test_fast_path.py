@@ -467,3 +467,119 @@ def test_alpha_protection_decode_stretches_count_the_loop_rounds(alpha, beta, me
     assert {t: stepped[t] for t in fast} == fast
     assert n_fast < n_slow
     assert (loop is None) == (memory == 2000)     # the roomy memory completes every one
+
+
+def _stretch_runs(workload, make_policy, time_model, closed_form_only, **kw):
+    """A fast-path run, with the stretches of one batch stepped (as shipped) or, with
+    ``closed_form_only``, every stretch in closed form; returns the result, the number of
+    decisions and of stretches stepped as one batch."""
+    from queuetheory.engine import Engine
+
+    policy, stepped = make_policy(), {"n": 0}
+    calls = _counting(policy)
+    one_batch, second_stop = Engine._one_batch, Engine._second_stop
+
+    def counted(self, *args):
+        stepped["n"] += 1
+        return one_batch(self, *args)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(Engine, "_one_batch", counted)
+    if closed_form_only:
+        mp.setattr(Engine, "_second_stop", lambda self, *args: None)
+    try:
+        res = qt.simulate(workload, policy, time_model, **kw)
+    finally:
+        mp.undo()
+    assert second_stop is Engine._second_stop
+    return res, calls["n"], stepped["n"]
+
+
+@pytest.mark.parametrize(("make_policy", "memory", "first_token"), [
+    (lambda: qt.policies.FCFSRestart(), 6000, "decode"),
+    (lambda: qt.policies.FCFSRestart(), None, "decode"),
+    (lambda: qt.policies.SLAI(512, tbt=(0.5, 0.1), beta=24), 6000, "prefill"),
+    (lambda: qt.policies.RAD((128, 256, 32)), None, "prefill"),
+], ids=["fcfs-restart-kv", "fcfs-restart", "slai-kv", "rad"])
+@pytest.mark.parametrize("horizon", [None, 40.0])
+def test_a_stretch_of_one_batch_is_stepped_as_its_closed_form_runs_it(
+        make_policy, memory, first_token, horizon):
+    """A promised stretch that stops after its first batch (the promise ends, time runs
+    out, or the memory after the second would leave its window) steps that batch
+    (``Engine._one_batch``): the records are those of the closed form and of stepping every
+    iteration, and the policy is asked exactly as often as when the closed form runs every
+    stretch (the same stretches kept to go on with)."""
+    wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(150), rate=rate,
+                                      priority=c) for c, rate in enumerate((3.0, 1.5))])
+    kw = dict(n_requests=200, memory=memory, first_token=first_token, horizon=horizon,
+              seed=3)
+    shipped, asked, stepped = _stretch_runs(wl, make_policy, ANCHOR_TIME, False, **kw)
+    closed, asked_closed, none = _stretch_runs(wl, make_policy, ANCHOR_TIME, True, **kw)
+    assert stepped > 0 and none == 0
+    assert asked == asked_closed
+    stepping = qt.simulate(wl, make_policy(), ANCHOR_TIME, fast_path=False, **kw)
+    for other in (closed, stepping):
+        for records in ("requests", "batches"):
+            pd.testing.assert_frame_equal(getattr(shipped, records), getattr(other, records),
+                                          check_exact=True)
+        np.testing.assert_array_equal(shipped.tbt.counts, other.tbt.counts)
+        assert shipped.end_time == other.end_time
+
+
+def _driven(make_policy, trace, closed_form_only, cut, memory):
+    """Drive one engine as a fleet drives it between arrivals routed elsewhere: each call
+    of ``advance`` may run batches only up to ``cut`` after its start, so stretches are
+    cut by time and go on at the next call. Returns the engine, the policy's decisions and
+    the stretches of one batch stepped."""
+    from queuetheory.engine import Engine
+
+    policy, stepped = make_policy(), {"n": 0}
+    calls = _counting(policy)
+    one_batch = Engine._one_batch
+
+    def counted(self, *args):
+        stepped["n"] += 1
+        return one_batch(self, *args)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(Engine, "_one_batch", counted)
+    if closed_form_only:
+        mp.setattr(Engine, "_second_stop", lambda self, *args: None)
+    try:
+        engine = Engine(policy, ANCHOR_TIME, memory=memory, token_budget=policy.token_budget)
+        policy.reset(seed=0)
+        engine.load(trace, final=True)
+        t, nxt = 0.0, engine.next_arrival()
+        while engine.live.size or nxt < np.inf:
+            if t >= nxt:
+                engine.admit_until(t)
+                nxt = engine.next_arrival()
+            if not engine.live.size:
+                t = nxt
+                continue
+            out = engine.advance(t, min(nxt, t + cut), 1 << 62)
+            t = out[0] if isinstance(out, tuple) else min(out.until or nxt, nxt)
+    finally:
+        mp.undo()
+    return engine, calls["n"], stepped["n"]
+
+
+@pytest.mark.parametrize(("make_policy", "memory"), [
+    (lambda: qt.policies.RAD((128, 256, 32)), None),
+    (lambda: qt.policies.SLAI(512, tbt=(0.5, 0.1), beta=24), 6000),
+], ids=["rad", "slai-kv"])
+def test_a_stretch_of_one_batch_cut_by_time_goes_on_as_the_closed_forms_does(
+        make_policy, memory):
+    """Stretches cut by ``until`` after their first batch (a fleet's next arrival routed to
+    another engine) are kept and go on at the next call without asking the policy, as the
+    closed form's are: the same decisions, the same batch log and request stamps."""
+    wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(150), rate=rate,
+                                      priority=c) for c, rate in enumerate((3.0, 1.5))])
+    trace = wl.sample(n_requests=150, seed=5)
+    shipped, asked, stepped = _driven(make_policy, trace, False, 0.03, memory)
+    closed, asked_closed, _ = _driven(make_policy, trace, True, 0.03, memory)
+    assert stepped > 0 and asked == asked_closed
+    for name in ("start", "duration", "decode_requests", "memory", "in_system"):
+        np.testing.assert_array_equal(shipped.log.column(name), closed.log.column(name))
+    for name in ("first_token", "last_token", "finish", "tbt_max"):
+        np.testing.assert_array_equal(getattr(shipped.table, name), getattr(closed.table, name))

@@ -852,6 +852,10 @@ class Engine:
         if arrivals:
             until = min(until, self._arrival_in_decode())
         left = tab.output[dec] - tab.decoded[dec]          # >= 1 for every member
+        stop = self._second_stop(dec, left, through, limit, need, t, until, most)
+        if stop is not None:
+            return self._one_batch(dec, through, limit, books, arrivals, need, t,
+                                   stop == "time")
         if left.size > 1:
             order = left.argsort(kind="stable")
             left = left[order]
@@ -945,6 +949,51 @@ class Engine:
         self.n_decode -= done
         finished = np.sort(finished)
         self._drop(finished)
+        return end, finished
+
+    def _second_stop(self, dec, left, through, limit, need, t, until, most):
+        """What keeps the stretch :meth:`_repeat` would run from ``t`` from a second batch,
+        by its rules for that batch (``left``: each member's output left): ``"promise"``
+        (no member owes a second token, or none but those that finish first where not
+        ``through``; or ``limit``), ``"time"`` (``most``, or a start at or after ``until``),
+        ``"memory"`` (over ``M``, or leaving ``need`` free), or ``None``: it runs, or the
+        time model's durations depend on more than the token counts (the closed form
+        decides)."""
+        if limit < 2 or (left.max() if through else left.min()) < 2:
+            return "promise"
+        model = self.time_model
+        if not model.counts_only:
+            return None
+        if most < 2 or not t + model.count_duration(0, dec.size) < until:
+            return "time"
+        if self.memory is None:
+            return None
+        last = left == 1                                     # members done after batch 1
+        gone = int(np.count_nonzero(last))
+        memory = self.kv_total + 2 * dec.size - gone - (
+            int(self.table.kv(dec[last]).sum()) + gone if gone else 0)
+        return "memory" if memory > self.memory or need and memory <= self.memory - need \
+            else None
+
+    def _one_batch(self, dec, through, limit, books, arrivals, need, t, resumable):
+        """:meth:`_repeat` where the stretch has no second batch (:meth:`_second_stop`):
+        its one batch (it starts before ``until``: :meth:`_iterate` runs a stretch only
+        then), if the memory after it leaves less than ``need`` free, applied as
+        :meth:`step` applies a batch (a few array operations, where the closed form sets up
+        a few dozen), with the closed form's books; ``resumable``: stopped by time alone, it
+        is kept to go on with (where the promise holds whatever arrives, the next call asks
+        the policy, as after the closed form). No pre-loaded request arrives by its start,
+        since the next arrival bounds ``until`` (:meth:`advance`)."""
+        used = self.kv_total + dec.size
+        if need and used <= self.memory - need:
+            return t, _NONE
+        _, finished, end = self._run(t, _NONE, _NONE, 0, dec, used, self.live.size, 0, None,
+                                     self._fresh_decodes(t))
+        if books:
+            self.policy.repeated(1, np.array([t]))
+        if resumable and not arrivals:
+            self._resume = (end, self._repeat,
+                            (None if through else dec, through, limit - 1, books, False, 0))
         return end, finished
 
     def _fresh_decodes(self, t):
