@@ -5,6 +5,7 @@ fast path; request stamps, the batch log row by row, the TBT histogram and every
 be identical to the last bit, and the fast path must really have skipped decisions.
 """
 
+import contextlib
 import dataclasses
 
 import numpy as np
@@ -469,29 +470,33 @@ def test_alpha_protection_decode_stretches_count_the_loop_rounds(alpha, beta, me
     assert (loop is None) == (memory == 2000)     # the roomy memory completes every one
 
 
-def _stretch_runs(workload, make_policy, time_model, closed_form_only, **kw):
-    """A fast-path run, with the stretches of one batch stepped (as shipped) or, with
-    ``closed_form_only``, every stretch in closed form; returns the result, the number of
-    decisions and of stretches stepped as one batch."""
+@contextlib.contextmanager
+def _one_batch_counted(closed_form_only):
+    """Count the stretches stepped as one batch (``Engine._one_batch``) while the block
+    runs; with ``closed_form_only``, none: every stretch runs in closed form."""
     from queuetheory.engine import Engine
 
-    policy, stepped = make_policy(), {"n": 0}
-    calls = _counting(policy)
-    one_batch, second_stop = Engine._one_batch, Engine._second_stop
+    stepped, one_batch = {"n": 0}, Engine._one_batch
 
     def counted(self, *args):
         stepped["n"] += 1
         return one_batch(self, *args)
 
-    mp = pytest.MonkeyPatch()
-    mp.setattr(Engine, "_one_batch", counted)
-    if closed_form_only:
-        mp.setattr(Engine, "_second_stop", lambda self, *args: None)
-    try:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Engine, "_one_batch", counted)
+        if closed_form_only:
+            mp.setattr(Engine, "_second_stop", lambda self, *args: None)
+        yield stepped
+
+
+def _stretch_runs(workload, make_policy, time_model, closed_form_only, **kw):
+    """A fast-path run, with the stretches of one batch stepped (as shipped) or, with
+    ``closed_form_only``, every stretch in closed form; returns the result, the number of
+    decisions and of stretches stepped as one batch."""
+    policy = make_policy()
+    calls = _counting(policy)
+    with _one_batch_counted(closed_form_only) as stepped:
         res = qt.simulate(workload, policy, time_model, **kw)
-    finally:
-        mp.undo()
-    assert second_stop is Engine._second_stop
     return res, calls["n"], stepped["n"]
 
 
@@ -531,25 +536,14 @@ def _driven(make_policy, trace, closed_form_only, cut, memory):
     of ``advance`` may run batches only up to ``cut`` after its start, so stretches are
     cut by time and go on at the next call. Returns the engine, the policy's decisions and
     the stretches of one batch stepped."""
-    from queuetheory.engine import Engine
-
-    policy, stepped = make_policy(), {"n": 0}
+    policy = make_policy()
     calls = _counting(policy)
-    one_batch = Engine._one_batch
-
-    def counted(self, *args):
-        stepped["n"] += 1
-        return one_batch(self, *args)
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(Engine, "_one_batch", counted)
-    if closed_form_only:
-        mp.setattr(Engine, "_second_stop", lambda self, *args: None)
-    try:
-        engine = Engine(policy, ANCHOR_TIME, memory=memory, token_budget=policy.token_budget)
-        policy.reset(seed=0)
-        engine.load(trace, final=True)
-        t, nxt = 0.0, engine.next_arrival()
+    engine = qt.engine.Engine(policy, ANCHOR_TIME, memory=memory,
+                              token_budget=policy.token_budget)
+    policy.reset(seed=0)
+    engine.load(trace, final=True)
+    t, nxt = 0.0, engine.next_arrival()
+    with _one_batch_counted(closed_form_only) as stepped:
         while engine.live.size or nxt < np.inf:
             if t >= nxt:
                 engine.admit_until(t)
@@ -559,8 +553,6 @@ def _driven(make_policy, trace, closed_form_only, cut, memory):
                 continue
             out = engine.advance(t, min(nxt, t + cut), 1 << 62)
             t = out[0] if isinstance(out, tuple) else min(out.until or nxt, nxt)
-    finally:
-        mp.undo()
     return engine, calls["n"], stepped["n"]
 
 
