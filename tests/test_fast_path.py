@@ -5,6 +5,7 @@ fast path; request stamps, the batch log row by row, the TBT histogram and every
 be identical to the last bit, and the fast path must really have skipped decisions.
 """
 
+import collections
 import contextlib
 import dataclasses
 
@@ -471,33 +472,34 @@ def test_alpha_protection_decode_stretches_count_the_loop_rounds(alpha, beta, me
 
 
 @contextlib.contextmanager
-def _one_batch_counted(closed_form_only):
-    """Count the stretches stepped as one batch (``Engine._one_batch``) while the block
-    runs; with ``closed_form_only``, none: every stretch runs in closed form."""
+def _short_counted(closed_form_only):
+    """Count the short stretches stepped batch by batch (``Engine._step_short``) while the
+    block runs, by length; with ``closed_form_only``, none: every stretch runs in closed
+    form."""
     from queuetheory.engine import Engine
 
-    stepped, one_batch = {"n": 0}, Engine._one_batch
+    stepped, step_short = collections.Counter(), Engine._step_short
 
-    def counted(self, *args):
-        stepped["n"] += 1
-        return one_batch(self, *args)
+    def counted(self, dec, through, limit, books, arrivals, t, k, by_time):
+        stepped[k] += 1
+        return step_short(self, dec, through, limit, books, arrivals, t, k, by_time)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(Engine, "_one_batch", counted)
+        mp.setattr(Engine, "_step_short", counted)
         if closed_form_only:
-            mp.setattr(Engine, "_second_stop", lambda self, *args: None)
+            mp.setattr(Engine, "_short_length", lambda self, *args: None)
         yield stepped
 
 
 def _stretch_runs(workload, make_policy, time_model, closed_form_only, **kw):
-    """A fast-path run, with the stretches of one batch stepped (as shipped) or, with
+    """A fast-path run, with the short stretches stepped (as shipped) or, with
     ``closed_form_only``, every stretch in closed form; returns the result, the number of
-    decisions and of stretches stepped as one batch."""
+    decisions and the short stretches stepped by length."""
     policy = make_policy()
     calls = _counting(policy)
-    with _one_batch_counted(closed_form_only) as stepped:
+    with _short_counted(closed_form_only) as stepped:
         res = qt.simulate(workload, policy, time_model, **kw)
-    return res, calls["n"], stepped["n"]
+    return res, calls["n"], stepped
 
 
 @pytest.mark.parametrize(("make_policy", "memory", "first_token"), [
@@ -507,20 +509,21 @@ def _stretch_runs(workload, make_policy, time_model, closed_form_only, **kw):
     (lambda: qt.policies.RAD((128, 256, 32)), None, "prefill"),
 ], ids=["fcfs-restart-kv", "fcfs-restart", "slai-kv", "rad"])
 @pytest.mark.parametrize("horizon", [None, 40.0])
-def test_a_stretch_of_one_batch_is_stepped_as_its_closed_form_runs_it(
+def test_a_short_stretch_is_stepped_as_its_closed_form_runs_it(
         make_policy, memory, first_token, horizon):
-    """A promised stretch that stops after its first batch (the promise ends, time runs
-    out, or the memory after the second would leave its window) steps that batch
-    (``Engine._one_batch``): the records are those of the closed form and of stepping every
-    iteration, and the policy is asked exactly as often as when the closed form runs every
-    stretch (the same stretches kept to go on with)."""
+    """A promised stretch of at most three batches (the promise ends, time runs out, or the
+    memory after the next would leave its window) is stepped batch by batch
+    (``Engine._step_short``): the records are those of the closed form and of stepping
+    every iteration, and the policy is asked exactly as often as when the closed form runs
+    every stretch (the same stretches kept to go on with)."""
     wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(150), rate=rate,
                                       priority=c) for c, rate in enumerate((3.0, 1.5))])
     kw = dict(n_requests=200, memory=memory, first_token=first_token, horizon=horizon,
               seed=3)
     shipped, asked, stepped = _stretch_runs(wl, make_policy, ANCHOR_TIME, False, **kw)
     closed, asked_closed, none = _stretch_runs(wl, make_policy, ANCHOR_TIME, True, **kw)
-    assert stepped > 0 and none == 0
+    assert stepped[1] and sum(stepped[k] for k in (2, 3)) and not none
+    assert set(stepped) <= {0, 1, 2, 3}
     assert asked == asked_closed
     stepping = qt.simulate(wl, make_policy(), ANCHOR_TIME, fast_path=False, **kw)
     for other in (closed, stepping):
@@ -535,7 +538,7 @@ def _driven(make_policy, trace, closed_form_only, cut, memory):
     """Drive one engine as a fleet drives it between arrivals routed elsewhere: each call
     of ``advance`` may run batches only up to ``cut`` after its start, so stretches are
     cut by time and go on at the next call. Returns the engine, the policy's decisions and
-    the stretches of one batch stepped."""
+    the short stretches stepped by length."""
     policy = make_policy()
     calls = _counting(policy)
     engine = qt.engine.Engine(policy, ANCHOR_TIME, memory=memory,
@@ -543,7 +546,7 @@ def _driven(make_policy, trace, closed_form_only, cut, memory):
     policy.reset(seed=0)
     engine.load(trace, final=True)
     t, nxt = 0.0, engine.next_arrival()
-    with _one_batch_counted(closed_form_only) as stepped:
+    with _short_counted(closed_form_only) as stepped:
         while engine.live.size or nxt < np.inf:
             if t >= nxt:
                 engine.admit_until(t)
@@ -553,25 +556,47 @@ def _driven(make_policy, trace, closed_form_only, cut, memory):
                 continue
             out = engine.advance(t, min(nxt, t + cut), 1 << 62)
             t = out[0] if isinstance(out, tuple) else min(out.until or nxt, nxt)
-    return engine, calls["n"], stepped["n"]
+    return engine, calls["n"], stepped
 
 
 @pytest.mark.parametrize(("make_policy", "memory"), [
     (lambda: qt.policies.RAD((128, 256, 32)), None),
     (lambda: qt.policies.SLAI(512, tbt=(0.5, 0.1), beta=24), 6000),
 ], ids=["rad", "slai-kv"])
-def test_a_stretch_of_one_batch_cut_by_time_goes_on_as_the_closed_forms_does(
-        make_policy, memory):
-    """Stretches cut by ``until`` after their first batch (a fleet's next arrival routed to
-    another engine) are kept and go on at the next call without asking the policy, as the
-    closed form's are: the same decisions, the same batch log and request stamps."""
+@pytest.mark.parametrize("cut", [0.03, 0.07])
+def test_a_short_stretch_cut_by_time_goes_on_as_the_closed_forms_does(
+        make_policy, memory, cut):
+    """Short stretches cut by ``until`` (a fleet's next arrival routed to another engine)
+    are kept and go on at the next call without asking the policy, as the closed form's
+    are: the same decisions, the same batch log and request stamps."""
     wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(150), rate=rate,
                                       priority=c) for c, rate in enumerate((3.0, 1.5))])
     trace = wl.sample(n_requests=150, seed=5)
-    shipped, asked, stepped = _driven(make_policy, trace, False, 0.03, memory)
-    closed, asked_closed, _ = _driven(make_policy, trace, True, 0.03, memory)
-    assert stepped > 0 and asked == asked_closed
+    shipped, asked, stepped = _driven(make_policy, trace, False, cut, memory)
+    closed, asked_closed, _ = _driven(make_policy, trace, True, cut, memory)
+    assert stepped[1] and stepped[2] and asked == asked_closed
     for name in ("start", "duration", "decode_requests", "memory", "in_system"):
         np.testing.assert_array_equal(shipped.log.column(name), closed.log.column(name))
     for name in ("first_token", "last_token", "finish", "tbt_max"):
         np.testing.assert_array_equal(getattr(shipped.table, name), getattr(closed.table, name))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("memory", [12, 16])
+def test_a_short_stretch_through_completions_counts_their_memory_to_the_token(seed, memory):
+    """FCFSRestart's residents decode through completions until the waiting prompt fits
+    (``need``): on prompts and outputs of 1–5 tokens and a KV limit of a dozen, a stretch's
+    length turns on the KV each finishing member frees, to the token. The short stretches
+    stepped give the records and the decisions of the closed form."""
+    rng = np.random.default_rng(seed)
+    wl = qt.Workload.from_arrays(np.sort(rng.uniform(0, 0.4, 60)), rng.integers(1, 6, 60),
+                                 rng.integers(1, 6, 60))
+    kw = dict(memory=memory, first_token="decode")
+    shipped, asked, stepped = _stretch_runs(wl, qt.policies.FCFSRestart, ANCHOR_TIME, False,
+                                            **kw)
+    closed, asked_closed, _ = _stretch_runs(wl, qt.policies.FCFSRestart, ANCHOR_TIME, True,
+                                            **kw)
+    assert sum(stepped.values()) and asked == asked_closed
+    for records in ("requests", "batches"):
+        pd.testing.assert_frame_equal(getattr(shipped, records), getattr(closed, records),
+                                      check_exact=True)

@@ -15,6 +15,7 @@ __all__ = ["Engine"]
 
 _NONE = np.empty(0, dtype=np.int64)
 _FEW = 8         # members handled one by one in plain integers (cheaper than arrays)
+_SHORT = 3       # stretches stepped batch by batch: the closed form's setup costs about four
 
 _BATCH_COLUMNS = {
     "start": float, "duration": float, "prefill_requests": np.int64, "prefill_tokens": np.int64,
@@ -833,6 +834,10 @@ class Engine:
         population and work count it from there), up to the first that arrives in decode
         (an empty prompt would join the decodes), where the stretch stops.
 
+        A stretch of at most :data:`_SHORT` batches is stepped instead, with the same
+        records, books and stretch to go on with (:meth:`_short_length`,
+        :meth:`_step_short`).
+
         The stretch is checked analytically: members stay in decode (no prefill, no
         eviction); the token load only falls from the checked one; no member decodes past
         its output (2.5c: batch ``j`` holds the members owing at least ``j`` tokens);
@@ -852,10 +857,9 @@ class Engine:
         if arrivals:
             until = min(until, self._arrival_in_decode())
         left = tab.output[dec] - tab.decoded[dec]          # >= 1 for every member
-        stop = self._second_stop(dec, left, through, limit, need, t, until, most)
-        if stop is not None:
-            return self._one_batch(dec, through, limit, books, arrivals, need, t,
-                                   stop == "time")
+        short = self._short_length(dec, left, through, limit, need, t, until, most)
+        if short is not None:
+            return self._step_short(dec, through, limit, books, arrivals, t, *short)
         if left.size > 1:
             order = left.argsort(kind="stable")
             left = left[order]
@@ -951,50 +955,65 @@ class Engine:
         self._drop(finished)
         return end, finished
 
-    def _second_stop(self, dec, left, through, limit, need, t, until, most):
-        """What keeps the stretch :meth:`_repeat` would run from ``t`` from a second batch,
-        by its rules for that batch (``left``: each member's output left): ``"promise"``
-        (no member owes a second token, or none but those that finish first where not
-        ``through``; or ``limit``), ``"time"`` (``most``, or a start at or after ``until``),
-        ``"memory"`` (over ``M``, or leaving ``need`` free), or ``None``: it runs, or the
-        time model's durations depend on more than the token counts (the closed form
-        decides)."""
-        if limit < 2 or (left.max() if through else left.min()) < 2:
-            return "promise"
+    def _short_length(self, dec, left, through, limit, need, t, until, most):
+        """The length of the stretch :meth:`_repeat` would run from ``t``, where it is at
+        most :data:`_SHORT` batches, as ``(k, by_time)``; else ``None`` (or where the time
+        model's durations depend on more than the token counts: the closed form runs it).
+
+        Batch ``j`` runs by the stretch's rules (``left``: each member's output left) while
+        its members owe it a token — every member where not ``through`` (the batch with a
+        member's last token ends the promise), else those with ``left >= j`` — within
+        ``limit``; within ``most`` and starting before ``until`` (``by_time``: the stretch
+        stops there alone, and is kept to go on with); and while the memory after it stays
+        within ``M`` and leaves less than ``need`` free."""
         model = self.time_model
         if not model.counts_only:
             return None
-        if most < 2 or not t + model.count_duration(0, dec.size) < until:
-            return "time"
-        if self.memory is None:
-            return None
-        last = left == 1                                     # members done after batch 1
-        gone = int(np.count_nonzero(last))
-        memory = self.kv_total + 2 * dec.size - gone - (
-            int(self.table.kv(dec[last]).sum()) + gone if gone else 0)
-        return "memory" if memory > self.memory or need and memory <= self.memory - need \
-            else None
+        owed = min(int(left.max() if through else left.min()), limit)
+        memory, kv, members, start = self.memory, self.kv_total, dec.size, t
+        for j in range(1, _SHORT + 2):
+            if j > owed:
+                return j - 1, False
+            if j > most or not start < until:
+                return j - 1, True
+            if j > 1 and through:                        # members past their last token
+                last = left == j - 1
+                gone = int(np.count_nonzero(last))
+                if gone:
+                    members -= gone
+                    kv -= int(self.table.kv(dec[last]).sum()) + (j - 1) * gone
+            kv += members
+            if memory is not None and (kv > memory or need and kv <= memory - need):
+                return j - 1, False
+            start += model.count_duration(0, members)
+        return None
 
-    def _one_batch(self, dec, through, limit, books, arrivals, need, t, resumable):
-        """:meth:`_repeat` where the stretch has no second batch (:meth:`_second_stop`):
-        its one batch (it starts before ``until``: :meth:`_iterate` runs a stretch only
-        then), if the memory after it leaves less than ``need`` free, applied as
-        :meth:`step` applies a batch (a few array operations, where the closed form sets up
-        a few dozen), with the closed form's books; ``resumable``: stopped by time alone, it
-        is kept to go on with (where the promise holds whatever arrives, the next call asks
-        the policy, as after the closed form). No pre-loaded request arrives by its start,
-        since the next arrival bounds ``until`` (:meth:`advance`)."""
-        used = self.kv_total + dec.size
-        if need and used <= self.memory - need:
+    def _step_short(self, dec, through, limit, books, arrivals, t, k, by_time):
+        """:meth:`_repeat`'s stretch of ``k`` batches (:meth:`_short_length`), each applied
+        as :meth:`step` applies a batch (a few array operations each, where the closed form
+        sets up a few dozen), members leaving as they finish, the pre-loaded requests
+        arriving on the way admitted before the first batch that starts at or after them
+        (``arrivals``), the policy's books told (``books``); ``by_time``: stopped by time
+        alone, it is kept to go on with, as the closed form keeps it."""
+        starts, done, members = [], [], dec
+        for j in range(k):
+            if j and arrivals:
+                self.admit_until(t)
+            starts.append(t)
+            _, finished, t = self._run(t, _NONE, _NONE, 0, members, self.kv_total + members.size,
+                                       self.live.size, 0, None, self._fresh_decodes(t))
+            if finished.size:
+                done.append(finished)
+                if j + 1 < k:
+                    members = members[~np.isin(members, finished)]
+        if books and k:
+            self.policy.repeated(k, np.array(starts))
+        if by_time and k and not arrivals:
+            self._resume = (t, self._repeat,
+                            (None if through else dec, through, limit - k, books, False, 0))
+        if not done:
             return t, _NONE
-        _, finished, end = self._run(t, _NONE, _NONE, 0, dec, used, self.live.size, 0, None,
-                                     self._fresh_decodes(t))
-        if books:
-            self.policy.repeated(1, np.array([t]))
-        if resumable and not arrivals:
-            self._resume = (end, self._repeat,
-                            (None if through else dec, through, limit - 1, books, False, 0))
-        return end, finished
+        return t, done[0] if len(done) == 1 else np.sort(np.concatenate(done))
 
     def _fresh_decodes(self, t):
         """Whether every request in decode emitted its last token at ``t`` and has output
