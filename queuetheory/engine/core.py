@@ -1004,8 +1004,10 @@ class Engine:
                                        self.live.size, 0, None, self._fresh_decodes(t))
             if finished.size:
                 done.append(finished)
-                if j + 1 < k:
-                    members = members[~np.isin(members, finished)]
+                if j + 1 < k:                # (through: the members are sorted ids)
+                    keep = np.ones(members.size, dtype=bool)
+                    keep[members.searchsorted(finished)] = False
+                    members = members[keep]
         if books and k:
             self.policy.repeated(k, np.array(starts))
         if by_time and k and not arrivals:
