@@ -273,6 +273,23 @@ def test_wait_books_decide_as_the_whole_state(first_token, memory):
                       memory=memory, first_token=first_token)
 
 
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_nested_wait_gate_counts_segment_one_to_the_token(first_token, seed):
+    """Nested WAIT's gate on segments of 2 tokens, prompts of 1–4 and a KV limit of 30:
+    requests stand at segment boundaries at most decisions, and whether segment 1's step
+    fits turns on the token each of its requests adds (those at the boundary belong to
+    segment 2). Every batch from the books is the whole state's."""
+    rng = np.random.default_rng(seed)
+    n = 300
+    wl = qt.Workload.from_arrays(np.cumsum(rng.exponential(3.0e4, n)),
+                                 rng.integers(1, 5, n), rng.integers(1, 9, n))
+    policy = _checked(P.NestedWAIT)([2, 4, 6, 8], [2, 1, 1, 1], overflow="gate")
+    res = qt.simulate(wl, policy, TM, memory=30, first_token=first_token, fast_path=False)
+    assert policy.decided >= res.iterations // 2 and policy.relieved > 0
+    assert res.metrics["completed"] == n
+
+
 def test_wait_books_only_for_the_states_their_batches_reach():
     """Asked twice about one state (the first batch never ran), or about a state with a
     prompt part-way through its prefill, the schedulers decide from the whole state."""

@@ -603,23 +603,24 @@ class NestedWAIT(_Gated):
         requests' stages."""
         tab, live, L = state._t, state.rid, self._n.size
         started, new = books.started, books.heads()
-        seg, entry = self._stage(tab.decoded[started])
-        count = np.bincount(seg[entry], minlength=L)
-        count[0] += int(books.waiting[0])
-        full = count >= self._n
-        if state.arrivals_done:                     # leftovers: every segment runs
-            full[:] = True
-        k = L if full.all() else int(np.argmin(full))       # I*: longest ready prefix
-        if k == 0:
-            return Batch()
+        if not (state.arrivals_done or books.waiting[0] >= self._n[0]):
+            return Batch()          # segment 1's entry queue (the waiting one) is short: k = 0
+        decoded = tab.decoded[started]
         gated = self._gated(state)
         if gated:
             # the memory after segment 1's step: its prompts and a token for each request
             # in it (none of them at an entry); where it does not fit, no segment joins
             used = (state.memory_used + int(books.head_need[0])
-                    + int(np.count_nonzero(seg == 0)))
+                    + int(np.count_nonzero(decoded < self._b[0])))
             if used > state.memory:
                 return self._relieve(state, live.searchsorted(started))
+        seg, entry = self._stage(decoded)
+        count = np.bincount(seg[entry], minlength=L)       # (no entry in segment 1)
+        count[0] += int(books.waiting[0])
+        full = count >= self._n
+        if state.arrivals_done:                     # leftovers: every segment runs
+            full[:] = True
+        k = L if full.all() else int(np.argmin(full))       # I*: longest ready prefix, >= 1
         new = new[new >= 0]
         ent = (entry & (seg < k)).nonzero()[0]
         chosen = ~entry & (seg < k)
