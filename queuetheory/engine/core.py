@@ -15,7 +15,7 @@ __all__ = ["Engine"]
 
 _NONE = np.empty(0, dtype=np.int64)
 _FEW = 8         # members handled one by one in plain integers (cheaper than arrays)
-_SHORT = 3       # stretches stepped batch by batch: the closed form's setup costs about four
+_SHORT = 3       # stretches this long at most are stepped: the closed form costs ~4 batches
 
 _BATCH_COLUMNS = {
     "start": float, "duration": float, "prefill_requests": np.int64, "prefill_tokens": np.int64,
@@ -995,6 +995,8 @@ class Engine:
         arriving on the way admitted before the first batch that starts at or after them
         (``arrivals``), the policy's books told (``books``); ``by_time``: stopped by time
         alone, it is kept to go on with, as the closed form keeps it."""
+        if not k:
+            return t, _NONE
         starts, done, members = [], [], dec
         for j in range(k):
             if j and arrivals:
@@ -1008,9 +1010,9 @@ class Engine:
                     keep = np.ones(members.size, dtype=bool)
                     keep[members.searchsorted(finished)] = False
                     members = members[keep]
-        if books and k:
+        if books:
             self.policy.repeated(k, np.array(starts))
-        if by_time and k and not arrivals:
+        if by_time and not arrivals:
             self._resume = (t, self._repeat,
                             (None if through else dec, through, limit - k, books, False, 0))
         if not done:
