@@ -155,6 +155,25 @@ def test_decode_phases_run_through_arrivals(make, first_token, empty):
                                                      **kw)
 
 
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("cut", [{}, {"horizon": 12.0}], ids=["drained", "horizon"])
+@pytest.mark.parametrize("t_col", [4, 16])
+def test_rad_decodes_through_while_t_col_members_are_left(t_col, cut, first_token):
+    """RAD's decode batch of all of ``D`` with at least ``t*_col`` members repeats, less
+    those that finish, whatever arrives, until fewer than ``t*_col`` are left
+    (:meth:`RAD.decodes_through`'s ``(0, r)``): on a load where ``D`` holds ``t*_col`` or
+    more, the records are stepping's, and the promise saves decisions over stretches that
+    end at each completion or arrival — also after a batch that ends past the next
+    arrival, where only a promise through arrivals may go on."""
+    make = lambda: RAD((8, t_col, 8))                     # noqa: E731
+    workload = _workload(12.0)
+    res, n_slow, n_fast = _same_records(workload, make, ANCHOR_TIME, n_requests=300,
+                                        first_token=first_token, **cut)
+    assert (res.batches["decode_requests"] >= t_col).sum() > 100
+    assert n_fast < 0.95 * _decisions_without_through(workload, make, n_requests=300,
+                                                      first_token=first_token, **cut)
+
+
 def test_a_stretch_through_arrivals_admits_them():
     """``Engine.advance(t, until, most, horizon=)``: a stretch the policy promises through
     arrivals runs past ``until`` (the next arrival) and returns with every pre-loaded request

@@ -396,8 +396,9 @@ class Engine:
             self._credit_cached(pre, batch.cached)
         duration, finished, end = self._run(t, pre, chunk, chunk_sum, dec, used, state.n,
                                             batch.evict.size, seen, fresh)
-        if max_iterations > 1 and end < until:
-            stretch = self._stretch(state, batch, pre, dec, finished, end)
+        reach = until if horizon is None else max(until, horizon)
+        if max_iterations > 1 and end < reach:
+            stretch = self._stretch(state, batch, pre, dec, finished, end, end >= until)
             if stretch is not None:
                 runner, args, arrivals = stretch
                 end, more = runner(*args, end, until if horizon is None or not arrivals
@@ -439,12 +440,14 @@ class Engine:
         self.iteration += 1
         return duration, finished, end
 
-    def _stretch(self, state, batch, pre, dec, finished, end):
+    def _stretch(self, state, batch, pre, dec, finished, end, arrived=False):
         """The stretch the policy promises after this batch, if any: ``(runner, args,
         arrivals)``, the runner :meth:`_repeat` (decode-only: :meth:`Policy.decodes_through`,
         :meth:`Policy.drains` and :meth:`Policy.steady`) or
         :meth:`_repeat_chunk` (one prefill chunk beside the decodes:
-        :meth:`Policy.steady_chunk`); ``arrivals``: the promise holds whatever arrives."""
+        :meth:`Policy.steady_chunk`); ``arrivals``: the promise holds whatever arrives.
+        ``arrived``: the batch ended at or after the next arrival, so only a promise
+        through arrivals may go on."""
         if (dec.size + pre.size - finished.size == self.n_decode
                 and not (pre.size and self.n_prefilling)):  # its members left: all in decode
             promise = self.policy.decodes_through(state, batch)
@@ -467,6 +470,8 @@ class Engine:
                         self._writes(members, self.table.decoded[members]) < members.size):
                     return None
                 return self._repeat, (members, True, limit, True, True, int(need)), True
+        if arrived:
+            return None
         live, in_decode = self.live, self.table.in_decode
         prefilling = pre.size and not in_decode[pre[-1]]   # a member still in its prefill
         if (live.size and not prefilling and self.n_decode == live.size
@@ -999,7 +1004,7 @@ class Engine:
             return t, _NONE
         starts, done, members = [], [], dec
         for j in range(k):
-            if j and arrivals:
+            if arrivals:      # (the first batch too: it may start past an arrival)
                 self.admit_until(t)
             starts.append(t)
             _, finished, t = self._run(t, _NONE, _NONE, 0, members, self.kv_total + members.size,

@@ -279,12 +279,21 @@ class RAD(_TiledPolicy):
         return decides_as_shipped(self) and bool(batch.decode.size)
 
     def decodes_through(self, state, batch):
-        """A decode batch of all of ``D`` once ``n`` requests were started this cycle (line
-        4's third test): each call returns ``Batch(decode=D)`` for the members left whatever
-        arrives — an arrival with a prompt joins no ``D``, the cycle count cannot fall before
-        line 9 ends the cycle, which needs ``D = ∅`` (the next call after the last member
-        finishes), and ``_last_decode`` stays set; the books read arrivals and completions
-        at the next call.
+        """A decode batch of all of ``D`` (line 4) repeats, less the members that finish,
+        whatever arrives — an arrival with a prompt joins no ``D``, and line 9's cycle end
+        needs ``D = ∅`` — as long as line 4's branch is taken on a test arrivals do not
+        undo:
+
+        - once ``n`` requests were started this cycle (its third test): the cycle count
+          cannot fall before ``D`` empties, so to the members' last tokens;
+        - while at least ``t*_col`` members are left (its first test): with ``r`` the
+          ``t*_col``-th largest count of output tokens the members owe after the batch
+          (the engine asks once it ran: the table holds its tokens), the ``r`` batches
+          after it (before the ``j``-th of them, the members owing at least ``j`` are
+          left).
+
+        ``_last_decode`` stays set, and the books read arrivals and completions at the next
+        call.
 
         Parameters
         ----------
@@ -295,10 +304,21 @@ class RAD(_TiledPolicy):
 
         Returns
         -------
-        bool
-            Whether ``n`` requests were started this cycle (as shipped).
+        bool or tuple of int
+            ``True`` once ``n`` requests were started this cycle, ``(0, r)`` where at
+            least ``t*_col`` members decode, else ``False`` (as shipped).
         """
-        return decides_as_shipped(self) and not batch.prefill.size and self._full()
+        if not decides_as_shipped(self) or batch.prefill.size:
+            return False
+        if self._full():
+            return True
+        members, t_col = self._dec, self.t_col        # D's ids, as the decision left them
+        if members.size < t_col:
+            return False
+        tab = state._t
+        owed = tab.output[members] - tab.decoded[members]
+        r = int(np.partition(owed, members.size - t_col)[members.size - t_col])
+        return (0, r) if r else False
 
     def drains(self, state):
         """Every request in decode (``P = ∅``, none part-way through its prefill) and
