@@ -322,9 +322,10 @@ class Engine:
         arrival or the horizon) and no member finishes before the last one. Where the
         policy promises that the batch's members decode to their last tokens whatever
         arrives (:meth:`Policy.decodes_through`), the stretch runs on past ``until`` up to
-        ``horizon``, members leaving as they finish, and the pre-loaded requests
-        (:meth:`load`) arriving on the way are admitted as stepping admits them: before
-        the first batch that starts at or after their arrival.
+        ``horizon`` (also after a first batch that ends past ``until``), members leaving as
+        they finish, and the pre-loaded requests (:meth:`load`) arriving on the way are
+        admitted as stepping admits them: before the first batch that starts at or after
+        their arrival.
 
         Every skipped iteration is checked analytically (output lengths, token budget and
         KV memory over the whole stretch) and recorded exactly as :meth:`step` would, row
