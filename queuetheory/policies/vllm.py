@@ -44,7 +44,7 @@ import json
 import warnings
 from collections import deque
 from functools import partial
-from itertools import accumulate, chain, islice, takewhile
+from itertools import chain, islice, takewhile
 from operator import is_not
 from pathlib import Path
 
@@ -104,6 +104,15 @@ def prefix_keys(ids, id_block: int | None, block_size: int) -> list:
         return ids if per == 1 else [i * per + j for i in ids for j in range(per)]
     ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
     return ids[block_size // id_block - 1::block_size // id_block]
+
+
+def _every(first: np.ndarray, k: int, period: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each member ``i``, the steps ``first[i] + period · q <= k`` (``q >= 0``): the
+    members (indices) and the steps, member by member."""
+    count = np.maximum((k - first) // period + 1, 0)
+    member = np.repeat(np.arange(first.size), count)
+    step = first[member] + period * (np.arange(member.size) - (count.cumsum() - count)[member])
+    return member, step
 
 
 class BlockPool:
@@ -836,76 +845,94 @@ class VLLMV1(Policy):
         self._finishing = []
         run, kv, chunk = self._stretch
         bs, caching = self.block_size, self.pool.caching
-        # (step, 0: allocate / 1: register, member, count / first block, end block), in
-        # stepping's order
-        events = []
         last = len(run) - 1 if chunk else len(run)
-        for m in range(last):                    # decodes: a block at a time
-            tokens = kv[m]
-            events += [(j, 0, m, 1, 0) for j in range((-tokens) % bs + 1, k + 1, bs)]
-            if caching:      # step j fills a block where tokens + j is a multiple of bs
-                events += [(j, 1, m, (tokens + j) // bs - 1, (tokens + j) // bs)
-                           for j in range((-tokens - 1) % bs + 1, k + 1, bs)]
+        tokens = np.array(kv, dtype=np.int64)
+        decodes = tokens[:last]
+        # the events (step, 0: allocate / 1: register, member, count / first block, end
+        # block) as columns: a decode allocates a block at each step where its length starts
+        # one, and registers one at each step that fills one
+        member, step = _every((-decodes) % bs + 1, k, bs)
+        columns = [(step, np.zeros_like(step), member, np.ones_like(step),
+                    np.zeros_like(step))]
+        if caching:
+            member, step = _every((-decodes - 1) % bs + 1, k, bs)
+            end = (decodes[member] + step) // bs
+            columns.append((step, np.ones_like(step), member, end - 1, end))
         if chunk:                                # the prefill: a chunk's blocks each step
-            tokens, held, full = kv[last], -(-kv[last] // bs), kv[last] // bs
-            for j in range(1, k + 1):
-                tokens += chunk
-                more, filled = -(-tokens // bs), tokens // bs
-                if more > held:
-                    events.append((j, 0, last, more - held, 0))
-                if caching and filled > full:
-                    events.append((j, 1, last, full, filled))
-                held, full = more, filled
-        events.sort()
-        per_step = [0] * (k + 1)
-        for j, kind, _, n, _ in events:
-            if not kind:
-                per_step[j] += n
-        per_step[0] = self.pool.used
-        used = np.fromiter(accumulate(per_step), np.int64, k + 1)[1:]  # held after each step
-        if events:
-            self._replay(run, events)
-            self.held[run] = [len(self.blocks[r]) for r in run]
-        rates = [1] * last + [chunk] * (len(run) - last)
-        self.keyed[run] = [(tokens + k * rate) // bs
-                           for tokens, rate in zip(kv, rates, strict=True)]
+            columns.append(self._chunk_events(last, kv[last], chunk, k))
+        step, kind, member, first, end = (np.concatenate(c) for c in zip(*columns, strict=True))
+        order = np.lexsort((member, kind, step))          # stepping's order
+        step, kind, member, first, end = (step[order], kind[order], member[order],
+                                          first[order], end[order])
+        alloc = kind == 0
+        per_step = np.bincount(step[alloc], weights=first[alloc], minlength=k + 1)
+        used = self.pool.used + per_step[1:].cumsum().astype(np.int64)  # after each step
+        ids = np.array(run, dtype=np.int64)
+        if step.size:
+            self._replay(ids, step, kind, member, first, end)
+            self.held[ids] += np.bincount(member[alloc], weights=first[alloc],
+                                          minlength=ids.size).astype(np.int64)
+        rates = np.ones(ids.size, dtype=np.int64)
+        if chunk:
+            rates[-1] = chunk
+        tokens += k * rates
+        self.keyed[ids] = tokens // bs
         self._queue_runs.append((len(self._queue_log), starts.copy(), len(run),
                                  len(self.waiting), used))
         self._launched = float(starts[-1])
-        self._stretch = (run, [tokens + k * rate for tokens, rate in zip(kv, rates,
-                                                                          strict=True)],
-                         chunk)
+        self._stretch = (run, tokens.tolist(), chunk)
 
-    def _replay(self, run, events) -> None:
-        """Allocations (kind 0: ``n`` blocks) and cache registrations (kind 1: blocks
-        ``b0`` to ``b1``) of the members, in order.
+    def _chunk_events(self, m, tokens, chunk, k):
+        """The events of member ``m``, the prefill with ``tokens`` computed, over ``k``
+        steps of ``chunk`` tokens: the blocks each step's chunk starts, the blocks it
+        fills (:meth:`repeated`'s columns)."""
+        bs, caching = self.block_size, self.pool.caching
+        events = []
+        held, full = -(-tokens // bs), tokens // bs
+        for j in range(1, k + 1):
+            tokens += chunk
+            more, filled = -(-tokens // bs), tokens // bs
+            if more > held:
+                events.append((j, 0, m, more - held, 0))
+            if caching and filled > full:
+                events.append((j, 1, m, full, filled))
+            held, full = more, filled
+        if not events:
+            return (np.zeros(0, np.int64),) * 5
+        return tuple(np.array(c, dtype=np.int64) for c in zip(*events, strict=True))
+
+    def _replay(self, ids, step, kind, member, first, end) -> None:
+        """Allocations (kind 0: ``first`` blocks) and cache registrations (kind 1: blocks
+        ``first`` to ``end``) of the members (``ids[member]``), in stepping's order.
 
         Where none of the keys to register is cached yet, no allocation can change what a
         registration does (an allocation only evicts keys; the blocks registered are held,
         never taken), so all the allocations are made in one call, in order, and then the
         registrations; otherwise step by step, a step's allocations in one call."""
         pool, blocks, keys = self.pool, self.blocks, self._keycache
-        register = [(run[m], b0, b1) for _, kind, m, b0, b1 in events if kind]
+        reg = kind == 1
+        register = list(zip(ids[member[reg]].tolist(), first[reg].tolist(),
+                            end[reg].tolist(), strict=True))
         new_keys = list(chain.from_iterable([keys[r][b0:b1] for r, b0, b1 in register]))
         if self._bulk_replay and pool._cached.keys().isdisjoint(new_keys):
-            self._allocate_many([run[m] for _, kind, m, _, _ in events if not kind],
-                                [n for _, kind, _, n, _ in events if not kind])
+            alloc = ~reg
+            self._allocate_many(ids[member[alloc]].tolist(), first[alloc].tolist())
             if register:
                 pool.cache_many(list(chain.from_iterable(
                     [blocks[r][b0:b1] for r, b0, b1 in register])), new_keys)
             return
+        events = list(zip(step.tolist(), kind.tolist(), ids[member].tolist(), first.tolist(),
+                          end.tolist(), strict=True))
         i, total = 0, len(events)
         while i < total:
-            step, kind, m, b0, b1 = events[i]
-            if not kind:
+            at, registers, r, b0, b1 = events[i]
+            if not registers:
                 j = i + 1
-                while j < total and events[j][0] == step and not events[j][1]:
+                while j < total and events[j][0] == at and not events[j][1]:
                     j += 1
-                self._allocate_many([run[e[2]] for e in events[i:j]],
-                                    [e[3] for e in events[i:j]])
+                self._allocate_many([e[2] for e in events[i:j]], [e[3] for e in events[i:j]])
                 i = j
                 continue
-            r = run[m]
             pool.cache_many(blocks[r][b0:b1], keys[r][b0:b1])
             i += 1
 
