@@ -211,7 +211,9 @@ class Policy:
 
         Asked, before :meth:`drains` and :meth:`steady`, after every batch that leaves
         every request holding KV in decode and each of them a member: its decodes, and its
-        prefills where each finished its prompt (evicted requests hold none). ``True``
+        prefills where each finished its prompt (evicted requests hold none). It is asked
+        once the batch ran: the request table behind ``state`` (read by request id) holds
+        the batch's tokens, so a member that finished in it owes none. ``True``
         promises: in every state the batch leads to while each member left gains one
         output token per iteration (leaving the system at its last), requests arrive with
         prompts to prefill (none in decode) and nothing else changes, ``schedule`` would
