@@ -397,13 +397,13 @@ class Engine:
             self._credit_cached(pre, batch.cached)
         duration, finished, end = self._run(t, pre, chunk, chunk_sum, dec, used, state.n,
                                             batch.evict.size, seen, fresh)
-        reach = until if horizon is None else max(until, horizon)
+        reach = until if horizon is None else max(until, horizon)   # through arrivals
         if max_iterations > 1 and end < reach:
             stretch = self._stretch(state, batch, pre, dec, finished, end, end >= until)
             if stretch is not None:
                 runner, args, arrivals = stretch
-                end, more = runner(*args, end, until if horizon is None or not arrivals
-                                   else max(until, horizon), max_iterations - 1)
+                end, more = runner(*args, end, reach if arrivals else until,
+                                   max_iterations - 1)
                 if more.size:
                     finished = np.union1d(finished, more) if finished.size else more
         return duration, finished, end
