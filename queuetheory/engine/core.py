@@ -823,7 +823,17 @@ class Engine:
             tab.first_token[rid[first]] = end
         if count + firsts < rid.size:           # (a gap that rounds to the shared one too)
             other = ~(first | regular)
-            self.tbt.add(tab.cls[rid[other]], gaps[other])
+            gaps, rid_other = gaps[other], rid[other]
+            common = gaps == gaps[0]            # those that emitted together before (RAD's
+            alike = np.count_nonzero(common)    # decodes after a prefill): held once
+            if alike > 1:
+                self.tbt.add_shared(float(gaps[0]), alike,
+                                    None if self.tbt.single else tab.cls[rid_other[common]])
+                if alike < gaps.size:
+                    rest = ~common
+                    self.tbt.add(tab.cls[rid_other[rest]], gaps[rest])
+            else:
+                self.tbt.add(tab.cls[rid_other], gaps)
         tab.last_token[rid] = end
 
     def _repeat(self, dec, through, limit, books, arrivals, need, t, until, most):

@@ -94,15 +94,18 @@ class _TiledPolicy(Policy):
         self._ric = 0
         self._cycles = []
         self._dec = _EMPTY        # ids of the requests in decode, ascending (books)
+        self._joined = []         # ids that entered decode since, for the books
+        self._top = -1            # the youngest id in the books
         self._partial = -1        # the id whose prefill is under way
         self._parked = _EMPTY     # ids that arrived part-way through their prompt, ascending
         self._seen = 0            # every id below it has been seen in a state
 
     def _split(self, state):
-        """``D`` (the positions in decode, ascending), the position of the request whose
+        """The count ``d = |D|`` of requests in decode, the position of the request whose
         prefill is under way (``None``: none) and, when none is, the position of the oldest
-        waiting request (``None``: none waits); ``D`` is ``None`` while a prefill is under
-        way (it goes on whatever decodes).
+        waiting request (``None``: none waits); ``d`` is ``None`` while a prefill is under
+        way (it goes on whatever decodes). ``D``'s positions, where a batch needs them, are
+        :meth:`_decoding`'s.
 
         Kept as books, so that no column of the whole queue is read: a request enters
         decode when the prefill under way ends (prefills are never interleaved with other
@@ -111,49 +114,78 @@ class _TiledPolicy(Policy):
         tail of the ascending ``state.rid``); it leaves when it finishes (its id is no
         longer in the system). One that arrives part-way through its prompt waits to go on
         in arrival order once the prefill under way has ended, as the first part-way
-        request of the queue would."""
+        request of the queue would. The books hold every request in decode and those of
+        them that finished, so they hold none that finished where their count is the
+        state's ``n_decode``; and ``D`` is the oldest ``d`` requests where the ``d``-th
+        oldest is its youngest."""
         rid, tab = state.rid, state._t
         partial = self._partial
         if partial >= 0:
             if not tab.in_decode[partial]:
                 return None, int(rid.searchsorted(partial)), None
             self._partial = -1                             # its last chunk ran
-            at = int(self._dec.searchsorted(partial))
-            self._dec = np.concatenate((self._dec[:at], [partial], self._dec[at:]))
-        dec = self._dec
+            self._joined.append(partial)
+            self._top = max(self._top, partial)
         if rid[-1] >= self._seen:
             new = rid[int(rid.searchsorted(self._seen)):]
             ready = tab.in_decode[new]
             if np.count_nonzero(ready):                    # younger than every id seen
-                dec = np.concatenate((dec, new[ready]))
+                self._joined.extend(new[ready].tolist())
+                self._top = max(self._top, int(new[ready][-1]))
             if np.count_nonzero(tab.prefilled[new]):       # (a state built by hand)
                 begun = ~ready & (tab.prefilled[new] > 0)
                 self._parked = np.concatenate((self._parked, new[begun]))
             self._seen = int(rid[-1]) + 1
         if self._parked.size:                              # the oldest goes on first
-            self._dec, self._partial = dec, int(self._parked[0])
+            self._partial = int(self._parked[0])
             self._parked = self._parked[1:]
             return None, int(rid.searchsorted(self._partial)), None
+        d = self._dec.size + len(self._joined)
+        if d != state.n_decode:                            # finished: left the system
+            d = self._decoding(state).size
+        if d >= rid.size:
+            return d, None, None
+        if not d or rid[d - 1] == self._top:               # D is the oldest requests
+            return d, None, d
+        pos = self._decoding(state)
+        gaps = (pos != np.arange(d)).nonzero()[0]
+        return d, None, int(gaps[0]) if gaps.size else d   # the first not in D
+
+    def _decoding(self, state):
+        """``D``: the positions of the requests in decode, ascending (the books brought up
+        to date, the finished ones dropped)."""
+        dec = self._dec
+        if self._joined:
+            dec = np.concatenate((dec, self._joined))
+            if dec.size > 1 and np.count_nonzero(dec[1:] < dec[:-1]):   # (one parked)
+                dec.sort()
+            self._joined = []
+        rid, left = state.rid, state.n_decode
+        if dec.size != left:                               # drop those with a finish time
+            there = np.isnan(state._t.finish[dec])
+            if np.count_nonzero(there) == left:
+                dec = dec[there]
+        self._dec = dec
+        self._top = int(dec[-1]) if dec.size else -1
+        d = dec.size
+        if d == left and (not d or rid[d - 1] == dec[-1]):
+            return np.arange(d)                            # the oldest d requests
         pos = rid.searchsorted(dec)
         there = rid.take(pos, mode="clip") == dec
-        if np.count_nonzero(there) < dec.size:             # finished: left the system
+        if np.count_nonzero(there) < d:                    # (left otherwise)
             dec, pos = dec[there], pos[there]
-        self._dec = dec
-        d = pos.size
-        if d >= rid.size:
-            return pos, None, None
-        if not d or pos[-1] == d - 1:                      # D is the oldest requests
-            return pos, None, d
-        gaps = (pos != np.arange(d)).nonzero()[0]
-        return pos, None, int(gaps[0]) if gaps.size else d   # the first not in D
+            self._dec = dec
+            self._top = int(dec[-1]) if dec.size else -1
+        return pos
 
     def _continue_prefill(self, state, j):
         """The next chunk of the request at position ``j`` whose prefill is under way, or
         None (prefills are never interleaved with other work in RAD and Alg. 2)."""
         if j is None:
             return None
-        j = np.array([j])
-        return Batch(j, np.array([min(self._lcm, int(state.remaining_prefill_of(j)[0]))]))
+        tab, r = state._t, self._partial                 # (the id at position j)
+        left = int(tab.prompt[r]) + int(tab.recomputed[r]) - int(tab.prefilled[r])
+        return Batch(np.array([j]), np.array([min(self._lcm, left)]))
 
     def _start_prefill(self, state, first):
         """Start the prefill of the oldest waiting request (position ``first``)."""
@@ -242,17 +274,17 @@ class RAD(_TiledPolicy):
         self._last_decode = False
 
     def _schedule(self, state):
-        D, under_way, first = self._split(state)
+        d, under_way, first = self._split(state)
         batch = self._continue_prefill(state, under_way)
         if batch is not None:
             return batch
-        if self._last_decode and D.size == 0 and (
+        if self._last_decode and d == 0 and (
                 not self.strict_cycles or self._full() or first is None):
             self._ric = 0                                    # line 9: end of cycle
         self._last_decode = False
-        if D.size >= self.t_col or first is None or self._full():
+        if d >= self.t_col or first is None or self._full():
             self._last_decode = True
-            return Batch(decode=D)
+            return Batch(decode=self._decoding(state))
         return self._start_prefill(state, first)
 
     def steady(self, state, batch):
@@ -365,7 +397,7 @@ class CycleScheduler(_TiledPolicy):
         self._mode = "prefill"
 
     def _schedule(self, state):
-        D, under_way, first = self._split(state)
+        d, under_way, first = self._split(state)
         batch = self._continue_prefill(state, under_way)
         if batch is not None:
             return batch
@@ -373,8 +405,8 @@ class CycleScheduler(_TiledPolicy):
             if first is not None and not self._full():
                 return self._start_prefill(state, first)
             self._mode = "decode"
-        if D.size:
-            return Batch(decode=D[: self.t_col])
+        if d:
+            return Batch(decode=self._decoding(state)[: self.t_col])
         self._mode, self._ric = "prefill", 0
         return self._start_prefill(state, first)
 
