@@ -174,6 +174,52 @@ def test_rad_decodes_through_while_t_col_members_are_left(t_col, cut, first_toke
                                                       first_token=first_token, **cut)
 
 
+def _decisions_without_last_chunk(workload, make_policy, time_model, **kw):
+    """Decisions of the fast run with :meth:`steady_chunk`'s last chunk masked on the
+    instance (its count alone: the engine stops before the last chunk)."""
+    policy = make_policy()
+    promise = policy.steady_chunk
+    policy.steady_chunk = lambda state, batch: np.atleast_1d(promise(state, batch))[0]
+    calls = _counting(policy)
+    qt.simulate(workload, policy, time_model, **kw)
+    return calls["n"]
+
+
+@pytest.mark.parametrize("first_token", ["prefill", "decode"])
+@pytest.mark.parametrize("time_model", [ANCHOR_TIME, CONTEXT_TIME], ids=["counts", "context"])
+@pytest.mark.parametrize("cut", [{}, {"horizon": 150.0}, {"max_iterations": 6000}],
+                         ids=["drained", "horizon", "iteration-cap"])
+@pytest.mark.parametrize("make", [lambda: RAD(TILE), lambda: CycleScheduler(TILE, n=8)],
+                         ids=["rad", "cycle"])
+def test_prefills_run_to_their_last_chunk(make, cut, time_model, first_token):
+    """A prefill under way goes on alone in chunks of ``t_lcm`` and then the rest of its
+    prompt (:meth:`steady_chunk`'s ``(n, True)``): the engine runs the last chunk in the
+    stretch, in closed form and batch by batch, cut by a horizon or an iteration cap. The
+    records are stepping's, and the last chunk saves decisions over stretches that stop
+    before it (prompts of median 200 tokens, chunks of 128)."""
+    workload = _workload(1.0)
+    kw = {"n_requests": 300, "first_token": first_token, **cut}
+    res, n_slow, n_fast = _same_records(workload, make, time_model, **kw)
+    chunked = res.requests["prompt"] > TILE[1]
+    assert chunked.sum() > 50
+    masked = _decisions_without_last_chunk(workload, make, time_model, **kw)
+    assert n_fast < 0.9 * masked
+
+
+@pytest.mark.parametrize("time_model", [ANCHOR_TIME, CONTEXT_TIME], ids=["counts", "context"])
+@pytest.mark.parametrize("cap", range(1, 9))
+def test_last_chunk_within_the_iteration_cap(cap, time_model):
+    """One prompt of five chunks of ``t_lcm`` and a rest of 50 tokens, then three tokens:
+    under an iteration cap, the stretch after the first chunk runs the last chunk only
+    where the cap leaves it a batch, as stepping does."""
+    trace = _workload(1.0).sample(n_requests=1, seed=0)
+    trace = dataclasses.replace(trace, prompt=np.array([5 * TILE[1] + 50]),
+                                output=np.array([3]))
+    res, _, _ = _same_records(trace, lambda: RAD(TILE), time_model, max_iterations=cap)
+    assert res.iterations == min(cap, 8)
+    assert (res.batches["prefill_tokens"] == TILE[1]).sum() == min(cap, 5)
+
+
 def test_a_stretch_through_arrivals_admits_them():
     """``Engine.advance(t, until, most, horizon=)``: a stretch the policy promises through
     arrivals runs past ``until`` (the next arrival) and returns with every pre-loaded request

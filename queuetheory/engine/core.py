@@ -495,9 +495,10 @@ class Engine:
                 return None
             return self._repeat, (dec, False, limit, books, False, 0), False
         if pre.size == 1 and not self.table.in_decode[pre[0]]:   # (a cache credit is once)
-            promise = int(self.policy.steady_chunk(state, batch))
-            if promise > 0:
-                return self._repeat_chunk, (pre, batch.chunk, dec, promise), False
+            promise = self.policy.steady_chunk(state, batch)
+            limit, last = promise if isinstance(promise, tuple) else (promise, False)
+            if int(limit) > 0 or last:
+                return self._repeat_chunk, (pre, batch.chunk, dec, int(limit), bool(last)), False
         return None
 
     def _writes(self, rid, decoded) -> int:
@@ -513,12 +514,13 @@ class Engine:
             return int(np.count_nonzero(decoded > tab.recomputed[rid]))
         return int(np.count_nonzero(decoded))
 
-    def _repeat_chunk(self, pre, chunk, dec, limit, t, until, most):
+    def _repeat_chunk(self, pre, chunk, dec, limit, last, t, until, most):
         """The fast path of a batch with one prefill chunk: from ``t``, the request ``pre``
         (one id) gets the same ``chunk`` again and again beside the decodes ``dec``, at
-        most ``limit`` times (the policy's bound, :meth:`Policy.steady_chunk`), the policy's
-        books moved by its ``repeated(k, starts)``. Returns the end of the stretch and the
-        requests it finished.
+        most ``limit`` times (the policy's bound, :meth:`Policy.steady_chunk`), then, where
+        ``last`` was promised too, the rest of its prompt (:meth:`_last_chunk`); the
+        policy's books moved by its ``repeated(k, starts)``. Returns the end of the stretch
+        and the requests it finished.
 
         Each batch is applied as :meth:`step` applies it (a prefix-cache credit of the
         first one is not repeated: it comes with a request's first chunk only), without
@@ -533,8 +535,39 @@ class Engine:
         tab = self.table
         c = int(chunk[0])
         length = int(tab.prefill_length(pre)[0])
-        if self.time_model.counts_only:
-            return self._repeat_chunk_closed(pre, chunk, c, length, dec, limit, t, until, most)
+        before = self.iteration
+        run = (self._repeat_chunk_closed if self.time_model.counts_only else
+               self._repeat_chunk_stepped)
+        t, finished = run(pre, chunk, c, length, dec, limit, last, t, until, most)
+        if last and not finished.size:
+            return self._last_chunk(pre, c, length, dec, t, until,
+                                    most - (self.iteration - before))
+        return t, finished
+
+    def _last_chunk(self, pre, c, length, dec, t, until, most):
+        """The batch with the last chunk of ``pre``'s prompt (the rest, at most ``c``
+        tokens) beside the decodes ``dec``, which the policy promised after a stretch of
+        chunks of ``c`` (:meth:`Policy.steady_chunk`'s ``(n, True)``): run as :meth:`step`
+        runs a batch where the stretch before it reached it (no more than ``c`` left) with
+        no member finished, it starts before ``until``, ``most`` allows a batch and KV
+        memory stays within ``M``. Returns the end and the requests finished."""
+        tab = self.table
+        rest = length - int(tab.prefilled[pre[0]])
+        if not (0 < rest <= c and t < until and most >= 1):
+            return t, _NONE
+        fresh = self._fresh_decodes(t)
+        used = self.kv_total + rest + (dec.size if fresh else self._writes(dec, tab.decoded[dec]))
+        if self.memory is not None and used > self.memory:
+            return t, _NONE
+        _, finished, end = self._run(t, pre, np.array([rest]), rest, dec, used, self.live.size,
+                                     0, None, fresh)
+        self.policy.repeated(1, np.array([t]))
+        return end, finished
+
+    def _repeat_chunk_stepped(self, pre, chunk, c, length, dec, limit, last, t, until, most):
+        """:meth:`_repeat_chunk`'s batches of ``c`` applied one by one, as :meth:`step` applies
+        them, where the durations depend on more than the token counts."""
+        tab = self.table
         starts, finished, cut = [], _NONE, False
         while len(starts) < min(most, limit) and t < until:
             if int(tab.prefilled[pre[0]]) + c >= length:
@@ -554,10 +587,10 @@ class Engine:
         if k:
             self.policy.repeated(k, np.array(starts))
         if k and k < limit and not cut:      # stopped by `until` or `most` alone
-            self._resume = (t, self._repeat_chunk, (pre, chunk, dec, limit - k))
+            self._resume = (t, self._repeat_chunk, (pre, chunk, dec, limit - k, last))
         return t, finished
 
-    def _repeat_chunk_closed(self, pre, chunk, c, length, dec, limit, t, until, most):
+    def _repeat_chunk_closed(self, pre, chunk, c, length, dec, limit, last, t, until, most):
         """:meth:`_repeat_chunk` in closed form, where the duration is the token counts'
         alone (the same for every batch of the stretch): the stretch's batches, their
         ends, KV loads and stamps computed at once, the same as batch after batch."""
@@ -625,7 +658,8 @@ class Engine:
         self.iteration += k
         self.policy.repeated(k, starts)
         if k < limit and not cut:            # stopped by `until` or `most` alone
-            self._resume = (float(ends[k]), self._repeat_chunk, (pre, chunk, dec, limit - k))
+            self._resume = (float(ends[k]), self._repeat_chunk,
+                            (pre, chunk, dec, limit - k, last))
         return float(ends[k]), finished
 
     def _duration(self, pre, chunk, chunk_sum, dec) -> float:

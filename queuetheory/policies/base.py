@@ -167,7 +167,11 @@ class Policy:
         prompt is left, ``schedule`` returning it each time; the engine runs ``k <= n`` of
         them (stopping before the last chunk, after the first finish, or where KV memory
         would overflow) and calls ``repeated(k, starts)`` as :meth:`steady`'s counts do. The
-        default, 0, asks every iteration.
+        default, 0, asks every iteration. A pair ``(n, True)`` promises moreover the batch
+        after them, once no more than a chunk is left: the same decodes and the rest of the
+        prompt as the chunk; the engine runs it where the stretch reached it with no member
+        finished, it starts before the next arrival and fits ``M`` (``repeated(1, ...)``
+        after it).
 
         Parameters
         ----------
@@ -178,8 +182,9 @@ class Policy:
 
         Returns
         -------
-        int
-            The count ``n`` of further repeats promised (0: none).
+        int or tuple of (int, bool)
+            The count ``n`` of further repeats promised (0: none), or ``(n, True)``: those
+            and the last chunk.
         """
         return 0
 

@@ -200,13 +200,15 @@ class _TiledPolicy(Policy):
     def _full(self):
         return self.n is not None and self._ric >= self.n
 
-    def steady_chunk(self, state, batch) -> int:
+    def steady_chunk(self, state, batch):
         """The promise after a batch of one prefill chunk (prefills run alone): a count no
-        stretch reaches. The engine asks only where the chunk left some of the prompt, so
-        it was ``t_lcm`` tokens; while nothing arrives the next call finds that prefill still
-        under way and returns its next chunk, ``t_lcm`` tokens again while more than that is
-        left (the engine stops before the last), and changes nothing: the books see no
-        request enter or leave decode, and the cycle count moves only when a prefill starts.
+        stretch reaches, and the last chunk. The engine asks only where the chunk left some
+        of the prompt, so it was ``t_lcm`` tokens; while nothing arrives the next call finds
+        that prefill still under way and returns its next chunk alone, ``min(t_lcm, left)``
+        tokens: ``t_lcm`` while more than that is left, then the rest — the last chunk — and
+        changes nothing: the books see no request enter or leave decode (the request whose
+        prefill ends joins ``D`` at the call after its last chunk), and the cycle count
+        moves only when a prefill starts.
 
         Parameters
         ----------
@@ -217,10 +219,13 @@ class _TiledPolicy(Policy):
 
         Returns
         -------
-        int
-            The further repeats promised: 0 for a subclass that decides otherwise.
+        tuple of (int, bool) or int
+            The further repeats promised and the last chunk after them; 0 for a subclass
+            that decides otherwise.
         """
-        return _NO_BUDGET if decides_as_shipped(self) and not batch.decode.size else 0
+        if decides_as_shipped(self) and not batch.decode.size:
+            return _NO_BUDGET, True
+        return 0
 
     def cycles(self, result) -> pd.DataFrame:
         """One row per cycle of the run: start, pending requests ``X[c]`` at its start,
