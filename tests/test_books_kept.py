@@ -246,20 +246,21 @@ def test_aell_takes_jobs_handed_over_running():
 ], ids=["rad", "rad-strict", "cycle", "cycle-small-tile"])
 @pytest.mark.parametrize("first_token", ["prefill", "decode"])
 def test_tiled_books_are_the_decode_set(make, first_token):
-    """Before each decision ``D`` of the books is the set of requests in decode, the
-    prefill under way the one request part-way through its prompt, the oldest waiting the
-    first other; and the prefill chunk stretches are taken (the same records)."""
+    """Before each decision the books count the requests in decode and ``D`` is their set,
+    the prefill under way the one request part-way through its prompt, the oldest waiting
+    the first other; and the prefill chunk stretches are taken (the same records)."""
     pol = make()
     decide = pol._schedule
     checked = []
 
     def schedule(state):
-        D, under_way, first = pol._split(state)
+        d, under_way, first = pol._split(state)
         in_decode = state.in_decode
         partial = ((state.prefilled > 0) & ~in_decode).nonzero()[0]
         waiting = ((state.prefilled == 0) & ~in_decode).nonzero()[0]
         if under_way is None:
-            np.testing.assert_array_equal(D, in_decode.nonzero()[0])
+            assert d == np.count_nonzero(in_decode)
+            np.testing.assert_array_equal(pol._decoding(state), in_decode.nonzero()[0])
             assert partial.size == 0
             assert first == (waiting[0] if waiting.size else None)
         else:
