@@ -863,10 +863,8 @@ class Engine:
             if alike > 1:
                 self.tbt.add_shared(float(gaps[0]), alike,
                                     None if self.tbt.single else tab.cls[rid_other[common]])
-                if alike < gaps.size:
-                    rest = ~common
-                    self.tbt.add(tab.cls[rid_other[rest]], gaps[rest])
-            else:
+                gaps, rid_other = gaps[~common], rid_other[~common]
+            if gaps.size:
                 self.tbt.add(tab.cls[rid_other], gaps)
         tab.last_token[rid] = end
 

@@ -165,17 +165,16 @@ class _TiledPolicy(Policy):
             there = np.isnan(state._t.finish[dec])
             if np.count_nonzero(there) == left:
                 dec = dec[there]
-        self._dec = dec
-        self._top = int(dec[-1]) if dec.size else -1
         d = dec.size
         if d == left and (not d or rid[d - 1] == dec[-1]):
-            return np.arange(d)                            # the oldest d requests
-        pos = rid.searchsorted(dec)
-        there = rid.take(pos, mode="clip") == dec
-        if np.count_nonzero(there) < d:                    # (left otherwise)
-            dec, pos = dec[there], pos[there]
-            self._dec = dec
-            self._top = int(dec[-1]) if dec.size else -1
+            pos = np.arange(d)                             # the oldest d requests
+        else:
+            pos = rid.searchsorted(dec)
+            there = rid.take(pos, mode="clip") == dec
+            if np.count_nonzero(there) < d:                # (left otherwise)
+                dec, pos = dec[there], pos[there]
+        self._dec = dec
+        self._top = int(dec[-1]) if dec.size else -1
         return pos
 
     def _continue_prefill(self, state, j):
@@ -183,9 +182,8 @@ class _TiledPolicy(Policy):
         None (prefills are never interleaved with other work in RAD and Alg. 2)."""
         if j is None:
             return None
-        tab, r = state._t, self._partial                 # (the id at position j)
-        left = int(tab.prompt[r]) + int(tab.recomputed[r]) - int(tab.prefilled[r])
-        return Batch(np.array([j]), np.array([min(self._lcm, left)]))
+        j = np.array([j])
+        return Batch(j, np.array([min(self._lcm, int(state.remaining_prefill_of(j)[0]))]))
 
     def _start_prefill(self, state, first):
         """Start the prefill of the oldest waiting request (position ``first``)."""
