@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 WITH_RULES = ("sarathi", "sarathi-maxreqs", "orca", "vllm", "static", "static2", "ft",
               "kfcfs", "mcsf", "mcsf-fcfs", "amax", "amin", "hsf", "arandom",
-              "adaptive", "slai", "wait", "nested-wait")
+              "adaptive", "slai", "wait", "nested-wait", "fcfs-restart")
 
 
 def run(name: str, trace, memory, masked: bool):

@@ -10,7 +10,7 @@ import copy
 
 import numpy as np
 import pytest
-from test_fast_path import _same_records
+from test_fast_path import _same_records, stepping
 
 import queuetheory as qt
 from queuetheory.engine import Engine, State, check_batch
@@ -133,8 +133,9 @@ def test_aell_counted_stretches_are_the_steps(make, first_token):
 @pytest.mark.parametrize("memory", [None, 2000, 8000])
 def test_fcfs_restart_residents_are_a_prefix(first_token, memory):
     """The books' resident count is the number of requests holding KV, and they are the
-    first in arrival order, before every decision."""
-    pol = P.FCFSRestart()
+    first in arrival order, before every decision (the step loop: without a limit the
+    bulk rule masked)."""
+    pol = stepping(P.FCFSRestart)()
     decide = pol._schedule
     counts = []
 
@@ -168,7 +169,8 @@ def test_fcfs_restart_residents_are_a_prefix(first_token, memory):
         assert len(cuts) > 100 and (memory == 8000 or any(cuts))   # evictions read too
     if memory == 2000:
         assert res.metrics["restarts"] > 0
-    _same_records(_workload(), P.FCFSRestart, TM, memory=memory, first_token=first_token)
+    _same_records(_workload(), stepping(P.FCFSRestart), TM, memory=memory,
+                  first_token=first_token)
 
 
 def test_fcfs_restart_reads_the_queue_once_a_request_arrives_with_kv():

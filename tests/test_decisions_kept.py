@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_fast_path import _same_records
+from test_fast_path import _same_records, stepping
 
 import queuetheory as qt
 from queuetheory.rounds import FuturePeak
@@ -106,7 +106,8 @@ def test_adaptive_chooses_nothing_before_its_first_decision():
 @pytest.mark.parametrize("memory", [None, 1500, 6000])
 @pytest.mark.parametrize("first_token", ["prefill", "decode"])
 def test_fcfs_restart_stretches_same_records(memory, first_token):
-    _, n_slow, n_fast = _same_records(_workload(), P.FCFSRestart, TM, memory=memory,
+    """The stretches of the step loop (without a limit, FCFSRestart's bulk rule masked)."""
+    _, n_slow, n_fast = _same_records(_workload(), stepping(P.FCFSRestart), TM, memory=memory,
                                       first_token=first_token)
     assert n_fast < n_slow
 

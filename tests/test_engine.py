@@ -120,6 +120,22 @@ def test_infeasible_batches_are_caught(llama):
         qt.simulate(wl, _Hog(), llama, horizon=1e5, token_budget=60)
 
 
+@pytest.mark.parametrize("method, promise", [
+    ("steady_chunk", (1, True, 0)), ("steady_chunk", (1,)),
+    ("decodes_through", (0, 5, 1)), ("decodes_through", (3,)),
+])
+def test_a_malformed_promise_is_named(method, promise):
+    """A promise tuple that is not two values gets a ``TypeError`` naming the policy's
+    method and what it returned, not Python's unpacking error."""
+    class Promising(qt.policies.Sarathi):
+        pass
+
+    setattr(Promising, method, lambda self, state, batch: promise)
+    trace = qt.Workload.from_arrays(np.zeros(4), np.full(4, 300), np.full(4, 20))
+    with pytest.raises(TypeError, match=rf"\.{method} returned \("):
+        qt.simulate(trace, Promising(64), qt.UnitTime())
+
+
 @pytest.mark.parametrize("preemption", ["recompute", "restart"])
 def test_eviction_restarts_and_recomputes(preemption, llama):
     """A tight memory forces vLLM-style preemption; evicted work is done again: the prompt

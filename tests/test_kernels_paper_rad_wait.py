@@ -22,7 +22,7 @@ from test_fast_path import _same_records as _same_records_and_calls
 import queuetheory as qt
 from queuetheory.engine import Engine
 from queuetheory.engine.kernels import bulk_runner
-from queuetheory.policies import SLAI, WAIT, NestedWAIT
+from queuetheory.policies import SLAI, WAIT, FCFSRestart, NestedWAIT
 
 # time in µs as in benchmarks/engine_speed.py (16.1 ms + 57.8 µs/prefill + 39.5 µs/decode)
 MICRO = qt.AffineTokenTime(c=16_100.0, per_prefill=57.8, per_decode=39.5)
@@ -327,6 +327,45 @@ def test_cohorts_rule_only_where_it_applies():
     res, n_fast = _same_records(trace, lambda: NestedWAIT((10, 119), (3, 2), overflow="gate"),
                                 tm, memory=4_000, **PAPER)
     assert 0 < n_fast < res.iterations
+
+
+@pytest.mark.parametrize("first_token", ["decode", "prefill"])
+@pytest.mark.parametrize("cut", [{}, {"horizon": 40.0}, {"max_iterations": 333}])
+def test_fcfs_restart_without_a_limit_runs_in_bulk_same_records(first_token, cut):
+    """Without a memory limit FCFSRestart runs every request in the system each iteration,
+    the new ones with their whole prompts: FCFS Sarathi without a token budget, run as the
+    rule ``decode_first_fill`` (not one call to ``schedule``), with stepping's records;
+    prompts of one token to a few thousand, outputs of one token, idle periods."""
+    rng = np.random.default_rng(7)
+    n = 300
+    arrival = np.sort(np.concatenate([rng.exponential(0.05, n - 20).cumsum(),
+                                      np.repeat([30.0, 90.0], 10)]))
+    trace = qt.Workload.from_arrays(arrival, rng.integers(1, 3000, n), rng.integers(1, 200, n))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", qt.CensoredRunWarning)     # (a cut run says so)
+        slow, n_fast = _same_records(trace, FCFSRestart, ANCHOR_TIME, first_token=first_token,
+                                     **cut)
+    assert n_fast == 0 and slow.iterations > 300
+    assert (slow.batches["prefill_tokens"] > 4096).any()    # no budget cut a prompt
+
+
+def test_fcfs_restart_rule_only_without_a_limit():
+    """With a memory limit (its evictions restart), a token budget, a time model that
+    reads the KV contexts, or a subclass that decides otherwise, FCFSRestart steps."""
+    tm = ANCHOR_TIME
+    policy = FCFSRestart()
+    assert bulk_runner(Engine(policy, tm), policy) is not None
+    for engine in (Engine(policy, tm, memory=5_000),
+                   Engine(policy, qt.LinearMemoryTime(1.0, 0.01)),
+                   Engine(policy, tm, token_budget=512)):
+        assert bulk_runner(engine, policy) is None
+
+    class Tweaked(FCFSRestart):
+        def _fitting_prefix(self, state, r):
+            return super()._fitting_prefix(state, r)
+
+    tweaked = Tweaked()
+    assert bulk_runner(Engine(tweaked, tm), tweaked) is None
 
 
 @pytest.mark.parametrize("first_token", ["decode", "prefill"])

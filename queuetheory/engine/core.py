@@ -24,6 +24,15 @@ _BATCH_COLUMNS = {
 }
 
 
+def _pair(policy, method: str, promise: tuple, names: str) -> tuple:
+    """A promise ``policy.method`` returned as a tuple: its two values ``names``, or a
+    ``TypeError`` that says what it returned."""
+    if len(promise) != 2:
+        raise TypeError(f"{policy!r}.{method} returned {promise!r}: a tuple promise is "
+                        f"{names}, two values")
+    return promise
+
+
 def _cumsum_from(start, steps: np.ndarray) -> np.ndarray:
     """``start`` and its running sums with ``steps`` (``len(steps) + 1`` values), summed in
     order as ``np.concatenate([[start], steps]).cumsum()`` sums them."""
@@ -453,7 +462,8 @@ class Engine:
                 and not (pre.size and self.n_prefilling)):  # its members left: all in decode
             promise = self.policy.decodes_through(state, batch)
             if promise:
-                need, limit = (promise if isinstance(promise, tuple) else
+                need, limit = (_pair(self.policy, "decodes_through", promise,
+                                     "(need, limit)") if isinstance(promise, tuple) else
                                (0 if isinstance(promise, bool | np.bool_) else promise, np.inf))
                 if limit < 1:
                     return None
@@ -496,7 +506,8 @@ class Engine:
             return self._repeat, (dec, False, limit, books, False, 0), False
         if pre.size == 1 and not self.table.in_decode[pre[0]]:   # (a cache credit is once)
             promise = self.policy.steady_chunk(state, batch)
-            limit, last = promise if isinstance(promise, tuple) else (promise, False)
+            limit, last = (_pair(self.policy, "steady_chunk", promise, "(n, last)")
+                           if isinstance(promise, tuple) else (promise, False))
             if int(limit) > 0 or last:
                 return self._repeat_chunk, (pre, batch.chunk, dec, int(limit), bool(last)), False
         return None

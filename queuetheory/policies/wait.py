@@ -49,7 +49,7 @@ from functools import partial
 import numpy as np
 
 from ..engine import Batch
-from ..engine.kernels import cohorts
+from ..engine.kernels import cohorts, decode_first_fill
 from .base import Policy, decides_as_shipped, round_model
 
 __all__ = ["WAIT", "NestedWAIT", "FCFSRestart"]
@@ -714,6 +714,26 @@ class FCFSRestart(Policy):
         pre = np.arange(r, k)
         evict = np.arange(k, r) if k < r else _NONE
         return Batch(pre, tab.prompt[rid[r:k]], np.arange(min(k, r)), evict)
+
+    def bulk(self, engine):
+        """Without a KV-memory limit every request in the system runs each iteration, the
+        new ones with their whole prompts: FCFS Sarathi without a token budget, the rule
+        ``decode_first_fill`` (:func:`~queuetheory.engine.kernels.decode_first_fill`); with
+        a limit, or in a subclass that decides otherwise, the engine steps.
+
+        Parameters
+        ----------
+        engine : Engine
+            The fresh engine of the run, its trace loaded.
+
+        Returns
+        -------
+        callable or None
+            The runner, or ``None`` (the engine steps).
+        """
+        if engine.memory is not None or not decides_as_shipped(self):
+            return None
+        return partial(decode_first_fill, engine)
 
     def _fitting_prefix(self, state, r) -> int:
         """The longest arrival-order prefix whose next-iteration memory fits: the first

@@ -27,14 +27,16 @@ __all__ = ["decode_first_fill", "decode_first_fill_memory"]
 def decode_first_fill(engine, t, stop, limit):
     """The rule without a KV-memory limit or ``max_reqs`` (see :mod:`..kernels`): run from a
     fresh engine at ``t`` up to the horizon ``stop`` or ``limit`` iterations; return the time
-    reached."""
+    reached. Without a token budget (the engine's is ``None``) every prompt enters whole at
+    the first iteration after it arrives, as FCFSRestart without a memory limit decides
+    (every request in the system runs each iteration)."""
     tab = engine.table
     n = tab.n
     arrival = tab.column("arrival").tolist()
     prompt = tab.column("prompt").tolist()
     output = tab.column("output").tolist()
     taus, new_tau = durations(engine.time_model)
-    b = engine.token_budget
+    b = float("inf") if engine.token_budget is None else engine.token_budget
     e = tab.emit_first           # 1: the iteration that ends a prompt emits its first token
     prefill_end = [-1] * n       # iteration in which each prompt finished
     leaving: dict = {}           # iteration -> requests that emit their last token in it
