@@ -37,6 +37,8 @@ Conventions of the paper mapped onto the engine (written down once, here)
 * Speed: without a memory limit and with a token-count time model, ``simulate`` runs both
   schedulers as the bulk rule ``cohorts`` (:mod:`queuetheory.engine.kernels.cohorts`), with
   the records of the step-by-step engine; the memory gates and ``LinearMemoryTime`` step.
+  FCFSRestart without a memory limit is FCFS Sarathi without a token budget and runs as the
+  bulk rule ``decode_first_fill``; with a limit it steps.
 * Nested WAIT does not know types: it only reads a request's stage (``decoded``) and the
   segment boundaries; a request's ``output`` is used only by the engine to end it (EOS).
 """

@@ -19,7 +19,8 @@ feasible by construction: each prompt that finishes took at least one token of t
 never exceeds ``b``. With a KV-memory limit (vLLM's accounting and recompute preemption,
 :func:`~queuetheory.policies.base.fit_memory`) or a batch-size limit ``max_reqs`` the rule
 runs as :func:`~.decode_first_fill.decode_first_fill_memory`, which follows residencies
-instead of prompts.
+instead of prompts. Without a token budget (``b`` unbounded) it is FCFSRestart of Ao et al.
+without a memory limit: every request runs each iteration, prompts whole.
 
 ``"prefill_batches"`` (vanilla vLLM with FCFS order, Li, Dai, Peng §3): a prefill-only batch
 whenever a prompt can start, else a decode-only batch of the oldest requests in decode
