@@ -9,7 +9,7 @@ from benchmarks import decision_cost
 from benchmarks.engine_speed import trace
 
 
-@pytest.mark.parametrize("name, memory", [("fcfs-restart", 30_000), ("fcfs-restart", None),
+@pytest.mark.parametrize("name, memory", [("fcfs-restart", 30_000), ("nested-wait", 30_000),
                                           ("aell", 30_000), ("vllm-v1", None),
                                           ("rad", None), ("alpha", 30_000)])
 def test_a_replay_of_the_answers_gives_the_same_records(name, memory):
@@ -32,6 +32,7 @@ def test_a_replay_that_answers_differently_is_caught(monkeypatch):
         decision_cost.row("fcfs-restart", arrival, prompt, output, 30_000, repeat=1)
 
 
-def test_a_bulk_rule_is_left_out():
+@pytest.mark.parametrize("name", ["sarathi", "fcfs-restart"])
+def test_a_bulk_rule_is_left_out(name):
     arrival, prompt, output = trace(300, True, 0.8)
-    assert decision_cost.row("sarathi", arrival, prompt, output, None, repeat=1) is None
+    assert decision_cost.row(name, arrival, prompt, output, None, repeat=1) is None
