@@ -296,17 +296,21 @@ def test_wait_and_nested_wait_random_small_traces_same_records(seed):
         assert n_fast == 0
 
 
+def _rule_only_without_a_limit(policy):
+    """``policy`` runs its bulk rule on a plain engine, and steps with a memory limit, a
+    time model that reads the KV contexts (the papers' eq. 1) or a token budget."""
+    tm = ANCHOR_TIME
+    assert bulk_runner(Engine(policy, tm), policy) is not None
+    for engine in (Engine(policy, tm, memory=5_000),
+                   Engine(policy, qt.LinearMemoryTime(1.0, 0.01)),
+                   Engine(policy, tm, token_budget=512)):
+        assert bulk_runner(engine, policy) is None
+
+
 def test_cohorts_rule_only_where_it_applies():
     tm = ANCHOR_TIME
-    wait, nested = WAIT((2, 2)), NestedWAIT((5, 20), (2, 1), overflow="gate")
-    for policy in (wait, nested):
-        assert bulk_runner(Engine(policy, tm), policy) is not None
-        # a memory limit (the gates), a time model that reads the KV contexts (the papers'
-        # eq. 1), a token budget: the engine steps
-        for engine in (Engine(policy, tm, memory=5_000),
-                       Engine(policy, qt.LinearMemoryTime(1.0, 0.01)),
-                       Engine(policy, tm, token_budget=512)):
-            assert bulk_runner(engine, policy) is None
+    for policy in (WAIT((2, 2)), NestedWAIT((5, 20), (2, 1), overflow="gate")):
+        _rule_only_without_a_limit(policy)        # (with a limit, the gates step)
 
     class Tweaked(NestedWAIT):
         def segment_of(self, state):
@@ -352,20 +356,14 @@ def test_fcfs_restart_without_a_limit_runs_in_bulk_same_records(first_token, cut
 def test_fcfs_restart_rule_only_without_a_limit():
     """With a memory limit (its evictions restart), a token budget, a time model that
     reads the KV contexts, or a subclass that decides otherwise, FCFSRestart steps."""
-    tm = ANCHOR_TIME
-    policy = FCFSRestart()
-    assert bulk_runner(Engine(policy, tm), policy) is not None
-    for engine in (Engine(policy, tm, memory=5_000),
-                   Engine(policy, qt.LinearMemoryTime(1.0, 0.01)),
-                   Engine(policy, tm, token_budget=512)):
-        assert bulk_runner(engine, policy) is None
+    _rule_only_without_a_limit(FCFSRestart())
 
     class Tweaked(FCFSRestart):
         def _fitting_prefix(self, state, r):
             return super()._fitting_prefix(state, r)
 
     tweaked = Tweaked()
-    assert bulk_runner(Engine(tweaked, tm), tweaked) is None
+    assert bulk_runner(Engine(tweaked, ANCHOR_TIME), tweaked) is None
 
 
 @pytest.mark.parametrize("first_token", ["decode", "prefill"])
