@@ -48,6 +48,41 @@ def test_eq7_batch_time_is_the_sum_of_its_parts(tm):
         tm.duration(load))
 
 
+@pytest.mark.parametrize("model", ["illustrative", "fitted-a100"])
+def test_eq7_terms_are_the_methods_per_member_and_chunk(model):
+    """``components`` (the engine's ``duration``) against Eq. 5 and Eq. 6 taken member by
+    member and chunk by chunk with :meth:`decode_attention` and :meth:`prefill_attention`:
+    the decode term is the exact sum of the members' tile-pairs over ``μ`` times ``N``,
+    within two roundings (checked in rationals); the same in any order of the members; a
+    chunk's term is the method's to the bit."""
+    from fractions import Fraction
+
+    tm = (TiledGPUTime.illustrative() if model == "illustrative"
+          else TiledGPUTime.fitted("a100"))
+    vr, vc = tm.gpu.gemv_tile
+    mu = tm.gpu.mu_gemv[(vr, vc)]
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        context = rng.integers(0, 20_000, size=int(rng.integers(1, 300)))
+        chunk, start = rng.integers(1, 2048, size=1), rng.integers(0, 4096, size=1)
+        parts = tm.components(BatchLoad(chunk, start, context))
+        w = tm.model.kv_width
+        tiles = sum((w // vc) * -(-(k + 1) // vr) + -(-(k + 1) // vc) * (w // vr)
+                    for k in context.tolist())
+        exact = Fraction(tm.model.N * tiles) / Fraction(mu)
+        assert abs(Fraction(parts["decode_attention"]) - exact) <= 2 * Fraction(
+            np.spacing(parts["decode_attention"]))
+        assert parts["decode_attention"] == pytest.approx(
+            tm.model.N * tm.decode_attention(context + 1).sum(), rel=1e-14)
+        shuffled = tm.components(BatchLoad(chunk, start, rng.permutation(context)))
+        assert shuffled["decode_attention"] == parts["decode_attention"]
+        assert parts["prefill_attention"] == float(tm.prefill_attention(start + 1, chunk)[0])
+        chunks = np.append(chunk, rng.integers(1, 512, size=2))
+        starts = np.append(start, rng.integers(0, 4096, size=2))
+        assert tm.components(BatchLoad(chunks, starts, context))["prefill_attention"] == float(
+            tm.prefill_attention(starts + 1, chunks).sum())
+
+
 def test_decode_time_grows_with_context(tm):
     t = [tm.batch_time([i] * 64) for i in (100, 1000, 8000)]
     assert t[0] < t[1] < t[2]

@@ -123,6 +123,40 @@ def test_fast_path_same_records_every_time_model(time_model):
     assert n_fast < n_slow
 
 
+@pytest.mark.parametrize(("make_policy", "memory", "first_token"), [
+    (lambda: Sarathi(512), 9000, "prefill"),
+    (lambda: VLLMVanilla(512), None, "prefill"),
+    (lambda: FasterTransformer(512), None, "prefill"),
+    (lambda: qt.policies.SLAI(512, tbt=(0.5, 0.1), beta=24), 6000, "prefill"),
+    (lambda: qt.policies.RAD((128, 256, 32)), None, "prefill"),
+    (lambda: qt.policies.AMin(), 6000, "prefill"),
+    (lambda: qt.policies.VLLMV1(64, 512, num_gpu_blocks=500), None, "prefill"),
+    (stepping(qt.policies.FCFSRestart), None, "decode"),
+    (lambda: qt.policies.FCFSRestart(), 6000, "decode"),
+], ids=["sarathi-kv", "vllm", "ft", "slai-kv", "rad", "amin-kv", "vllm-v1", "fcfs-restart",
+        "fcfs-restart-kv"])
+@pytest.mark.parametrize("horizon", [None, 12.0])
+def test_decode_stretches_of_a_model_without_closed_form_are_stepped(
+        make_policy, memory, first_token, horizon):
+    """A time model whose durations read each decode member's context, with no closed form
+    for repeated decodes (Bari et al.'s tiled GPU model, Eq. 7, fitted to the A100), still
+    runs the decode stretches the policies promise: batch by batch, without asking the
+    policy (``Engine._step_short`` checking the stretch's rules before each batch). The
+    records are those of stepping every iteration, and the decisions fewer: prompts of 64
+    tokens are never chunked, so every decision skipped is a decode batch's."""
+    time_model = qt.TiledGPUTime.fitted("a100")
+    assert not time_model.counts_only
+    assert time_model.decode_durations(np.array([1]), np.array([1])) is None
+    wl = qt.Workload([qt.RequestClass(64, _lognormal(120), rate=rate, priority=c)
+                      for c, rate in enumerate((6.0, 3.0))])
+    refused = make_policy().supports(memory=memory, first_token=first_token)
+    assert not refused, refused
+    _, n_slow, n_fast = _same_records(wl, make_policy, time_model, n_requests=150,
+                                      memory=memory, first_token=first_token,
+                                      horizon=horizon, seed=3)
+    assert n_fast < n_slow
+
+
 def test_fast_path_same_records_with_evictions_and_horizon_and_iteration_cap():
     wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(300), rate=3.0)])
     res, _, _ = _same_run(wl, lambda: Sarathi(512), ANCHOR_TIME, horizon=60.0, memory=6000)
@@ -490,9 +524,9 @@ def _short_counted(closed_form_only):
 
     stepped, step_short = collections.Counter(), Engine._step_short
 
-    def counted(self, dec, through, limit, books, arrivals, t, k, by_time):
+    def counted(self, dec, through, limit, books, arrivals, t, k, by_time, rules=None):
         stepped[k] += 1
-        return step_short(self, dec, through, limit, books, arrivals, t, k, by_time)
+        return step_short(self, dec, through, limit, books, arrivals, t, k, by_time, rules)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(Engine, "_step_short", counted)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InfeasibleBatchError, renamed_attribute, renamed_keywords
-from ..timing import BatchLoad
+from ..timing import BatchLoad, TimeModel
 from .batch import Batch, _check_every_rule, _quick_check, _total
 from .conventions import check_first_token, check_preemption
 from .log import ColumnLog, TBTHistogram
@@ -95,6 +95,11 @@ class Engine:
                  first_token: str = "prefill", n_classes: int = 1, capacity: int = 1024):
         self.policy = policy
         self.time_model = time_model
+        # no closed form for repeated decodes (durations read each member's context): the
+        # decode stretches are stepped batch by batch (:meth:`_step_short`)
+        self._decodes_stepped = (
+            type(time_model).decode_durations is TimeModel.decode_durations
+            and not time_model.counts_only)
         self.memory = memory
         self.token_budget = token_budget
         self.first_token = check_first_token(first_token)
@@ -916,6 +921,9 @@ class Engine:
         if arrivals:
             until = min(until, self._arrival_in_decode())
         left = tab.output[dec] - tab.decoded[dec]          # >= 1 for every member
+        if self._decodes_stepped:
+            return self._step_short(dec, through, limit, books, arrivals, t, None, False,
+                                    (left, need, until, most))
         short = self._short_length(dec, left, through, limit, need, t, until, most)
         if short is not None:
             return self._step_short(dec, through, limit, books, arrivals, t, *short)
@@ -1047,17 +1055,35 @@ class Engine:
             start += model.count_duration(0, members)
         return None
 
-    def _step_short(self, dec, through, limit, books, arrivals, t, k, by_time):
+    def _step_short(self, dec, through, limit, books, arrivals, t, k, by_time, rules=None):
         """:meth:`_repeat`'s stretch of ``k`` batches (:meth:`_short_length`), each applied
         as :meth:`step` applies a batch (a few array operations each, where the closed form
         sets up a few dozen), members leaving as they finish, the pre-loaded requests
         arriving on the way admitted before the first batch that starts at or after them
         (``arrivals``), the policy's books told (``books``); ``by_time``: stopped by time
-        alone, it is kept to go on with, as the closed form keeps it."""
+        alone, it is kept to go on with, as the closed form keeps it.
+
+        ``k`` ``None``: a time model with no closed form (:meth:`TimeModel.decode_durations`)
+        whose durations read the members' contexts; the stretch's rules (``rules``: each
+        member's output left, ``need``, ``until``, ``most``; :meth:`_short_length`'s) are
+        checked before each batch on the engine's books, which the batches before it
+        moved."""
+        if rules is not None:
+            left, need, until, most = rules
+            k = min(int(left.max() if through else left.min()), limit)
         if not k:
             return t, _NONE
         starts, done, members = [], [], dec
         for j in range(k):
+            if rules is not None:
+                if j >= most or not t < until:
+                    k, by_time = j, True
+                    break
+                used = self.kv_total + members.size
+                if self.memory is not None and (
+                        used > self.memory or need and used <= self.memory - need):
+                    k = j
+                    break
             if arrivals:      # (the first batch too: it may start past an arrival)
                 self.admit_until(t)
             starts.append(t)
@@ -1069,6 +1095,8 @@ class Engine:
                     keep = np.ones(members.size, dtype=bool)
                     keep[members.searchsorted(finished)] = False
                     members = members[keep]
+        if not k:                            # (the rules stopped it before its first batch)
+            return t, _NONE
         if books:
             self.policy.repeated(k, np.array(starts))
         if by_time and not arrivals:

@@ -390,6 +390,12 @@ class TiledGPUTime(TimeModel):
         if check:
             gpu.check_assumption1(self.tile)
             gpu.check_assumption2(model.d, model.d_x, t=self.tile)
+        # Eq. 7's constants, read once per batch by :meth:`_terms` (the model, the GPU and the
+        # tile are frozen: they are not assigned after this)
+        w = model.kv_width
+        self._eq7 = (tc, self.inv_mu_lin, gpu.inv_mu_nlin, gpu.c0, model.N, vr, vc, w // vc,
+                     w // vr, gpu.mu_gemv[(vr, vc)], tr, tk, model.d // tk, model.d // tr,
+                     self.attn_unit)
 
     @classmethod
     def illustrative(cls, **gpu_kw) -> TiledGPUTime:
@@ -535,19 +541,41 @@ class TiledGPUTime(TimeModel):
             Seconds of ``linear``, ``nonlinear``, ``decode_attention``, ``prefill_attention`` and
             ``overhead``.
         """
-        tau = load.token_load
-        pos = np.asarray(load.decode_context, dtype=np.int64) + 1
-        starts = np.asarray(load.chunk_start, dtype=np.int64) + 1
-        return {
-            "linear": float(self.linear_time(tau)),
-            "nonlinear": tau * self.gpu.inv_mu_nlin,
-            "decode_attention": float(self.model.N * self.decode_attention(pos).sum()),
-            "prefill_attention": float(self.prefill_attention(starts, load.chunk).sum()),
-            "overhead": self.gpu.c0 if tau else 0.0,
-        }
+        return dict(zip(("linear", "nonlinear", "decode_attention", "prefill_attention",
+                         "overhead"), self._terms(load), strict=True))
+
+    def _terms(self, load: BatchLoad) -> tuple:
+        """:meth:`components`' values, in its order: :meth:`linear_time`, the non-linear
+        time, :meth:`decode_attention` summed over the decode members (``i = k + 1``:
+        ``⌈i/v⌉ = ⌊k/v⌋ + 1``) — their tile-pairs added as integers, then divided once, so
+        that the sum is the same in any order of the members (the engine steps a stretch
+        with its members in id order, the policy may order them otherwise) — and
+        :meth:`prefill_attention` over the chunks, in the same integer brackets and
+        floating-point operations as that method (a single chunk in plain integers: its one
+        product is the sum), and the overhead."""
+        (tc, lin, nlin, c0, N, vr, vc, a_r, a_c, mu_v, tr, tk, d_tk, d_tr,
+         unit) = self._eq7
+        chunk, context = load.chunk, load.decode_context
+        decode = prefill = 0.0
+        if context.size:
+            k = np.asarray(context, dtype=np.int64)
+            tiles = ((k // vr + 1) * (a_r + a_c) if vr == vc else
+                     a_r * (k // vr + 1) + (k // vc + 1) * a_c)
+            decode = N * (int(tiles.sum()) / mu_v)
+        if chunk.size == 1:
+            c = int(chunk[0])
+            ends, cols = int(load.chunk_start[0]) + c, -(-c // tc)    # S = i + c − 1
+            prefill = unit * (-(-ends // tr) * cols * d_tk + d_tr * cols * -(-ends // tk))
+            tau = c + context.size
+        else:
+            tau = load.token_load
+            if chunk.size:
+                prefill = float(self.prefill_attention(
+                    np.asarray(load.chunk_start, dtype=np.int64) + 1, chunk).sum())
+        return (-(-tau // tc) * lin, tau * nlin, decode, prefill, c0 if tau else 0.0)
 
     def _raw(self, load: BatchLoad) -> float:
-        return sum(self.components(load).values())
+        return sum(self._terms(load))
 
     def batch_time(self, decode_positions=(), chunks=()) -> float:
         """Eq. 7 from the paper's arguments: decode positions ``i_j`` and chunks ``(i_j, c_j)``.

@@ -72,6 +72,11 @@ class BatchLoad:
 class TimeModel:
     """Base class: ``duration(load)`` in the model's time unit, rounded up to ``slot``.
 
+    A duration must not depend on the order of the batch's members: where a model has no
+    closed form for repeated decodes (:meth:`decode_durations`), the engine runs a
+    policy's promised stretch batch by batch, its members in id order where they leave on
+    the way, which may not be the order the policy gave them.
+
     Parameters
     ----------
     slot : float, optional
