@@ -141,7 +141,7 @@ def test_decode_stretches_of_a_model_without_closed_form_are_stepped(
     """A time model whose durations read each decode member's context, with no closed form
     for repeated decodes (Bari et al.'s tiled GPU model, Eq. 7, fitted to the A100), still
     runs the decode stretches the policies promise: batch by batch, without asking the
-    policy (``Engine._step_short`` checking the stretch's rules before each batch). The
+    policy (``Engine._step_stretch`` checking the stretch's rules before each batch). The
     records are those of stepping every iteration, and the decisions fewer: prompts of 64
     tokens are never chunked, so every decision skipped is a decode batch's."""
     time_model = qt.TiledGPUTime.fitted("a100")
@@ -517,19 +517,19 @@ def test_alpha_protection_decode_stretches_count_the_loop_rounds(alpha, beta, me
 
 @contextlib.contextmanager
 def _short_counted(closed_form_only):
-    """Count the short stretches stepped batch by batch (``Engine._step_short``) while the
+    """Count the short stretches stepped batch by batch (``Engine._step_stretch``) while the
     block runs, by length; with ``closed_form_only``, none: every stretch runs in closed
     form."""
     from queuetheory.engine import Engine
 
-    stepped, step_short = collections.Counter(), Engine._step_short
+    stepped, step_short = collections.Counter(), Engine._step_stretch
 
     def counted(self, dec, through, limit, books, arrivals, t, k, by_time, rules=None):
         stepped[k] += 1
         return step_short(self, dec, through, limit, books, arrivals, t, k, by_time, rules)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(Engine, "_step_short", counted)
+        mp.setattr(Engine, "_step_stretch", counted)
         if closed_form_only:
             mp.setattr(Engine, "_short_length", lambda self, *args: None)
         yield stepped
@@ -557,7 +557,7 @@ def test_a_short_stretch_is_stepped_as_its_closed_form_runs_it(
         make_policy, memory, first_token, horizon):
     """A promised stretch of at most three batches (the promise ends, time runs out, or the
     memory after the next would leave its window) is stepped batch by batch
-    (``Engine._step_short``): the records are those of the closed form and of stepping
+    (``Engine._step_stretch``): the records are those of the closed form and of stepping
     every iteration, and the policy is asked exactly as often as when the closed form runs
     every stretch (the same stretches kept to go on with)."""
     wl = qt.Workload([qt.RequestClass(_lognormal(200), _lognormal(150), rate=rate,

@@ -96,7 +96,7 @@ class Engine:
         self.policy = policy
         self.time_model = time_model
         # no closed form for repeated decodes (durations read each member's context): the
-        # decode stretches are stepped batch by batch (:meth:`_step_short`)
+        # decode stretches are stepped batch by batch (:meth:`_step_stretch`)
         self._decodes_stepped = (
             type(time_model).decode_durations is TimeModel.decode_durations
             and not time_model.counts_only)
@@ -900,7 +900,7 @@ class Engine:
 
         A stretch of at most :data:`_SHORT` batches is stepped instead, with the same
         records, books and stretch to go on with (:meth:`_short_length`,
-        :meth:`_step_short`).
+        :meth:`_step_stretch`).
 
         The stretch is checked analytically: members stay in decode (no prefill, no
         eviction); the token load only falls from the checked one; no member decodes past
@@ -922,11 +922,11 @@ class Engine:
             until = min(until, self._arrival_in_decode())
         left = tab.output[dec] - tab.decoded[dec]          # >= 1 for every member
         if self._decodes_stepped:
-            return self._step_short(dec, through, limit, books, arrivals, t, None, False,
+            return self._step_stretch(dec, through, limit, books, arrivals, t, None, False,
                                     (left, need, until, most))
         short = self._short_length(dec, left, through, limit, need, t, until, most)
         if short is not None:
-            return self._step_short(dec, through, limit, books, arrivals, t, *short)
+            return self._step_stretch(dec, through, limit, books, arrivals, t, *short)
         if left.size > 1:
             order = left.argsort(kind="stable")
             left = left[order]
@@ -1025,7 +1025,8 @@ class Engine:
     def _short_length(self, dec, left, through, limit, need, t, until, most):
         """The length of the stretch :meth:`_repeat` would run from ``t``, where it is at
         most :data:`_SHORT` batches, as ``(k, by_time)``; else ``None`` (or where the time
-        model's durations depend on more than the token counts: the closed form runs it).
+        model's durations depend on more than the token counts: the closed form runs it, or
+        without one :meth:`_step_stretch` checks these rules batch by batch).
 
         Batch ``j`` runs by the stretch's rules (``left``: each member's output left) while
         its members owe it a token — every member where not ``through`` (the batch with a
@@ -1055,7 +1056,7 @@ class Engine:
             start += model.count_duration(0, members)
         return None
 
-    def _step_short(self, dec, through, limit, books, arrivals, t, k, by_time, rules=None):
+    def _step_stretch(self, dec, through, limit, books, arrivals, t, k, by_time, rules=None):
         """:meth:`_repeat`'s stretch of ``k`` batches (:meth:`_short_length`), each applied
         as :meth:`step` applies a batch (a few array operations each, where the closed form
         sets up a few dozen), members leaving as they finish, the pre-loaded requests
