@@ -578,14 +578,16 @@ def test_a_short_stretch_is_stepped_as_its_closed_form_runs_it(
         assert shipped.end_time == other.end_time
 
 
-def _driven(make_policy, trace, closed_form_only, cut, memory):
+def _driven(make_policy, trace, closed_form_only, cut, memory, time_model=ANCHOR_TIME,
+            most=1 << 62):
     """Drive one engine as a fleet drives it between arrivals routed elsewhere: each call
-    of ``advance`` may run batches only up to ``cut`` after its start, so stretches are
-    cut by time and go on at the next call. Returns the engine, the policy's decisions and
-    the short stretches stepped by length."""
+    of ``advance`` may run batches only up to ``cut`` after its start (and at most
+    ``most``: 1 decides every batch), so stretches are cut by time and go on at the next
+    call. Returns the engine, the policy's decisions and the stretches stepped by length
+    (``None``: as they came, a time model without a closed form)."""
     policy = make_policy()
     calls = _counting(policy)
-    engine = qt.engine.Engine(policy, ANCHOR_TIME, memory=memory,
+    engine = qt.engine.Engine(policy, time_model, memory=memory,
                               token_budget=policy.token_budget)
     policy.reset(seed=0)
     engine.load(trace, final=True)
@@ -598,7 +600,7 @@ def _driven(make_policy, trace, closed_form_only, cut, memory):
             if not engine.live.size:
                 t = nxt
                 continue
-            out = engine.advance(t, min(nxt, t + cut), 1 << 62)
+            out = engine.advance(t, min(nxt, t + cut), most)
             t = out[0] if isinstance(out, tuple) else min(out.until or nxt, nxt)
     return engine, calls["n"], stepped
 
@@ -623,6 +625,28 @@ def test_a_short_stretch_cut_by_time_goes_on_as_the_closed_forms_does(
         np.testing.assert_array_equal(shipped.log.column(name), closed.log.column(name))
     for name in ("first_token", "last_token", "finish", "tbt_max"):
         np.testing.assert_array_equal(getattr(shipped.table, name), getattr(closed.table, name))
+
+
+@pytest.mark.parametrize(("make_policy", "memory"), [
+    (lambda: qt.policies.RAD((128, 256, 32)), None),
+    (lambda: qt.policies.SLAI(512, tbt=(0.5, 0.1), beta=24), 6000),
+    (lambda: VLLMVanilla(512), None),
+], ids=["rad", "slai-kv", "vllm"])
+def test_a_stretch_stepped_for_want_of_a_closed_form_goes_on_after_a_cut(make_policy, memory):
+    """Under Bari et al.'s GPU model (no closed form: the stretches are stepped as they
+    come), stretches cut by ``until`` go on at the next call without asking the policy:
+    the batch log and the request stamps of deciding every batch, with fewer decisions."""
+    wl = qt.Workload([qt.RequestClass(64, _lognormal(120), rate=rate, priority=c)
+                      for c, rate in enumerate((6.0, 3.0))])
+    trace = wl.sample(n_requests=120, seed=5)
+    time_model = qt.TiledGPUTime.fitted("a100")
+    shipped, asked, stepped = _driven(make_policy, trace, False, 0.05, memory, time_model)
+    every, asked_every, _ = _driven(make_policy, trace, False, 0.05, memory, time_model, 1)
+    assert set(stepped) == {None} and asked < asked_every
+    for name in ("start", "duration", "decode_requests", "memory", "in_system"):
+        np.testing.assert_array_equal(shipped.log.column(name), every.log.column(name))
+    for name in ("first_token", "last_token", "finish", "tbt_max"):
+        np.testing.assert_array_equal(getattr(shipped.table, name), getattr(every.table, name))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
