@@ -12,6 +12,15 @@ def tm():
     return TiledGPUTime.illustrative()
 
 
+def _rectangular_gemv():
+    """The illustrative model on a GPU whose GeMV tile is 32 × 64 (``t_row ≠ t_col``)."""
+    import dataclasses
+
+    tm = TiledGPUTime.illustrative()
+    gpu = dataclasses.replace(tm.gpu, mu_gemv={(32, 64): 0.6 * tm.gpu.mu_gemv[(64, 64)]})
+    return TiledGPUTime(tm.model, gpu, check=False)
+
+
 def test_tiled_gpu_time_is_exported(tm):
     assert isinstance(tm, qt.TiledGPUTime) and isinstance(tm, qt.TimeModel)
 
@@ -30,7 +39,9 @@ def test_eq6_bracket_over_lcm_chunks_matches_closed_form(tm):
         assert int(tm.prefill_bracket(starts, tl).sum()) * tr * tc * tk == d * L * (L + tl)
 
 
-def test_eq5_decode_attention_counts_gemv_tiles(tm):
+@pytest.mark.parametrize("model", ["illustrative", "rectangular-gemv"])
+def test_eq5_decode_attention_counts_gemv_tiles(model):
+    tm = TiledGPUTime.illustrative() if model == "illustrative" else _rectangular_gemv()
     vr, vc = tm.gpu.gemv_tile
     w = tm.model.kv_width
     i = 1000
@@ -48,7 +59,7 @@ def test_eq7_batch_time_is_the_sum_of_its_parts(tm):
         tm.duration(load))
 
 
-@pytest.mark.parametrize("model", ["illustrative", "fitted-a100"])
+@pytest.mark.parametrize("model", ["illustrative", "fitted-a100", "rectangular-gemv"])
 def test_eq7_terms_are_the_methods_per_member_and_chunk(model):
     """``components`` (the engine's ``duration``) against Eq. 5 and Eq. 6 taken member by
     member and chunk by chunk with :meth:`decode_attention` and :meth:`prefill_attention`:
@@ -57,8 +68,8 @@ def test_eq7_terms_are_the_methods_per_member_and_chunk(model):
     chunk's term is the method's to the bit."""
     from fractions import Fraction
 
-    tm = (TiledGPUTime.illustrative() if model == "illustrative"
-          else TiledGPUTime.fitted("a100"))
+    tm = {"illustrative": TiledGPUTime.illustrative, "rectangular-gemv": _rectangular_gemv,
+          "fitted-a100": lambda: TiledGPUTime.fitted("a100")}[model]()
     vr, vc = tm.gpu.gemv_tile
     mu = tm.gpu.mu_gemv[(vr, vc)]
     rng = np.random.default_rng(7)

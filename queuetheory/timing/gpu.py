@@ -390,12 +390,13 @@ class TiledGPUTime(TimeModel):
         if check:
             gpu.check_assumption1(self.tile)
             gpu.check_assumption2(model.d, model.d_x, t=self.tile)
-        # Eq. 7's constants, read once per batch by :meth:`_terms` (the model, the GPU and the
-        # tile are frozen: they are not assigned after this)
-        w = model.kv_width
-        self._eq7 = (tc, self.inv_mu_lin, gpu.inv_mu_nlin, gpu.c0, model.N, vr, vc, w // vc,
-                     w // vr, gpu.mu_gemv[(vr, vc)], tr, tk, model.d // tk, model.d // tr,
-                     self.attn_unit)
+        # the constants of Eq. 5, 6 and 7, read by :meth:`_gemv_tiles`, :meth:`_bracket` and
+        # :meth:`_terms` (the model, the GPU and the tile are frozen: not assigned after this)
+        w, d = model.kv_width, model.d
+        self._eq5 = (vr, vc, w // vc, w // vr)
+        self._eq6 = (tr, tc, tk, d // tk, d // tr)
+        self._eq7 = (tc, self.inv_mu_lin, gpu.inv_mu_nlin, gpu.c0, model.N,
+                     gpu.mu_gemv[(vr, vc)], self.attn_unit)
 
     @classmethod
     def illustrative(cls, **gpu_kw) -> TiledGPUTime:
@@ -483,11 +484,16 @@ class TiledGPUTime(TimeModel):
         numpy.ndarray
             Seconds per layer, one per position.
         """
-        vr, vc = self.gpu.gemv_tile
-        w = self.model.kv_width
-        i = np.asarray(i, dtype=np.int64)
-        return ((w // vc) * ceil_div(i, vr) + ceil_div(i, vc) * (w // vr)) / self.gpu.mu_gemv[
-            (vr, vc)]
+        return (self._gemv_tiles(np.asarray(i, dtype=np.int64) - 1)
+                / self.gpu.mu_gemv[self.gpu.gemv_tile])
+
+    def _gemv_tiles(self, k):
+        """Eq. 5's GeMV tile-pairs (one layer) of a decode whose KV cache holds ``k`` tokens,
+        at position ``i = k + 1`` (``⌈i/v⌉ = ⌊k/v⌋ + 1``): an integer, or an array of them."""
+        vr, vc, per_row, per_col = self._eq5
+        if vr == vc:                                      # (a square tile: one division)
+            return (k // vr + 1) * (per_row + per_col)
+        return per_row * (k // vr + 1) + (k // vc + 1) * per_col
 
     def prefill_bracket(self, i, c):
         """The integer bracket of Eq. 6 (tile-pairs per layer) for chunk ``PI(R, i, c)``.
@@ -504,11 +510,15 @@ class TiledGPUTime(TimeModel):
         numpy.ndarray
             Tile-pairs per layer.
         """
-        tr, tc, tk = self.tile
-        d = self.model.d
-        S = np.asarray(i, dtype=np.int64) + np.asarray(c, dtype=np.int64) - 1
-        cc = ceil_div(np.asarray(c, dtype=np.int64), tc)
-        return ceil_div(S, tr) * cc * (d // tk) + (d // tr) * cc * ceil_div(S, tk)
+        c = np.asarray(c, dtype=np.int64)
+        return self._bracket(np.asarray(i, dtype=np.int64) + c - 1, c)
+
+    def _bracket(self, ends, c):
+        """:meth:`prefill_bracket` of a chunk of ``c`` tokens ending at position
+        ``ends = i + c − 1``: an integer, or an array of them."""
+        tr, tc, tk, d_tk, d_tr = self._eq6
+        cols = -(-c // tc)
+        return -(-ends // tr) * cols * d_tk + d_tr * cols * -(-ends // tk)
 
     def prefill_attention(self, i, c):
         """Eq. 6: all-layer attention time of ``PI(R, i, c)``.
@@ -553,19 +563,15 @@ class TiledGPUTime(TimeModel):
         :meth:`prefill_attention` over the chunks, in the same integer brackets and
         floating-point operations as that method (a single chunk in plain integers: its one
         product is the sum), and the overhead."""
-        (tc, lin, nlin, c0, N, vr, vc, a_r, a_c, mu_v, tr, tk, d_tk, d_tr,
-         unit) = self._eq7
+        tc, lin, nlin, c0, N, mu_v, unit = self._eq7
         chunk, context = load.chunk, load.decode_context
         decode = prefill = 0.0
         if context.size:
-            k = np.asarray(context, dtype=np.int64)
-            tiles = ((k // vr + 1) * (a_r + a_c) if vr == vc else
-                     a_r * (k // vr + 1) + (k // vc + 1) * a_c)
+            tiles = self._gemv_tiles(np.asarray(context, dtype=np.int64))
             decode = N * (int(tiles.sum()) / mu_v)
         if chunk.size == 1:
             c = int(chunk[0])
-            ends, cols = int(load.chunk_start[0]) + c, -(-c // tc)    # S = i + c − 1
-            prefill = unit * (-(-ends // tr) * cols * d_tk + d_tr * cols * -(-ends // tk))
+            prefill = unit * self._bracket(int(load.chunk_start[0]) + c, c)
             tau = c + context.size
         else:
             tau = load.token_load
