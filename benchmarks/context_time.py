@@ -88,6 +88,14 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("names", nargs="*", default=list(DEFAULT))
     a = ap.parse_args(argv)
+    known = [*es.POLICIES, *es.AO]
+    for spec in a.names:
+        name, colon, kv = spec.partition(":")
+        if name not in known or (colon and kv != "kv"):
+            ap.error(f"names: {spec!r} is not a scheduler of engine_speed, with ':kv' for a "
+                     f"KV limit ({', '.join(known)})")
+    if a.n < 1:
+        ap.error(f"-n={a.n}: at least one request")
     arrival, prompt, output = es.trace(a.n, True, a.load)
     trace = (arrival * 1e-6, prompt, output)                   # µs of the anchor, in s
     print("| scheduler | KV limit | iterations | decisions, fast path | decisions, stepping "
